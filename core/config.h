@@ -1,0 +1,67 @@
+/*
+ * config: runboxd's one configuration struct. Defaults come from the named macros below, then
+ * the environment (RUNBOX_*), then command-line flags; config_validate runs once at start-up
+ * and names the bad key. Read-only after start-up. No I/O beyond reading argv/environ.
+ */
+#ifndef RB_CONFIG_H
+#define RB_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rb.h"
+
+#define RB_DEFAULT_LISTEN "127.0.0.1:8080"
+#define RB_DEFAULT_DB "runbox.db"
+#define RB_DEFAULT_IMAGE "runbox-sandbox:latest"
+#define RB_DEFAULT_DOCKER_SOCKET "/var/run/docker.sock"
+#define RB_DEFAULT_MAX_BODY (1024 * 1024)
+#define RB_DEFAULT_OUTPUT_LIMIT (1024 * 1024)
+#define RB_DEFAULT_TIMEOUT_S 30.0
+#define RB_DEFAULT_MAX_TIMEOUT_S 3600.0
+#define RB_DEFAULT_IDLE_TIMEOUT_S 1800
+#define RB_DEFAULT_RETENTION_S (7 * 24 * 3600)
+#define RB_DEFAULT_MEMORY_MB 512
+#define RB_DEFAULT_MAX_MEMORY_MB 4096
+#define RB_DEFAULT_CPUS 1.0
+#define RB_DEFAULT_MAX_CPUS 2.0
+#define RB_DEFAULT_PIDS_LIMIT 256
+#define RB_DEFAULT_MAX_SESSIONS 100
+#define RB_DEFAULT_GRACE_MS 2000
+#define RB_DEFAULT_MAX_QUEUE 100
+
+typedef struct rb_config {
+    char *listen;          /* "host:port"; --listen / RUNBOX_LISTEN */
+    char *db_path;         /* --db / RUNBOX_DB */
+    char *image;           /* --image / RUNBOX_IMAGE */
+    char *docker_socket;   /* --docker-socket / RUNBOX_DOCKER_SOCKET */
+    size_t max_body;       /* --max-body / RUNBOX_MAX_BODY: bytes of a request body (413 beyond) */
+    size_t output_limit;   /* --output-limit / RUNBOX_OUTPUT_LIMIT: bytes of stdout+stderr kept per execution */
+    double default_timeout;/* --timeout / RUNBOX_TIMEOUT: seconds per execution unless the session/call says */
+    double max_timeout;    /* --max-timeout / RUNBOX_MAX_TIMEOUT */
+    int idle_timeout;      /* --idle-timeout / RUNBOX_IDLE_TIMEOUT: seconds before an idle session is removed; 0 = never */
+    int retention;         /* --retention / RUNBOX_RETENTION: seconds that ended sessions and results are kept */
+    int memory_mb;         /* --memory / RUNBOX_MEMORY: default sandbox memory (MiB) */
+    int max_memory_mb;     /* --max-memory / RUNBOX_MAX_MEMORY */
+    double cpus;           /* --cpus / RUNBOX_CPUS */
+    double max_cpus;       /* --max-cpus / RUNBOX_MAX_CPUS */
+    int pids_limit;        /* --pids-limit / RUNBOX_PIDS_LIMIT */
+    int max_sessions;      /* --max-sessions / RUNBOX_MAX_SESSIONS: live sessions at once */
+    int grace_ms;          /* --grace / RUNBOX_GRACE_MS: after an interrupt, how long before the worker is killed */
+    int max_queue;         /* --max-queue / RUNBOX_MAX_QUEUE: queued executions per session */
+    char *log_level;       /* --log-level / RUNBOX_LOG_LEVEL: debug|info|warn|error */
+} rb_config;
+
+/** Fills cfg with defaults (heap strings owned by cfg). */
+void config_init(rb_config *cfg);
+/** Frees the strings. */
+void config_dispose(rb_config *cfg);
+/** Sets one key by its flag name without dashes ("listen", "db", "max-body", ...) from text.
+ * RB_EINVAL naming the key and the expected form when the value is bad or the key unknown. */
+rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err);
+/** Applies RUNBOX_<KEY> variables from the environment (key upper-cased, '-' -> '_'). */
+rb_err config_load_env(rb_config *cfg, char *err);
+/** Checks cross-field rules (defaults within maxima, positive sizes); names the bad key. */
+rb_err config_validate(const rb_config *cfg, char *err);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * core: the session manager. Owns every rule of runbox: session lifecycle (create, claim,
+ * expire, delete, recover after restart), executions (queue of one at a time per session,
+ * timeouts, interrupts, output caps), and what is persisted when. REST and MCP handlers in
+ * server/ call only this interface; it never sees HTTP, JSON-RPC, SQL or curl.
+ *
+ * Data crosses this interface as jansson values shaped exactly as the public API documents
+ * them (openapi.yaml), so protocol layers only encode. Ownership: json_t arguments are
+ * borrowed; json_t written to out-parameters or passed to callbacks are new references the
+ * receiver must json_decref. Everything runs on the one libuv loop given to core_new.
+ *
+ * Errors: functions return rb_err with text in err[RB_ERR_LEN] meant for the end user (what
+ * was wrong and how to fix it). Async calls follow the libuv contract: synchronous failure
+ * means no callback; otherwise the callback runs exactly once, never from inside the call.
+ */
+#ifndef RB_CORE_H
+#define RB_CORE_H
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "core/config.h"
+#include "core/rb.h"
+
+typedef struct rb_core rb_core;
+
+/** Opens the store at cfg->db_path, recovers state (marks unfinished executions as failed
+ * with "server restarted", re-attaches to live containers of stored sessions, removes
+ * containers labelled as runbox's that no session owns) and starts background timers.
+ * cfg is borrowed and must outlive the core. Docker being unreachable is not an error:
+ * core keeps retrying and reports it in core_health. */
+rb_err core_new(uv_loop_t *loop, const rb_config *cfg, rb_core **out, char *err);
+/** Stops timers, closes attach streams and the store. Containers are left running so that
+ * sessions survive a restart. Run the loop afterwards until its handles have closed. Accepts NULL. */
+void core_free(rb_core *c);
+
+/** Callback for async calls: on success err == RB_OK and body is the JSON answer (owned by
+ * the callee: json_decref it); on failure body is NULL and msg explains. */
+typedef void (*core_cb)(void *data, rb_err err, const char *msg, json_t *body);
+
+/*
+ * Sessions. A session object: {session_id, language, status, created_at, last_used_at,
+ * expires_at, execution_options: {timeout, memory_limit, cpu_limit, environment_variables},
+ * executions: count, container_id}; times are RFC 3339 strings.
+ * status: "starting" | "ready" | "busy" | "ended" | "dead".
+ */
+
+/** Creates a session: opts is the POST /sessions body ({language?, execution_options?}),
+ * validated here (RB_EINVAL says which field). Answers with the session object once its
+ * sandbox is ready. RB_EUNAVAILABLE when Docker is unreachable, RB_EBUSY at max_sessions.
+ * *handle (may be NULL) lets the caller detach with core_cancel if it goes away. */
+typedef struct core_op core_op;
+rb_err core_session_create(rb_core *c, json_t *opts, core_cb cb, void *data, core_op **handle, char *err);
+/** Detaches the callback of a pending operation (the work itself goes on; cb never runs). */
+void core_cancel(core_op *op);
+
+rb_err core_session_get(rb_core *c, const char *session_id, json_t **out, char *err);
+/** {sessions: [...]} of live sessions (not ended). */
+rb_err core_session_list(rb_core *c, json_t **out, char *err);
+/** Ends a session: interrupts and cancels its executions, removes its container (in the
+ * background), keeps its results readable. Answers with the ended session object.
+ * RB_ENOTFOUND for unknown or already ended sessions. */
+rb_err core_session_delete(rb_core *c, const char *session_id, json_t **out, char *err);
+
+/*
+ * Executions. Request body: {session_id, code, timeout?}. Answer (queued):
+ * {request_id, session_id, status, created_at}.
+ * status: "queued" | "running" | "completed" | "error" | "timeout" | "cancelled".
+ */
+rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err);
+/** {request_id, session_id, status, created_at, started_at, completed_at} (null when not yet). */
+rb_err core_execution_status(rb_core *c, const char *request_id, json_t **out, char *err);
+/** The full result document: status fields plus {outputs, stdout, stderr, result, error,
+ * files, duration_ms, output, truncated, reset}. For a queued/running execution it holds what
+ * has been produced so far. */
+rb_err core_execution_results(rb_core *c, const char *request_id, json_t **out, char *err);
+/** Interrupts a running execution or cancels a queued one; answers with its status object.
+ * RB_ECONFLICT if it has already finished. */
+rb_err core_execution_cancel(rb_core *c, const char *request_id, json_t **out, char *err);
+
+/*
+ * Watching an execution (for wait=true, SSE, MCP progress). Events, in order:
+ *   "output": one output item as it is produced ({type:"stream",name,text} |
+ *             {type:"display",mime,data} | {type:"result",text} | {type:"error",...});
+ *   "status": {request_id,status} when it changes (queued -> running);
+ *   "done":   the full result document; the last event, after which the watch is finished
+ *             and must not be stopped again.
+ * With replay != 0, output already produced is sent first. Events are delivered on the loop,
+ * never from inside core_watch_start or core_watch_stop. payload is borrowed (valid during the
+ * call only).
+ */
+typedef struct core_watch core_watch;
+typedef void (*core_event_cb)(void *data, const char *event, json_t *payload);
+rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_event_cb cb, void *data,
+                        core_watch **out, char *err);
+/** Stops a watch before its "done"; no event is delivered after this returns. */
+void core_watch_stop(core_watch *w);
+
+/** {status: "ok"|"degraded", version, docker: {reachable, api_version, error?},
+ * sessions: {live, busy}, executions: {running, queued}}. */
+json_t *core_health(rb_core *c);
+
+#endif

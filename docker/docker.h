@@ -1,0 +1,111 @@
+/*
+ * docker: a client for the Docker Engine API on its unix socket, running on the libuv loop.
+ * The only module that includes curl/curl.h. JSON calls go through libcurl's multi socket API
+ * driven by the loop (curl docs/examples/multi-uv.c); the attach stream that carries a
+ * sandbox's stdin/stdout is a raw HTTP/1.1 Upgrade over a uv_pipe_t, because libcurl 7.88
+ * cannot write to an upgraded connection. It knows nothing of sessions or runners.
+ *
+ * Async contract (libuv style): a call that fails synchronously returns an error and never
+ * calls its callback; one that starts calls its callback exactly once, later, on the loop,
+ * with RB_ECANCELED if it was cancelled or the client freed.
+ */
+#ifndef RB_DOCKER_H
+#define RB_DOCKER_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "core/rb.h"
+
+typedef struct docker docker;
+typedef struct docker_req docker_req;
+
+/** Creates a client for the engine at socket_path. Does no I/O. */
+rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *err);
+/** Cancels every request in flight (their callbacks run with RB_ECANCELED before this returns
+ * or on the next loop turn) and closes attach streams. Handles finish closing on the loop:
+ * run the loop until it has no active handles before freeing it. Accepts NULL. */
+void docker_free(docker *d);
+
+/** The API version in use ("1.41"); set by docker_ping_version, defaults to "1.41". */
+const char *docker_api_version(const docker *d);
+
+/**
+ * Result of a JSON call. status is the HTTP status (0 if none was received). body is the
+ * parsed JSON response (NULL when empty or not JSON), borrowed: valid only during the
+ * callback (json_incref to keep it). For err != RB_OK, errmsg says what failed (for HTTP
+ * errors, Docker's "message"). An HTTP status >= 400 is reported as err = RB_EIO except:
+ * 404 -> RB_ENOTFOUND, 409 -> RB_ECONFLICT. Connection failures -> RB_EUNAVAILABLE.
+ */
+typedef void (*docker_cb)(void *data, rb_err err, const char *errmsg, int status, json_t *body);
+
+/**
+ * Sends `method` `/v<api>/<path>` (path starts with '/', includes any query string, already
+ * URL-encoded) with an optional JSON body (borrowed; serialised before return). timeout_ms of
+ * 0 means none. *out (may be NULL) receives a handle valid until the callback runs.
+ */
+rb_err docker_request(docker *d, const char *method, const char *path, json_t *body, long timeout_ms,
+                      docker_cb cb, void *data, docker_req **out, char *err);
+/** Cancels a request in flight: its callback runs once with RB_ECANCELED (not synchronously). */
+void docker_req_cancel(docker_req *r);
+
+/** GET /version (unversioned); on success stores the engine's ApiVersion, capped to the
+ * range this client supports (1.41 .. 1.47), for later calls. body is the /version JSON. */
+rb_err docker_ping_version(docker *d, docker_cb cb, void *data, char *err);
+
+/* Convenience wrappers over docker_request (same contract). */
+rb_err docker_container_create(docker *d, const char *name, json_t *config, docker_cb cb, void *data, char *err);
+rb_err docker_container_start(docker *d, const char *id, docker_cb cb, void *data, char *err);
+rb_err docker_container_kill(docker *d, const char *id, const char *signal, docker_cb cb, void *data, char *err);
+/** DELETE /containers/{id}?force=1&v=1 */
+rb_err docker_container_remove(docker *d, const char *id, docker_cb cb, void *data, char *err);
+rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *data, char *err);
+/** GET /containers/json?all=1&filters={"label":[label]} ; label like "runbox.instance" or "k=v". */
+rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *data, char *err);
+rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *data, char *err);
+
+/*
+ * Attach: POST /containers/{id}/attach?stream=1&stdin=1&stdout=1&stderr=1 with
+ * `Upgrade: tcp`, then raw bytes both ways. The container must be created with Tty=false and
+ * OpenStdin=true, so output arrives multiplexed in 8-byte-header frames; the stream is
+ * demultiplexed here and delivered as payload bytes per stream.
+ */
+typedef struct docker_attach docker_attach;
+typedef struct docker_attach_cbs {
+    /** Once: RB_OK when the upgrade succeeded (writes are accepted from then on), or the error
+     * (then on_close is not called and the handle is released by the module). */
+    void (*on_open)(void *data, rb_err err, const char *errmsg);
+    /** Zero or more times after a successful open: stream is 1 (stdout) or 2 (stderr); buf is
+     * valid only during the call. */
+    void (*on_data)(void *data, int stream, const char *buf, size_t len);
+    /** Once after a successful open, when the stream ends (RB_OK for EOF, else the error),
+     * unless docker_attach_close was called first. */
+    void (*on_close)(void *data, rb_err err, const char *errmsg);
+} docker_attach_cbs;
+
+/** Starts attaching; cbs is copied. *out is valid until on_open reports an error, on_close
+ * runs, or docker_attach_close is called. */
+rb_err docker_attach_start(docker *d, const char *container_id, const docker_attach_cbs *cbs, void *data,
+                           docker_attach **out, char *err);
+/** Queues bytes for the container's stdin (copied). RB_ECONFLICT if not open or closed;
+ * RB_ETOOBIG if more than 64 MiB is already queued. */
+rb_err docker_attach_write(docker_attach *a, const char *buf, size_t len, char *err);
+/** Closes the stream; no callback runs after this returns. Memory is released on the loop. */
+void docker_attach_close(docker_attach *a);
+
+/*
+ * The frame demultiplexer, exposed for tests and fuzzing: feed arbitrary bytes, get payloads.
+ * A header with stream > 2 or a length over 16 MiB is a protocol error (RB_EIO).
+ */
+typedef struct docker_demux {
+    unsigned char hdr[8];
+    size_t hdr_len;
+    uint32_t remaining;
+    int stream;
+} docker_demux;
+typedef void (*docker_demux_cb)(void *data, int stream, const char *buf, size_t len);
+void docker_demux_init(docker_demux *m);
+rb_err docker_demux_feed(docker_demux *m, const char *buf, size_t len, docker_demux_cb cb, void *data);
+
+#endif

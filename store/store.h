@@ -1,0 +1,75 @@
+/*
+ * store: runbox's durable state in one SQLite file (WAL). The only module that includes
+ * sqlite3.h. It keeps sessions and executions (and later MCP sessions) as rows whose
+ * searchable fields are columns and whose remaining fields are a JSON document. It holds no
+ * policy: core/ decides what to write and when. One connection, used on the loop thread only.
+ *
+ * Objects cross this interface as jansson values. Every function that takes a json_t borrows
+ * it; every json_t written to an out-parameter is a new reference the caller must json_decref.
+ */
+#ifndef RB_STORE_H
+#define RB_STORE_H
+
+#include <stdint.h>
+#include <jansson.h>
+
+#include "core/rb.h"
+
+typedef struct store store;
+
+/** Opens (creating if needed) the database at path (":memory:" allowed), sets WAL,
+ * synchronous=NORMAL, busy_timeout, and migrates the schema. Errors: RB_ESTORE with the
+ * SQLite message and the path. */
+rb_err store_open(const char *path, store **out, char *err);
+/** Closes the database (runs a final passive checkpoint). Accepts NULL. */
+void store_close(store *st);
+
+/** Groups the writes that follow into one transaction until store_commit (nesting counted:
+ * only the outermost pair acts). Used by core to batch an execution's writes. */
+rb_err store_begin(store *st, char *err);
+rb_err store_commit(store *st, char *err);
+
+/*
+ * Sessions. A session document is a JSON object that must have string "session_id" and
+ * "status", and integer "created_at" and "last_used_at" (epoch ms); "container_id" (string or
+ * null) and "ended_at" (integer or null) are also mapped to columns. All other members are
+ * kept verbatim in the document.
+ */
+/** Inserts or replaces the session with doc's session_id. */
+rb_err store_session_put(store *st, json_t *doc, char *err);
+/** RB_ENOTFOUND when there is no such session. */
+rb_err store_session_get(store *st, const char *session_id, json_t **out, char *err);
+/** All sessions, newest first; with include_ended=0 only those whose ended_at is null. Out is
+ * a JSON array of documents. */
+rb_err store_session_list(store *st, int include_ended, json_t **out, char *err);
+/** Removes the session row. Its executions remain until pruned. */
+rb_err store_session_delete(store *st, const char *session_id, char *err);
+
+/*
+ * Executions. A document has string "request_id", "session_id", "status", integer
+ * "created_at", and may have integer "started_at", "completed_at", string "code" and any
+ * other members (outputs, result, error, ...), kept verbatim.
+ */
+rb_err store_execution_put(store *st, json_t *doc, char *err);
+rb_err store_execution_get(store *st, const char *request_id, json_t **out, char *err);
+/** Executions of one session in creation order, without "code"-independent filtering: out is
+ * an array of documents (the full documents; limit caps the count, newest kept, 0 = all). */
+rb_err store_execution_list(store *st, const char *session_id, int limit, json_t **out, char *err);
+/** Marks every execution whose status is "queued" or "running" as status "error" with
+ * error {ename:"ServerRestarted", evalue:message, traceback:[]} and completed_at=now.
+ * Writes the number changed to *changed (may be NULL). */
+rb_err store_execution_fail_unfinished(store *st, const char *message, int *changed, char *err);
+
+/** Deletes ended sessions whose ended_at is older than before_ms and executions whose
+ * completed_at is older than before_ms (and whose session is ended or gone). */
+rb_err store_prune(store *st, int64_t before_ms, int *deleted, char *err);
+
+/** A small key/value table for server-wide facts (the instance id that labels containers).
+ * store_meta_get: RB_ENOTFOUND when absent; *out is a new heap string (free()). */
+rb_err store_meta_get(store *st, const char *key, char **out, char *err);
+rb_err store_meta_put(store *st, const char *key, const char *value, char *err);
+
+/** Runs a passive WAL checkpoint (call from a timer so autocheckpoint never stalls a request). */
+void store_checkpoint(store *st);
+
+#endif
