@@ -35,7 +35,8 @@ rb_err store_commit(store *st, char *err);
  * null) and "ended_at" (integer or null) are also mapped to columns. All other members are
  * kept verbatim in the document.
  */
-/** Inserts or replaces the session with doc's session_id. */
+/** Inserts or replaces the session with doc's session_id. Its created_at cannot change once
+ * stored (RB_EINVAL). */
 rb_err store_session_put(store *st, json_t *doc, char *err);
 /** RB_ENOTFOUND when there is no such session. */
 rb_err store_session_get(store *st, const char *session_id, json_t **out, char *err);
@@ -50,6 +51,8 @@ rb_err store_session_delete(store *st, const char *session_id, char *err);
  * "created_at", and may have integer "started_at", "completed_at", string "code" and any
  * other members (outputs, result, error, ...), kept verbatim.
  */
+/** Inserts or replaces the execution with doc's request_id. Its session_id and created_at cannot
+ * change once stored (RB_EINVAL). */
 rb_err store_execution_put(store *st, json_t *doc, char *err);
 rb_err store_execution_get(store *st, const char *request_id, json_t **out, char *err);
 /** Executions of one session in creation order, without "code"-independent filtering: out is
