@@ -1,0 +1,362 @@
+"""Tests of the sandbox runner (docker/runner/runner.py) driven over its stdin/stdout.
+
+The runner runs as a plain subprocess of the test (no Docker) except in the last test, which
+does one round trip inside the runbox-sandbox:latest image and is skipped when the image or
+Docker is missing. Run: python3 -m pytest tests/runner -q
+"""
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+RUNNER = os.path.join(os.path.dirname(__file__), "..", "..", "docker", "runner", "runner.py")
+IMAGE = "runbox-sandbox:latest"
+
+
+class Runner:
+    def __init__(self, language="python", grace_ms=None, argv=None):
+        env = dict(os.environ)
+        env["RUNBOX_LANGUAGE"] = language
+        if grace_ms is not None:
+            env["RUNBOX_GRACE_MS"] = str(grace_ms)
+        self.proc = subprocess.Popen(argv or [sys.executable, RUNNER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env)
+        self.ready = self.event()
+        assert self.ready["type"] == "ready"
+        assert self.ready["language"] == language
+
+    def send(self, obj):
+        raw = obj if isinstance(obj, (bytes, str)) else json.dumps(obj)
+        if isinstance(raw, str):
+            raw = raw.encode()
+        self.proc.stdin.write(raw + b"\n")
+        self.proc.stdin.flush()
+
+    def event(self):
+        line = self.proc.stdout.readline()
+        assert line, "runner closed its stdout"
+        return json.loads(line)
+
+    def execute(self, code, timeout=30, max_output=1 << 20):
+        rid = uuid.uuid4().hex
+        self.send({"op": "execute", "id": rid, "code": code, "timeout": timeout, "max_output": max_output})
+        events = []
+        while True:
+            ev = self.event()
+            assert ev["id"] == rid
+            events.append(ev)
+            if ev["type"] == "done":
+                return Result(events)
+
+    def close(self):
+        self.proc.stdin.close()
+        rc = self.proc.wait(timeout=60)
+        self.proc.stdout.close()
+        return rc
+
+
+class Result:
+    def __init__(self, events):
+        self.events = events
+        self.done = events[-1]
+        self.status = self.done["status"]
+
+    def text(self, name):
+        return "".join(e["text"] for e in self.events if e["type"] == "stream" and e["name"] == name)
+
+    def of(self, kind):
+        return [e for e in self.events if e["type"] == kind]
+
+    @property
+    def result(self):
+        r = self.of("result")
+        return r[0]["text"] if r else None
+
+    @property
+    def error(self):
+        r = self.of("error")
+        return r[0] if r else None
+
+
+@pytest.fixture
+def py():
+    r = Runner()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def sh():
+    r = Runner("bash")
+    yield r
+    r.close()
+
+
+def test_state_persists_and_last_expression(py):
+    r = py.execute("x = 40\ndef f(y):\n    return x + y")
+    assert r.status == "completed" and r.result is None and r.of("stream") == []
+    r = py.execute("f(2)")
+    assert r.status == "completed" and r.result == "42"
+    assert py.execute("_ + 1").result == "43"
+    assert py.execute("None").result is None
+    assert py.execute("__name__").result == "'__main__'"
+    assert py.execute("x = 1; x").result == "1"
+
+
+def test_stdout_stderr_split_and_ordered(py):
+    r = py.execute("import sys\nprint('a')\nprint('b', file=sys.stderr)\nprint('c')\n"
+                   "import subprocess\nsubprocess.run(['echo', 'from-child'])\n'end'")
+    assert r.text("stdout") == "a\nc\nfrom-child\n"
+    assert r.text("stderr") == "b\n"
+    seq = [(e["name"], e["text"]) for e in r.of("stream")]
+    joined = "".join(n[3] + t for n, t in seq)  # 'o'/'e' tags show the interleaving
+    assert joined.index("oa") < joined.index("eb") < joined.index("oc")
+    assert [e["type"] for e in r.events][-2:] == ["result", "done"]
+
+
+def test_many_small_writes_are_coalesced(py):
+    r = py.execute("for i in range(100000): print(i)", max_output=10 << 20)
+    assert r.status == "completed"
+    assert r.text("stdout") == "".join("%d\n" % i for i in range(100000))
+    streams = r.of("stream")
+    assert len(streams) < 1000
+    assert all(len(e["text"].encode()) <= 65536 for e in streams)
+
+
+def test_traceback_shows_user_lines_not_runner(py):
+    r = py.execute("def inner():\n    return 1 / 0\n\ninner()")
+    assert r.status == "error"
+    err = r.error
+    assert err["ename"] == "ZeroDivisionError" and err["evalue"] == "division by zero"
+    tb = "".join(err["traceback"])
+    assert tb.startswith("Traceback (most recent call last):")
+    assert 'File "<cell-' in tb and "return 1 / 0" in tb and "inner()" in tb
+    assert "runner.py" not in tb
+    assert tb.rstrip().endswith("ZeroDivisionError: division by zero")
+
+
+def test_syntax_error_as_python_shows_it(py):
+    r = py.execute("x = (1,\ny = 2")
+    assert r.status == "error"
+    err = r.error
+    assert err["ename"] == "SyntaxError"
+    tb = "".join(err["traceback"])
+    assert "Traceback" not in tb and "runner.py" not in tb and "ast.py" not in tb
+    assert 'File "<cell-' in tb and "SyntaxError:" in tb and "x = (1," in tb
+    assert py.execute("1 + 1").result == "2"  # nothing else broken
+
+
+def test_timeout_keeps_state(py):
+    py.execute("kept = 'yes'")
+    r = py.execute("while True: pass", timeout=0.5)
+    assert r.status == "timeout"
+    assert r.done["reset"] is False
+    assert r.error["ename"] == "KeyboardInterrupt"
+    assert "runner.py" not in "".join(r.error["traceback"])
+    assert py.execute("kept").result == "'yes'"
+
+
+def test_uninterruptible_loop_is_killed_and_reset():
+    py = Runner(grace_ms=300)
+    try:
+        py.execute("kept = 1")
+        code = ("import subprocess, time\nchild = subprocess.Popen(['sleep', '300'])\n"
+                "open('/tmp/runbox-test-child-%d' % child.pid, 'w').close()\n"
+                "while True:\n    try:\n        time.sleep(0.01)\n    except KeyboardInterrupt:\n        pass\n")
+        before = set(os.listdir("/tmp"))
+        r = py.execute(code, timeout=0.5)
+        assert r.status == "timeout"
+        assert r.done["reset"] is True
+        assert "restarted" in r.done["reset_reason"] and "variables are lost" in r.done["reset_reason"]
+        # The child in the killed worker's process group died with it.
+        new = [n for n in set(os.listdir("/tmp")) - before if n.startswith("runbox-test-child-")]
+        assert len(new) == 1
+        pid = int(new[0].rsplit("-", 1)[1])
+        os.unlink(os.path.join("/tmp", new[0]))
+        with open("/proc/%d/stat" % pid) if os.path.exists("/proc/%d" % pid) else open(os.devnull) as f:
+            stat = f.read()
+        assert stat == "" or stat.split(") ")[1].startswith("Z")
+        r = py.execute("kept")
+        assert r.status == "error" and r.error["ename"] == "NameError"
+        assert py.execute("2 * 21").result == "42"
+    finally:
+        py.close()
+
+
+def test_worker_exit_resets(py):
+    py.execute("gone = True")
+    r = py.execute("import os\nos._exit(3)")
+    assert r.status == "error" and r.done["reset"] is True
+    assert "code 3" in r.done["reset_reason"]
+    r = py.execute("'gone' in globals()")
+    assert r.status == "completed" and r.result == "False"
+
+
+def test_worker_killed_by_signal(py):
+    r = py.execute("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    assert r.status == "error" and r.done["reset"] is True
+    assert "SIGKILL" in r.done["reset_reason"]
+    assert py.execute("1").result == "1"
+
+
+def test_background_process_does_not_block_cell(py):
+    r = py.execute("import subprocess\nsubprocess.Popen('sleep 30; echo late', shell=True)\nprint('started')")
+    assert r.status == "completed" and r.text("stdout") == "started\n"
+
+
+def test_interrupt_request(py):
+    rid = "cell-int"
+    py.send({"op": "execute", "id": rid, "code": "import time\nprint('go', flush=True)\ntime.sleep(60)",
+             "timeout": 120, "max_output": 1000})
+    ev = py.event()
+    assert ev["type"] == "stream" and ev["text"] == "go\n"
+    py.send({"op": "interrupt", "id": "some-other-id"})  # ignored
+    py.send({"op": "interrupt", "id": rid})
+    events = []
+    while not events or events[-1]["type"] != "done":
+        events.append(py.event())
+    assert events[-1]["status"] == "cancelled" and events[-1]["reset"] is False
+
+
+def test_busy_execute_is_refused(py):
+    py.send({"op": "execute", "id": "a", "code": "import time\nprint('x', flush=True)\ntime.sleep(1)",
+             "timeout": 30, "max_output": 1000})
+    assert py.event()["type"] == "stream"
+    py.send({"op": "execute", "id": "b", "code": "1", "timeout": 30, "max_output": 1000})
+    got = {}
+    while len([e for e in got.values() if e]) < 2:
+        ev = py.event()
+        if ev["type"] == "error" and ev["id"] == "b":
+            assert ev["ename"] == "RunnerBusy"
+        if ev["type"] == "done":
+            got[ev["id"]] = ev
+    assert got["b"]["status"] == "error" and got["a"]["status"] == "completed"
+
+
+def test_output_cap_50mb(py):
+    cap = 10000
+    r = py.execute("import sys\nsys.stdout.write('H' * 100 + 'x' * (50 * 1024 * 1024) + 'T' * 100)", max_output=cap)
+    assert r.status == "completed"
+    out = r.text("stdout")
+    total = 200 + 50 * 1024 * 1024
+    assert r.done["dropped"] == total - cap
+    marker = "[... %d bytes of output dropped ...]" % (total - cap)
+    assert marker in out
+    assert out.startswith("H" * 100) and out.endswith("T" * 100)
+    assert len(out) - len(marker) <= cap + 2  # head + tail (+ the marker's newlines)
+    head, tail = out.split(marker)
+    assert len(head.rstrip("\n")) == cap // 2 and len(tail.lstrip("\n")) == cap - cap // 2
+
+
+def test_invalid_utf8_is_replaced(py):
+    r = py.execute("import sys\nsys.stdout.buffer.write(b'ok\\xff\\xfe \\xc3'); sys.stdout.flush()\n"
+                   "sys.stdout.buffer.write(b'\\xa9 end\\n'); sys.stdout.flush()")
+    assert r.status == "completed"
+    assert r.text("stdout") == "ok\ufffd\ufffd \u00e9 end\n"
+
+
+def test_matplotlib_figure_is_png():
+    pytest.importorskip("matplotlib")
+    py = Runner()
+    try:
+        r = py.execute("import sys\n'matplotlib' in sys.modules")
+        assert r.result == "False"  # the runner does not import matplotlib itself
+        r = py.execute("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.figure()\nplt.bar([1], [2])\n"
+                       "plt.show()", timeout=120)
+        assert r.status == "completed", r.events
+        shows = r.of("display")
+        assert len(shows) == 2
+        for d in shows:
+            assert d["mime"] == "image/png"
+            assert base64.b64decode(d["data"]).startswith(b"\x89PNG\r\n\x1a\n")
+        assert "cannot be shown" not in r.text("stderr") and "non-GUI" not in r.text("stderr")
+        assert py.execute("len(plt.get_fignums())").result == "0"
+    finally:
+        py.close()
+
+
+def test_malformed_requests(py):
+    py.send(b"this is not json")
+    ev = py.event()
+    assert ev["type"] == "error_reply" and ev["id"] is None
+    py.send(b"[1, 2]")
+    assert py.event()["type"] == "error_reply"
+    py.send(b"\xff\xfe{")
+    assert py.event()["type"] == "error_reply"
+    py.send({"op": "launch", "id": 7})
+    ev = py.event()
+    assert ev == {"type": "error_reply", "id": 7, "message": ev["message"]} and "launch" in ev["message"]
+    py.send({"op": "execute", "id": 8, "code": 5})
+    assert py.event()["type"] == "error_reply"
+    py.send({"op": "execute", "id": 9, "code": "1", "max_output": "lots"})
+    assert py.event()["type"] == "error_reply"
+    py.send({"op": "ping", "id": 10})
+    ev = py.event()
+    assert ev["type"] == "pong" and ev["id"] == 10 and ev["version"] == 1 and ev["worker_pid"] > 0
+    assert py.execute("'still alive'").result == "'still alive'"
+
+
+def test_bash_state_persists(sh):
+    r = sh.execute("cd /tmp\nGREETING=hello\ngreet() { echo \"$GREETING $1\"; }")
+    assert r.status == "completed"
+    r = sh.execute("pwd; greet world; echo oops >&2; echo \"quote ' and \\\\ and é\"")
+    assert r.status == "completed"
+    assert r.text("stdout") == "/tmp\nhello world\nquote ' and \\ and é\n"
+    assert r.text("stderr") == "oops\n"
+    assert r.result is None
+
+
+def test_bash_exit_status_and_stdin(sh):
+    r = sh.execute("cat; echo read-nothing; (exit 3)")
+    assert r.status == "error"
+    assert r.text("stdout") == "read-nothing\n"
+    assert r.error["ename"] == "ExitCode" and r.error["evalue"] == "3"
+
+
+def test_bash_timeout_keeps_state(sh):
+    sh.execute("KEEP=me")
+    r = sh.execute("sleep 100; echo not-reached", timeout=0.5)
+    assert r.status == "timeout" and "not-reached" not in r.text("stdout")
+    r2 = sh.execute("echo $KEEP")
+    if r.done["reset"]:
+        assert r.done["reset_reason"]
+    else:
+        assert r2.text("stdout") == "me\n"
+
+
+def test_bash_exit_resets(sh):
+    r = sh.execute("exit 4")
+    assert r.status == "error" and r.done["reset"] is True and "code 4" in r.done["reset_reason"]
+    assert sh.execute("echo back").text("stdout") == "back\n"
+
+
+def image_available():
+    if shutil.which("docker") is None:
+        return False
+    return subprocess.run(["docker", "image", "inspect", IMAGE], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+@pytest.mark.skipif(not image_available(), reason="%s is not built (docker/build-images)" % IMAGE)
+def test_round_trip_in_sandbox_image():
+    name = "runbox-test-runner-%s" % uuid.uuid4().hex[:8]
+    argv = ["docker", "run", "-i", "--rm", "--name", name, "--label", "runbox.test=1", "--network", "none",
+            "--read-only", "--tmpfs", "/tmp", "--tmpfs", "/workspace:uid=1000", IMAGE]
+    r = Runner(argv=argv)
+    try:
+        res = r.execute("import numpy, pandas, os\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
+                        "print(os.getcwd(), os.getuid())\nint(numpy.arange(10).sum())", timeout=120)
+        assert res.status == "completed", res.events
+        assert res.result == "45"
+        assert res.text("stdout") == "/workspace 1000\n"
+        assert len(res.of("display")) == 1
+    finally:
+        rc = r.close()
+        subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert rc == 0
