@@ -30,6 +30,11 @@ typedef struct rb_core rb_core;
  * cfg is borrowed and must outlive the core. Docker being unreachable is not an error:
  * core keeps retrying and reports it in core_health. */
 rb_err core_new(uv_loop_t *loop, const rb_config *cfg, rb_core **out, char *err);
+/** Number of background Docker operations (container removals) still in flight. A graceful
+ * shutdown runs the loop until this is 0 (or a deadline passes) before core_free, which
+ * cancels what is left; containers left behind are removed at the next start. */
+int core_pending(const rb_core *c);
+
 /** Stops timers, closes attach streams and the store. Containers are left running so that
  * sessions survive a restart. Run the loop afterwards until its handles have closed. Accepts NULL. */
 void core_free(rb_core *c);

@@ -1,0 +1,486 @@
+/*
+ * execution.c: one execution of code in a session. Collects the runner's output items in
+ * order (coalescing stream chunks, enforcing runboxd's own backstop cap on top of the
+ * runner's), builds the status and result documents of the public API, persists the final
+ * state, and delivers events to watchers. It does not talk to Docker: sandbox.c feeds it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+execution *execution_new(rb_core *c, session *s, const char *code, double timeout)
+{
+    execution *ex = xcalloc(1, sizeof(*ex));
+    ex->core = c;
+    ex->s = s;
+    rb_random_id("e_", ex->id, sizeof(ex->id));
+    snprintf(ex->session_id, sizeof(ex->session_id), "%s", s->id);
+    ex->code = xstrdup(code);
+    ex->timeout = timeout;
+    ex->status = "queued";
+    ex->created_at = rb_now_ms();
+    ex->outputs = json_array();
+    ex->duration_ms = -1;
+    return ex;
+}
+
+static void backstop_close_cb(uv_handle_t *h)
+{
+    free(h);
+}
+
+void execution_free(execution *ex)
+{
+    if (ex == NULL)
+        return;
+    if (ex->backstop != NULL) {
+        uv_timer_stop(ex->backstop);
+        uv_close((uv_handle_t *)ex->backstop, backstop_close_cb);
+    }
+    free(ex->code);
+    free(ex->reset_reason);
+    json_decref(ex->outputs);
+    json_decref(ex->error);
+    free(ex);
+}
+
+/* ---- documents ---------------------------------------------------------------------- */
+
+static void put_time(json_t *obj, const char *key, int64_t ms)
+{
+    if (ms > 0)
+        json_object_set_new(obj, key, json_integer(ms));
+    else
+        json_object_set_new(obj, key, json_null());
+}
+
+json_t *execution_to_doc(const execution *ex)
+{
+    json_t *doc = json_object();
+    json_object_set_new(doc, "request_id", json_string(ex->id));
+    json_object_set_new(doc, "session_id", json_string(ex->session_id));
+    json_object_set_new(doc, "status", json_string(ex->status));
+    json_object_set_new(doc, "created_at", json_integer(ex->created_at));
+    put_time(doc, "started_at", ex->started_at);
+    put_time(doc, "completed_at", ex->completed_at);
+    json_object_set_new(doc, "code", json_string(ex->code));
+    json_object_set_new(doc, "timeout", json_real(ex->timeout));
+    json_object_set(doc, "outputs", ex->outputs);
+    json_object_set_new(doc, "truncated", json_boolean(ex->truncated));
+    json_object_set_new(doc, "dropped_bytes", json_integer(ex->dropped));
+    json_object_set_new(doc, "reset", json_boolean(ex->reset));
+    json_object_set_new(doc, "reset_reason", ex->reset_reason ? json_string(ex->reset_reason) : json_null());
+    json_object_set_new(doc, "duration_ms", ex->duration_ms >= 0 ? json_integer(ex->duration_ms) : json_null());
+    return doc;
+}
+
+static void copy_time(json_t *out, json_t *doc, const char *key)
+{
+    json_t *v = json_object_get(doc, key);
+    if (json_is_integer(v) && json_integer_value(v) > 0)
+        core_json_time(out, key, json_integer_value(v));
+    else
+        json_object_set_new(out, key, json_null());
+}
+
+json_t *execution_doc_status_api(json_t *doc)
+{
+    json_t *out = json_object();
+    json_object_set(out, "request_id", json_object_get(doc, "request_id"));
+    json_object_set(out, "session_id", json_object_get(doc, "session_id"));
+    json_object_set(out, "status", json_object_get(doc, "status"));
+    copy_time(out, doc, "created_at");
+    copy_time(out, doc, "started_at");
+    copy_time(out, doc, "completed_at");
+    return out;
+}
+
+json_t *execution_doc_result_api(json_t *doc)
+{
+    json_t *out = execution_doc_status_api(doc);
+    json_t *outputs = json_object_get(doc, "outputs");
+    if (!json_is_array(outputs))
+        outputs = NULL;
+    rb_buf so, se;
+    rb_buf_init(&so, SIZE_MAX / 2);
+    rb_buf_init(&se, SIZE_MAX / 2);
+    json_t *files = json_array(), *compat = json_array(), *result = json_null(), *error = json_null();
+    size_t i;
+    json_t *item;
+    json_array_foreach(outputs, i, item)
+    {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        if (type == NULL)
+            continue;
+        if (strcmp(type, "stream") == 0) {
+            const char *name = json_string_value(json_object_get(item, "name"));
+            json_t *text = json_object_get(item, "text");
+            rb_buf *b = (name && strcmp(name, "stderr") == 0) ? &se : &so;
+            rb_buf_append(b, json_string_value(text), json_string_length(text));
+            json_array_append_new(compat, json_pack("{s:s, s:O}", "type", "stream", "content", text));
+        } else if (strcmp(type, "display") == 0) {
+            json_array_append(files, json_object_get(item, "data"));
+        } else if (strcmp(type, "result") == 0) {
+            json_decref(result);
+            result = json_incref(json_object_get(item, "text"));
+            json_array_append_new(compat, json_pack("{s:s, s:O}", "type", "result", "content", result));
+        } else if (strcmp(type, "error") == 0) {
+            json_decref(error);
+            error = json_pack("{s:O?, s:O?, s:O?}", "ename", json_object_get(item, "ename"), "evalue",
+                              json_object_get(item, "evalue"), "traceback", json_object_get(item, "traceback"));
+        }
+    }
+    if (outputs != NULL)
+        json_object_set(out, "outputs", outputs);
+    else
+        json_object_set_new(out, "outputs", json_array());
+    json_object_set_new(out, "stdout", json_stringn(so.data ? so.data : "", so.len));
+    json_object_set_new(out, "stderr", json_stringn(se.data ? se.data : "", se.len));
+    rb_buf_dispose(&so);
+    rb_buf_dispose(&se);
+    json_object_set_new(out, "result", result ? result : json_null());
+    json_object_set_new(out, "error", error ? error : json_null());
+    json_object_set_new(out, "files", files);
+    json_t *v;
+    v = json_object_get(doc, "duration_ms");
+    json_object_set(out, "duration_ms", json_is_integer(v) ? v : json_null());
+    v = json_object_get(doc, "truncated");
+    json_object_set_new(out, "truncated", json_boolean(json_is_true(v)));
+    v = json_object_get(doc, "dropped_bytes");
+    json_object_set_new(out, "dropped_bytes", json_integer(json_is_integer(v) ? json_integer_value(v) : 0));
+    v = json_object_get(doc, "reset");
+    json_object_set_new(out, "reset", json_boolean(json_is_true(v)));
+    v = json_object_get(doc, "reset_reason");
+    json_object_set(out, "reset_reason", json_is_string(v) ? v : json_null());
+    json_object_set_new(out, "output", compat);
+    return out;
+}
+
+json_t *execution_status_api(const execution *ex)
+{
+    json_t *doc = execution_to_doc(ex);
+    json_t *out = execution_doc_status_api(doc);
+    json_decref(doc);
+    return out;
+}
+
+json_t *execution_result_api(const execution *ex)
+{
+    json_t *doc = execution_to_doc(ex);
+    json_t *out = execution_doc_result_api(doc);
+    json_decref(doc);
+    return out;
+}
+
+/* ---- output ------------------------------------------------------------------------- */
+
+void execution_set_running(execution *ex)
+{
+    ex->status = "running";
+    ex->started_at = rb_now_ms();
+    json_t *st = json_pack("{s:s, s:s}", "request_id", ex->id, "status", "running");
+    watches_emit(ex, "status", st);
+    json_decref(st);
+}
+
+/* Appends stream text to the outputs, merging with the previous item when it is the same
+ * stream, and applies runboxd's backstop cap (the runner caps first; this only guards
+ * against a runner that does not). */
+static void add_stream(execution *ex, json_t *event)
+{
+    const char *name = json_string_value(json_object_get(event, "name"));
+    json_t *text = json_object_get(event, "text");
+    if (name == NULL || !json_is_string(text) || (strcmp(name, "stdout") != 0 && strcmp(name, "stderr") != 0))
+        return;
+    size_t len = json_string_length(text);
+    size_t limit = ex->core->cfg->output_limit * 2 + 65536;
+    if (ex->stream_bytes + len > limit) {
+        ex->truncated = 1;
+        ex->dropped += (int64_t)len;
+        return;
+    }
+    ex->stream_bytes += len;
+    json_t *item = json_pack("{s:s, s:s, s:O}", "type", "stream", "name", name, "text", text);
+    size_t n = json_array_size(ex->outputs);
+    json_t *last = n ? json_array_get(ex->outputs, n - 1) : NULL;
+    if (last != NULL && json_is_string(json_object_get(last, "name")) &&
+        strcmp(json_string_value(json_object_get(last, "type")), "stream") == 0 &&
+        strcmp(json_string_value(json_object_get(last, "name")), name) == 0) {
+        json_t *prev = json_object_get(last, "text");
+        size_t plen = json_string_length(prev);
+        char *joined = xmalloc(plen + len);
+        memcpy(joined, json_string_value(prev), plen);
+        memcpy(joined + plen, json_string_value(text), len);
+        json_object_set_new(last, "text", json_stringn_nocheck(joined, plen + len));
+        free(joined);
+    } else {
+        json_array_append(ex->outputs, item);
+    }
+    watches_emit(ex, "output", item);
+    json_decref(item);
+}
+
+void execution_add_event(execution *ex, json_t *event)
+{
+    const char *type = json_string_value(json_object_get(event, "type"));
+    if (type == NULL)
+        return;
+    json_t *item = NULL;
+    if (strcmp(type, "stream") == 0) {
+        add_stream(ex, event);
+        return;
+    } else if (strcmp(type, "display") == 0) {
+        json_t *data = json_object_get(event, "data");
+        const char *mime = json_string_value(json_object_get(event, "mime"));
+        if (!json_is_string(data) || mime == NULL)
+            return;
+        if (ex->display_bytes + json_string_length(data) > RB_DISPLAY_BYTES_MAX) {
+            ex->truncated = 1;
+            ex->dropped += (int64_t)json_string_length(data);
+            return;
+        }
+        ex->display_bytes += json_string_length(data);
+        item = json_pack("{s:s, s:s, s:O}", "type", "display", "mime", mime, "data", data);
+    } else if (strcmp(type, "result") == 0) {
+        json_t *text = json_object_get(event, "text");
+        if (!json_is_string(text))
+            return;
+        item = json_pack("{s:s, s:O}", "type", "result", "text", text);
+    } else if (strcmp(type, "error") == 0) {
+        json_t *tb = json_object_get(event, "traceback");
+        const char *ename = json_string_value(json_object_get(event, "ename"));
+        const char *evalue = json_string_value(json_object_get(event, "evalue"));
+        item = json_pack("{s:s, s:s, s:s, s:o}", "type", "error", "ename", ename ? ename : "Error", "evalue",
+                         evalue ? evalue : "", "traceback", json_is_array(tb) ? json_incref(tb) : json_array());
+        json_decref(ex->error);
+        ex->error = json_incref(item);
+    } else {
+        return;
+    }
+    json_array_append(ex->outputs, item);
+    watches_emit(ex, "output", item);
+    json_decref(item);
+}
+
+void execution_fail(execution *ex, const char *status, const char *ename, const char *evalue, int reset,
+                    const char *reset_reason)
+{
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:[]}", "type", "error", "ename", ename, "evalue", evalue, "traceback");
+    execution_add_event(ex, ev);
+    json_decref(ev);
+    execution_finish(ex, status, reset_reason, reset);
+}
+
+void execution_finish(execution *ex, const char *status, const char *reset_reason, int reset)
+{
+    rb_core *c = ex->core;
+    session *s = ex->s;
+    char err[RB_ERR_LEN];
+
+    ex->status = status;
+    ex->completed_at = rb_now_ms();
+    ex->duration_ms = ex->started_at > 0 ? ex->completed_at - ex->started_at : 0;
+    if (reset) {
+        ex->reset = 1;
+        free(ex->reset_reason);
+        ex->reset_reason = reset_reason ? xstrdup(reset_reason) : NULL;
+    }
+    if (ex->dropped > 0)
+        ex->truncated = 1;
+    if (s != NULL) {
+        if (s->running == ex)
+            s->running = NULL;
+        s->last_used_at = ex->completed_at;
+        if (strcmp(s->status, "busy") == 0)
+            s->status = "ready";
+    }
+
+    json_t *doc = execution_to_doc(ex);
+    store_begin(c->st, NULL);
+    if (store_execution_put(c->st, doc, err) != RB_OK)
+        rb_error("execution %s: cannot save its result: %s", ex->id, err);
+    if (s != NULL && strcmp(s->status, "ended") != 0)
+        session_persist(s);
+    if (store_commit(c->st, err) != RB_OK)
+        rb_error("execution %s: cannot commit its result: %s", ex->id, err);
+
+    json_t *result = execution_doc_result_api(doc);
+    json_decref(doc);
+    watches_emit(ex, "done", result);
+    json_decref(result);
+    for (core_watch *w = ex->watches; w != NULL; w = w->next_in_ex)
+        w->ex = NULL;
+    ex->watches = NULL;
+    map_del(&c->executions, ex->id);
+    rb_debug("execution %s finished: %s", ex->id, status);
+    execution_free(ex);
+    if (s != NULL)
+        session_pump(s);
+}
+
+/* ---- watches ------------------------------------------------------------------------ */
+
+static void watch_free(core_watch *w)
+{
+    json_decref(w->pending);
+    free(w);
+}
+
+static void unlink_from_execution(core_watch *w)
+{
+    if (w->ex == NULL)
+        return;
+    for (core_watch **pp = &w->ex->watches; *pp != NULL; pp = &(*pp)->next_in_ex) {
+        if (*pp == w) {
+            *pp = w->next_in_ex;
+            break;
+        }
+    }
+    w->ex = NULL;
+}
+
+static void unlink_pending(rb_core *c, core_watch *w)
+{
+    core_watch *prev = NULL;
+    for (core_watch *p = c->pending_head; p != NULL; prev = p, p = p->next_pending) {
+        if (p == w) {
+            if (prev)
+                prev->next_pending = p->next_pending;
+            else
+                c->pending_head = p->next_pending;
+            if (c->pending_tail == p)
+                c->pending_tail = prev;
+            break;
+        }
+    }
+    w->queued = 0;
+}
+
+void watch_emit(core_watch *w, const char *event, json_t *payload)
+{
+    if (w->stopped)
+        return;
+    json_array_append_new(w->pending, json_pack("[s, O]", event, payload));
+    if (!w->queued) {
+        w->queued = 1;
+        w->next_pending = NULL;
+        if (w->core->pending_tail)
+            w->core->pending_tail->next_pending = w;
+        else
+            w->core->pending_head = w;
+        w->core->pending_tail = w;
+    }
+    watch_dispatch_schedule(w->core);
+}
+
+void watches_emit(execution *ex, const char *event, json_t *payload)
+{
+    for (core_watch *w = ex->watches; w != NULL; w = w->next_in_ex)
+        watch_emit(w, event, payload);
+}
+
+/* Delivers queued events to their watchers. Runs from a zero-delay timer so that no event is
+ * ever delivered from inside a core call. */
+static void dispatch_cb(uv_timer_t *t)
+{
+    rb_core *c = t->data;
+    while (c->pending_head != NULL) {
+        core_watch *w = c->pending_head;
+        unlink_pending(c, w);
+        json_t *events = w->pending;
+        w->pending = json_array();
+        int done = 0;
+        size_t i;
+        json_t *e;
+        w->in_dispatch = 1;
+        json_array_foreach(events, i, e)
+        {
+            if (w->stopped)
+                break;
+            const char *name = json_string_value(json_array_get(e, 0));
+            done = strcmp(name, "done") == 0;
+            w->cb(w->data, name, json_array_get(e, 1));
+            if (done)
+                break;
+        }
+        w->in_dispatch = 0;
+        json_decref(events);
+        if (done || w->stopped) {
+            unlink_from_execution(w);
+            if (w->queued)
+                unlink_pending(c, w);
+            watch_free(w);
+        }
+    }
+}
+
+void watch_dispatch_schedule(rb_core *c)
+{
+    if (c->dispatch_timer == NULL || c->closing)
+        return;
+    if (!uv_is_active((uv_handle_t *)c->dispatch_timer)) {
+        c->dispatch_timer->data = c;
+        uv_timer_start(c->dispatch_timer, dispatch_cb, 0, 0);
+    }
+}
+
+rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_event_cb cb, void *data,
+                        core_watch **out, char *err)
+{
+    execution *ex = map_get(&c->executions, request_id);
+    json_t *doc = NULL;
+    if (ex == NULL) {
+        rb_err e = store_execution_get(c->st, request_id, &doc, err);
+        if (e == RB_ENOTFOUND)
+            return rb_fail(RB_ENOTFOUND, err, "no execution with request_id '%s'; use the request_id returned by POST /execute",
+                           request_id);
+        if (e != RB_OK)
+            return e;
+    }
+    core_watch *w = xcalloc(1, sizeof(*w));
+    w->core = c;
+    w->cb = cb;
+    w->data = data;
+    w->pending = json_array();
+    if (ex != NULL) {
+        if (replay) {
+            json_t *st = json_pack("{s:s, s:s}", "request_id", ex->id, "status", ex->status);
+            watch_emit(w, "status", st);
+            json_decref(st);
+            size_t i;
+            json_t *item;
+            json_array_foreach(ex->outputs, i, item) watch_emit(w, "output", item);
+        }
+        w->ex = ex;
+        w->next_in_ex = ex->watches;
+        ex->watches = w;
+    } else {
+        json_t *result = execution_doc_result_api(doc);
+        if (replay) {
+            size_t i;
+            json_t *item;
+            json_array_foreach(json_object_get(result, "outputs"), i, item) watch_emit(w, "output", item);
+        }
+        watch_emit(w, "done", result);
+        json_decref(result);
+        json_decref(doc);
+    }
+    watch_dispatch_schedule(c);
+    if (out != NULL)
+        *out = w;
+    return RB_OK;
+}
+
+void core_watch_stop(core_watch *w)
+{
+    if (w == NULL)
+        return;
+    w->stopped = 1;
+    if (w->in_dispatch)
+        return; /* dispatch_cb frees it once the callback returns */
+    unlink_from_execution(w);
+    if (w->queued)
+        unlink_pending(w->core, w);
+    watch_free(w);
+}

@@ -1,0 +1,165 @@
+/*
+ * internal.h: the structures shared by the files of core/ (core.c, session.c, execution.c,
+ * sandbox.c, map.c). Nothing outside core/ includes this.
+ */
+#ifndef RB_CORE_INTERNAL_H
+#define RB_CORE_INTERNAL_H
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "core/core.h"
+#include "docker/docker.h"
+#include "store/store.h"
+
+#define RB_ID_LEN 40
+#define RB_RUNNER_LINE_MAX (16u * 1024 * 1024)
+#define RB_DISPLAY_BYTES_MAX (32u * 1024 * 1024)
+#define RB_HANDSHAKE_MS 20000
+#define RB_BACKSTOP_EXTRA_MS 10000
+
+/* A string-keyed hash map of borrowed values (keys are copied). */
+typedef struct rb_map {
+    struct rb_map_slot *slots;
+    size_t cap, len, used;
+} rb_map;
+void map_init(rb_map *m);
+void map_dispose(rb_map *m);
+void *map_get(const rb_map *m, const char *key);
+void map_put(rb_map *m, const char *key, void *value);
+void map_del(rb_map *m, const char *key);
+/** Iteration: *pos starts at 0; returns the next value or NULL at the end. Safe against
+ * map_del of the returned key while iterating. */
+void *map_next(const rb_map *m, size_t *pos);
+
+typedef struct session session;
+typedef struct execution execution;
+typedef struct sandbox sandbox;
+
+struct core_op {
+    core_cb cb;
+    void *data;
+    int cancelled;
+};
+
+struct core_watch {
+    rb_core *core;
+    execution *ex; /* NULL once detached from a live execution */
+    core_event_cb cb;
+    void *data;
+    json_t *pending; /* array of [event, payload] not yet delivered */
+    int stopped, queued, in_dispatch;
+    core_watch *next_in_ex;    /* execution's watch list */
+    core_watch *next_pending;  /* core's dispatch list */
+};
+
+struct execution {
+    rb_core *core;
+    session *s;
+    char id[RB_ID_LEN];
+    char session_id[RB_ID_LEN];
+    char *code;
+    double timeout;
+    const char *status;
+    int64_t created_at, started_at, completed_at;
+    json_t *outputs;      /* array of output items, stream chunks coalesced */
+    json_t *error;        /* error item or NULL */
+    size_t stream_bytes;  /* stream text received, for the backstop cap */
+    size_t display_bytes;
+    int truncated, reset;
+    int64_t dropped;
+    char *reset_reason;
+    int64_t duration_ms;  /* -1 until done */
+    uv_timer_t *backstop;
+    core_watch *watches;
+    execution *next;      /* session queue */
+};
+
+struct session {
+    rb_core *core;
+    char id[RB_ID_LEN];
+    char language[8];
+    const char *status;   /* "starting" "ready" "busy" "ended" "dead" */
+    char *end_reason;
+    int64_t created_at, last_used_at, ended_at;
+    json_t *options;      /* normalised execution_options */
+    double timeout;
+    int64_t memory_bytes;
+    double cpus;
+    int executions;
+    char *container_id;
+    sandbox *sb;
+    core_op *create_op;
+    execution *queue_head, *queue_tail;
+    int queued;
+    execution *running;
+};
+
+struct rb_core {
+    uv_loop_t *loop;
+    const rb_config *cfg;
+    store *st;
+    docker *dk;
+    char instance[RB_ID_LEN];
+    rb_map sessions;      /* live sessions (not ended) by id */
+    rb_map executions;    /* queued and running executions by id */
+    int docker_ok, recovered, probing;
+    char docker_error[RB_ERR_LEN];
+    uv_timer_t *probe_timer, *sweep_timer, *checkpoint_timer, *dispatch_timer;
+    core_watch *pending_head, *pending_tail;
+    int closing;
+    int pending_ops;      /* background Docker work (container removals) still in flight */
+};
+
+/* session.c */
+json_t *session_to_api(const session *s);
+json_t *session_to_doc(const session *s);
+session *session_from_doc(rb_core *c, json_t *doc);
+void session_persist(session *s);
+void session_free(session *s);
+/** Ends s: cancels its queue, fails its running execution with reason, closes the sandbox,
+ * removes the container in the background, persists and drops it from the live map. */
+void session_end(session *s, const char *status, const char *reason);
+/** Starts the next queued execution if the session is idle and its sandbox ready. */
+void session_pump(session *s);
+
+/* execution.c */
+execution *execution_new(rb_core *c, session *s, const char *code, double timeout);
+void execution_free(execution *ex);
+json_t *execution_status_api(const execution *ex);
+/** The full result document for the API from a live execution. */
+json_t *execution_result_api(const execution *ex);
+/** Converts a stored document to the API status object / result document. */
+json_t *execution_doc_status_api(json_t *doc);
+json_t *execution_doc_result_api(json_t *doc);
+json_t *execution_to_doc(const execution *ex);
+void execution_set_running(execution *ex);
+/** Adds a runner event (stream/display/result/error) to the outputs and tells watchers. */
+void execution_add_event(execution *ex, json_t *event);
+/** Finishes: status, persists (with the session in one transaction), delivers "done",
+ * unlinks from maps and frees. */
+void execution_finish(execution *ex, const char *status, const char *reset_reason, int reset);
+/** Finishes with an error item {ename, evalue}. */
+void execution_fail(execution *ex, const char *status, const char *ename, const char *evalue, int reset,
+                    const char *reset_reason);
+void watch_emit(core_watch *w, const char *event, json_t *payload);
+void watches_emit(execution *ex, const char *event, json_t *payload);
+void watch_dispatch_schedule(rb_core *c);
+
+/* sandbox.c: a session's container and the runner protocol over its attach stream. */
+typedef void (*sandbox_ready_cb)(session *s, rb_err err, const char *msg);
+/** Creates and starts a container for s, attaches, handshakes; cb once. */
+rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err);
+/** Re-attaches to an existing container (after a restart); cb once. */
+rb_err sandbox_reattach(session *s, sandbox_ready_cb cb, char *err);
+rb_err sandbox_execute(sandbox *sb, execution *ex, char *err);
+void sandbox_interrupt(sandbox *sb, execution *ex);
+/** Closes the stream; removes the container when remove != 0. Frees sb. */
+void sandbox_close(sandbox *sb, int remove);
+void sandbox_remove_container(rb_core *c, const char *container_id);
+
+/* core.c */
+void core_json_time(json_t *obj, const char *key, int64_t ms);
+int64_t core_default_memory(const rb_core *c);
+
+#endif

@@ -1,0 +1,479 @@
+/*
+ * sandbox.c: a session's container and the runner protocol spoken over its attach stream
+ * (docker/runner/PROTOCOL.md): create + start + attach + ping for a new session, attach +
+ * ping after a restart, execute and interrupt requests, and turning the runner's JSON lines
+ * into execution events. Bytes from the container are untrusted: lines are bounded and
+ * malformed ones are dropped.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+enum { SB_CREATING, SB_STARTING, SB_ATTACHING, SB_HANDSHAKE, SB_READY, SB_CLOSED };
+
+struct sandbox {
+    rb_core *c;
+    session *s;           /* NULL once closed */
+    char *container_id;
+    docker_attach *att;
+    sandbox_ready_cb ready_cb;
+    int state;
+    int inflight;         /* docker requests whose callbacks still hold this sandbox */
+    int opening;          /* attach started, on_open not yet reported */
+    rb_buf line;          /* partial stdout line */
+    int skipping;         /* dropping the rest of an over-long line */
+    rb_buf errline;       /* partial stderr line (runner diagnostics, logged) */
+    execution *ex;        /* the execution the runner is working on */
+    char ping_id[RB_ID_LEN];
+    uv_timer_t *timer;    /* handshake deadline */
+};
+
+static void timer_close_cb(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void release(sandbox *sb)
+{
+    if (sb->state != SB_CLOSED || sb->inflight > 0)
+        return;
+    if (sb->timer != NULL) {
+        uv_timer_stop(sb->timer);
+        uv_close((uv_handle_t *)sb->timer, timer_close_cb);
+        sb->timer = NULL;
+    }
+    rb_buf_dispose(&sb->line);
+    rb_buf_dispose(&sb->errline);
+    free(sb->container_id);
+    free(sb);
+}
+
+struct removal {
+    rb_core *c;
+    char id[];
+};
+
+static void removed_cb(void *data, rb_err err, const char *msg, int status, json_t *body)
+{
+    struct removal *r = data;
+    (void)status;
+    (void)body;
+    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
+        rb_warn("container %.12s: could not remove it: %s", r->id, msg);
+    r->c->pending_ops--;
+    free(r);
+}
+
+void sandbox_remove_container(rb_core *c, const char *container_id)
+{
+    size_t n = strlen(container_id);
+    struct removal *r = xmalloc(sizeof(*r) + n + 1);
+    r->c = c;
+    memcpy(r->id, container_id, n + 1);
+    if (docker_container_remove(c->dk, r->id, removed_cb, r, NULL) != RB_OK) {
+        free(r);
+        return;
+    }
+    c->pending_ops++;
+}
+
+static void finish_ready(sandbox *sb, rb_err err, const char *msg)
+{
+    if (sb->timer != NULL)
+        uv_timer_stop(sb->timer);
+    sandbox_ready_cb cb = sb->ready_cb;
+    sb->ready_cb = NULL;
+    if (err == RB_OK)
+        sb->state = SB_READY;
+    if (cb != NULL && sb->s != NULL)
+        cb(sb->s, err, msg);
+}
+
+static rb_err send_line(sandbox *sb, json_t *msg, char *err)
+{
+    char *text = json_dumps(msg, JSON_COMPACT | JSON_ENSURE_ASCII);
+    if (text == NULL)
+        return rb_fail(RB_EINTERNAL, err, "cannot encode a runner request");
+    size_t n = strlen(text);
+    text[n] = '\n'; /* replace the NUL: json_dumps output is NUL-terminated, we send n+1 bytes */
+    rb_err e = sb->att ? docker_attach_write(sb->att, text, n + 1, err)
+                       : rb_fail(RB_ECONFLICT, err, "the sandbox is not connected");
+    free(text);
+    return e;
+}
+
+/* ---- runner events ------------------------------------------------------------------- */
+
+static const char *done_status(const char *s)
+{
+    static const char *const ok[] = {"completed", "error", "timeout", "cancelled"};
+    for (size_t i = 0; s && i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (strcmp(s, ok[i]) == 0)
+            return ok[i];
+    return "error";
+}
+
+static void handle_event(sandbox *sb, json_t *ev)
+{
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    const char *id = json_string_value(json_object_get(ev, "id"));
+    if (type == NULL)
+        return;
+    if (strcmp(type, "pong") == 0) {
+        if (sb->state == SB_HANDSHAKE && id != NULL && strcmp(id, sb->ping_id) == 0)
+            finish_ready(sb, RB_OK, NULL);
+        return;
+    }
+    if (strcmp(type, "ready") == 0)
+        return;
+    if (strcmp(type, "error_reply") == 0) {
+        const char *m = json_string_value(json_object_get(ev, "message"));
+        rb_warn("container %.12s: runner: %s", sb->container_id, m ? m : "(no message)");
+        return;
+    }
+    execution *ex = sb->ex;
+    if (ex == NULL || id == NULL || strcmp(id, ex->id) != 0)
+        return; /* late output of an execution already given up on */
+    if (strcmp(type, "done") == 0) {
+        sb->ex = NULL;
+        json_t *dropped = json_object_get(ev, "dropped");
+        if (json_is_integer(dropped) && json_integer_value(dropped) > 0)
+            ex->dropped += json_integer_value(dropped);
+        const char *reason = json_string_value(json_object_get(ev, "reset_reason"));
+        execution_finish(ex, done_status(json_string_value(json_object_get(ev, "status"))), reason,
+                         json_is_true(json_object_get(ev, "reset")));
+        return;
+    }
+    execution_add_event(ex, ev);
+}
+
+static void handle_line(sandbox *sb, const char *p, size_t n)
+{
+    json_error_t jerr;
+    json_t *ev = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (ev == NULL || !json_is_object(ev)) {
+        rb_warn("container %.12s: dropped a malformed runner line (%zu bytes): %s", sb->container_id, n, jerr.text);
+        json_decref(ev);
+        return;
+    }
+    handle_event(sb, ev);
+    json_decref(ev);
+}
+
+static void on_stdout(sandbox *sb, const char *buf, size_t len)
+{
+    while (len > 0 && sb->state != SB_CLOSED) {
+        const char *nl = memchr(buf, '\n', len);
+        size_t take = nl ? (size_t)(nl - buf) : len;
+        if (sb->skipping) {
+            if (nl)
+                sb->skipping = 0;
+        } else if (rb_buf_append(&sb->line, buf, take) != RB_OK) {
+            rb_warn("container %.12s: a runner line exceeded %u bytes; dropped", sb->container_id,
+                    RB_RUNNER_LINE_MAX);
+            if (sb->ex != NULL) {
+                sb->ex->truncated = 1;
+                sb->ex->dropped += (int64_t)(sb->line.len + take);
+            }
+            rb_buf_reset(&sb->line);
+            sb->skipping = nl == NULL;
+        } else if (nl) {
+            /* handle_line may close the sandbox (a finished execution can end the session) */
+            rb_buf line = sb->line;
+            rb_buf_init(&sb->line, RB_RUNNER_LINE_MAX);
+            handle_line(sb, line.data ? line.data : "", line.len);
+            rb_buf_dispose(&line);
+        }
+        if (nl == NULL)
+            break;
+        len -= take + 1;
+        buf = nl + 1;
+    }
+}
+
+static void on_stderr(sandbox *sb, const char *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] == '\n' || sb->errline.len >= 4096) {
+            rb_debug("container %.12s: runner: %s", sb->container_id, sb->errline.data ? sb->errline.data : "");
+            rb_buf_reset(&sb->errline);
+            if (buf[i] == '\n')
+                continue;
+        }
+        rb_buf_append(&sb->errline, &buf[i], 1);
+    }
+}
+
+/* ---- attach ------------------------------------------------------------------------- */
+
+static void handshake_timeout_cb(uv_timer_t *t)
+{
+    sandbox *sb = t->data;
+    char msg[RB_ERR_LEN];
+    snprintf(msg, sizeof(msg),
+             "the sandbox container started but its runner did not answer within %d s; check that image '%s' was "
+             "built by docker/build-images",
+             RB_HANDSHAKE_MS / 1000, sb->c->cfg->image);
+    finish_ready(sb, RB_ETIMEDOUT, msg);
+}
+
+static void att_open(void *data, rb_err err, const char *errmsg)
+{
+    sandbox *sb = data;
+    char msg[RB_ERR_LEN];
+    sb->inflight--;
+    sb->opening = 0;
+    if (sb->state == SB_CLOSED) {
+        release(sb);
+        return;
+    }
+    if (err != RB_OK) {
+        sb->att = NULL;
+        snprintf(msg, sizeof(msg), "cannot attach to the sandbox container: %s", errmsg);
+        finish_ready(sb, err, msg);
+        return;
+    }
+    sb->state = SB_HANDSHAKE;
+    rb_random_id("p_", sb->ping_id, sizeof(sb->ping_id));
+    json_t *ping = json_pack("{s:s, s:s}", "op", "ping", "id", sb->ping_id);
+    err = send_line(sb, ping, msg);
+    json_decref(ping);
+    if (err != RB_OK) {
+        finish_ready(sb, err, msg);
+        return;
+    }
+    if (sb->timer == NULL) {
+        sb->timer = xmalloc(sizeof(*sb->timer));
+        uv_timer_init(sb->c->loop, sb->timer);
+        sb->timer->data = sb;
+    }
+    uv_timer_start(sb->timer, handshake_timeout_cb, RB_HANDSHAKE_MS, 0);
+}
+
+static void att_data(void *data, int stream, const char *buf, size_t len)
+{
+    sandbox *sb = data;
+    /* Handling a line can end the session and close this sandbox: hold it until we return. */
+    sb->inflight++;
+    if (stream == 1)
+        on_stdout(sb, buf, len);
+    else
+        on_stderr(sb, buf, len);
+    sb->inflight--;
+    release(sb);
+}
+
+static void att_close(void *data, rb_err err, const char *errmsg)
+{
+    sandbox *sb = data;
+    sb->att = NULL;
+    if (sb->state == SB_CLOSED || sb->s == NULL)
+        return;
+    char msg[RB_ERR_LEN];
+    if (sb->state != SB_READY) {
+        snprintf(msg, sizeof(msg), "the sandbox container exited during start-up (%s)",
+                 err == RB_OK ? "its runner ended" : errmsg);
+        finish_ready(sb, RB_EIO, msg);
+        return;
+    }
+    session *s = sb->s;
+    snprintf(msg, sizeof(msg),
+             "the sandbox container stopped (%s); it may have been killed for exceeding its memory limit, or its "
+             "runner was killed: create a new session",
+             err == RB_OK ? "its output stream ended" : errmsg);
+    session_end(s, "dead", msg); /* closes sb */
+}
+
+static rb_err start_attach(sandbox *sb, char *err)
+{
+    docker_attach_cbs cbs = {att_open, att_data, att_close};
+    sb->state = SB_ATTACHING;
+    rb_err e = docker_attach_start(sb->c->dk, sb->container_id, &cbs, sb, &sb->att, err);
+    if (e == RB_OK) {
+        sb->inflight++;
+        sb->opening = 1;
+    }
+    return e;
+}
+
+/* ---- create ------------------------------------------------------------------------- */
+
+static void started_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    sandbox *sb = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    (void)body;
+    sb->inflight--;
+    if (sb->state == SB_CLOSED) {
+        release(sb);
+        return;
+    }
+    if (err != RB_OK) {
+        snprintf(msg, sizeof(msg), "cannot start the sandbox container: %s", errmsg);
+        finish_ready(sb, err, msg);
+        return;
+    }
+    if (start_attach(sb, msg) != RB_OK)
+        finish_ready(sb, RB_EUNAVAILABLE, msg);
+}
+
+static void created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    sandbox *sb = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    sb->inflight--;
+    const char *id = json_string_value(json_object_get(body, "Id"));
+    if (err == RB_OK && id != NULL)
+        sb->container_id = xstrdup(id);
+    if (sb->state == SB_CLOSED) {
+        if (sb->container_id != NULL)
+            sandbox_remove_container(sb->c, sb->container_id);
+        release(sb);
+        return;
+    }
+    if (err != RB_OK || id == NULL) {
+        if (err == RB_ENOTFOUND)
+            snprintf(msg, sizeof(msg),
+                     "the sandbox image '%s' does not exist; build it with docker/build-images (or point --image "
+                     "at another image): %s",
+                     sb->c->cfg->image, errmsg);
+        else
+            snprintf(msg, sizeof(msg), "cannot create the sandbox container: %s", errmsg ? errmsg : "no id returned");
+        finish_ready(sb, err == RB_OK ? RB_EIO : (err == RB_ENOTFOUND ? RB_EUNAVAILABLE : err), msg);
+        return;
+    }
+    session *s = sb->s;
+    free(s->container_id);
+    s->container_id = xstrdup(id);
+    session_persist(s); /* so a crash from here on finds the container by its session */
+    sb->state = SB_STARTING;
+    if (docker_container_start(sb->c->dk, id, started_cb, sb, msg) != RB_OK) {
+        finish_ready(sb, RB_EUNAVAILABLE, msg);
+        return;
+    }
+    sb->inflight++;
+}
+
+static json_t *container_config(session *s)
+{
+    rb_core *c = s->core;
+    const rb_config *cfg = c->cfg;
+    json_t *env = json_array();
+    json_array_append_new(env, json_sprintf("RUNBOX_LANGUAGE=%s", s->language));
+    json_array_append_new(env, json_sprintf("RUNBOX_GRACE_MS=%d", cfg->grace_ms));
+    /* HOME, MPLBACKEND, MPLCONFIGDIR and the rest come from the image (docker/build-images). */
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(s->options, "environment_variables"), k, v)
+        json_array_append_new(env, json_sprintf("%s=%s", k, json_string_value(v)));
+
+    json_t *hc = json_pack(
+        "{s:s, s:I, s:I, s:I, s:I, s:b, s:[s], s:[s], s:{s:s, s:s}, s:b, s:{s:s}, s:[{s:s, s:i, s:i}, {s:s, s:I, s:I}]}",
+        "NetworkMode", "none", "Memory", (json_int_t)s->memory_bytes, "MemorySwap", (json_int_t)s->memory_bytes,
+        "NanoCpus", (json_int_t)(s->cpus * 1e9), "PidsLimit", (json_int_t)cfg->pids_limit, "ReadonlyRootfs", 1,
+        "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "Tmpfs", "/tmp", "rw,nosuid,nodev,size=256m",
+        "/workspace", "rw,nosuid,nodev,size=512m,uid=1000,gid=1000,mode=0755", "Init", 1, "LogConfig", "Type", "none",
+        "Ulimits", "Name", "nofile", "Soft", 1024, "Hard", 1024, "Name", "fsize", "Soft",
+        (json_int_t)512 * 1024 * 1024, "Hard", (json_int_t)512 * 1024 * 1024);
+    json_t *conf = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:b, s:b, s:b, s:b, s:b, s:b, s:s, s:b, s:o}", "Image",
+                             cfg->image, "Env", env, "Labels", "runbox.session", s->id, "runbox.instance", c->instance,
+                             "runbox.managed", "1", "AttachStdin", 1, "AttachStdout", 1, "AttachStderr", 1,
+                             "OpenStdin", 1, "StdinOnce", 0, "Tty", 0, "WorkingDir", "/workspace",
+                             "NetworkDisabled", 1, "HostConfig", hc);
+    return conf;
+}
+
+static sandbox *sandbox_alloc(session *s, sandbox_ready_cb cb)
+{
+    sandbox *sb = xcalloc(1, sizeof(*sb));
+    sb->c = s->core;
+    sb->s = s;
+    sb->ready_cb = cb;
+    rb_buf_init(&sb->line, RB_RUNNER_LINE_MAX);
+    rb_buf_init(&sb->errline, 8192);
+    return sb;
+}
+
+rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
+{
+    sandbox *sb = sandbox_alloc(s, cb);
+    json_t *conf = container_config(s);
+    char name[64];
+    snprintf(name, sizeof(name), "runbox-%s", s->id);
+    sb->state = SB_CREATING;
+    rb_err e = docker_container_create(s->core->dk, name, conf, created_cb, sb, err);
+    json_decref(conf);
+    if (e != RB_OK) {
+        sb->state = SB_CLOSED;
+        release(sb);
+        return e;
+    }
+    sb->inflight++;
+    s->sb = sb;
+    return RB_OK;
+}
+
+rb_err sandbox_reattach(session *s, sandbox_ready_cb cb, char *err)
+{
+    if (s->container_id == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "the session has no container");
+    sandbox *sb = sandbox_alloc(s, cb);
+    sb->container_id = xstrdup(s->container_id);
+    rb_err e = start_attach(sb, err);
+    if (e != RB_OK) {
+        sb->state = SB_CLOSED;
+        release(sb);
+        return e;
+    }
+    s->sb = sb;
+    return RB_OK;
+}
+
+rb_err sandbox_execute(sandbox *sb, execution *ex, char *err)
+{
+    if (sb->state != SB_READY)
+        return rb_fail(RB_ECONFLICT, err, "the sandbox is not ready");
+    json_t *req = json_pack("{s:s, s:s, s:s, s:f, s:I}", "op", "execute", "id", ex->id, "code", ex->code, "timeout",
+                            ex->timeout, "max_output", (json_int_t)sb->c->cfg->output_limit);
+    rb_err e = send_line(sb, req, err);
+    json_decref(req);
+    if (e == RB_OK)
+        sb->ex = ex;
+    return e;
+}
+
+void sandbox_interrupt(sandbox *sb, execution *ex)
+{
+    if (sb->ex != ex)
+        return;
+    json_t *req = json_pack("{s:s, s:s}", "op", "interrupt", "id", ex->id);
+    char err[RB_ERR_LEN];
+    if (send_line(sb, req, err) != RB_OK)
+        rb_warn("execution %s: could not send the interrupt: %s", ex->id, err);
+    json_decref(req);
+}
+
+void sandbox_close(sandbox *sb, int remove)
+{
+    if (sb == NULL || sb->state == SB_CLOSED)
+        return;
+    sb->state = SB_CLOSED;
+    sb->s = NULL;
+    sb->ex = NULL;
+    sb->ready_cb = NULL;
+    if (sb->att != NULL) {
+        /* After docker_attach_close no callback runs, so a pending on_open never comes. */
+        if (sb->opening) {
+            sb->opening = 0;
+            sb->inflight--;
+        }
+        docker_attach_close(sb->att);
+        sb->att = NULL;
+    }
+    if (remove && sb->container_id != NULL)
+        sandbox_remove_container(sb->c, sb->container_id);
+    release(sb);
+}

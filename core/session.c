@@ -1,0 +1,173 @@
+/*
+ * session.c: a session's in-memory state and its persistence: the stored document, the API
+ * object, the queue of executions (one at a time, in submission order), the backstop timer
+ * that catches a sandbox that stopped answering, and ending a session. Container work is in
+ * sandbox.c; the public entry points are in core.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+json_t *session_to_doc(const session *s)
+{
+    json_t *doc = json_object();
+    json_object_set_new(doc, "session_id", json_string(s->id));
+    json_object_set_new(doc, "language", json_string(s->language));
+    json_object_set_new(doc, "status", json_string(s->status));
+    json_object_set_new(doc, "created_at", json_integer(s->created_at));
+    json_object_set_new(doc, "last_used_at", json_integer(s->last_used_at));
+    json_object_set_new(doc, "ended_at", s->ended_at > 0 ? json_integer(s->ended_at) : json_null());
+    json_object_set_new(doc, "end_reason", s->end_reason ? json_string(s->end_reason) : json_null());
+    json_object_set_new(doc, "container_id", s->container_id ? json_string(s->container_id) : json_null());
+    json_object_set(doc, "execution_options", s->options);
+    json_object_set_new(doc, "executions", json_integer(s->executions));
+    return doc;
+}
+
+/* The API object is derived from the stored document, so live and ended sessions look alike. */
+static json_t *doc_to_api(rb_core *c, json_t *doc)
+{
+    json_t *out = json_object();
+    json_object_set(out, "session_id", json_object_get(doc, "session_id"));
+    json_object_set(out, "language", json_object_get(doc, "language"));
+    json_object_set(out, "status", json_object_get(doc, "status"));
+    int64_t created = json_integer_value(json_object_get(doc, "created_at"));
+    int64_t used = json_integer_value(json_object_get(doc, "last_used_at"));
+    json_t *ended = json_object_get(doc, "ended_at");
+    core_json_time(out, "created_at", created);
+    core_json_time(out, "last_used_at", used);
+    if (json_is_integer(ended) && json_integer_value(ended) > 0) {
+        json_object_set_new(out, "expires_at", json_null());
+        core_json_time(out, "ended_at", json_integer_value(ended));
+    } else {
+        if (c->cfg->idle_timeout > 0)
+            core_json_time(out, "expires_at", used + (int64_t)c->cfg->idle_timeout * 1000);
+        else
+            json_object_set_new(out, "expires_at", json_null());
+        json_object_set_new(out, "ended_at", json_null());
+    }
+    json_t *reason = json_object_get(doc, "end_reason");
+    json_object_set(out, "end_reason", json_is_string(reason) ? reason : json_null());
+    json_object_set(out, "execution_options", json_object_get(doc, "execution_options"));
+    json_t *n = json_object_get(doc, "executions");
+    json_object_set_new(out, "executions", json_integer(json_is_integer(n) ? json_integer_value(n) : 0));
+    json_t *cid = json_object_get(doc, "container_id");
+    json_object_set(out, "container_id", json_is_string(cid) ? cid : json_null());
+    return out;
+}
+
+json_t *session_to_api(const session *s)
+{
+    json_t *doc = session_to_doc(s);
+    json_t *out = doc_to_api(s->core, doc);
+    json_decref(doc);
+    return out;
+}
+
+json_t *core_session_doc_to_api(rb_core *c, json_t *doc);
+json_t *core_session_doc_to_api(rb_core *c, json_t *doc)
+{
+    return doc_to_api(c, doc);
+}
+
+void session_persist(session *s)
+{
+    char err[RB_ERR_LEN];
+    json_t *doc = session_to_doc(s);
+    if (store_session_put(s->core->st, doc, err) != RB_OK)
+        rb_error("session %s: cannot save: %s", s->id, err);
+    json_decref(doc);
+}
+
+void session_free(session *s)
+{
+    if (s == NULL)
+        return;
+    json_decref(s->options);
+    free(s->container_id);
+    free(s->end_reason);
+    free(s);
+}
+
+static void backstop_cb(uv_timer_t *t)
+{
+    execution *ex = t->data;
+    session *s = ex->s;
+    rb_warn("session %s: execution %s: the sandbox gave no answer %d s after the timeout; ending the session", s->id,
+            ex->id, RB_BACKSTOP_EXTRA_MS / 1000);
+    session_end(s, "dead",
+                "the sandbox stopped answering (no reply long after the execution's timeout); the session was "
+                "ended and its container removed: create a new session");
+}
+
+void session_pump(session *s)
+{
+    rb_core *c = s->core;
+    char err[RB_ERR_LEN];
+    while (s->running == NULL && s->queue_head != NULL && strcmp(s->status, "ready") == 0 && s->sb != NULL) {
+        execution *ex = s->queue_head;
+        s->queue_head = ex->next;
+        if (s->queue_head == NULL)
+            s->queue_tail = NULL;
+        ex->next = NULL;
+        s->queued--;
+        s->running = ex;
+        s->status = "busy";
+        execution_set_running(ex);
+        if (sandbox_execute(s->sb, ex, err) != RB_OK) {
+            execution_fail(ex, "error", "SandboxError", err, 0, NULL);
+            continue; /* execution_finish re-pumps, but the loop condition handles it too */
+        }
+        int64_t ms = (int64_t)(ex->timeout * 1000) + c->cfg->grace_ms + RB_BACKSTOP_EXTRA_MS;
+        ex->backstop = xmalloc(sizeof(*ex->backstop));
+        uv_timer_init(c->loop, ex->backstop);
+        ex->backstop->data = ex;
+        uv_timer_start(ex->backstop, backstop_cb, (uint64_t)ms, 0);
+        return;
+    }
+}
+
+void session_end(session *s, const char *status, const char *reason)
+{
+    rb_core *c = s->core;
+    rb_info("session %s %s: %s", s->id, status, reason);
+    s->status = status; /* before failing executions, so finishing them does not re-pump */
+    free(s->end_reason);
+    s->end_reason = xstrdup(reason);
+    s->ended_at = rb_now_ms();
+
+    while (s->queue_head != NULL) {
+        execution *ex = s->queue_head;
+        s->queue_head = ex->next;
+        ex->next = NULL;
+        s->queued--;
+        ex->s = NULL; /* the session is going away; finishing must not touch it */
+        execution_fail(ex, "cancelled", "SessionEnded", reason, 0, NULL);
+    }
+    s->queue_tail = NULL;
+    if (s->running != NULL) {
+        execution *ex = s->running;
+        s->running = NULL;
+        ex->s = NULL;
+        execution_fail(ex, "error", "SessionEnded", reason, 1, reason);
+    }
+    if (s->sb != NULL) {
+        sandbox_close(s->sb, 1);
+        s->sb = NULL;
+    } else if (s->container_id != NULL) {
+        sandbox_remove_container(c, s->container_id);
+    }
+    session_persist(s);
+    map_del(&c->sessions, s->id);
+    if (s->create_op != NULL) {
+        /* A create still in flight: sandbox.c reports through the ready callback, which
+         * finds the session gone; answer the caller now. */
+        core_op *op = s->create_op;
+        s->create_op = NULL;
+        if (!op->cancelled)
+            op->cb(op->data, RB_EUNAVAILABLE, reason, NULL);
+        free(op);
+    }
+    session_free(s);
+}
