@@ -1,0 +1,460 @@
+/*
+ * attach.c: a container's attach stream (stdin in, multiplexed stdout/stderr out) as a raw
+ * HTTP/1.1 Upgrade over a uv_pipe_t to the engine's socket, plus the frame demultiplexer.
+ * libcurl is not used here because libcurl 7.88 cannot write to an upgraded connection.
+ *
+ * Lifetime: the handle is freed only in the pipe's uv_close callback, so docker_attach_close
+ * may be called at any point (while connecting, from inside on_data, twice); after it, or
+ * after on_open(error)/on_close, no callback runs. It does not reconnect: callers do.
+ * Writes use write(2) on a unix socket, so the process must ignore SIGPIPE (runboxd does
+ * signal(SIGPIPE, SIG_IGN)); a write to a dropped stream then fails with EPIPE -> RB_EIO.
+ */
+#include "docker/docker_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ATTACH_HDR_MAX (16u * 1024)
+#define ATTACH_READ_SIZE (64u * 1024)
+#define ATTACH_QUEUE_MAX (64u * 1024 * 1024)
+#define DEMUX_FRAME_MAX (16u * 1024 * 1024)
+
+enum attach_state { A_CONNECTING, A_HANDSHAKE, A_OPEN, A_DONE };
+
+struct docker_attach {
+    docker *d; /* NULL once unlinked */
+    docker_attach *prev, *next;
+    uv_pipe_t pipe;
+    uv_connect_t conn;
+    docker_attach_cbs cbs;
+    void *data;
+    enum attach_state state;
+    int closed;         /* no further callbacks */
+    int handle_closing; /* uv_close called; memory goes in close_cb */
+    char *id;
+    char *socket_path;
+    size_t queued;
+    size_t hdr_end;   /* offset past "\r\n\r\n" once found, else 0 */
+    size_t body_need; /* error answers: header end + Content-Length */
+    int status;       /* HTTP status of the upgrade answer */
+    docker_demux demux;
+    size_t hdr_len;
+    char hdr[ATTACH_HDR_MAX];
+    char readbuf[ATTACH_READ_SIZE];
+};
+
+typedef struct attach_write {
+    uv_write_t req;
+    docker_attach *a;
+    size_t len;
+    char bytes[];
+} attach_write;
+
+/* ---- demultiplexer ---- */
+
+void docker_demux_init(docker_demux *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+rb_err docker_demux_feed(docker_demux *m, const char *buf, size_t len, docker_demux_cb cb, void *data)
+{
+    size_t off = 0;
+    if (m->stream < 0)
+        return RB_EIO; /* an earlier protocol error is sticky */
+    while (off < len) {
+        if (m->remaining == 0) {
+            size_t take = sizeof(m->hdr) - m->hdr_len;
+            if (take > len - off)
+                take = len - off;
+            memcpy(m->hdr + m->hdr_len, buf + off, take);
+            m->hdr_len += take;
+            off += take;
+            if (m->hdr_len < sizeof(m->hdr))
+                break;
+            m->hdr_len = 0;
+            uint32_t n =
+                (uint32_t)m->hdr[4] << 24 | (uint32_t)m->hdr[5] << 16 | (uint32_t)m->hdr[6] << 8 | (uint32_t)m->hdr[7];
+            if (m->hdr[0] > 2 || n > DEMUX_FRAME_MAX) {
+                m->stream = -1;
+                return RB_EIO;
+            }
+            m->stream = m->hdr[0];
+            m->remaining = n; /* a zero-length frame delivers nothing */
+            continue;
+        }
+        size_t take = m->remaining;
+        if (take > len - off)
+            take = len - off;
+        m->remaining -= (uint32_t)take;
+        cb(data, m->stream, buf + off, take);
+        off += take;
+    }
+    return RB_OK;
+}
+
+/* ---- lifetime ---- */
+
+static void unlink_attach(docker_attach *a)
+{
+    if (a->d == NULL)
+        return;
+    docker_attach **head = docker__attach_head(a->d);
+    if (a->prev != NULL)
+        a->prev->next = a->next;
+    else
+        *head = a->next;
+    if (a->next != NULL)
+        a->next->prev = a->prev;
+    a->prev = a->next = NULL;
+    a->d = NULL;
+}
+
+static void pipe_close_cb(uv_handle_t *h)
+{
+    docker_attach *a = h->data;
+    free(a->id);
+    free(a->socket_path);
+    free(a);
+}
+
+/* Stops everything without callbacks; idempotent. Pending connect and write requests get
+ * UV_ECANCELED callbacks before pipe_close_cb frees the memory. */
+static void shut(docker_attach *a)
+{
+    a->closed = 1;
+    a->state = A_DONE;
+    unlink_attach(a);
+    if (!a->handle_closing) {
+        a->handle_closing = 1;
+        uv_close((uv_handle_t *)&a->pipe, pipe_close_cb);
+    }
+}
+
+/* Ends the stream from inside the module with exactly one user callback. */
+static void finish(docker_attach *a, rb_err e, const char *msg)
+{
+    if (a->closed)
+        return;
+    int was_open = a->state == A_OPEN;
+    shut(a);
+    if (was_open) {
+        if (a->cbs.on_close != NULL)
+            a->cbs.on_close(a->data, e, e == RB_OK ? NULL : msg);
+    } else if (a->cbs.on_open != NULL) {
+        a->cbs.on_open(a->data, e, msg);
+    }
+}
+
+void docker_attach_close(docker_attach *a)
+{
+    if (a != NULL)
+        shut(a);
+}
+
+void docker__attach_abort(docker_attach *a)
+{
+    shut(a);
+}
+
+/* ---- writing ---- */
+
+static void on_write(uv_write_t *req, int status)
+{
+    attach_write *w = (attach_write *)req;
+    docker_attach *a = w->a;
+    a->queued -= w->len;
+    free(w);
+    if (status < 0 && !a->closed) {
+        char msg[RB_ERR_LEN];
+        rb_fail(RB_EIO, msg, "writing to the attach stream of container %s failed: %s", a->id, uv_strerror(status));
+        finish(a, RB_EIO, msg);
+    }
+}
+
+static rb_err queue_write(docker_attach *a, const char *buf, size_t len, char *err)
+{
+    if (len == 0)
+        return RB_OK;
+    if (len > ATTACH_QUEUE_MAX || a->queued > ATTACH_QUEUE_MAX - len)
+        return rb_fail(RB_ETOOBIG, err, "more than %u bytes are already queued for container %s's stdin",
+                       ATTACH_QUEUE_MAX, a->id);
+    attach_write *w = xmalloc(sizeof(*w) + len);
+    w->a = a;
+    w->len = len;
+    memcpy(w->bytes, buf, len);
+    uv_buf_t b = uv_buf_init(w->bytes, (unsigned)len);
+    int rc = uv_write(&w->req, (uv_stream_t *)&a->pipe, &b, 1, on_write);
+    if (rc < 0) {
+        free(w);
+        return rb_fail(RB_EIO, err, "writing to the attach stream of container %s failed: %s", a->id, uv_strerror(rc));
+    }
+    a->queued += len;
+    return RB_OK;
+}
+
+rb_err docker_attach_write(docker_attach *a, const char *buf, size_t len, char *err)
+{
+    if (a == NULL || a->closed || a->state != A_OPEN)
+        return rb_fail(RB_ECONFLICT, err, "the attach stream is not open");
+    return queue_write(a, buf, len, err);
+}
+
+/* ---- reading ---- */
+
+static void on_frame(void *data, int stream, const char *buf, size_t len)
+{
+    docker_attach *a = data;
+    if (a->closed || a->cbs.on_data == NULL)
+        return;
+    /* Like moby's stdcopy, a stdin-typed frame (0) is shown as stdout. */
+    a->cbs.on_data(a->data, stream == 2 ? 2 : 1, buf, len);
+}
+
+static void feed_stream(docker_attach *a, const char *buf, size_t len)
+{
+    if (len == 0 || a->closed)
+        return;
+    if (docker_demux_feed(&a->demux, buf, len, on_frame, a) != RB_OK) {
+        char msg[RB_ERR_LEN];
+        rb_fail(RB_EIO, msg, "malformed frame header on the attach stream of container %s", a->id);
+        finish(a, RB_EIO, msg);
+    }
+}
+
+/* Case-insensitive header lookup in hdr[0..end); copies a trimmed value into out. */
+static int find_header(const char *hdr, size_t end, const char *name, char *out, size_t outlen)
+{
+    size_t nlen = strlen(name);
+    const char *p = memchr(hdr, '\n', end);
+    while (p != NULL && (size_t)(p - hdr) + 1 < end) {
+        const char *line = p + 1;
+        size_t left = end - (size_t)(line - hdr);
+        const char *eol = memchr(line, '\n', left);
+        size_t llen = eol != NULL ? (size_t)(eol - line) : left;
+        if (llen > nlen && line[nlen] == ':' && strncasecmp(line, name, nlen) == 0) {
+            const char *v = line + nlen + 1;
+            const char *ve = line + llen;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            size_t vl = (size_t)(ve - v);
+            if (vl >= outlen)
+                vl = outlen - 1;
+            memcpy(out, v, vl);
+            out[vl] = '\0';
+            return 1;
+        }
+        p = eol;
+    }
+    return 0;
+}
+
+/* Reports a non-upgrade answer as the open error, with Docker's message when there is one:
+ * JSON {"message":..} or, as 20.10 sends for attach, plain text. */
+static void fail_status(docker_attach *a)
+{
+    char msg[RB_ERR_LEN], text[320];
+    const char *body = a->hdr + a->hdr_end;
+    size_t blen = a->hdr_len - a->hdr_end;
+    json_t *j = blen > 0 ? json_loadb(body, blen, 0, NULL) : NULL;
+    const char *dm = json_string_value(json_object_get(j, "message"));
+    if (dm == NULL) {
+        size_t n = 0;
+        for (size_t i = 0; i < blen && n < sizeof(text) - 1; i++)
+            text[n++] = (unsigned char)body[i] < ' ' || body[i] == 0x7f ? ' ' : body[i];
+        while (n > 0 && text[n - 1] == ' ')
+            n--;
+        text[n] = '\0';
+        dm = n > 0 ? text : "no message";
+    }
+    rb_err e = a->status == 404 ? RB_ENOTFOUND : a->status == 409 ? RB_ECONFLICT : RB_EIO;
+    rb_fail(e, msg, "%s (Docker answered HTTP %d to attach for container %s)", dm, a->status, a->id);
+    json_decref(j);
+    finish(a, e, msg);
+}
+
+/* Parses the answer once its headers are complete: opens the stream or fails. */
+static void handle_headers(docker_attach *a)
+{
+    char msg[RB_ERR_LEN], ctype[128], clen[32];
+    const char *h = a->hdr;
+    if (a->hdr_end < 14 || memcmp(h, "HTTP/1.", 7) != 0 || (h[7] != '0' && h[7] != '1') || h[8] != ' ' || h[9] < '1' ||
+        h[9] > '5' || h[10] < '0' || h[10] > '9' || h[11] < '0' || h[11] > '9' || (h[12] != ' ' && h[12] != '\r')) {
+        rb_fail(RB_EIO, msg, "Docker's answer to attach for container %s is not HTTP", a->id);
+        finish(a, RB_EIO, msg);
+        return;
+    }
+    a->status = (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
+    int have_ctype = find_header(h, a->hdr_end, "Content-Type", ctype, sizeof(ctype));
+    int raw = have_ctype && (strncmp(ctype, "application/vnd.docker.raw-stream", 33) == 0 ||
+                             strncmp(ctype, "application/vnd.docker.multiplexed-stream", 41) == 0);
+    if (a->status == 101 || (a->status == 200 && raw)) {
+        a->state = A_OPEN;
+        if (a->cbs.on_open != NULL)
+            a->cbs.on_open(a->data, RB_OK, NULL);
+        feed_stream(a, a->hdr + a->hdr_end, a->hdr_len - a->hdr_end);
+        return;
+    }
+    /* An error answer: wait for its body (up to Content-Length, or EOF without one), as far as
+     * the buffer holds it. */
+    a->body_need = sizeof(a->hdr);
+    if (find_header(h, a->hdr_end, "Content-Length", clen, sizeof(clen))) {
+        size_t n = 0;
+        int ok = clen[0] != '\0';
+        for (const char *p = clen; *p && ok; p++) {
+            if (*p < '0' || *p > '9' || n > ATTACH_HDR_MAX)
+                ok = 0;
+            else
+                n = n * 10 + (size_t)(*p - '0');
+        }
+        if (ok && n <= ATTACH_HDR_MAX - a->hdr_end)
+            a->body_need = a->hdr_end + n;
+    }
+    if (a->hdr_len < a->body_need)
+        return;
+    fail_status(a);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    docker_attach *a = h->data;
+    *buf = uv_buf_init(a->readbuf, sizeof(a->readbuf));
+}
+
+static void on_handshake_bytes(docker_attach *a, const char *buf, size_t len)
+{
+    char msg[RB_ERR_LEN];
+    if (a->hdr_end > 0) { /* collecting an error body */
+        size_t take = a->body_need - a->hdr_len;
+        if (take > len)
+            take = len;
+        memcpy(a->hdr + a->hdr_len, buf, take);
+        a->hdr_len += take;
+        if (a->hdr_len >= a->body_need)
+            fail_status(a);
+        return;
+    }
+    size_t room = sizeof(a->hdr) - a->hdr_len;
+    size_t take = len < room ? len : room;
+    size_t scan_from = a->hdr_len >= 3 ? a->hdr_len - 3 : 0;
+    memcpy(a->hdr + a->hdr_len, buf, take);
+    a->hdr_len += take;
+    for (size_t i = scan_from; i + 4 <= a->hdr_len; i++) {
+        if (memcmp(a->hdr + i, "\r\n\r\n", 4) == 0) {
+            a->hdr_end = i + 4;
+            break;
+        }
+    }
+    if (a->hdr_end == 0) {
+        if (a->hdr_len == sizeof(a->hdr)) {
+            rb_fail(RB_EIO, msg, "Docker's answer to attach for container %s has over %u bytes of headers", a->id,
+                    ATTACH_HDR_MAX);
+            finish(a, RB_EIO, msg);
+        }
+        return;
+    }
+    /* Bytes beyond the buffer (the stream's start, if the read was large) follow the ones kept. */
+    size_t tail_off = take;
+    handle_headers(a);
+    if (!a->closed && a->state == A_OPEN)
+        feed_stream(a, buf + tail_off, len - tail_off);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    docker_attach *a = s->data;
+    char msg[RB_ERR_LEN];
+    if (a->closed)
+        return;
+    if (nread < 0) {
+        if (a->state == A_OPEN) {
+            if (nread == UV_EOF) {
+                finish(a, RB_OK, NULL);
+            } else {
+                rb_fail(RB_EIO, msg, "the attach stream of container %s failed: %s", a->id, uv_strerror((int)nread));
+                finish(a, RB_EIO, msg);
+            }
+        } else if (a->hdr_end > 0) {
+            fail_status(a); /* the error body was cut short: report what arrived */
+        } else {
+            rb_fail(RB_EIO, msg, "Docker closed the attach connection for container %s before answering: %s", a->id,
+                    uv_strerror((int)nread));
+            finish(a, RB_EIO, msg);
+        }
+        return;
+    }
+    if (nread == 0)
+        return;
+    if (a->state == A_OPEN)
+        feed_stream(a, buf->base, (size_t)nread);
+    else
+        on_handshake_bytes(a, buf->base, (size_t)nread);
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+    docker_attach *a = req->data;
+    char msg[RB_ERR_LEN];
+    if (a->closed)
+        return;
+    if (status < 0) {
+        rb_fail(RB_EUNAVAILABLE, msg,
+                "Docker is not reachable at %s: %s; is the daemon running and is the socket mounted?", a->socket_path,
+                uv_strerror(status));
+        finish(a, RB_EUNAVAILABLE, msg);
+        return;
+    }
+    a->state = A_HANDSHAKE;
+    char *http = xasprintf("POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
+                           "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
+                           a->d != NULL ? docker_api_version(a->d) : "1.41", a->id);
+    rb_err e = queue_write(a, http, strlen(http), msg);
+    free(http);
+    if (e != RB_OK) {
+        finish(a, RB_EUNAVAILABLE, msg);
+        return;
+    }
+    int rc = uv_read_start((uv_stream_t *)&a->pipe, on_alloc, on_read);
+    if (rc < 0) {
+        rb_fail(RB_EIO, msg, "reading the attach stream of container %s failed: %s", a->id, uv_strerror(rc));
+        finish(a, RB_EIO, msg);
+    }
+}
+
+rb_err docker_attach_start(docker *d, const char *container_id, const docker_attach_cbs *cbs, void *data,
+                           docker_attach **out, char *err)
+{
+    if (docker__freeing(d))
+        return rb_fail(RB_ECANCELED, err, "the Docker client is shutting down");
+    if (container_id == NULL || !docker__valid_ref(container_id))
+        return rb_fail(RB_EINVAL, err, "invalid container id or name: it must be 1-256 characters of [A-Za-z0-9_.-]");
+    if (cbs == NULL)
+        return rb_fail(RB_EINVAL, err, "attach needs callbacks");
+    docker_attach *a = xcalloc(1, sizeof(*a));
+    int rc = uv_pipe_init(docker__loop(d), &a->pipe, 0);
+    if (rc < 0) {
+        free(a);
+        return rb_fail(RB_EINTERNAL, err, "uv_pipe_init failed: %s", uv_strerror(rc));
+    }
+    a->pipe.data = a;
+    a->conn.data = a;
+    a->cbs = *cbs;
+    a->data = data;
+    a->id = xstrdup(container_id);
+    a->socket_path = xstrdup(docker__socket_path(d));
+    a->state = A_CONNECTING;
+    docker_demux_init(&a->demux);
+    docker_attach **head = docker__attach_head(d);
+    a->d = d;
+    a->next = *head;
+    if (*head != NULL)
+        (*head)->prev = a;
+    *head = a;
+    uv_pipe_connect(&a->conn, &a->pipe, a->socket_path, on_connect);
+    if (out != NULL)
+        *out = a;
+    return RB_OK;
+}

@@ -1,0 +1,650 @@
+/*
+ * docker.c: the Docker Engine API client's JSON calls, run by libcurl's multi socket API on the
+ * libuv loop (the pattern of curl's docs/examples/multi-uv.c), and the client's lifetime.
+ *
+ * Every finished or cancelled request goes through one FIFO of completions that is drained
+ * outside any curl callback, so a user callback may start requests, cancel others or free the
+ * client. Handle memory (poll contexts, the client's timers and so the client itself) is
+ * released in uv_close callbacks. The attach stream lives in attach.c.
+ */
+#include "docker/docker_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <curl/curl.h>
+
+#define DOCKER_BODY_MAX (8u * 1024 * 1024)
+#define DOCKER_MAX_CONNECTIONS 16L
+#define DOCKER_API_MIN 41
+#define DOCKER_API_MAX 47
+
+typedef struct poll_ctx {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    docker *d;
+    struct poll_ctx *prev, *next;
+} poll_ctx;
+
+enum req_state { REQ_INFLIGHT, REQ_DONE };
+
+struct docker_req {
+    docker *d;
+    CURL *easy;
+    enum req_state state;
+    docker_req *prev, *next; /* in d->inflight while REQ_INFLIGHT */
+    docker_req *done_next;   /* in d's completion FIFO while REQ_DONE */
+    int version_probe;
+    docker_cb cb;
+    void *data;
+    char *what; /* "GET /containers/x/json", for messages */
+    char *json_body;
+    struct curl_slist *headers;
+    rb_buf resp;
+    int toobig;
+    CURLcode cres;
+    int cancelled;
+    long status;
+    char curl_err[CURL_ERROR_SIZE];
+};
+
+struct docker {
+    uv_loop_t *loop;
+    char *socket_path;
+    char api[16];
+    CURLM *multi;
+    uv_timer_t timer; /* curl's timeout */
+    uv_timer_t defer; /* drains completions on the next loop turn (cancellations) */
+    int open_timers;
+    int freeing;
+    int dispatching;
+    docker_req *inflight;
+    docker_req *done_head, *done_tail;
+    poll_ctx *polls;
+    docker_attach *attaches;
+};
+
+uv_loop_t *docker__loop(docker *d)
+{
+    return d->loop;
+}
+
+const char *docker__socket_path(docker *d)
+{
+    return d->socket_path;
+}
+
+int docker__freeing(const docker *d)
+{
+    return d->freeing;
+}
+
+docker_attach **docker__attach_head(docker *d)
+{
+    return &d->attaches;
+}
+
+int docker__valid_ref(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 256)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                 c == '-';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+const char *docker_api_version(const docker *d)
+{
+    return d->api;
+}
+
+/* ---- completions ---- */
+
+static void free_req(docker_req *r)
+{
+    if (r->easy != NULL)
+        curl_easy_cleanup(r->easy);
+    curl_slist_free_all(r->headers);
+    rb_buf_dispose(&r->resp);
+    free(r->json_body);
+    free(r->what);
+    free(r);
+}
+
+static void inflight_unlink(docker *d, docker_req *r)
+{
+    if (r->prev != NULL)
+        r->prev->next = r->next;
+    else
+        d->inflight = r->next;
+    if (r->next != NULL)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+/* Moves an in-flight request to the completion FIFO; the caller has already taken its easy
+ * handle out of the multi handle. */
+static void mark_done(docker *d, docker_req *r)
+{
+    inflight_unlink(d, r);
+    r->state = REQ_DONE;
+    r->done_next = NULL;
+    if (d->done_tail != NULL)
+        d->done_tail->done_next = r;
+    else
+        d->done_head = r;
+    d->done_tail = r;
+}
+
+/* Parses "1.NN" into NN; -1 if it is not that shape. */
+static int api_minor(const char *v)
+{
+    if (v[0] != '1' || v[1] != '.')
+        return -1;
+    int n = 0;
+    const char *p = v + 2;
+    if (*p == '\0')
+        return -1;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9' || n > 1000)
+            return -1;
+        n = n * 10 + (*p - '0');
+    }
+    return n;
+}
+
+static rb_err status_err(long status)
+{
+    if (status == 404)
+        return RB_ENOTFOUND;
+    if (status == 409)
+        return RB_ECONFLICT;
+    return RB_EIO;
+}
+
+/* Works out the outcome of a finished request and runs its callback. */
+static void deliver(docker *d, docker_req *r)
+{
+    char msg[RB_ERR_LEN];
+    rb_err e = RB_OK;
+    json_t *body = NULL;
+    msg[0] = '\0';
+
+    if (r->cancelled) {
+        e = rb_fail(RB_ECANCELED, msg, "Docker request %s was cancelled", r->what);
+        r->cb(r->data, e, msg, 0, NULL);
+        return;
+    }
+    if (r->cres != CURLE_OK) {
+        const char *detail = r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cres);
+        if (r->toobig)
+            e = rb_fail(RB_ETOOBIG, msg, "Docker's answer to %s exceeds %u bytes", r->what, DOCKER_BODY_MAX);
+        else if (r->cres == CURLE_OPERATION_TIMEDOUT)
+            e = rb_fail(RB_ETIMEDOUT, msg, "Docker request %s timed out: %s", r->what, detail);
+        else if (r->cres == CURLE_COULDNT_CONNECT || r->cres == CURLE_COULDNT_RESOLVE_HOST)
+            e = rb_fail(RB_EUNAVAILABLE, msg,
+                        "Docker is not reachable at %s: %s; is the daemon running and is the socket mounted?",
+                        d->socket_path, detail);
+        else
+            e = rb_fail(RB_EIO, msg, "Docker request %s failed: %s", r->what, detail);
+        r->cb(r->data, e, msg, (int)r->status, NULL);
+        return;
+    }
+    if (r->resp.len > 0)
+        body = json_loadb(r->resp.data, r->resp.len, JSON_DECODE_ANY, NULL);
+    if (r->status >= 400) {
+        const char *dm = json_string_value(json_object_get(body, "message"));
+        if (dm == NULL)
+            dm = body == NULL && r->resp.len > 0 && r->resp.len < 300 ? r->resp.data : "no message";
+        e = rb_fail(status_err(r->status), msg, "%s (Docker answered HTTP %ld to %s)", dm, r->status, r->what);
+    } else if (r->version_probe) {
+        const char *v = json_string_value(json_object_get(body, "ApiVersion"));
+        int minor = v != NULL ? api_minor(v) : -1;
+        if (minor < 0)
+            e = rb_fail(RB_EIO, msg, "Docker's /version answer has no usable ApiVersion");
+        else if (minor < DOCKER_API_MIN)
+            e = rb_fail(RB_EUNAVAILABLE, msg, "Docker Engine API %s is older than 1.%d, the oldest runbox supports", v,
+                        DOCKER_API_MIN);
+        else
+            snprintf(d->api, sizeof(d->api), "1.%d", minor > DOCKER_API_MAX ? DOCKER_API_MAX : minor);
+    }
+    r->cb(r->data, e, e == RB_OK ? NULL : msg, (int)r->status, body);
+    json_decref(body);
+}
+
+static void finalize(docker *d);
+
+/* Runs the callbacks of completed requests in order. Re-entrant calls (from inside a callback)
+ * return at once: the outermost loop picks up what they queued. */
+static void dispatch_done(docker *d)
+{
+    if (d->dispatching)
+        return;
+    d->dispatching = 1;
+    while (d->done_head != NULL) {
+        docker_req *r = d->done_head;
+        d->done_head = r->done_next;
+        if (d->done_head == NULL)
+            d->done_tail = NULL;
+        deliver(d, r);
+        free_req(r);
+    }
+    d->dispatching = 0;
+    if (d->freeing)
+        finalize(d);
+}
+
+/* Drains curl's messages into the FIFO first (no user code runs while curl's message list is
+ * being read), then dispatches. */
+static void check_multi_info(docker *d)
+{
+    CURLMsg *m;
+    int pending;
+    while ((m = curl_multi_info_read(d->multi, &pending)) != NULL) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        char *priv = NULL;
+        CURL *easy = m->easy_handle;
+        CURLcode res = m->data.result;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+        docker_req *r = (docker_req *)priv;
+        curl_multi_remove_handle(d->multi, easy);
+        r->cres = res;
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
+        mark_done(d, r);
+    }
+    dispatch_done(d);
+}
+
+/* ---- libcurl on libuv ---- */
+
+static void poll_close_cb(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void poll_ctx_close(docker *d, poll_ctx *c)
+{
+    uv_poll_stop(&c->poll);
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        d->polls = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    uv_close((uv_handle_t *)&c->poll, poll_close_cb);
+}
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+    poll_ctx *c = h->data;
+    docker *d = c->d;
+    int flags = 0, running;
+    if (status < 0)
+        flags = CURL_CSELECT_ERR;
+    if (events & UV_READABLE)
+        flags |= CURL_CSELECT_IN;
+    if (events & UV_WRITABLE)
+        flags |= CURL_CSELECT_OUT;
+    curl_multi_socket_action(d->multi, c->fd, flags, &running);
+    check_multi_info(d);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    docker *d = t->data;
+    int running;
+    curl_multi_socket_action(d->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_multi_info(d);
+}
+
+/* CURLMOPT_TIMERFUNCTION: runs inside curl, so it only arms the uv timer. */
+static int timer_fn(CURLM *multi, long timeout_ms, void *userp)
+{
+    (void)multi;
+    docker *d = userp;
+    if (timeout_ms < 0)
+        uv_timer_stop(&d->timer);
+    else
+        uv_timer_start(&d->timer, on_timer, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+/* CURLMOPT_SOCKETFUNCTION: runs inside curl; only (re)arms or closes poll handles. */
+static int socket_fn(CURL *easy, curl_socket_t s, int action, void *userp, void *socketp)
+{
+    (void)easy;
+    docker *d = userp;
+    poll_ctx *c = socketp;
+    if (action == CURL_POLL_REMOVE) {
+        if (c != NULL) {
+            curl_multi_assign(d->multi, s, NULL);
+            poll_ctx_close(d, c);
+        }
+        return 0;
+    }
+    if (c == NULL) {
+        c = xcalloc(1, sizeof(*c));
+        if (uv_poll_init_socket(d->loop, &c->poll, s) != 0) {
+            free(c);
+            return -1;
+        }
+        c->fd = s;
+        c->d = d;
+        c->poll.data = c;
+        c->next = d->polls;
+        if (d->polls != NULL)
+            d->polls->prev = c;
+        d->polls = c;
+        curl_multi_assign(d->multi, s, c);
+    }
+    int events = 0;
+    if (action == CURL_POLL_IN || action == CURL_POLL_INOUT)
+        events |= UV_READABLE;
+    if (action == CURL_POLL_OUT || action == CURL_POLL_INOUT)
+        events |= UV_WRITABLE;
+    uv_poll_start(&c->poll, events, on_poll);
+    return 0;
+}
+
+static size_t write_fn(char *ptr, size_t size, size_t nmemb, void *userp)
+{
+    docker_req *r = userp;
+    size_t n = size * nmemb;
+    if (rb_buf_append(&r->resp, ptr, n) != RB_OK) {
+        r->toobig = 1;
+        return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
+    }
+    return n;
+}
+
+/* ---- lifetime ---- */
+
+static void timer_close_cb(uv_handle_t *h)
+{
+    docker *d = h->data;
+    if (--d->open_timers == 0) {
+        free(d->socket_path);
+        free(d);
+    }
+}
+
+rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *err)
+{
+    struct sockaddr_un sa;
+    if (socket_path == NULL || socket_path[0] == '\0' || strlen(socket_path) >= sizeof(sa.sun_path))
+        return rb_fail(RB_EINVAL, err, "Docker socket path must be 1 to %zu bytes long", sizeof(sa.sun_path) - 1);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return rb_fail(RB_EINTERNAL, err, "libcurl failed to initialise");
+    docker *d = xcalloc(1, sizeof(*d));
+    d->loop = loop;
+    d->socket_path = xstrdup(socket_path);
+    snprintf(d->api, sizeof(d->api), "1.%d", DOCKER_API_MIN);
+    d->multi = curl_multi_init();
+    if (d->multi == NULL) {
+        free(d->socket_path);
+        free(d);
+        curl_global_cleanup();
+        return rb_fail(RB_EINTERNAL, err, "curl_multi_init failed");
+    }
+    curl_multi_setopt(d->multi, CURLMOPT_SOCKETFUNCTION, socket_fn);
+    curl_multi_setopt(d->multi, CURLMOPT_SOCKETDATA, d);
+    curl_multi_setopt(d->multi, CURLMOPT_TIMERFUNCTION, timer_fn);
+    curl_multi_setopt(d->multi, CURLMOPT_TIMERDATA, d);
+    curl_multi_setopt(d->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, DOCKER_MAX_CONNECTIONS);
+    uv_timer_init(loop, &d->timer);
+    uv_timer_init(loop, &d->defer);
+    d->timer.data = d;
+    d->defer.data = d;
+    d->open_timers = 2;
+    *out = d;
+    return RB_OK;
+}
+
+/* Releases curl and the client's handles once every callback has run. */
+static void finalize(docker *d)
+{
+    if (d->multi == NULL)
+        return;
+    /* Every easy handle has left the multi handle by now; cleanup closes the cached
+     * connections, which may call socket_fn with CURL_POLL_REMOVE. */
+    curl_multi_cleanup(d->multi);
+    d->multi = NULL;
+    curl_global_cleanup();
+    while (d->polls != NULL)
+        poll_ctx_close(d, d->polls);
+    uv_close((uv_handle_t *)&d->timer, timer_close_cb);
+    uv_close((uv_handle_t *)&d->defer, timer_close_cb);
+}
+
+void docker_free(docker *d)
+{
+    if (d == NULL || d->freeing)
+        return;
+    d->freeing = 1;
+    while (d->attaches != NULL)
+        docker__attach_abort(d->attaches);
+    while (d->inflight != NULL) {
+        docker_req *r = d->inflight;
+        curl_multi_remove_handle(d->multi, r->easy);
+        r->cancelled = 1;
+        mark_done(d, r);
+    }
+    uv_timer_stop(&d->timer);
+    uv_timer_stop(&d->defer);
+    /* Inside a callback the running dispatch loop delivers the cancellations and finalizes;
+     * otherwise they are delivered here, before returning. */
+    dispatch_done(d);
+}
+
+/* ---- requests ---- */
+
+static void on_defer(uv_timer_t *t)
+{
+    dispatch_done(t->data);
+}
+
+static rb_err start_request(docker *d, const char *method, const char *url_path, int versioned, json_t *body,
+                            long timeout_ms, docker_cb cb, void *data, docker_req **out, char *err)
+{
+    if (d->freeing)
+        return rb_fail(RB_ECANCELED, err, "the Docker client is shutting down");
+    if (method == NULL || url_path == NULL || url_path[0] != '/' || cb == NULL)
+        return rb_fail(RB_EINVAL, err, "a Docker request needs a method, a path starting with '/' and a callback");
+    for (const char *p = url_path; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return rb_fail(RB_EINVAL, err, "Docker request path contains a space or control character");
+
+    docker_req *r = xcalloc(1, sizeof(*r));
+    r->d = d;
+    r->cb = cb;
+    r->data = data;
+    r->version_probe = !versioned;
+    rb_buf_init(&r->resp, DOCKER_BODY_MAX);
+    r->what = xasprintf("%s %s", method, url_path);
+    if (body != NULL) {
+        r->json_body = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (r->json_body == NULL) {
+            free_req(r);
+            return rb_fail(RB_EINVAL, err, "the JSON body of %s %s cannot be serialised", method, url_path);
+        }
+    }
+    r->easy = curl_easy_init();
+    if (r->easy == NULL) {
+        free_req(r);
+        return rb_fail(RB_EINTERNAL, err, "curl_easy_init failed");
+    }
+    char *url =
+        versioned ? xasprintf("http://localhost/v%s%s", d->api, url_path) : xasprintf("http://localhost%s", url_path);
+    CURL *e = r->easy;
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    free(url); /* curl copies string options */
+    curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, d->socket_path);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(e, CURLOPT_PROXY, ""); /* ignore *_proxy variables: only the socket */
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->curl_err);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_fn);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    if (timeout_ms > 0)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+    r->headers = curl_slist_append(r->headers, "Expect:");
+    if (strcmp(method, "POST") == 0 || r->json_body != NULL) {
+        const char *b = r->json_body != NULL ? r->json_body : "";
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(b));
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, b);
+        if (r->json_body != NULL)
+            r->headers = curl_slist_append(r->headers, "Content-Type: application/json");
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+
+    if (curl_multi_add_handle(d->multi, e) != CURLM_OK) {
+        free_req(r);
+        return rb_fail(RB_EINTERNAL, err, "curl_multi_add_handle failed");
+    }
+    r->state = REQ_INFLIGHT;
+    r->next = d->inflight;
+    if (d->inflight != NULL)
+        d->inflight->prev = r;
+    d->inflight = r;
+    if (out != NULL)
+        *out = r;
+    return RB_OK;
+}
+
+rb_err docker_request(docker *d, const char *method, const char *path, json_t *body, long timeout_ms, docker_cb cb,
+                      void *data, docker_req **out, char *err)
+{
+    return start_request(d, method, path, 1, body, timeout_ms, cb, data, out, err);
+}
+
+void docker_req_cancel(docker_req *r)
+{
+    if (r == NULL || r->cancelled)
+        return;
+    docker *d = r->d;
+    r->cancelled = 1;
+    if (r->state == REQ_INFLIGHT) {
+        curl_multi_remove_handle(d->multi, r->easy);
+        mark_done(d, r);
+    }
+    /* Already queued requests keep their place; the callback never runs from in here. */
+    uv_timer_start(&d->defer, on_defer, 0, 0);
+}
+
+rb_err docker_ping_version(docker *d, docker_cb cb, void *data, char *err)
+{
+    return start_request(d, "GET", "/version", 0, NULL, 0, cb, data, NULL, err);
+}
+
+/* ---- wrappers ---- */
+
+/* Sends method pre<id>post after checking that id needs no escaping. */
+static rb_err ref_request(docker *d, const char *method, const char *pre, const char *id, const char *post,
+                          json_t *body, docker_cb cb, void *data, char *err)
+{
+    if (id == NULL || !docker__valid_ref(id))
+        return rb_fail(RB_EINVAL, err, "invalid container id or name: it must be 1-256 characters of [A-Za-z0-9_.-]");
+    char *path = xasprintf("%s%s%s", pre, id, post);
+    rb_err e = docker_request(d, method, path, body, 0, cb, data, NULL, err);
+    free(path);
+    return e;
+}
+
+rb_err docker_container_create(docker *d, const char *name, json_t *config, docker_cb cb, void *data, char *err)
+{
+    if (config == NULL)
+        return rb_fail(RB_EINVAL, err, "container create needs a config object");
+    if (name == NULL)
+        return docker_request(d, "POST", "/containers/create", config, 0, cb, data, NULL, err);
+    return ref_request(d, "POST", "/containers/create?name=", name, "", config, cb, data, err);
+}
+
+rb_err docker_container_start(docker *d, const char *id, docker_cb cb, void *data, char *err)
+{
+    return ref_request(d, "POST", "/containers/", id, "/start", NULL, cb, data, err);
+}
+
+rb_err docker_container_kill(docker *d, const char *id, const char *signal, docker_cb cb, void *data, char *err)
+{
+    if (id == NULL || !docker__valid_ref(id))
+        return rb_fail(RB_EINVAL, err, "invalid container id or name: it must be 1-256 characters of [A-Za-z0-9_.-]");
+    if (signal == NULL)
+        signal = "SIGKILL";
+    if (!docker__valid_ref(signal) || strlen(signal) > 16)
+        return rb_fail(RB_EINVAL, err, "invalid signal name \"%.32s\"", signal);
+    char *path = xasprintf("/containers/%s/kill?signal=%s", id, signal);
+    rb_err e = docker_request(d, "POST", path, NULL, 0, cb, data, NULL, err);
+    free(path);
+    return e;
+}
+
+rb_err docker_container_remove(docker *d, const char *id, docker_cb cb, void *data, char *err)
+{
+    return ref_request(d, "DELETE", "/containers/", id, "?force=1&v=1", NULL, cb, data, err);
+}
+
+rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *data, char *err)
+{
+    return ref_request(d, "GET", "/containers/", id, "/json", NULL, cb, data, err);
+}
+
+/* Percent-encodes everything but RFC 3986 unreserved characters, plus any in keep. */
+static char *url_escape(const char *s, const char *keep)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *out = xmalloc(3 * n + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                    *p == '_' || *p == '.' || *p == '~' || strchr(keep, *p) != NULL;
+        if (plain) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *data, char *err)
+{
+    if (label == NULL || label[0] == '\0')
+        return docker_request(d, "GET", "/containers/json?all=1", NULL, 0, cb, data, NULL, err);
+    json_t *f = json_pack("{s:[s]}", "label", label);
+    if (f == NULL)
+        return rb_fail(RB_EINVAL, err, "label filter is not valid UTF-8");
+    char *fj = json_dumps(f, JSON_COMPACT);
+    json_decref(f);
+    char *esc = url_escape(fj, "");
+    free(fj);
+    char *path = xasprintf("/containers/json?all=1&filters=%s", esc);
+    free(esc);
+    rb_err e = docker_request(d, "GET", path, NULL, 0, cb, data, NULL, err);
+    free(path);
+    return e;
+}
+
+rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *data, char *err)
+{
+    if (name == NULL || name[0] == '\0' || strlen(name) > 512)
+        return rb_fail(RB_EINVAL, err, "image name must be 1-512 characters");
+    char *esc = url_escape(name, "/:@");
+    char *path = xasprintf("/images/%s/json", esc);
+    free(esc);
+    rb_err e = docker_request(d, "GET", path, NULL, 0, cb, data, NULL, err);
+    free(path);
+    return e;
+}
