@@ -29,6 +29,7 @@
 #define RB_DEFAULT_MAX_SESSIONS 100
 #define RB_DEFAULT_GRACE_MS 2000
 #define RB_DEFAULT_MAX_QUEUE 100
+#define RB_DEFAULT_MCP_IMAGE_LIMIT (1024 * 1024)
 
 typedef struct rb_config {
     char *listen;          /* "host:port"; --listen / RUNBOX_LISTEN */
@@ -50,6 +51,10 @@ typedef struct rb_config {
     int grace_ms;          /* --grace / RUNBOX_GRACE_MS: after an interrupt, how long before the worker is killed */
     int max_queue;         /* --max-queue / RUNBOX_MAX_QUEUE: queued executions per session */
     char *log_level;       /* --log-level / RUNBOX_LOG_LEVEL: debug|info|warn|error */
+    char *allowed_origins; /* --allowed-origins / RUNBOX_ALLOWED_ORIGINS: comma-separated origins allowed on /mcp
+                              besides http(s)://localhost, 127.0.0.1 and [::1] (any port); NULL = none; "*" = any */
+    size_t mcp_image_limit;/* --mcp-image-limit / RUNBOX_MCP_IMAGE_LIMIT: PNG bytes above which MCP sends a
+                              resource_link instead of inline image content */
 } rb_config;
 
 /** Fills cfg with defaults (heap strings owned by cfg). */
@@ -63,5 +68,11 @@ rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err)
 rb_err config_load_env(rb_config *cfg, char *err);
 /** Checks cross-field rules (defaults within maxima, positive sizes); names the bad key. */
 rb_err config_validate(const rb_config *cfg, char *err);
+
+/** Callback of config_each: flag name ("max-body"), environment variable ("RUNBOX_MAX_BODY"),
+ * the current value as text and a one-line description. All strings are borrowed for the call. */
+typedef void (*config_key_cb)(void *data, const char *key, const char *env, const char *value, const char *help);
+/** Calls cb once per key, in a stable order (used by --help). */
+void config_each(const rb_config *cfg, config_key_cb cb, void *data);
 
 #endif

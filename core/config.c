@@ -1,0 +1,370 @@
+/*
+ * config.c: runboxd's configuration (core/config.h). One table describes every key: its flag
+ * name, environment variable, help text and how its text is parsed into the struct. Sizes take
+ * plain bytes or k/m/g suffixes (powers of 1024); durations take seconds (floats allowed) or
+ * s/m/h/d suffixes. This module reads only the strings it is given and the environment; it
+ * does no other I/O and holds no state of its own.
+ */
+#include "core/config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum key_kind { K_STR, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL } key_kind;
+
+typedef struct key_def {
+    const char *key;
+    const char *env;
+    key_kind kind;
+    size_t offset;
+    const char *help;
+} key_def;
+
+#define OFF(f) offsetof(rb_config, f)
+
+static const key_def keys[] = {
+    {"listen", "RUNBOX_LISTEN", K_STR, OFF(listen), "HOST:PORT to listen on (port 0 picks a free port)"},
+    {"db", "RUNBOX_DB", K_STR, OFF(db_path), "path of the SQLite database file"},
+    {"image", "RUNBOX_IMAGE", K_STR, OFF(image), "Docker image of the sandboxes"},
+    {"docker-socket", "RUNBOX_DOCKER_SOCKET", K_STR, OFF(docker_socket), "path of the Docker Engine socket"},
+    {"max-body", "RUNBOX_MAX_BODY", K_SIZE, OFF(max_body), "largest request body (bytes, or k/m/g suffix)"},
+    {"output-limit", "RUNBOX_OUTPUT_LIMIT", K_SIZE, OFF(output_limit),
+     "stdout+stderr bytes kept per execution (bytes, or k/m/g suffix)"},
+    {"timeout", "RUNBOX_TIMEOUT", K_SECS, OFF(default_timeout), "default execution timeout (seconds)"},
+    {"max-timeout", "RUNBOX_MAX_TIMEOUT", K_SECS, OFF(max_timeout), "largest execution timeout a caller may ask (seconds)"},
+    {"idle-timeout", "RUNBOX_IDLE_TIMEOUT", K_ISECS, OFF(idle_timeout),
+     "seconds before an idle session is removed (0 = never)"},
+    {"retention", "RUNBOX_RETENTION", K_ISECS, OFF(retention), "seconds that ended sessions and results are kept"},
+    {"memory", "RUNBOX_MEMORY", K_MIB, OFF(memory_mb), "default sandbox memory (MiB, or k/m/g suffix)"},
+    {"max-memory", "RUNBOX_MAX_MEMORY", K_MIB, OFF(max_memory_mb), "largest sandbox memory a caller may ask (MiB)"},
+    {"cpus", "RUNBOX_CPUS", K_NUM, OFF(cpus), "default CPUs per sandbox"},
+    {"max-cpus", "RUNBOX_MAX_CPUS", K_NUM, OFF(max_cpus), "largest CPUs per sandbox a caller may ask"},
+    {"pids-limit", "RUNBOX_PIDS_LIMIT", K_INT, OFF(pids_limit), "processes per sandbox"},
+    {"max-sessions", "RUNBOX_MAX_SESSIONS", K_INT, OFF(max_sessions), "live sessions at once"},
+    {"grace", "RUNBOX_GRACE_MS", K_INT, OFF(grace_ms),
+     "milliseconds an interrupted worker gets before it is killed"},
+    {"max-queue", "RUNBOX_MAX_QUEUE", K_INT, OFF(max_queue), "queued executions per session"},
+    {"log-level", "RUNBOX_LOG_LEVEL", K_LEVEL, OFF(log_level), "debug, info, warn or error"},
+    {"allowed-origins", "RUNBOX_ALLOWED_ORIGINS", K_STR, OFF(allowed_origins),
+     "comma-separated Origins (e.g. https://app.example.com) allowed to call /mcp besides localhost; * = any"},
+    {"mcp-image-limit", "RUNBOX_MCP_IMAGE_LIMIT", K_SIZE, OFF(mcp_image_limit),
+     "PNG size above which MCP results link to the image instead of inlining it (bytes, or k/m/g suffix)"},
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+void config_init(rb_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->listen = xstrdup(RB_DEFAULT_LISTEN);
+    cfg->db_path = xstrdup(RB_DEFAULT_DB);
+    cfg->image = xstrdup(RB_DEFAULT_IMAGE);
+    cfg->docker_socket = xstrdup(RB_DEFAULT_DOCKER_SOCKET);
+    cfg->max_body = RB_DEFAULT_MAX_BODY;
+    cfg->output_limit = RB_DEFAULT_OUTPUT_LIMIT;
+    cfg->default_timeout = RB_DEFAULT_TIMEOUT_S;
+    cfg->max_timeout = RB_DEFAULT_MAX_TIMEOUT_S;
+    cfg->idle_timeout = RB_DEFAULT_IDLE_TIMEOUT_S;
+    cfg->retention = RB_DEFAULT_RETENTION_S;
+    cfg->memory_mb = RB_DEFAULT_MEMORY_MB;
+    cfg->max_memory_mb = RB_DEFAULT_MAX_MEMORY_MB;
+    cfg->cpus = RB_DEFAULT_CPUS;
+    cfg->max_cpus = RB_DEFAULT_MAX_CPUS;
+    cfg->pids_limit = RB_DEFAULT_PIDS_LIMIT;
+    cfg->max_sessions = RB_DEFAULT_MAX_SESSIONS;
+    cfg->grace_ms = RB_DEFAULT_GRACE_MS;
+    cfg->max_queue = RB_DEFAULT_MAX_QUEUE;
+    cfg->log_level = xstrdup("info");
+    cfg->allowed_origins = NULL;
+    cfg->mcp_image_limit = RB_DEFAULT_MCP_IMAGE_LIMIT;
+}
+
+void config_dispose(rb_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (keys[i].kind == K_STR || keys[i].kind == K_LEVEL) {
+            char **p = (char **)((char *)cfg + keys[i].offset);
+            free(*p);
+            *p = NULL;
+        }
+    }
+}
+
+static const key_def *find_key(const char *key)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(keys[i].key, key) == 0)
+            return &keys[i];
+    if (strcmp(key, "grace-ms") == 0) /* the env name suggests this spelling; accept it too */
+        return find_key("grace");
+    return NULL;
+}
+
+/* A finite number with an optional suffix left in *rest (trailing spaces skipped). */
+static int parse_number(const char *s, double *out, const char **rest)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (*s == '\0')
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno != 0 || !isfinite(v))
+        return -1;
+    while (*end == ' ' || *end == '\t')
+        end++;
+    *out = v;
+    *rest = end;
+    return 0;
+}
+
+static int trailing_blank(const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return *s == '\0';
+}
+
+/* Bytes: "1048576", "512k", "1m", "2G", "1.5m", "64kb", "64KiB". */
+static int parse_size(const char *s, double *bytes)
+{
+    double v;
+    const char *rest;
+    if (parse_number(s, &v, &rest) != 0 || v < 0)
+        return -1;
+    double mult = 1;
+    switch (*rest) {
+    case 'k': case 'K': mult = 1024.0; rest++; break;
+    case 'm': case 'M': mult = 1024.0 * 1024; rest++; break;
+    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; rest++; break;
+    case 'b': case 'B': rest++; break;
+    default: break;
+    }
+    if (mult > 1 && (*rest == 'i' || *rest == 'I'))
+        rest++;
+    if (mult > 1 && (*rest == 'b' || *rest == 'B'))
+        rest++;
+    if (!trailing_blank(rest))
+        return -1;
+    *bytes = v * mult;
+    return 0;
+}
+
+/* Seconds: "30", "0.5", "30s", "5m", "2h", "7d". */
+static int parse_secs(const char *s, double *secs)
+{
+    double v;
+    const char *rest;
+    if (parse_number(s, &v, &rest) != 0 || v < 0)
+        return -1;
+    double mult = 1;
+    switch (*rest) {
+    case 's': rest++; break;
+    case 'm': mult = 60; rest++; break;
+    case 'h': mult = 3600; rest++; break;
+    case 'd': mult = 86400; rest++; break;
+    default: break;
+    }
+    if (!trailing_blank(rest))
+        return -1;
+    *secs = v * mult;
+    return 0;
+}
+
+static int parse_int(const char *s, long *out)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || errno != 0 || !trailing_blank(end) || v < INT32_MIN || v > INT32_MAX)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err)
+{
+    const key_def *k = find_key(key);
+    if (k == NULL)
+        return rb_fail(RB_EINVAL, err, "unknown configuration key '%s' (see --help for the list)", key);
+    if (value == NULL)
+        return rb_fail(RB_EINVAL, err, "%s: a value is required", k->key);
+    void *field = (char *)cfg + k->offset;
+    double d;
+    long l;
+    switch (k->kind) {
+    case K_STR:
+        if (value[0] == '\0')
+            return rb_fail(RB_EINVAL, err, "%s: the value must not be empty", k->key);
+        free(*(char **)field);
+        *(char **)field = xstrdup(value);
+        return RB_OK;
+    case K_LEVEL: {
+        rb_log_level lvl;
+        if (rb_log_parse_level(value, &lvl) != 0)
+            return rb_fail(RB_EINVAL, err, "%s: '%s' is not one of debug, info, warn, error", k->key, value);
+        free(*(char **)field);
+        *(char **)field = xstrdup(value);
+        return RB_OK;
+    }
+    case K_SIZE:
+        if (parse_size(value, &d) != 0 || d > (double)SIZE_MAX / 2)
+            return rb_fail(RB_EINVAL, err, "%s: '%s' is not a size (bytes, or a number with a k/m/g suffix)", k->key,
+                           value);
+        *(size_t *)field = (size_t)d;
+        return RB_OK;
+    case K_MIB:
+        /* A plain number is MiB here (the field's unit); a suffix converts. */
+        if (parse_int(value, &l) == 0) {
+            if (l < 0)
+                return rb_fail(RB_EINVAL, err, "%s: '%s' must not be negative", k->key, value);
+            *(int *)field = (int)l;
+            return RB_OK;
+        }
+        if (parse_size(value, &d) != 0 || d / (1024.0 * 1024) > INT32_MAX)
+            return rb_fail(RB_EINVAL, err, "%s: '%s' is not a memory size (MiB, or a number with a k/m/g suffix)",
+                           k->key, value);
+        *(int *)field = (int)(d / (1024.0 * 1024));
+        return RB_OK;
+    case K_SECS:
+        if (parse_secs(value, &d) != 0)
+            return rb_fail(RB_EINVAL, err, "%s: '%s' is not a duration (seconds, or a number with s/m/h/d)", k->key,
+                           value);
+        *(double *)field = d;
+        return RB_OK;
+    case K_ISECS:
+        if (parse_secs(value, &d) != 0 || d > INT32_MAX)
+            return rb_fail(RB_EINVAL, err, "%s: '%s' is not a duration (seconds, or a number with s/m/h/d)", k->key,
+                           value);
+        *(int *)field = (int)(d + 0.5); /* round; d >= 0 */
+        return RB_OK;
+    case K_INT:
+        if (parse_int(value, &l) != 0)
+            return rb_fail(RB_EINVAL, err, "%s: '%s' is not an integer", k->key, value);
+        *(int *)field = (int)l;
+        return RB_OK;
+    case K_NUM: {
+        const char *rest;
+        if (parse_number(value, &d, &rest) != 0 || !trailing_blank(rest))
+            return rb_fail(RB_EINVAL, err, "%s: '%s' is not a number", k->key, value);
+        *(double *)field = d;
+        return RB_OK;
+    }
+    }
+    return rb_fail(RB_EINTERNAL, err, "%s: unhandled key kind", k->key);
+}
+
+rb_err config_load_env(rb_config *cfg, char *err)
+{
+    for (size_t i = 0; i < NKEYS; i++) {
+        const char *v = getenv(keys[i].env);
+        if (v == NULL)
+            continue;
+        char sub[RB_ERR_LEN];
+        rb_err e = config_set(cfg, keys[i].key, v, sub);
+        if (e != RB_OK)
+            return rb_fail(e, err, "%s (from %s)", sub, keys[i].env);
+    }
+    return RB_OK;
+}
+
+/* "host:port", "[v6]:port" or ":port"; port 0..65535. */
+static int listen_ok(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    if (colon == NULL || colon[1] == '\0')
+        return 0;
+    if (s[0] == '[' && (colon == s || colon[-1] != ']'))
+        return 0;
+    long port;
+    for (const char *p = colon + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    if (parse_int(colon + 1, &port) != 0 || port < 0 || port > 65535)
+        return 0;
+    return 1;
+}
+
+rb_err config_validate(const rb_config *cfg, char *err)
+{
+    rb_log_level lvl;
+    if (cfg->listen == NULL || !listen_ok(cfg->listen))
+        return rb_fail(RB_EINVAL, err, "listen: '%s' is not HOST:PORT (e.g. 127.0.0.1:8080)",
+                       cfg->listen ? cfg->listen : "");
+    if (cfg->db_path == NULL || cfg->db_path[0] == '\0')
+        return rb_fail(RB_EINVAL, err, "db: a database path is required");
+    if (cfg->image == NULL || cfg->image[0] == '\0')
+        return rb_fail(RB_EINVAL, err, "image: an image name is required");
+    if (cfg->docker_socket == NULL || cfg->docker_socket[0] == '\0')
+        return rb_fail(RB_EINVAL, err, "docker-socket: a socket path is required");
+    if (cfg->max_body == 0)
+        return rb_fail(RB_EINVAL, err, "max-body: must be at least 1 byte");
+    if (cfg->output_limit == 0)
+        return rb_fail(RB_EINVAL, err, "output-limit: must be at least 1 byte");
+    if (!(cfg->max_timeout > 0))
+        return rb_fail(RB_EINVAL, err, "max-timeout: must be more than 0 seconds");
+    if (!(cfg->default_timeout > 0) || cfg->default_timeout > cfg->max_timeout)
+        return rb_fail(RB_EINVAL, err, "timeout: must be more than 0 and at most max-timeout (%g s)", cfg->max_timeout);
+    if (cfg->idle_timeout < 0)
+        return rb_fail(RB_EINVAL, err, "idle-timeout: must not be negative");
+    if (cfg->retention < 0)
+        return rb_fail(RB_EINVAL, err, "retention: must not be negative");
+    if (cfg->max_memory_mb <= 0)
+        return rb_fail(RB_EINVAL, err, "max-memory: must be at least 1 MiB");
+    if (cfg->memory_mb <= 0 || cfg->memory_mb > cfg->max_memory_mb)
+        return rb_fail(RB_EINVAL, err, "memory: must be at least 1 MiB and at most max-memory (%d MiB)",
+                       cfg->max_memory_mb);
+    if (!(cfg->max_cpus > 0))
+        return rb_fail(RB_EINVAL, err, "max-cpus: must be more than 0");
+    if (!(cfg->cpus > 0) || cfg->cpus > cfg->max_cpus)
+        return rb_fail(RB_EINVAL, err, "cpus: must be more than 0 and at most max-cpus (%g)", cfg->max_cpus);
+    if (cfg->pids_limit <= 0)
+        return rb_fail(RB_EINVAL, err, "pids-limit: must be at least 1");
+    if (cfg->max_sessions <= 0)
+        return rb_fail(RB_EINVAL, err, "max-sessions: must be at least 1");
+    if (cfg->grace_ms < 0)
+        return rb_fail(RB_EINVAL, err, "grace: must not be negative");
+    if (cfg->max_queue <= 0)
+        return rb_fail(RB_EINVAL, err, "max-queue: must be at least 1");
+    if (cfg->log_level == NULL || rb_log_parse_level(cfg->log_level, &lvl) != 0)
+        return rb_fail(RB_EINVAL, err, "log-level: must be one of debug, info, warn, error");
+    return RB_OK;
+}
+
+void config_each(const rb_config *cfg, config_key_cb cb, void *data)
+{
+    for (size_t i = 0; i < NKEYS; i++) {
+        const void *field = (const char *)cfg + keys[i].offset;
+        char v[64];
+        switch (keys[i].kind) {
+        case K_STR:
+        case K_LEVEL: {
+            const char *s = *(char *const *)field;
+            cb(data, keys[i].key, keys[i].env, s ? s : "", keys[i].help);
+            continue;
+        }
+        case K_SIZE:
+            snprintf(v, sizeof(v), "%zu", *(const size_t *)field);
+            break;
+        case K_SECS:
+        case K_NUM:
+            snprintf(v, sizeof(v), "%g", *(const double *)field);
+            break;
+        case K_ISECS:
+        case K_MIB:
+        case K_INT:
+            snprintf(v, sizeof(v), "%d", *(const int *)field);
+            break;
+        }
+        cb(data, keys[i].key, keys[i].env, v, keys[i].help);
+    }
+}

@@ -1,0 +1,91 @@
+/*
+ * http: runboxd's HTTP front door on libh2o (libuv flavour). It owns the listener, the h2o
+ * configuration and context, the route table shared by the REST and MCP handlers, the one
+ * error table (rb_err -> HTTP status + JSON error body), the JSON request-body reader
+ * (Content-Type, size limit, parse errors with line/column), JSON answers and the access log.
+ * It holds no session logic: handlers translate to core/ calls and back.
+ */
+#ifndef RB_SERVER_HTTP_H
+#define RB_SERVER_HTTP_H
+
+#include <h2o.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "core/config.h"
+#include "core/core.h"
+#include "core/rb.h"
+
+typedef struct rb_server rb_server;
+
+/** Largest number of {name} parameters a route pattern may have. */
+#define HTTP_MAX_PARAMS 4
+
+/** What a route handler receives: the server, the request and the path parameters (NUL-terminated
+ * strings in req->pool, in pattern order). The handler must answer (now or later) and return 0. */
+typedef struct http_call {
+    rb_server *server;
+    rb_core *core;
+    const rb_config *cfg;
+    h2o_req_t *req;
+    const char *params[HTTP_MAX_PARAMS];
+} http_call;
+
+typedef int (*http_handler_cb)(http_call *call);
+
+/** One route: method ("GET", ...) and a pattern of literal segments and {name} segments
+ * ("/execute/{id}/status"). Unknown paths answer 404 not_found; known paths with another
+ * method answer 405 method_not_allowed with an Allow header. */
+typedef struct http_route {
+    const char *method;
+    const char *pattern;
+    http_handler_cb handler;
+} http_route;
+
+/** Starts listening on cfg->listen ("host:port", port 0 = any) on loop with the routes of
+ * every protocol (REST now, MCP later). cfg and core are borrowed and must outlive the server.
+ * RB_EINVAL for a bad address, RB_EIO when it cannot bind (then *out is untouched, nothing
+ * to free). On success *out is owned by the caller: server_stop, run the loop, server_free. */
+rb_err server_start(uv_loop_t *loop, const rb_config *cfg, rb_core *core, rb_server **out, char *err);
+/** The port actually bound (useful with port 0). */
+int server_port(const rb_server *s);
+/** The address actually bound, as "host:port" (borrowed, valid until server_stop). */
+const char *server_address(const rb_server *s);
+/** Stops accepting and ends open event streams; h2o is torn down once the last connection
+ * has closed, so run the loop afterwards. Accepts NULL; a second call does nothing. */
+void server_stop(rb_server *s);
+/** Frees the server after server_stop and a loop run that closed its connections. If
+ * connections were still open, h2o cannot be torn down safely and the memory is left to
+ * process exit (a warning is logged). Accepts NULL. */
+void server_free(rb_server *s);
+
+/** HTTP status for an rb_err, per the contract (RB_EINVAL -> 400, ... RB_EINTERNAL -> 500). */
+int http_status_of(rb_err e);
+
+/** Answers with status and body encoded compactly as application/json, with a Content-Length.
+ * body is borrowed. */
+void http_send_json(h2o_req_t *req, int status, json_t *body);
+/** Answers {"error": {"code": code, "message": message}} with status. */
+void http_send_error_as(h2o_req_t *req, int status, const char *code, const char *message);
+/** Answers the error document for e (status from http_status_of, code from rb_strerror). */
+void http_send_error(h2o_req_t *req, rb_err e, const char *message);
+
+/** Reads the request body as one JSON object. An empty body gives NULL in *out when
+ * empty_ok, else RB_EINVAL. RB_EMEDIA when a body comes with a Content-Type other than
+ * application/json (parameters such as charset allowed), RB_ETOOBIG beyond max bytes,
+ * RB_EINVAL with the parser's line and column for malformed JSON or when the value is not an
+ * object. *out is a new reference. */
+rb_err http_read_json(h2o_req_t *req, size_t max, int empty_ok, json_t **out, char *err);
+
+/** Copies s into req->pool as a NUL-terminated string. */
+char *http_pool_strdup(h2o_req_t *req, const char *s, size_t len);
+
+/** Value of a query parameter of req (first occurrence), NUL-terminated in req->pool, or NULL.
+ * No percent-decoding beyond '+'/%XX. */
+const char *http_query_param(h2o_req_t *req, const char *name);
+
+/* For sse.c: server_stop ends the open streams linked here (unlink with h2o_linklist_unlink). */
+void http__sse_link(rb_server *s, h2o_linklist_t *link);
+int http__stopping(const rb_server *s);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * main.c: runboxd, the runbox server process. Reads the configuration (defaults, then
+ * RUNBOX_* environment variables, then flags), opens the core and the HTTP server on one
+ * libuv loop and runs until SIGINT/SIGTERM. No logic of its own beyond start-up and shutdown.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/core.h"
+#include "core/rb.h"
+#include "server/http.h"
+
+/* After a stop signal, connections get this long to finish before the process exits anyway. */
+#define DRAIN_MS 3000
+
+typedef struct daemon_state {
+    uv_loop_t *loop;
+    rb_core *core;
+    rb_server *server;
+    uv_signal_t sigint, sigterm;
+    uv_timer_t drain;
+    int stopping;
+} daemon_state;
+
+static void print_key(void *data, const char *key, const char *env, const char *value, const char *help)
+{
+    FILE *f = data;
+    char flag[48];
+    snprintf(flag, sizeof(flag), "--%s VALUE", key);
+    fprintf(f, "  %-26s %s\n  %-26s default: %s; environment: %s\n", flag, help, "", value[0] ? value : "(empty)", env);
+}
+
+static void usage(FILE *f)
+{
+    rb_config defaults;
+    config_init(&defaults);
+    fprintf(f, "usage: runboxd [options]\n\n"
+               "runbox: a self-hosted code interpreter for LLM agents (REST API and MCP).\n"
+               "Each option is also read from its environment variable; flags win.\n"
+               "Options take `--key value` or `--key=value`. Sizes accept k/m/g suffixes, durations s/m/h/d.\n\n");
+    config_each(&defaults, print_key, f);
+    fprintf(f, "  %-26s show this help\n  %-26s print the version\n", "--help", "--version");
+    config_dispose(&defaults);
+}
+
+static void on_close_free_nothing(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void on_drain_timeout(uv_timer_t *t)
+{
+    (void)t;
+    rb_warn("runboxd: connections still open after %d ms; exiting", DRAIN_MS);
+    exit(0);
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+    daemon_state *d = sig->data;
+    if (d->stopping)
+        return;
+    d->stopping = 1;
+    rb_info("runboxd: %s received, shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    server_stop(d->server);
+    core_free(d->core);
+    d->core = NULL;
+    uv_close((uv_handle_t *)&d->sigint, on_close_free_nothing);
+    uv_close((uv_handle_t *)&d->sigterm, on_close_free_nothing);
+    /* The loop ends once every connection has closed; don't wait forever for idle clients. */
+    uv_timer_start(&d->drain, on_drain_timeout, DRAIN_MS, 0);
+    uv_unref((uv_handle_t *)&d->drain);
+}
+
+/* Parses argv into cfg; returns 0 to run, 1 when --help/--version was handled, -1 on error. */
+static int parse_args(int argc, char **argv, rb_config *cfg)
+{
+    char err[RB_ERR_LEN];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 1;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("runboxd %s\n", RUNBOX_VERSION);
+            return 1;
+        }
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            fprintf(stderr, "runboxd: unexpected argument '%s' (see --help)\n", a);
+            return -1;
+        }
+        char key[64];
+        const char *value;
+        const char *eq = strchr(a + 2, '=');
+        size_t klen = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+        if (klen >= sizeof(key)) {
+            fprintf(stderr, "runboxd: unknown option '%s' (see --help)\n", a);
+            return -1;
+        }
+        memcpy(key, a + 2, klen);
+        key[klen] = '\0';
+        if (eq != NULL) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            fprintf(stderr, "runboxd: option --%s needs a value (see --help)\n", key);
+            return -1;
+        }
+        if (config_set(cfg, key, value, err) != RB_OK) {
+            fprintf(stderr, "runboxd: %s\n", err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char err[RB_ERR_LEN];
+    rb_config cfg;
+    int status = 1;
+    signal(SIGPIPE, SIG_IGN);
+    config_init(&cfg);
+
+    if (config_load_env(&cfg, err) != RB_OK) {
+        fprintf(stderr, "runboxd: %s\n", err);
+        status = 2;
+        goto dispose_config;
+    }
+    int r = parse_args(argc, argv, &cfg);
+    if (r != 0) {
+        status = r > 0 ? 0 : 2;
+        goto dispose_config;
+    }
+    if (config_validate(&cfg, err) != RB_OK) {
+        fprintf(stderr, "runboxd: %s\n", err);
+        status = 2;
+        goto dispose_config;
+    }
+    rb_log_level lvl;
+    if (rb_log_parse_level(cfg.log_level, &lvl) == 0)
+        rb_log_set_level(lvl);
+
+    daemon_state d;
+    memset(&d, 0, sizeof(d));
+    d.loop = uv_default_loop();
+    if (core_new(d.loop, &cfg, &d.core, err) != RB_OK) {
+        fprintf(stderr, "runboxd: %s\n", err);
+        rb_error("runboxd: cannot start the core: %s", err);
+        goto dispose_config;
+    }
+    if (server_start(d.loop, &cfg, d.core, &d.server, err) != RB_OK) {
+        fprintf(stderr, "runboxd: %s\n", err);
+        rb_error("runboxd: %s", err);
+        core_free(d.core);
+        uv_run(d.loop, UV_RUN_NOWAIT);
+        goto dispose_config;
+    }
+    uv_signal_init(d.loop, &d.sigint);
+    uv_signal_init(d.loop, &d.sigterm);
+    d.sigint.data = d.sigterm.data = &d;
+    uv_signal_start(&d.sigint, on_signal, SIGINT);
+    uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+    uv_timer_init(d.loop, &d.drain);
+
+    rb_info("runboxd %s listening on http://%s (db %s, image %s)", RUNBOX_VERSION, server_address(d.server), cfg.db_path,
+            cfg.image);
+    uv_run(d.loop, UV_RUN_DEFAULT);
+
+    uv_close((uv_handle_t *)&d.drain, NULL);
+    uv_run(d.loop, UV_RUN_NOWAIT);
+    server_free(d.server);
+    uv_loop_close(d.loop);
+    rb_info("runboxd: stopped");
+    status = 0;
+
+dispose_config:
+    config_dispose(&cfg);
+    return status;
+}

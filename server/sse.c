@@ -1,0 +1,196 @@
+/*
+ * sse.c: Server-Sent Events over h2o (server/sse.h). Two buffers: `pending` collects events,
+ * `sending` is what h2o is writing (it must stay valid until the generator's proceed). The
+ * stream object lives in req->pool with a dispose hook, so it goes away with the request;
+ * the heartbeat timer is heap memory released in its close callback.
+ */
+#include "server/sse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An event stream carries at most this much unsent data; beyond it the client is too slow
+ * and the stream is ended (the client can reconnect and replay). */
+#define SSE_MAX_PENDING (64u * 1024 * 1024)
+
+struct sse_stream {
+    h2o_generator_t gen; /* first: h2o passes it back to proceed/stop */
+    h2o_req_t *req;
+    rb_server *server;
+    h2o_linklist_t link;
+    rb_buf pending, sending;
+    uint64_t next_id;
+    uv_timer_t *heartbeat;
+    sse_close_cb on_close;
+    void *data;
+    int inflight; /* an h2o_send awaits proceed */
+    int ending;   /* finish once pending is written */
+    int finished; /* the final h2o_send was made */
+    int gone;     /* stop or dispose ran: h2o must not be called again */
+};
+
+static void notify_close(sse_stream *s)
+{
+    sse_close_cb cb = s->on_close;
+    s->on_close = NULL;
+    if (cb != NULL)
+        cb(s->data);
+}
+
+static void stop_heartbeat(sse_stream *s)
+{
+    if (s->heartbeat != NULL) {
+        uv_timer_stop(s->heartbeat);
+        uv_close((uv_handle_t *)s->heartbeat, (uv_close_cb)free);
+        s->heartbeat = NULL;
+    }
+}
+
+static void detach(sse_stream *s)
+{
+    if (h2o_linklist_is_linked(&s->link))
+        h2o_linklist_unlink(&s->link);
+    stop_heartbeat(s);
+}
+
+static void flush(sse_stream *s)
+{
+    if (s->gone || s->finished || s->inflight)
+        return;
+    if (s->pending.len == 0 && !s->ending)
+        return;
+    rb_buf tmp = s->sending;
+    s->sending = s->pending;
+    s->pending = tmp;
+    rb_buf_reset(&s->pending);
+    h2o_iovec_t buf = h2o_iovec_init(s->sending.data, s->sending.len);
+    h2o_send_state_t state = H2O_SEND_STATE_IN_PROGRESS;
+    if (s->ending) {
+        state = H2O_SEND_STATE_FINAL;
+        s->finished = 1;
+        detach(s);
+    }
+    s->inflight = 1;
+    h2o_send(s->req, &buf, buf.len ? 1 : 0, state);
+}
+
+static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    sse_stream *s = (sse_stream *)gen;
+    (void)req;
+    s->inflight = 0;
+    rb_buf_reset(&s->sending);
+    flush(s);
+}
+
+static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
+{
+    sse_stream *s = (sse_stream *)gen;
+    (void)req;
+    s->gone = 1;
+    detach(s);
+    notify_close(s);
+}
+
+static void on_dispose(void *p)
+{
+    sse_stream *s = p;
+    s->gone = 1;
+    detach(s);
+    notify_close(s);
+    rb_buf_dispose(&s->pending);
+    rb_buf_dispose(&s->sending);
+}
+
+static void append(sse_stream *s, const char *p, size_t n)
+{
+    if (s->gone || s->finished || s->ending)
+        return;
+    if (rb_buf_append(&s->pending, p, n) != RB_OK) {
+        rb_warn("sse: client too slow, %zu bytes unsent; ending the stream", s->pending.len);
+        rb_buf_reset(&s->pending);
+        notify_close(s);
+        s->ending = 1;
+    }
+}
+
+static void on_heartbeat(uv_timer_t *t)
+{
+    sse_stream *s = t->data;
+    sse_comment(s, "heartbeat");
+}
+
+sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, void *data)
+{
+    sse_stream *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), on_dispose);
+    memset(s, 0, sizeof(*s));
+    s->gen.proceed = on_proceed;
+    s->gen.stop = on_stop;
+    s->req = req;
+    s->server = server;
+    s->on_close = on_close;
+    s->data = data;
+    s->next_id = 1;
+    rb_buf_init(&s->pending, SSE_MAX_PENDING);
+    rb_buf_init(&s->sending, SSE_MAX_PENDING);
+    http__sse_link(server, &s->link);
+
+    s->heartbeat = xmalloc(sizeof(*s->heartbeat));
+    uv_timer_init(req->conn->ctx->loop, s->heartbeat);
+    s->heartbeat->data = s;
+    uv_timer_start(s->heartbeat, on_heartbeat, SSE_HEARTBEAT_MS, SSE_HEARTBEAT_MS);
+
+    req->res.status = 200;
+    req->res.reason = "OK";
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("text/event-stream"));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-cache"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-accel-buffering"), 0, NULL, H2O_STRLIT("no"));
+    h2o_start_response(req, &s->gen);
+    /* A zero-length send would not flush the headers; a comment does. */
+    sse_comment(s, "runbox event stream");
+    return s;
+}
+
+void sse_comment(sse_stream *s, const char *text)
+{
+    append(s, ": ", 2);
+    append(s, text, strlen(text));
+    append(s, "\n\n", 2);
+    flush(s);
+}
+
+void sse_send(sse_stream *s, const char *event, json_t *data)
+{
+    char *text = json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (text == NULL)
+        text = xstrdup("null");
+    char head[128];
+    int n = snprintf(head, sizeof(head), "id: %llu\nevent: %s\ndata: ", (unsigned long long)s->next_id++, event);
+    append(s, head, (size_t)n < sizeof(head) ? (size_t)n : sizeof(head) - 1);
+    append(s, text, strlen(text));
+    append(s, "\n\n", 2);
+    free(text);
+    flush(s);
+}
+
+void sse_end(sse_stream *s)
+{
+    s->on_close = NULL;
+    s->ending = 1;
+    flush(s);
+}
+
+sse_stream *sse__from_link(h2o_linklist_t *link)
+{
+    return H2O_STRUCT_FROM_MEMBER(sse_stream, link, link);
+}
+
+void sse__shutdown(sse_stream *s)
+{
+    h2o_linklist_unlink(&s->link);
+    notify_close(s);
+    sse_comment(s, "server shutting down");
+    s->ending = 1;
+    flush(s);
+}

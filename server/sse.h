@@ -1,0 +1,39 @@
+/*
+ * sse: a Server-Sent Events response on h2o. It sends the headers with a first comment line
+ * at once, buffers events while a write is in flight (h2o allows one h2o_send per proceed),
+ * sends a heartbeat comment every 15 s (which is also how a vanished HTTP/1.1 client is
+ * noticed), and tells its owner once when the stream ends without the owner asking (client
+ * gone, server stopping). It knows nothing of executions; REST and MCP both use it.
+ */
+#ifndef RB_SERVER_SSE_H
+#define RB_SERVER_SSE_H
+
+#include <h2o.h>
+#include <jansson.h>
+
+#include "server/http.h"
+
+typedef struct sse_stream sse_stream;
+
+/** Called once when the stream ends without sse_end (client disconnected, server stopping,
+ * request disposed). After it returns the owner must not use the stream. */
+typedef void (*sse_close_cb)(void *data);
+
+#define SSE_HEARTBEAT_MS 15000
+
+/** Starts a 200 text/event-stream answer on req. The stream lives in req->pool. */
+sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, void *data);
+/** Queues one event "id: <n>\nevent: <event>\ndata: <compact JSON>\n\n"; data is borrowed. */
+void sse_send(sse_stream *s, const char *event, json_t *data);
+/** Queues a comment line (": text"). */
+void sse_comment(sse_stream *s, const char *text);
+/** Ends the stream after what is queued; on_close is not called. The owner must not use s
+ * afterwards. */
+void sse_end(sse_stream *s);
+
+/* For http.c. */
+sse_stream *sse__from_link(h2o_linklist_t *link);
+/** Ends the stream because the server stops: calls on_close, then finishes the response. */
+void sse__shutdown(sse_stream *s);
+
+#endif

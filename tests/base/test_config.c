@@ -1,0 +1,154 @@
+/*
+ * test_config.c: core/config.c: defaults validate, sizes and durations with suffixes, bad
+ * values and unknown keys name the key, the environment is read, and flags applied after the
+ * environment win.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "core/config.h"
+
+Test(config, defaults_are_valid)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_eq(config_validate(&c, err), RB_OK, "%s", err);
+    cr_assert_str_eq(c.listen, RB_DEFAULT_LISTEN);
+    cr_assert_eq(c.max_body, (size_t)RB_DEFAULT_MAX_BODY);
+    config_dispose(&c);
+}
+
+Test(config, sizes_accept_suffixes)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_eq(config_set(&c, "max-body", "2048", err), RB_OK);
+    cr_assert_eq(c.max_body, 2048u);
+    cr_assert_eq(config_set(&c, "max-body", "512k", err), RB_OK);
+    cr_assert_eq(c.max_body, 512u * 1024);
+    cr_assert_eq(config_set(&c, "max-body", "2M", err), RB_OK);
+    cr_assert_eq(c.max_body, 2u << 20);
+    cr_assert_eq(config_set(&c, "output-limit", "1g", err), RB_OK);
+    cr_assert_eq(c.output_limit, (size_t)1 << 30);
+    cr_assert_eq(config_set(&c, "output-limit", "64KiB", err), RB_OK);
+    cr_assert_eq(c.output_limit, 64u * 1024);
+    cr_assert_eq(config_set(&c, "memory", "1g", err), RB_OK);
+    cr_assert_eq(c.memory_mb, 1024);
+    cr_assert_eq(config_set(&c, "memory", "256", err), RB_OK);
+    cr_assert_eq(c.memory_mb, 256);
+    cr_assert_eq(config_set(&c, "max-body", "12x", err), RB_EINVAL);
+    cr_assert(strstr(err, "max-body") != NULL, "%s", err);
+    cr_assert_eq(config_set(&c, "max-body", "-1", err), RB_EINVAL);
+    cr_assert_eq(config_set(&c, "max-body", "", err), RB_EINVAL);
+    config_dispose(&c);
+}
+
+Test(config, durations_and_numbers)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_eq(config_set(&c, "timeout", "2.5", err), RB_OK);
+    cr_assert_float_eq(c.default_timeout, 2.5, 1e-9);
+    cr_assert_eq(config_set(&c, "max-timeout", "2h", err), RB_OK);
+    cr_assert_float_eq(c.max_timeout, 7200.0, 1e-9);
+    cr_assert_eq(config_set(&c, "idle-timeout", "5m", err), RB_OK);
+    cr_assert_eq(c.idle_timeout, 300);
+    cr_assert_eq(config_set(&c, "retention", "1d", err), RB_OK);
+    cr_assert_eq(c.retention, 86400);
+    cr_assert_eq(config_set(&c, "cpus", "1.5", err), RB_OK);
+    cr_assert_float_eq(c.cpus, 1.5, 1e-9);
+    cr_assert_eq(config_set(&c, "max-sessions", "7", err), RB_OK);
+    cr_assert_eq(c.max_sessions, 7);
+    cr_assert_eq(config_set(&c, "max-sessions", "7.5", err), RB_EINVAL);
+    cr_assert(strstr(err, "max-sessions") != NULL);
+    cr_assert_eq(config_set(&c, "timeout", "soon", err), RB_EINVAL);
+    cr_assert(strstr(err, "timeout") != NULL);
+    cr_assert_eq(config_set(&c, "cpus", "nan", err), RB_EINVAL);
+    cr_assert_eq(config_set(&c, "log-level", "loud", err), RB_EINVAL);
+    cr_assert_eq(config_set(&c, "grace-ms", "500", err), RB_OK);
+    cr_assert_eq(c.grace_ms, 500);
+    config_dispose(&c);
+}
+
+Test(config, unknown_key_is_named)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_eq(config_set(&c, "max-bodies", "1", err), RB_EINVAL);
+    cr_assert(strstr(err, "max-bodies") != NULL, "%s", err);
+    config_dispose(&c);
+}
+
+Test(config, validate_names_the_key)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_eq(config_set(&c, "timeout", "7200", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strncmp(err, "timeout", 7) == 0, "%s", err);
+    config_dispose(&c);
+
+    config_init(&c);
+    cr_assert_eq(config_set(&c, "listen", "localhost", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strncmp(err, "listen", 6) == 0, "%s", err);
+    cr_assert_eq(config_set(&c, "listen", "127.0.0.1:0", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&c, "listen", "[::1]:70000", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert_eq(config_set(&c, "memory", "8g", err), RB_OK);
+    cr_assert_eq(config_set(&c, "listen", "[::1]:8080", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strncmp(err, "memory", 6) == 0, "%s", err);
+    config_dispose(&c);
+}
+
+Test(config, env_then_flags_win)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    setenv("RUNBOX_MAX_BODY", "4k", 1);
+    setenv("RUNBOX_IMAGE", "from-env", 1);
+    setenv("RUNBOX_GRACE_MS", "250", 1);
+    config_init(&c);
+    cr_assert_eq(config_load_env(&c, err), RB_OK, "%s", err);
+    cr_assert_eq(c.max_body, 4096u);
+    cr_assert_str_eq(c.image, "from-env");
+    cr_assert_eq(c.grace_ms, 250);
+    /* flags are applied after the environment */
+    cr_assert_eq(config_set(&c, "image", "from-flag", err), RB_OK);
+    cr_assert_str_eq(c.image, "from-flag");
+    config_dispose(&c);
+
+    setenv("RUNBOX_MAX_SESSIONS", "many", 1);
+    config_init(&c);
+    cr_assert_eq(config_load_env(&c, err), RB_EINVAL);
+    cr_assert(strstr(err, "RUNBOX_MAX_SESSIONS") != NULL && strstr(err, "max-sessions") != NULL, "%s", err);
+    config_dispose(&c);
+    unsetenv("RUNBOX_MAX_SESSIONS");
+}
+
+static void count_key(void *data, const char *key, const char *env, const char *value, const char *help)
+{
+    (void)value;
+    cr_assert(strncmp(env, "RUNBOX_", 7) == 0);
+    cr_assert(key[0] != '\0' && help[0] != '\0');
+    (*(int *)data)++;
+}
+
+Test(config, each_lists_every_key)
+{
+    rb_config c;
+    config_init(&c);
+    int n = 0;
+    config_each(&c, count_key, &n);
+    cr_assert_eq(n, 21);
+    config_dispose(&c);
+}
