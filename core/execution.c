@@ -21,6 +21,7 @@ execution *execution_new(rb_core *c, session *s, const char *code, double timeou
     ex->status = "queued";
     ex->created_at = rb_now_ms();
     ex->outputs = json_array();
+    rb_buf_init(&ex->tail, SIZE_MAX / 2);
     ex->duration_ms = -1;
     return ex;
 }
@@ -41,8 +42,34 @@ void execution_free(execution *ex)
     free(ex->code);
     free(ex->reset_reason);
     json_decref(ex->outputs);
+    rb_buf_dispose(&ex->tail);
     json_decref(ex->error);
     free(ex);
+}
+
+static json_t *tail_item(const execution *ex)
+{
+    return json_pack("{s:s, s:s, s:s%}", "type", "stream", "name", ex->tail_name, "text",
+                     ex->tail.data ? ex->tail.data : "", ex->tail.len);
+}
+
+/* Moves the growing stream item into the finished outputs. */
+static void flush_tail(execution *ex)
+{
+    if (ex->tail_name == NULL)
+        return;
+    json_array_append_new(ex->outputs, tail_item(ex));
+    ex->tail_name = NULL;
+    rb_buf_reset(&ex->tail);
+}
+
+json_t *execution_outputs(const execution *ex)
+{
+    json_t *arr = json_array();
+    json_array_extend(arr, ex->outputs);
+    if (ex->tail_name != NULL)
+        json_array_append_new(arr, tail_item(ex));
+    return arr;
 }
 
 /* ---- documents ---------------------------------------------------------------------- */
@@ -66,7 +93,7 @@ json_t *execution_to_doc(const execution *ex)
     put_time(doc, "completed_at", ex->completed_at);
     json_object_set_new(doc, "code", json_string(ex->code));
     json_object_set_new(doc, "timeout", json_real(ex->timeout));
-    json_object_set(doc, "outputs", ex->outputs);
+    json_object_set_new(doc, "outputs", execution_outputs(ex));
     json_object_set_new(doc, "truncated", json_boolean(ex->truncated));
     json_object_set_new(doc, "dropped_bytes", json_integer(ex->dropped));
     json_object_set_new(doc, "reset", json_boolean(ex->reset));
@@ -201,22 +228,12 @@ static void add_stream(execution *ex, json_t *event)
         return;
     }
     ex->stream_bytes += len;
-    json_t *item = json_pack("{s:s, s:s, s:O}", "type", "stream", "name", name, "text", text);
-    size_t n = json_array_size(ex->outputs);
-    json_t *last = n ? json_array_get(ex->outputs, n - 1) : NULL;
-    if (last != NULL && json_is_string(json_object_get(last, "name")) &&
-        strcmp(json_string_value(json_object_get(last, "type")), "stream") == 0 &&
-        strcmp(json_string_value(json_object_get(last, "name")), name) == 0) {
-        json_t *prev = json_object_get(last, "text");
-        size_t plen = json_string_length(prev);
-        char *joined = xmalloc(plen + len);
-        memcpy(joined, json_string_value(prev), plen);
-        memcpy(joined + plen, json_string_value(text), len);
-        json_object_set_new(last, "text", json_stringn_nocheck(joined, plen + len));
-        free(joined);
-    } else {
-        json_array_append(ex->outputs, item);
+    if (ex->tail_name == NULL || strcmp(ex->tail_name, name) != 0) {
+        flush_tail(ex);
+        ex->tail_name = strcmp(name, "stdout") == 0 ? "stdout" : "stderr";
     }
+    rb_buf_append(&ex->tail, json_string_value(text), len);
+    json_t *item = json_pack("{s:s, s:s, s:O}", "type", "stream", "name", name, "text", text);
     watches_emit(ex, "output", item);
     json_decref(item);
 }
@@ -258,6 +275,7 @@ void execution_add_event(execution *ex, json_t *event)
     } else {
         return;
     }
+    flush_tail(ex);
     json_array_append(ex->outputs, item);
     watches_emit(ex, "output", item);
     json_decref(item);
@@ -450,7 +468,9 @@ rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_eve
             json_decref(st);
             size_t i;
             json_t *item;
-            json_array_foreach(ex->outputs, i, item) watch_emit(w, "output", item);
+            json_t *outs = execution_outputs(ex);
+            json_array_foreach(outs, i, item) watch_emit(w, "output", item);
+            json_decref(outs);
         }
         w->ex = ex;
         w->next_in_ex = ex->watches;
@@ -458,6 +478,10 @@ rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_eve
     } else {
         json_t *result = execution_doc_result_api(doc);
         if (replay) {
+            json_t *st = json_pack("{s:O, s:O}", "request_id", json_object_get(result, "request_id"), "status",
+                                   json_object_get(result, "status"));
+            watch_emit(w, "status", st);
+            json_decref(st);
             size_t i;
             json_t *item;
             json_array_foreach(json_object_get(result, "outputs"), i, item) watch_emit(w, "output", item);

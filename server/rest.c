@@ -221,27 +221,16 @@ static void on_stream_event(void *data, const char *event, json_t *payload)
 static int execution_events(http_call *call)
 {
     char err[RB_ERR_LEN];
-    json_t *status = NULL;
-    rb_err e = core_execution_status(call->core, call->params[0], &status, err);
-    if (e != RB_OK)
-        return answer(call, e, err, NULL, 0);
     /* The context lives in the pool; the stream's own dispose hook (which runs before the pool
-     * memory goes) stops the watch through on_stream_closed. */
+     * memory goes) stops the watch through on_stream_closed. With replay, core sends the
+     * current status and past output first, so the stream needs nothing of its own. */
     events_ctx *ctx = h2o_mem_alloc_pool(&call->req->pool, sizeof(*ctx));
     ctx->sse = NULL;
     ctx->watch = NULL;
-    e = core_watch_start(call->core, call->params[0], 1, on_stream_event, ctx, &ctx->watch, err);
-    if (e != RB_OK) {
-        json_decref(status);
+    rb_err e = core_watch_start(call->core, call->params[0], 1, on_stream_event, ctx, &ctx->watch, err);
+    if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
-    }
     ctx->sse = sse_start(call->server, call->req, on_stream_closed, ctx);
-    json_t *ev = json_pack("{s:O,s:O}", "request_id", json_object_get(status, "request_id"), "status",
-                           json_object_get(status, "status"));
-    if (ev != NULL)
-        sse_send(ctx->sse, "status", ev);
-    json_decref(ev);
-    json_decref(status);
     return 0;
 }
 

@@ -336,7 +336,9 @@ static json_t *result_doc(const fake_exec *x)
 static int pump(core_watch *w)
 {
     fake_exec *x = w->exec;
-    if (!finished(x) && strcmp(w->last_status, x->status) != 0) {
+    /* Like the real core: the current status first (also for a finished execution), then
+     * each change. */
+    if (strcmp(w->last_status, x->status) != 0 && (!finished(x) || w->last_status[0] == '\0')) {
         snprintf(w->last_status, sizeof(w->last_status), "%s", x->status);
         json_t *ev = json_pack("{s:s,s:s}", "request_id", x->id, "status", x->status);
         w->cb(w->data, "status", ev);
