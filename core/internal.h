@@ -62,7 +62,9 @@ struct execution {
     double timeout;
     const char *status;
     int64_t created_at, started_at, completed_at;
-    json_t *outputs;      /* array of output items, stream chunks coalesced */
+    json_t *outputs;      /* finished output items, in order */
+    const char *tail_name;/* "stdout"/"stderr" while a stream item is still growing, else NULL */
+    rb_buf tail;          /* text of that growing stream item (kept out of jansson: appends are O(1)) */
     json_t *error;        /* error item or NULL */
     size_t stream_bytes;  /* stream text received, for the backstop cap */
     size_t display_bytes;
@@ -133,6 +135,8 @@ json_t *execution_result_api(const execution *ex);
 json_t *execution_doc_status_api(json_t *doc);
 json_t *execution_doc_result_api(json_t *doc);
 json_t *execution_to_doc(const execution *ex);
+/** All output items so far, including the growing stream item (new reference). */
+json_t *execution_outputs(const execution *ex);
 void execution_set_running(execution *ex);
 /** Adds a runner event (stream/display/result/error) to the outputs and tells watchers. */
 void execution_add_event(execution *ex, json_t *event);

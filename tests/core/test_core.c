@@ -304,3 +304,96 @@ Test(core, sessions_survive_restart)
     free(sid);
     close_core(c);
 }
+
+Test(core, output_streams_plots_and_bash)
+{
+    char err[RB_ERR_LEN];
+    rb_core *c;
+    cr_assert_eq(core_new(&loop, &cfg, &c, err), RB_OK, "%s", err);
+    wait_docker(c);
+    char *sid = create_session(c, NULL);
+    /* output arrives as events while the cell runs, before done */
+    json_t *req = json_pack("{s:s, s:s}", "session_id", sid, "code",
+                            "import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.3)"),
+           *st;
+    cr_assert_eq(core_execute(c, req, &st, err), RB_OK, "%s", err);
+    json_decref(req);
+    struct watch_result w = {0};
+    cr_assert_eq(core_watch_start(c, str(st, "request_id"), 0, watch_cb, &w, NULL, err), RB_OK);
+    json_decref(st);
+    run_until(&w.done, 30000);
+    cr_assert(w.done);
+    cr_assert_geq(w.outputs, 2, "expected separate output events while running, got %d", w.outputs);
+    cr_assert_str_eq(str(w.final, "stdout"), "0\n1\n2\n");
+    json_decref(w.final);
+
+    json_t *r = run_code(c, sid, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nNone", 0);
+    cr_assert_str_eq(str(r, "status"), "completed");
+    json_t *files = json_object_get(r, "files");
+    cr_assert_eq(json_array_size(files), 1);
+    cr_assert(strncmp(json_string_value(json_array_get(files, 0)), "iVBORw0KGgo", 11) == 0, "not a base64 PNG");
+    json_decref(r);
+    json_t *out;
+    cr_assert_eq(core_session_delete(c, sid, &out, err), RB_OK);
+    json_decref(out);
+    free(sid);
+
+    sid = create_session(c, "{\"language\": \"bash\"}");
+    r = run_code(c, sid, "cd /tmp && export GREETING=hi", 0);
+    cr_assert_str_eq(str(r, "status"), "completed");
+    json_decref(r);
+    r = run_code(c, sid, "echo \"$GREETING from $(pwd)\"", 0);
+    cr_assert_str_eq(str(r, "stdout"), "hi from /tmp\n");
+    json_decref(r);
+    r = run_code(c, sid, "false", 0);
+    cr_assert_str_eq(str(r, "status"), "error");
+    json_decref(r);
+    cr_assert_eq(core_session_delete(c, sid, &out, err), RB_OK);
+    json_decref(out);
+    free(sid);
+    close_core(c);
+}
+
+Test(core, a_dead_sandbox_ends_the_session_plainly)
+{
+    char err[RB_ERR_LEN];
+    rb_core *c;
+    cr_assert_eq(core_new(&loop, &cfg, &c, err), RB_OK, "%s", err);
+    wait_docker(c);
+    char *sid = create_session(c, NULL);
+    /* kill the runner's supervisor: the container exits with it */
+    json_t *r = run_code(c, sid, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(5)", 0);
+    cr_assert_str_eq(str(r, "status"), "error");
+    cr_assert(json_is_true(json_object_get(r, "reset")));
+    json_decref(r);
+    json_t *s;
+    cr_assert_eq(core_session_get(c, sid, &s, err), RB_OK);
+    cr_assert_str_eq(str(s, "status"), "dead");
+    cr_assert(strstr(str(s, "end_reason"), "stopped") != NULL, "%s", str(s, "end_reason"));
+    json_decref(s);
+    json_t *req = json_pack("{s:s, s:s}", "session_id", sid, "code", "1");
+    cr_assert_eq(core_execute(c, req, &s, err), RB_ECONFLICT);
+    cr_assert(strstr(err, "create a new session") != NULL, "%s", err);
+    json_decref(req);
+    free(sid);
+    close_core(c);
+}
+
+Test(core, idle_sessions_expire)
+{
+    char err[RB_ERR_LEN];
+    rb_core *c;
+    cfg.idle_timeout = 1;
+    cr_assert_eq(core_new(&loop, &cfg, &c, err), RB_OK, "%s", err);
+    wait_docker(c);
+    char *sid = create_session(c, NULL);
+    int never = 0;
+    run_until(&never, 3500);
+    json_t *s;
+    cr_assert_eq(core_session_get(c, sid, &s, err), RB_OK);
+    cr_assert_str_eq(str(s, "status"), "ended");
+    cr_assert(strstr(str(s, "end_reason"), "idle") != NULL);
+    json_decref(s);
+    free(sid);
+    close_core(c);
+}
