@@ -744,36 +744,32 @@ static rb_err load_doc(rb_core *c, const char *request_id, json_t **doc, char *e
     return e;
 }
 
-rb_err core_execution_status(rb_core *c, const char *request_id, json_t **out, char *err)
+/* Answers a view (status object or result document) of a live or stored execution: both are
+ * built from the same stored-document form, so they cannot drift apart. */
+static rb_err execution_view(rb_core *c, const char *request_id, json_t *(*view)(json_t *doc), json_t **out, char *err)
 {
     execution *ex = map_get(&c->executions, request_id);
-    if (ex != NULL) {
-        *out = execution_status_api(ex);
-        return RB_OK;
-    }
     json_t *doc;
-    rb_err e = load_doc(c, request_id, &doc, err);
-    if (e != RB_OK)
-        return e;
-    *out = execution_doc_status_api(doc);
+    if (ex != NULL) {
+        doc = execution_to_doc(ex);
+    } else {
+        rb_err e = load_doc(c, request_id, &doc, err);
+        if (e != RB_OK)
+            return e;
+    }
+    *out = view(doc);
     json_decref(doc);
     return RB_OK;
 }
 
+rb_err core_execution_status(rb_core *c, const char *request_id, json_t **out, char *err)
+{
+    return execution_view(c, request_id, execution_doc_status_api, out, err);
+}
+
 rb_err core_execution_results(rb_core *c, const char *request_id, json_t **out, char *err)
 {
-    execution *ex = map_get(&c->executions, request_id);
-    if (ex != NULL) {
-        *out = execution_result_api(ex);
-        return RB_OK;
-    }
-    json_t *doc;
-    rb_err e = load_doc(c, request_id, &doc, err);
-    if (e != RB_OK)
-        return e;
-    *out = execution_doc_result_api(doc);
-    json_decref(doc);
-    return RB_OK;
+    return execution_view(c, request_id, execution_doc_result_api, out, err);
 }
 
 rb_err core_execution_cancel(rb_core *c, const char *request_id, json_t **out, char *err)

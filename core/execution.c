@@ -192,14 +192,6 @@ json_t *execution_status_api(const execution *ex)
     return out;
 }
 
-json_t *execution_result_api(const execution *ex)
-{
-    json_t *doc = execution_to_doc(ex);
-    json_t *out = execution_doc_result_api(doc);
-    json_decref(doc);
-    return out;
-}
-
 /* ---- output ------------------------------------------------------------------------- */
 
 void execution_set_running(execution *ex)

@@ -129,8 +129,6 @@ void session_pump(session *s);
 execution *execution_new(rb_core *c, session *s, const char *code, double timeout);
 void execution_free(execution *ex);
 json_t *execution_status_api(const execution *ex);
-/** The full result document for the API from a live execution. */
-json_t *execution_result_api(const execution *ex);
 /** Converts a stored document to the API status object / result document. */
 json_t *execution_doc_status_api(json_t *doc);
 json_t *execution_doc_result_api(json_t *doc);
