@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum key_kind { K_STR, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL } key_kind;
+typedef enum key_kind { K_STR, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL } key_kind;
 
 typedef struct key_def {
     const char *key;
@@ -51,8 +51,39 @@ static const key_def keys[] = {
     {"log-level", "RUNBOX_LOG_LEVEL", K_LEVEL, OFF(log_level), "debug, info, warn or error"},
     {"allowed-origins", "RUNBOX_ALLOWED_ORIGINS", K_STR, OFF(allowed_origins),
      "comma-separated Origins (e.g. https://app.example.com) allowed to call /mcp besides localhost; * = any"},
+    {"deps-network", "RUNBOX_DEPS_NETWORK", K_STR, OFF(deps_network),
+     "Docker network of the dependency installer (no user code runs there); none disables package installs"},
+    {"deps-allow", "RUNBOX_DEPS_ALLOW", K_STR, OFF(deps_allow),
+     "comma-separated packages that may be installed, each optionally with a minimum (name>=version); empty = any"},
+    {"deps-block", "RUNBOX_DEPS_BLOCK", K_STR, OFF(deps_block),
+     "comma-separated packages that may not be installed (name), or not below a version (name<version)"},
+    {"deps-index-url", "RUNBOX_DEPS_INDEX_URL", K_STR, OFF(deps_index_url), "pip index URL for the installer"},
+    {"deps-ca-file", "RUNBOX_DEPS_CA_FILE", K_STR, OFF(deps_ca_file),
+     "CA bundle (a path on the Docker host) the installer's pip trusts, e.g. for a TLS-inspecting proxy"},
+    {"max-upload", "RUNBOX_MAX_UPLOAD", K_SIZE, OFF(max_upload),
+     "largest file upload to a session's /workspace (bytes, or k/m/g suffix)"},
+    {"max-download", "RUNBOX_MAX_DOWNLOAD", K_SIZE, OFF(max_download),
+     "largest file download from a session's /workspace (bytes, or k/m/g suffix)"},
     {"mcp-image-limit", "RUNBOX_MCP_IMAGE_LIMIT", K_SIZE, OFF(mcp_image_limit),
      "PNG size above which MCP results link to the image instead of inlining it (bytes, or k/m/g suffix)"},
+    {"pool-size", "RUNBOX_POOL_SIZE", K_INT, OFF(pool_size),
+     "warm python sandboxes (default limits) kept started for fast session creation; 0 disables the pool"},
+    {"pool-bash-size", "RUNBOX_POOL_BASH_SIZE", K_INT, OFF(pool_bash_size), "warm bash sandboxes kept started"},
+    {"max-pids-limit", "RUNBOX_MAX_PIDS_LIMIT", K_INT, OFF(max_pids_limit),
+     "largest processes per sandbox a caller may ask"},
+    {"workspace-size", "RUNBOX_WORKSPACE_SIZE", K_SIZE, OFF(workspace_size),
+     "size of each sandbox's /workspace (in memory; bytes, or k/m/g suffix)"},
+    {"max-workspace-size", "RUNBOX_MAX_WORKSPACE_SIZE", K_SIZE, OFF(max_workspace_size),
+     "largest /workspace a caller may ask"},
+    {"tmp-size", "RUNBOX_TMP_SIZE", K_SIZE, OFF(tmp_size), "size of each sandbox's /tmp (in memory)"},
+    {"max-tmp-size", "RUNBOX_MAX_TMP_SIZE", K_SIZE, OFF(max_tmp_size), "largest /tmp a caller may ask"},
+    {"open-files", "RUNBOX_OPEN_FILES", K_INT, OFF(open_files), "open files per sandbox process (RLIMIT_NOFILE)"},
+    {"file-size", "RUNBOX_FILE_SIZE", K_SIZE, OFF(file_size),
+     "largest file a sandbox process may write (RLIMIT_FSIZE; bytes, or k/m/g suffix)"},
+    {"allow-network", "RUNBOX_ALLOW_NETWORK", K_BOOL, OFF(allow_network),
+     "let sessions ask for network access (execution_options.network: true); off: every sandbox has none"},
+    {"egress-network", "RUNBOX_EGRESS_NETWORK", K_STR, OFF(egress_network),
+     "Docker network that sessions with network: true join (when --allow-network is on)"},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -81,6 +112,20 @@ void config_init(rb_config *cfg)
     cfg->log_level = xstrdup("info");
     cfg->allowed_origins = NULL;
     cfg->mcp_image_limit = RB_DEFAULT_MCP_IMAGE_LIMIT;
+    cfg->max_upload = RB_DEFAULT_MAX_UPLOAD;
+    cfg->deps_network = xstrdup("bridge");
+    cfg->max_download = RB_DEFAULT_MAX_DOWNLOAD;
+    cfg->pool_size = RB_DEFAULT_POOL_SIZE;
+    cfg->pool_bash_size = RB_DEFAULT_POOL_BASH_SIZE;
+    cfg->max_pids_limit = RB_DEFAULT_MAX_PIDS_LIMIT;
+    cfg->workspace_size = RB_DEFAULT_WORKSPACE_SIZE;
+    cfg->max_workspace_size = RB_DEFAULT_MAX_WORKSPACE_SIZE;
+    cfg->tmp_size = RB_DEFAULT_TMP_SIZE;
+    cfg->max_tmp_size = RB_DEFAULT_MAX_TMP_SIZE;
+    cfg->open_files = RB_DEFAULT_OPEN_FILES;
+    cfg->file_size = RB_DEFAULT_FILE_SIZE;
+    cfg->allow_network = 0;
+    cfg->egress_network = xstrdup(RB_DEFAULT_EGRESS_NETWORK);
 }
 
 void config_dispose(rb_config *cfg)
@@ -252,6 +297,16 @@ rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err)
             return rb_fail(RB_EINVAL, err, "%s: '%s' is not an integer", k->key, value);
         *(int *)field = (int)l;
         return RB_OK;
+    case K_BOOL:
+        if (strcasecmp(value, "1") == 0 || strcasecmp(value, "true") == 0 || strcasecmp(value, "yes") == 0 ||
+            strcasecmp(value, "on") == 0)
+            *(int *)field = 1;
+        else if (strcasecmp(value, "0") == 0 || strcasecmp(value, "false") == 0 || strcasecmp(value, "no") == 0 ||
+                 strcasecmp(value, "off") == 0)
+            *(int *)field = 0;
+        else
+            return rb_fail(RB_EINVAL, err, "%s: '%s' is not true or false (1/0, yes/no, on/off)", k->key, value);
+        return RB_OK;
     case K_NUM: {
         const char *rest;
         if (parse_number(value, &d, &rest) != 0 || !trailing_blank(rest))
@@ -337,6 +392,22 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "max-queue: must be at least 1");
     if (cfg->log_level == NULL || rb_log_parse_level(cfg->log_level, &lvl) != 0)
         return rb_fail(RB_EINVAL, err, "log-level: must be one of debug, info, warn, error");
+    if (cfg->pool_size < 0 || cfg->pool_size > 64)
+        return rb_fail(RB_EINVAL, err, "pool-size: must be between 0 and 64");
+    if (cfg->pool_bash_size < 0 || cfg->pool_bash_size > 64)
+        return rb_fail(RB_EINVAL, err, "pool-bash-size: must be between 0 and 64");
+    if (cfg->max_pids_limit < cfg->pids_limit)
+        return rb_fail(RB_EINVAL, err, "max-pids-limit: must be at least pids-limit (%d)", cfg->pids_limit);
+    if (cfg->workspace_size < 1024 * 1024 || cfg->workspace_size > cfg->max_workspace_size)
+        return rb_fail(RB_EINVAL, err, "workspace-size: must be at least 1m and at most max-workspace-size (%zu bytes)",
+                       cfg->max_workspace_size);
+    if (cfg->tmp_size < 1024 * 1024 || cfg->tmp_size > cfg->max_tmp_size)
+        return rb_fail(RB_EINVAL, err, "tmp-size: must be at least 1m and at most max-tmp-size (%zu bytes)",
+                       cfg->max_tmp_size);
+    if (cfg->open_files < 64)
+        return rb_fail(RB_EINVAL, err, "open-files: must be at least 64 (the runner needs a few)");
+    if (cfg->file_size < 1024 * 1024)
+        return rb_fail(RB_EINVAL, err, "file-size: must be at least 1m");
     return RB_OK;
 }
 
@@ -363,6 +434,9 @@ void config_each(const rb_config *cfg, config_key_cb cb, void *data)
         case K_MIB:
         case K_INT:
             snprintf(v, sizeof(v), "%d", *(const int *)field);
+            break;
+        case K_BOOL:
+            snprintf(v, sizeof(v), "%s", *(const int *)field ? "true" : "false");
             break;
         }
         cb(data, keys[i].key, keys[i].env, v, keys[i].help);

@@ -30,6 +30,19 @@
 #define RB_DEFAULT_GRACE_MS 2000
 #define RB_DEFAULT_MAX_QUEUE 100
 #define RB_DEFAULT_MCP_IMAGE_LIMIT (1024 * 1024)
+#define RB_DEFAULT_POOL_SIZE 2
+#define RB_DEFAULT_POOL_BASH_SIZE 0
+#define RB_DEFAULT_MAX_PIDS_LIMIT 1024
+#define RB_DEFAULT_WORKSPACE_SIZE (512 * 1024 * 1024)
+#define RB_DEFAULT_MAX_WORKSPACE_SIZE ((size_t)4 * 1024 * 1024 * 1024)
+#define RB_DEFAULT_TMP_SIZE (256 * 1024 * 1024)
+#define RB_DEFAULT_MAX_TMP_SIZE ((size_t)2 * 1024 * 1024 * 1024)
+#define RB_DEFAULT_OPEN_FILES 1024
+#define RB_DEFAULT_FILE_SIZE ((size_t)4 * 1024 * 1024 * 1024)
+#define RB_DEFAULT_EGRESS_NETWORK "bridge"
+
+#define RB_DEFAULT_MAX_UPLOAD (64 * 1024 * 1024)
+#define RB_DEFAULT_MAX_DOWNLOAD (64 * 1024 * 1024)
 
 typedef struct rb_config {
     char *listen;          /* "host:port"; --listen / RUNBOX_LISTEN */
@@ -55,6 +68,28 @@ typedef struct rb_config {
                               besides http(s)://localhost, 127.0.0.1 and [::1] (any port); NULL = none; "*" = any */
     size_t mcp_image_limit;/* --mcp-image-limit / RUNBOX_MCP_IMAGE_LIMIT: PNG bytes above which MCP sends a
                               resource_link instead of inline image content */
+    int pool_size;         /* --pool-size / RUNBOX_POOL_SIZE: warm python sandboxes (default profile) kept ready; 0 = no pool */
+    int pool_bash_size;    /* --pool-bash-size / RUNBOX_POOL_BASH_SIZE: warm bash sandboxes kept ready */
+    /* Sandbox limits (each session may ask for less, or more up to the max-* value). /workspace
+     * and /tmp are tmpfs: their sizes are added to the container's memory limit so that files
+     * never eat into the memory the session asked for. */
+    int max_pids_limit;    /* --max-pids-limit / RUNBOX_MAX_PIDS_LIMIT */
+    size_t workspace_size; /* --workspace-size / RUNBOX_WORKSPACE_SIZE: bytes of /workspace */
+    size_t max_workspace_size; /* --max-workspace-size / RUNBOX_MAX_WORKSPACE_SIZE */
+    size_t tmp_size;       /* --tmp-size / RUNBOX_TMP_SIZE: bytes of /tmp */
+    size_t max_tmp_size;   /* --max-tmp-size / RUNBOX_MAX_TMP_SIZE */
+    int open_files;        /* --open-files / RUNBOX_OPEN_FILES: RLIMIT_NOFILE of sandbox processes */
+    size_t file_size;      /* --file-size / RUNBOX_FILE_SIZE: RLIMIT_FSIZE (largest file a process may write) */
+    int allow_network;     /* --allow-network / RUNBOX_ALLOW_NETWORK: sessions may ask for network: true */
+    char *egress_network;  /* --egress-network / RUNBOX_EGRESS_NETWORK: Docker network of such sessions */
+    char *deps_network;    /* --deps-network / RUNBOX_DEPS_NETWORK: Docker network of the dependency installer
+                              ("none" or "" disables installs) */
+    char *deps_allow;      /* --deps-allow / RUNBOX_DEPS_ALLOW: "name[>=min],..." only these may be installed */
+    char *deps_block;      /* --deps-block / RUNBOX_DEPS_BLOCK: "name" never, "name<V" not below V */
+    char *deps_index_url;  /* --deps-index-url / RUNBOX_DEPS_INDEX_URL: pip's index (PIP_INDEX_URL) */
+    char *deps_ca_file;    /* --deps-ca-file / RUNBOX_DEPS_CA_FILE: CA bundle on the Docker host for pip (PIP_CERT) */
+    size_t max_upload;     /* --max-upload / RUNBOX_MAX_UPLOAD: bytes of one uploaded file (413 beyond) */
+    size_t max_download;   /* --max-download / RUNBOX_MAX_DOWNLOAD: bytes of one downloaded file (413 beyond) */
 } rb_config;
 
 /** Fills cfg with defaults (heap strings owned by cfg). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/pool.h"
 
 #define PROBE_MS_DOWN 2000
 #define PROBE_MS_UP 10000
@@ -68,6 +69,18 @@ static void reattached_cb(session *s, rb_err err, const char *msg)
     session_pump(s);
 }
 
+/* The live session whose stored container is id (a claimed pool container is labelled
+ * runbox.session=pool, so only its id links it to its session). */
+static session *session_by_container(rb_core *c, const char *id)
+{
+    size_t pos = 0;
+    session *s;
+    while ((s = map_next(&c->sessions, &pos)) != NULL)
+        if (s->container_id != NULL && strcmp(s->container_id, id) == 0)
+            return s;
+    return NULL;
+}
+
 static void listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
     rb_core *c = data;
@@ -90,6 +103,10 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, int status, js
         if (id == NULL)
             continue;
         session *s = sid ? map_get(&c->sessions, sid) : NULL;
+        if (s == NULL)
+            s = session_by_container(c, id);
+        if (s == NULL && pool_owns(c->pool, id))
+            continue; /* warmed by this process since start-up */
         if (s == NULL) {
             rb_info("recovery: removing container %.12s: no live session owns it", id);
             sandbox_remove_container(c, id);
@@ -115,6 +132,8 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, int status, js
                         "its sandbox container no longer exists (it was removed or Docker was reset while runboxd "
                         "was stopped); create a new session");
     }
+    /* Only now: a pool container created before the listing could be taken for an orphan. */
+    pool_start(c->pool);
 }
 
 static void recover(rb_core *c)
@@ -178,10 +197,28 @@ static void probe_start(rb_core *c, uint64_t ms)
 
 /* ---- sweeps ------------------------------------------------------------------------- */
 
+/* Writes the sessions whose row is behind (see execution_finish) in one transaction. */
+static void flush_sessions(rb_core *c)
+{
+    size_t pos = 0;
+    session *s;
+    int open = 0;
+    while ((s = map_next(&c->sessions, &pos)) != NULL) {
+        if (!s->dirty)
+            continue;
+        if (!open)
+            open = store_begin(c->st, NULL) == RB_OK;
+        session_persist(s);
+    }
+    if (open)
+        store_commit(c->st, NULL);
+}
+
 static void sweep_cb(uv_timer_t *t)
 {
     rb_core *c = t->data;
     int64_t now = rb_now_ms();
+    flush_sessions(c);
     if (c->cfg->idle_timeout > 0) {
         int64_t idle_ms = (int64_t)c->cfg->idle_timeout * 1000;
         size_t pos = 0;
@@ -289,6 +326,7 @@ rb_err core_new(uv_loop_t *loop, const rb_config *cfg, rb_core **out, char *err)
     if ((e = docker_new(loop, cfg->docker_socket, &c->dk, err)) != RB_OK)
         goto fail_sessions;
     snprintf(c->docker_error, sizeof(c->docker_error), "not probed yet");
+    c->pool = pool_new(c);
     c->probe_timer = new_timer(c);
     c->sweep_timer = new_timer(c);
     c->checkpoint_timer = new_timer(c);
@@ -316,7 +354,12 @@ fail_free:
 
 int core_pending(const rb_core *c)
 {
-    return c->pending_ops;
+    return c->pending_ops + pool_pending(c->pool);
+}
+
+void core_stop(rb_core *c)
+{
+    pool_stop(c->pool);
 }
 
 void core_free(rb_core *c)
@@ -324,6 +367,7 @@ void core_free(rb_core *c)
     if (c == NULL)
         return;
     c->closing = 1;
+    flush_sessions(c);
     size_t pos = 0;
     session *s;
     while ((s = map_next(&c->sessions, &pos)) != NULL) {
@@ -351,6 +395,7 @@ void core_free(rb_core *c)
         w->queued = 0;
     }
     c->pending_head = c->pending_tail = NULL;
+    pool_free(c->pool);
     close_timer(c->probe_timer);
     close_timer(c->sweep_timer);
     close_timer(c->checkpoint_timer);
@@ -446,10 +491,75 @@ static rb_err check_timeout(const rb_core *c, json_t *v, const char *field, doub
 }
 
 /* Fills s's language and options from a POST /sessions body. */
+/* "512m", "1500k" or "12345": the shortest exact spelling of a size. */
+static json_t *size_text(int64_t bytes)
+{
+    if (bytes % (1024 * 1024) == 0)
+        return json_sprintf("%lldm", (long long)(bytes / (1024 * 1024)));
+    if (bytes % 1024 == 0)
+        return json_sprintf("%lldk", (long long)(bytes / 1024));
+    return json_sprintf("%lld", (long long)bytes);
+}
+
+static rb_err parse_size_opt(json_t *eo, const char *key, int64_t min, int64_t max, int64_t *out, char *err)
+{
+    json_t *v = json_object_get(eo, key);
+    if (v == NULL || json_is_null(v))
+        return RB_OK;
+    if (parse_memory(v, out) != 0 || *out < min || *out > max)
+        return rb_fail(RB_EINVAL, err,
+                       "'execution_options.%s' must be a size such as \"256m\" or \"1g\", between %lldm and %lldm (the "
+                       "server's maximum)",
+                       key, (long long)(min / (1024 * 1024)), (long long)(max / (1024 * 1024)));
+    return RB_OK;
+}
+
+/* The sandbox limits of execution_options (eo may be NULL): pids_limit, workspace_size,
+ * tmp_size within the server's maxima, and network only when the operator allows it. */
+static rb_err parse_sandbox_limits(rb_core *c, session *s, json_t *eo, char *err)
+{
+    const rb_config *cfg = c->cfg;
+    rb_err e;
+    s->pids_limit = cfg->pids_limit;
+    s->workspace_bytes = (int64_t)cfg->workspace_size;
+    s->tmp_bytes = (int64_t)cfg->tmp_size;
+    s->network = 0;
+    json_t *v = json_object_get(eo, "pids_limit");
+    if (v != NULL && !json_is_null(v)) {
+        json_int_t n = json_integer_value(v);
+        if (!json_is_integer(v) || n < 16 || n > cfg->max_pids_limit)
+            return rb_fail(RB_EINVAL, err,
+                           "'execution_options.pids_limit' must be a whole number of processes between 16 and %d (the "
+                           "server's maximum)",
+                           cfg->max_pids_limit);
+        s->pids_limit = (int)n;
+    }
+    if ((e = parse_size_opt(eo, "workspace_size", 1024 * 1024, (int64_t)cfg->max_workspace_size, &s->workspace_bytes,
+                            err)) != RB_OK)
+        return e;
+    if ((e = parse_size_opt(eo, "tmp_size", 4 * 1024 * 1024, (int64_t)cfg->max_tmp_size, &s->tmp_bytes, err)) != RB_OK)
+        return e;
+    v = json_object_get(eo, "network");
+    if (v != NULL && !json_is_null(v)) {
+        if (!json_is_boolean(v))
+            return rb_fail(RB_EINVAL, err, "'execution_options.network' must be true or false");
+        if (json_is_true(v) && !cfg->allow_network)
+            return rb_fail(RB_EINVAL, err,
+                           "'execution_options.network': this server does not allow network access from sandboxes "
+                           "(the operator can turn it on with --allow-network=true)");
+        s->network = json_is_true(v);
+    }
+    s->custom_sandbox = s->pids_limit != cfg->pids_limit || s->workspace_bytes != (int64_t)cfg->workspace_size ||
+                        s->tmp_bytes != (int64_t)cfg->tmp_size || s->network;
+    return RB_OK;
+}
+
 static rb_err parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
 {
-    static const char *const top[] = {"language", "execution_options", NULL};
-    static const char *const eo_keys[] = {"timeout", "memory_limit", "cpu_limit", "environment_variables", NULL};
+    static const char *const top[] = {"language", "execution_options", "dependencies", NULL};
+    static const char *const eo_keys[] = {"timeout",    "memory_limit",   "cpu_limit", "environment_variables",
+                                          "pids_limit", "workspace_size", "tmp_size",  "network",
+                                          NULL};
     rb_err e;
     if (opts != NULL && !json_is_object(opts))
         return rb_fail(RB_EINVAL, err, "the request body must be a JSON object such as {\"language\": \"python\"}");
@@ -463,6 +573,11 @@ static rb_err parse_session_opts(rb_core *c, session *s, json_t *opts, char *err
             return rb_fail(RB_EINVAL, err, "'language' must be \"python\" or \"bash\"");
     }
     snprintf(s->language, sizeof(s->language), "%s", l);
+    /* dependencies are installed into the workspace once the sandbox is ready (deps.c) */
+    if ((e = deps_parse(c->cfg, json_object_get(opts, "dependencies"), &s->dependencies, err)) != RB_OK)
+        return e;
+    if (s->dependencies != NULL && strcmp(l, "python") != 0)
+        return rb_fail(RB_EINVAL, err, "dependencies: Python packages need a python session");
 
     s->timeout = c->cfg->default_timeout;
     s->memory_bytes = core_default_memory(c);
@@ -528,8 +643,14 @@ static rb_err parse_session_opts(rb_core *c, session *s, json_t *opts, char *err
     }
     char mem[32];
     snprintf(mem, sizeof(mem), "%lldm", (long long)(s->memory_bytes / (1024 * 1024)));
+    if ((e = parse_sandbox_limits(c, s, eo != NULL && json_is_object(eo) ? eo : NULL, err)) != RB_OK)
+        goto fail;
     s->options = json_pack("{s:f, s:s, s:f, s:o}", "timeout", s->timeout, "memory_limit", mem, "cpu_limit", s->cpus,
                            "environment_variables", env);
+    json_object_set_new(s->options, "pids_limit", json_integer(s->pids_limit));
+    json_object_set_new(s->options, "workspace_size", size_text(s->workspace_bytes));
+    json_object_set_new(s->options, "tmp_size", size_text(s->tmp_bytes));
+    json_object_set_new(s->options, "network", json_boolean(s->network));
     return RB_OK;
 fail:
     json_decref(env);
@@ -540,6 +661,17 @@ fail:
 
 static void created_cb(session *s, rb_err err, const char *msg)
 {
+    if (s->deps_op != NULL && s->deps_installing) {
+        s->deps_op = NULL; /* the install of deps.c reporting: it frees its op */
+    } else if (err == RB_OK && s->dependencies != NULL && !s->deps_installing) {
+        char e2[RB_ERR_LEN];
+        s->deps_installing = 1;
+        if ((err = deps_session_install(s, s->dependencies, created_cb, &s->deps_op, e2)) == RB_OK)
+            return; /* created_cb runs again when the packages are in place */
+        s->deps_op = NULL;
+        created_cb(s, err, e2);
+        return;
+    }
     core_op *op = s->create_op;
     s->create_op = NULL;
     if (err != RB_OK) {
@@ -560,6 +692,25 @@ static void created_cb(session *s, rb_err err, const char *msg)
         op->cb(op->data, RB_OK, NULL, session_to_api(s));
     free(op);
     session_pump(s);
+}
+
+/* Ready callback of a session given a warm sandbox: if the warm sandbox failed its ping, the
+ * session falls back to a cold start instead of failing. */
+static void claimed_cb(session *s, rb_err err, const char *msg)
+{
+    char e2[RB_ERR_LEN];
+    if (err == RB_OK) {
+        created_cb(s, RB_OK, NULL);
+        return;
+    }
+    rb_warn("session %s: the warm sandbox failed (%s); starting a new one", s->id, msg);
+    sandbox_close(s->sb, 1);
+    s->sb = NULL;
+    free(s->container_id);
+    s->container_id = NULL;
+    rb_err e = sandbox_create(s, created_cb, e2);
+    if (e != RB_OK)
+        created_cb(s, e, e2);
 }
 
 static int live_count(rb_core *c, int *busy)
@@ -603,7 +754,9 @@ rb_err core_session_create(rb_core *c, json_t *opts, core_cb cb, void *data, cor
     op->cb = cb;
     op->data = data;
     s->create_op = op;
-    if ((e = sandbox_create(s, created_cb, err)) != RB_OK) {
+    if (pool_claim(c->pool, s, claimed_cb)) {
+        /* claimed_cb answers */
+    } else if ((e = sandbox_create(s, created_cb, err)) != RB_OK) {
         s->create_op = NULL;
         free(op);
         store_session_delete(c->st, s->id, NULL);
@@ -822,9 +975,9 @@ json_t *core_health(rb_core *c)
         else
             queued++;
     }
-    return json_pack("{s:s, s:s, s:{s:b, s:s?, s:s?}, s:{s:i, s:i}, s:{s:i, s:i}}", "status",
+    return json_pack("{s:s, s:s, s:{s:b, s:s?, s:s?}, s:{s:i, s:i}, s:{s:i, s:i}, s:o}", "status",
                      c->docker_ok ? "ok" : "degraded", "version", RUNBOX_VERSION, "docker", "reachable", c->docker_ok,
                      "api_version", c->docker_ok ? docker_api_version(c->dk) : NULL, "error",
                      c->docker_ok ? NULL : c->docker_error, "sessions", "live", live, "busy", busy, "executions",
-                     "running", running, "queued", queued);
+                     "running", running, "queued", queued, "pool", pool_health(c->pool));
 }

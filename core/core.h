@@ -34,6 +34,10 @@ rb_err core_new(uv_loop_t *loop, const rb_config *cfg, rb_core **out, char *err)
  * shutdown runs the loop until this is 0 (or a deadline passes) before core_free, which
  * cancels what is left; containers left behind are removed at the next start. */
 int core_pending(const rb_core *c);
+/** Begins a graceful shutdown: stops refilling the warm pool and removes its containers in the
+ * background (counted by core_pending). Run the loop until core_pending is 0, then core_free.
+ * Sessions and their containers are kept. Idempotent. */
+void core_stop(rb_core *c);
 
 /** Stops timers, closes attach streams and the store. Containers are left running so that
  * sessions survive a restart. Run the loop afterwards until its handles have closed. Accepts NULL. */
@@ -102,7 +106,53 @@ rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_eve
 void core_watch_stop(core_watch *w);
 
 /** {status: "ok"|"degraded", version, docker: {reachable, api_version, error?},
- * sessions: {live, busy}, executions: {running, queued}}. */
+ * sessions: {live, busy}, executions: {running, queued},
+ * pool: {size, ready, starting, hits, misses}} (pool: warm sandboxes not yet bound to a session). */
 json_t *core_health(rb_core *c);
+
+/*
+ * Dependencies and packages (core/deps.c). Requirements are strings "name", "name==1.2" (one
+ * specifier of == >= <= ~= != > <; no options, URLs, extras or markers), checked against the
+ * operator's deps-allow / deps-block policy: RB_EFORBIDDEN names the package and the rule.
+ */
+/** Installs packages into a running python session: body is {dependencies: [...]} (or
+ * {packages: [...]}). Answers {session_id, dependencies (as given to pip), cached (served from
+ * the cache without network), site_packages, duration_ms}. pip's own failure (no such package
+ * or version, no wheel) is RB_EINVAL with pip's last lines. */
+rb_err core_dependencies_install(rb_core *c, const char *session_id, json_t *body, core_cb cb, void *data,
+                                 core_op **handle, char *err);
+/** What the sandbox image has preinstalled: {image, image_id, python, packages: [{name,
+ * version}]}; listed once per image id by a short container without network, then cached. */
+rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char *err);
+
+/*
+ * Files in a session's /workspace (core/files.c), moved with the Docker archive API. path is
+ * relative to /workspace ("out/plot.png") or absolute under it ("/workspace/out/plot.png").
+ * Errors: RB_EINVAL for an empty path, NUL/control characters or '\'; RB_EFORBIDDEN for "..",
+ * an absolute path elsewhere, or a path that leads outside /workspace through a symlink;
+ * RB_ENOTFOUND for an unknown session or a missing file; RB_ECONFLICT while the session is
+ * not ready (starting, ended); RB_ETOOBIG beyond max-upload / max-download. Times are RFC 3339.
+ * Async like core_session_create: the callback runs once unless the op is core_cancel'ed.
+ */
+/** Writes len bytes (copied) to path, creating parent folders, replacing an existing file;
+ * answers {session_id, path, size, modified}. The file belongs to the sandbox user (mode 0644). */
+rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, const void *data, size_t len,
+                        core_cb cb, void *cbdata, core_op **handle, char *err);
+/** Answers {session_id, files: [{path, type: "file"|"directory"|"symlink"|"other", size,
+ * modified, target?, escapes?}], truncated} for everything under /workspace (at most 10000
+ * entries; symlinks are listed, not followed; escapes says a link points outside) except
+ * /workspace/.runbox, where installed packages live. */
+rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err);
+/** Callback of core_file_download: on success bytes[0..len) is the file (borrowed for the call),
+ * content_type is guessed from the name's extension and name is the last path component. */
+typedef void (*core_file_cb)(void *data, rb_err err, const char *msg, const char *bytes, size_t len,
+                             const char *content_type, const char *name);
+/** Reads a regular file (symlinks inside /workspace are followed). */
+rb_err core_file_download(rb_core *c, const char *session_id, const char *path, core_file_cb cb, void *cbdata,
+                          core_op **handle, char *err);
+/** Deletes a file, a symlink (not its target) or a folder with everything in it; answers
+ * {session_id, path, deleted: true}. */
+rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,
+                        core_op **handle, char *err);
 
 #endif

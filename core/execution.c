@@ -44,6 +44,7 @@ void execution_free(execution *ex)
     json_decref(ex->outputs);
     rb_buf_dispose(&ex->tail);
     json_decref(ex->error);
+    json_decref(ex->files_written);
     free(ex);
 }
 
@@ -99,6 +100,8 @@ json_t *execution_to_doc(const execution *ex)
     json_object_set_new(doc, "reset", json_boolean(ex->reset));
     json_object_set_new(doc, "reset_reason", ex->reset_reason ? json_string(ex->reset_reason) : json_null());
     json_object_set_new(doc, "duration_ms", ex->duration_ms >= 0 ? json_integer(ex->duration_ms) : json_null());
+    if (ex->files_written != NULL)
+        json_object_set(doc, "files_written", ex->files_written);
     return doc;
 }
 
@@ -167,6 +170,13 @@ json_t *execution_doc_result_api(json_t *doc)
     rb_buf_dispose(&so);
     rb_buf_dispose(&se);
     json_object_set_new(out, "result", result ? result : json_null());
+    /* An execution failed by the store at start-up ("server restarted") has its error in the
+     * document rather than in its outputs. */
+    json_t *stored = json_object_get(doc, "error");
+    if (json_is_null(error) && json_is_object(stored)) {
+        json_decref(error);
+        error = json_incref(stored);
+    }
     json_object_set_new(out, "error", error ? error : json_null());
     json_object_set_new(out, "files", files);
     json_t *v;
@@ -181,6 +191,7 @@ json_t *execution_doc_result_api(json_t *doc)
     v = json_object_get(doc, "reset_reason");
     json_object_set(out, "reset_reason", json_is_string(v) ? v : json_null());
     json_object_set_new(out, "output", compat);
+    json_object_set_new(out, "files_written", files_written_api(json_object_get(doc, "files_written")));
     return out;
 }
 
@@ -310,8 +321,11 @@ void execution_finish(execution *ex, const char *status, const char *reset_reaso
     store_begin(c->st, NULL);
     if (store_execution_put(c->st, doc, err) != RB_OK)
         rb_error("execution %s: cannot save its result: %s", ex->id, err);
+    /* The session row (last_used_at, executions) is written by the next sweep, batched with
+     * other sessions': losing a second of it in a crash costs nothing, and the execute path
+     * writes one row instead of two. */
     if (s != NULL && strcmp(s->status, "ended") != 0)
-        session_persist(s);
+        s->dirty = 1;
     if (store_commit(c->st, err) != RB_OK)
         rb_error("execution %s: cannot commit its result: %s", ex->id, err);
 

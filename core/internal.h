@@ -72,6 +72,7 @@ struct execution {
     int64_t dropped;
     char *reset_reason;
     int64_t duration_ms;  /* -1 until done */
+    json_t *files_written;/* [{path, size, modified (ms)}] from the runner's done event, or NULL (files.c) */
     uv_timer_t *backstop;
     core_watch *watches;
     execution *next;      /* session queue */
@@ -88,7 +89,15 @@ struct session {
     double timeout;
     int64_t memory_bytes;
     double cpus;
+    int pids_limit;       /* sandbox limits (parse_session_opts; the server's defaults unless asked) */
+    int64_t workspace_bytes, tmp_bytes;
+    int network;          /* joins cfg->egress_network instead of NetworkMode none */
+    int custom_sandbox;   /* a limit above differs from the server's default: no warm pool container fits */
     int executions;
+    int dirty;            /* changed since last stored: execution_finish leaves the write to the sweep */
+    json_t *dependencies; /* normalised requirement list asked at creation, or NULL (deps.c) */
+    int deps_installing;  /* the creation-time install has started */
+    core_op *deps_op;     /* that install while it runs (cancelled by session_end) */
     char *container_id;
     sandbox *sb;
     core_op *create_op;
@@ -111,6 +120,7 @@ struct rb_core {
     core_watch *pending_head, *pending_tail;
     int closing;
     int pending_ops;      /* background Docker work (container removals) still in flight */
+    struct pool *pool;    /* warm sandboxes (pool.c) */
 };
 
 /* session.c */
@@ -154,11 +164,50 @@ typedef void (*sandbox_ready_cb)(session *s, rb_err err, const char *msg);
 rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err);
 /** Re-attaches to an existing container (after a restart); cb once. */
 rb_err sandbox_reattach(session *s, sandbox_ready_cb cb, char *err);
+/** Owner callback of a warm pool sandbox (no session): err == RB_OK once it is ready; an error
+ * when it failed to start or (after ready) its runner stopped. After an error the owner must
+ * sandbox_close(sb, 1) it. Never called after sandbox_claim or sandbox_close. */
+typedef void (*sandbox_pool_cb)(void *data, sandbox *sb, rb_err err, const char *msg);
+/** Creates and starts a container of the default profile for language, labelled
+ * runbox.session=pool, attaches and handshakes; reports through cb. *out is owned by the caller
+ * (close it with sandbox_close). */
+rb_err sandbox_create_pooled(rb_core *c, const char *language, sandbox_pool_cb cb, void *data, sandbox **out,
+                             char *err);
+/** Binds a ready pool sandbox to s (sets s->sb and s->container_id) and pings its runner; cb(s)
+ * runs once with the outcome, like sandbox_create's. On a synchronous error nothing changed
+ * and the caller still owns sb. */
+rb_err sandbox_claim(sandbox *sb, session *s, sandbox_ready_cb cb, char *err);
+/** The container id (NULL before the container exists); borrowed. */
+const char *sandbox_container_id(const sandbox *sb);
 rb_err sandbox_execute(sandbox *sb, execution *ex, char *err);
 void sandbox_interrupt(sandbox *sb, execution *ex);
 /** Closes the stream; removes the container when remove != 0. Frees sb. */
 void sandbox_close(sandbox *sb, int remove);
 void sandbox_remove_container(rb_core *c, const char *container_id);
+
+/* files.c */
+/** Moves HostConfig.Tmpfs["/workspace"] (if any) to a tmpfs-backed anonymous volume with the same
+ * options in HostConfig.Mounts, so that the Docker archive API can reach it. */
+void files_workspace_mount(json_t *host_config);
+/** Checks a caller's path and writes the normalised path relative to /workspace ("" for the
+ * workspace itself, allowed only with allow_root) into *out (heap). Errors as for core_file_*. */
+rb_err files_normalize_path(const char *path, int allow_root, char **out, char *err);
+/** Validated copy of a runner's files_written list (untrusted: entries that are not
+ * {path: string, size: int, modified: int} are dropped, at most 100 kept); never NULL. */
+json_t *files_written_from_runner(json_t *list);
+/** The API form of a stored files_written list (modified as RFC 3339); [] for NULL. */
+json_t *files_written_api(json_t *list);
+/** A Content-Type for a file name, from its extension (application/octet-stream by default). */
+const char *files_content_type(const char *name);
+
+/* deps.c */
+/** Checks a dependencies list (NULL or [] gives *out = NULL) against the syntax runbox accepts
+ * and the operator's policy; *out is the sorted list of requirements pip will see (minimum
+ * versions added). RB_EINVAL for bad syntax, RB_EFORBIDDEN naming the package and the rule. */
+rb_err deps_parse(const rb_config *cfg, json_t *list, json_t **out, char *err);
+/** Installs reqs into s's workspace (at creation, after the sandbox is ready); cb(s) once
+ * unless the returned op is cancelled (session_end does that through s->deps_op). */
+rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err);
 
 /* core.c */
 void core_json_time(json_t *obj, const char *key, int64_t ms);

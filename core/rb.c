@@ -23,6 +23,7 @@ static const char *const err_names[RB_ERR_MAX] = {
     [RB_EIO] = "upstream_error",
     [RB_ESTORE] = "store_error",
     [RB_EINTERNAL] = "internal_error",
+    [RB_EFORBIDDEN] = "forbidden",
 };
 
 const char *rb_strerror(rb_err e)

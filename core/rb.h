@@ -29,6 +29,8 @@ typedef enum rb_err {
     RB_EIO,          /* I/O failure talking to a dependency (502 when it is Docker) */
     RB_ESTORE,       /* the SQLite store failed (500) */
     RB_EINTERNAL,    /* a bug or an impossible state (500) */
+    RB_EFORBIDDEN,   /* the request is understood but not allowed: a path escaping the workspace, a
+                        package the operator's policy forbids (403) */
     RB_ERR_MAX
 } rb_err;
 

@@ -27,6 +27,8 @@ struct sandbox {
     execution *ex;        /* the execution the runner is working on */
     char ping_id[RB_ID_LEN];
     uv_timer_t *timer;    /* handshake deadline */
+    sandbox_pool_cb pool_cb; /* owner while a warm pool entry (s == NULL); NULL once claimed */
+    void *pool_data;
 };
 
 static void timer_close_cb(uv_handle_t *h)
@@ -88,6 +90,8 @@ static void finish_ready(sandbox *sb, rb_err err, const char *msg)
         sb->state = SB_READY;
     if (cb != NULL && sb->s != NULL)
         cb(sb->s, err, msg);
+    else if (sb->s == NULL && sb->pool_cb != NULL && sb->state != SB_CLOSED)
+        sb->pool_cb(sb->pool_data, sb, err, msg);
 }
 
 static rb_err send_line(sandbox *sb, json_t *msg, char *err)
@@ -140,6 +144,8 @@ static void handle_event(sandbox *sb, json_t *ev)
         json_t *dropped = json_object_get(ev, "dropped");
         if (json_is_integer(dropped) && json_integer_value(dropped) > 0)
             ex->dropped += json_integer_value(dropped);
+        json_decref(ex->files_written);
+        ex->files_written = files_written_from_runner(json_object_get(ev, "files_written"));
         const char *reason = json_string_value(json_object_get(ev, "reset_reason"));
         execution_finish(ex, done_status(json_string_value(json_object_get(ev, "status"))), reason,
                          json_is_true(json_object_get(ev, "reset")));
@@ -268,9 +274,15 @@ static void att_close(void *data, rb_err err, const char *errmsg)
 {
     sandbox *sb = data;
     sb->att = NULL;
-    if (sb->state == SB_CLOSED || sb->s == NULL)
-        return;
     char msg[RB_ERR_LEN];
+    if (sb->state == SB_READY && sb->s == NULL && sb->pool_cb != NULL) {
+        /* A warm pool entry whose runner died: its owner drops it. */
+        snprintf(msg, sizeof(msg), "the warm sandbox stopped (%s)", err == RB_OK ? "its output stream ended" : errmsg);
+        sb->pool_cb(sb->pool_data, sb, RB_EIO, msg);
+        return;
+    }
+    if (sb->state == SB_CLOSED || (sb->s == NULL && sb->pool_cb == NULL))
+        return;
     if (sb->state != SB_READY) {
         snprintf(msg, sizeof(msg), "the sandbox container exited during start-up (%s)",
                  err == RB_OK ? "its runner ended" : errmsg);
@@ -346,9 +358,11 @@ static void created_cb(void *data, rb_err err, const char *errmsg, int status, j
         return;
     }
     session *s = sb->s;
-    free(s->container_id);
-    s->container_id = xstrdup(id);
-    session_persist(s); /* so a crash from here on finds the container by its session */
+    if (s != NULL) {
+        free(s->container_id);
+        s->container_id = xstrdup(id);
+        session_persist(s); /* so a crash from here on finds the container by its session */
+    }
     sb->state = SB_STARTING;
     if (docker_container_start(sb->c->dk, id, started_cb, sb, msg) != RB_OK) {
         finish_ready(sb, RB_EUNAVAILABLE, msg);
@@ -357,39 +371,59 @@ static void created_cb(void *data, rb_err err, const char *errmsg, int status, j
     sb->inflight++;
 }
 
-static json_t *container_config(session *s)
+/* The container of a sandbox: owner is the session id, or "pool" for a warm pool entry
+ * (labels cannot change after creation: a claimed pool container is found by its id).
+ * s gives the session's sandbox limits; NULL means the server's defaults (pool). The defaults
+ * are the hardening of issue 4: no network, read-only root, non-root user (from the image),
+ * all capabilities dropped, no-new-privileges, an init, pids/memory/CPU/open-file/file-size
+ * limits, and size-limited tmpfs /workspace and /tmp. tmpfs pages are charged to the
+ * container's memory cgroup, so their sizes are added to the memory limit: full disks never
+ * starve the interpreter of the memory the session asked for. */
+static json_t *container_config(rb_core *c, const char *owner, const char *language, int64_t memory_bytes,
+                                double cpus, json_t *env_vars, const session *s)
 {
-    rb_core *c = s->core;
     const rb_config *cfg = c->cfg;
+    int pids = s ? s->pids_limit : cfg->pids_limit;
+    int64_t ws = s ? s->workspace_bytes : (int64_t)cfg->workspace_size;
+    int64_t tmp = s ? s->tmp_bytes : (int64_t)cfg->tmp_size;
+    int network = s ? s->network : 0;
     json_t *env = json_array();
-    json_array_append_new(env, json_sprintf("RUNBOX_LANGUAGE=%s", s->language));
+    json_array_append_new(env, json_sprintf("RUNBOX_LANGUAGE=%s", language));
     json_array_append_new(env, json_sprintf("RUNBOX_GRACE_MS=%d", cfg->grace_ms));
+    /* packages installed for the session (deps.c), also for Python subprocesses of user code */
+    json_array_append_new(env, json_string("PYTHONPATH=/workspace/.runbox/site-packages"));
+    json_array_append_new(env, json_string("RUNBOX_SANDBOX=1")); /* the runner may clean up stray processes */
+    json_array_append_new(env, json_sprintf("RUNBOX_MEMORY_MB=%lld", (long long)(memory_bytes / (1024 * 1024))));
     /* HOME, MPLBACKEND, MPLCONFIGDIR and the rest come from the image (docker/build-images). */
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(s->options, "environment_variables"), k, v)
+    json_object_foreach(env_vars, k, v)
         json_array_append_new(env, json_sprintf("%s=%s", k, json_string_value(v)));
 
+    json_int_t total = (json_int_t)(memory_bytes + ws + tmp);
     json_t *hc = json_pack(
-        "{s:s, s:I, s:I, s:I, s:I, s:b, s:[s], s:[s], s:{s:s, s:s}, s:b, s:{s:s}, s:[{s:s, s:i, s:i}, {s:s, s:I, s:I}]}",
-        "NetworkMode", "none", "Memory", (json_int_t)s->memory_bytes, "MemorySwap", (json_int_t)s->memory_bytes,
-        "NanoCpus", (json_int_t)(s->cpus * 1e9), "PidsLimit", (json_int_t)cfg->pids_limit, "ReadonlyRootfs", 1,
-        "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "Tmpfs", "/tmp", "rw,nosuid,nodev,size=256m",
-        "/workspace", "rw,nosuid,nodev,size=512m,uid=1000,gid=1000,mode=0755", "Init", 1, "LogConfig", "Type", "none",
-        "Ulimits", "Name", "nofile", "Soft", 1024, "Hard", 1024, "Name", "fsize", "Soft",
-        (json_int_t)512 * 1024 * 1024, "Hard", (json_int_t)512 * 1024 * 1024);
+        "{s:s, s:I, s:I, s:I, s:I, s:b, s:[s], s:[s], s:{s:o, s:o}, s:b, s:{s:s}, "
+        "s:[{s:s, s:I, s:I}, {s:s, s:I, s:I}, {s:s, s:i, s:i}]}",
+        "NetworkMode", network ? cfg->egress_network : "none", "Memory", total, "MemorySwap", total, "NanoCpus",
+        (json_int_t)(cpus * 1e9), "PidsLimit", (json_int_t)pids, "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt",
+        "no-new-privileges", "Tmpfs", "/tmp", json_sprintf("rw,nosuid,nodev,size=%lld", (long long)tmp), "/workspace",
+        json_sprintf("rw,nosuid,nodev,size=%lld,uid=1000,gid=1000,mode=0755", (long long)ws), "Init", 1,
+        "LogConfig", "Type", "none", "Ulimits", "Name", "nofile", "Soft", (json_int_t)cfg->open_files, "Hard",
+        (json_int_t)cfg->open_files, "Name", "fsize", "Soft", (json_int_t)cfg->file_size, "Hard",
+        (json_int_t)cfg->file_size, "Name", "core", "Soft", 0, "Hard", 0);
+    files_workspace_mount(hc); /* /workspace as a volume the archive API can reach (files.c) */
     json_t *conf = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:b, s:b, s:b, s:b, s:b, s:b, s:s, s:b, s:o}", "Image",
-                             cfg->image, "Env", env, "Labels", "runbox.session", s->id, "runbox.instance", c->instance,
+                             cfg->image, "Env", env, "Labels", "runbox.session", owner, "runbox.instance", c->instance,
                              "runbox.managed", "1", "AttachStdin", 1, "AttachStdout", 1, "AttachStderr", 1,
                              "OpenStdin", 1, "StdinOnce", 0, "Tty", 0, "WorkingDir", "/workspace",
-                             "NetworkDisabled", 1, "HostConfig", hc);
+                             "NetworkDisabled", !network, "HostConfig", hc);
     return conf;
 }
 
-static sandbox *sandbox_alloc(session *s, sandbox_ready_cb cb)
+static sandbox *sandbox_alloc(rb_core *c, session *s, sandbox_ready_cb cb)
 {
     sandbox *sb = xcalloc(1, sizeof(*sb));
-    sb->c = s->core;
+    sb->c = c;
     sb->s = s;
     sb->ready_cb = cb;
     rb_buf_init(&sb->line, RB_RUNNER_LINE_MAX);
@@ -399,8 +433,9 @@ static sandbox *sandbox_alloc(session *s, sandbox_ready_cb cb)
 
 rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
 {
-    sandbox *sb = sandbox_alloc(s, cb);
-    json_t *conf = container_config(s);
+    sandbox *sb = sandbox_alloc(s->core, s, cb);
+    json_t *conf = container_config(s->core, s->id, s->language, s->memory_bytes, s->cpus,
+                                    json_object_get(s->options, "environment_variables"), s);
     char name[64];
     snprintf(name, sizeof(name), "runbox-%s", s->id);
     sb->state = SB_CREATING;
@@ -420,7 +455,7 @@ rb_err sandbox_reattach(session *s, sandbox_ready_cb cb, char *err)
 {
     if (s->container_id == NULL)
         return rb_fail(RB_ENOTFOUND, err, "the session has no container");
-    sandbox *sb = sandbox_alloc(s, cb);
+    sandbox *sb = sandbox_alloc(s->core, s, cb);
     sb->container_id = xstrdup(s->container_id);
     rb_err e = start_attach(sb, err);
     if (e != RB_OK) {
@@ -430,6 +465,61 @@ rb_err sandbox_reattach(session *s, sandbox_ready_cb cb, char *err)
     }
     s->sb = sb;
     return RB_OK;
+}
+
+rb_err sandbox_create_pooled(rb_core *c, const char *language, sandbox_pool_cb cb, void *data, sandbox **out,
+                             char *err)
+{
+    sandbox *sb = sandbox_alloc(c, NULL, NULL);
+    sb->pool_cb = cb;
+    sb->pool_data = data;
+    json_t *conf = container_config(c, "pool", language, core_default_memory(c), c->cfg->cpus, NULL, NULL);
+    char name[64], rnd[RB_ID_LEN];
+    rb_random_id("", rnd, sizeof(rnd));
+    snprintf(name, sizeof(name), "runbox-pool-%.16s", rnd);
+    sb->state = SB_CREATING;
+    rb_err e = docker_container_create(c->dk, name, conf, created_cb, sb, err);
+    json_decref(conf);
+    if (e != RB_OK) {
+        sb->state = SB_CLOSED;
+        release(sb);
+        return e;
+    }
+    sb->inflight++;
+    *out = sb;
+    return RB_OK;
+}
+
+/* A claimed sandbox has been idle in the pool: a fresh ping proves its runner still answers
+ * before the session is reported ready. */
+#define CLAIM_PING_MS 5000
+
+rb_err sandbox_claim(sandbox *sb, session *s, sandbox_ready_cb cb, char *err)
+{
+    if (sb->state != SB_READY || sb->s != NULL || sb->att == NULL)
+        return rb_fail(RB_ECONFLICT, err, "the warm sandbox is not ready");
+    char msg[RB_ERR_LEN];
+    rb_random_id("p_", sb->ping_id, sizeof(sb->ping_id));
+    json_t *ping = json_pack("{s:s, s:s}", "op", "ping", "id", sb->ping_id);
+    rb_err e = send_line(sb, ping, msg);
+    json_decref(ping);
+    if (e != RB_OK)
+        return rb_fail(e, err, "the warm sandbox did not take a ping: %s", msg);
+    sb->pool_cb = NULL;
+    sb->pool_data = NULL;
+    sb->s = s;
+    sb->ready_cb = cb;
+    sb->state = SB_HANDSHAKE;
+    free(s->container_id);
+    s->container_id = xstrdup(sb->container_id);
+    s->sb = sb;
+    uv_timer_start(sb->timer, handshake_timeout_cb, CLAIM_PING_MS, 0);
+    return RB_OK;
+}
+
+const char *sandbox_container_id(const sandbox *sb)
+{
+    return sb->container_id;
 }
 
 rb_err sandbox_execute(sandbox *sb, execution *ex, char *err)

@@ -74,6 +74,7 @@ json_t *core_session_doc_to_api(rb_core *c, json_t *doc)
 void session_persist(session *s)
 {
     char err[RB_ERR_LEN];
+    s->dirty = 0;
     json_t *doc = session_to_doc(s);
     if (store_session_put(s->core->st, doc, err) != RB_OK)
         rb_error("session %s: cannot save: %s", s->id, err);
@@ -85,6 +86,9 @@ void session_free(session *s)
     if (s == NULL)
         return;
     json_decref(s->options);
+    json_decref(s->dependencies);
+    if (s->deps_op != NULL)
+        core_cancel(s->deps_op); /* deps.c frees it when its install ends */
     free(s->container_id);
     free(s->end_reason);
     free(s);
@@ -133,6 +137,10 @@ void session_end(session *s, const char *status, const char *reason)
     rb_core *c = s->core;
     rb_info("session %s %s: %s", s->id, status, reason);
     s->status = status; /* before failing executions, so finishing them does not re-pump */
+    if (s->deps_op != NULL) {
+        core_cancel(s->deps_op); /* a creation-time install (deps.c) must not call back */
+        s->deps_op = NULL;
+    }
     free(s->end_reason);
     s->end_reason = xstrdup(reason);
     s->ended_at = rb_now_ms();

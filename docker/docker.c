@@ -36,9 +36,12 @@ struct docker_req {
     docker_req *done_next;   /* in d's completion FIFO while REQ_DONE */
     int version_probe;
     docker_cb cb;
+    docker_raw_cb raw_cb; /* set instead of cb for docker_request_raw */
     void *data;
     char *what; /* "GET /containers/x/json", for messages */
     char *json_body;
+    char *raw_body; /* docker_request_raw's body (copied), raw_len bytes */
+    size_t raw_len, resp_max;
     struct curl_slist *headers;
     rb_buf resp;
     int toobig;
@@ -113,6 +116,7 @@ static void free_req(docker_req *r)
     curl_slist_free_all(r->headers);
     rb_buf_dispose(&r->resp);
     free(r->json_body);
+    free(r->raw_body);
     free(r->what);
     free(r);
 }
@@ -168,6 +172,45 @@ static rb_err status_err(long status)
     return RB_EIO;
 }
 
+/* The outcome of a finished docker_request_raw: bytes on success, Docker's message on an HTTP
+ * error (its error bodies are JSON even where success bodies are not). */
+static void deliver_raw(docker *d, docker_req *r)
+{
+    char msg[RB_ERR_LEN];
+    rb_err e;
+    if (r->cancelled) {
+        e = rb_fail(RB_ECANCELED, msg, "Docker request %s was cancelled", r->what);
+        r->raw_cb(r->data, e, msg, 0, NULL, 0);
+        return;
+    }
+    if (r->cres != CURLE_OK) {
+        const char *detail = r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cres);
+        if (r->toobig)
+            e = rb_fail(RB_ETOOBIG, msg, "Docker's answer to %s exceeds %zu bytes", r->what, r->resp_max);
+        else if (r->cres == CURLE_OPERATION_TIMEDOUT)
+            e = rb_fail(RB_ETIMEDOUT, msg, "Docker request %s timed out: %s", r->what, detail);
+        else if (r->cres == CURLE_COULDNT_CONNECT || r->cres == CURLE_COULDNT_RESOLVE_HOST)
+            e = rb_fail(RB_EUNAVAILABLE, msg,
+                        "Docker is not reachable at %s: %s; is the daemon running and is the socket mounted?",
+                        d->socket_path, detail);
+        else
+            e = rb_fail(RB_EIO, msg, "Docker request %s failed: %s", r->what, detail);
+        r->raw_cb(r->data, e, msg, (int)r->status, NULL, 0);
+        return;
+    }
+    if (r->status >= 400) {
+        json_t *body = json_loadb(r->resp.data ? r->resp.data : "", r->resp.len, 0, NULL);
+        const char *dm = json_string_value(json_object_get(body, "message"));
+        if (dm == NULL)
+            dm = "no message";
+        e = rb_fail(status_err(r->status), msg, "%s (Docker answered HTTP %ld to %s)", dm, r->status, r->what);
+        json_decref(body);
+        r->raw_cb(r->data, e, msg, (int)r->status, NULL, 0);
+        return;
+    }
+    r->raw_cb(r->data, RB_OK, NULL, (int)r->status, r->resp.data ? r->resp.data : "", r->resp.len);
+}
+
 /* Works out the outcome of a finished request and runs its callback. */
 static void deliver(docker *d, docker_req *r)
 {
@@ -176,6 +219,10 @@ static void deliver(docker *d, docker_req *r)
     json_t *body = NULL;
     msg[0] = '\0';
 
+    if (r->raw_cb != NULL) {
+        deliver_raw(d, r);
+        return;
+    }
     if (r->cancelled) {
         e = rb_fail(RB_ECANCELED, msg, "Docker request %s was cancelled", r->what);
         r->cb(r->data, e, msg, 0, NULL);
@@ -450,12 +497,24 @@ static void on_defer(uv_timer_t *t)
     dispatch_done(t->data);
 }
 
+/* A raw (non-JSON) request's body and answer limit, for docker_request_raw. */
+typedef struct raw_opts {
+    const char *content_type;
+    const void *body;
+    size_t len;
+    size_t max_resp;
+    docker_raw_cb cb;
+} raw_opts;
+
 static rb_err start_request(docker *d, const char *method, const char *url_path, int versioned, json_t *body,
-                            long timeout_ms, docker_cb cb, void *data, docker_req **out, char *err)
+                            const raw_opts *raw, long timeout_ms, docker_cb cb, void *data, docker_req **out,
+                            char *err)
 {
+    if (raw != NULL)
+        cb = NULL;
     if (d->freeing)
         return rb_fail(RB_ECANCELED, err, "the Docker client is shutting down");
-    if (method == NULL || url_path == NULL || url_path[0] != '/' || cb == NULL)
+    if (method == NULL || url_path == NULL || url_path[0] != '/' || (cb == NULL && (raw == NULL || raw->cb == NULL)))
         return rb_fail(RB_EINVAL, err, "a Docker request needs a method, a path starting with '/' and a callback");
     for (const char *p = url_path; *p; p++)
         if ((unsigned char)*p <= ' ' || *p == 0x7f)
@@ -466,7 +525,16 @@ static rb_err start_request(docker *d, const char *method, const char *url_path,
     r->cb = cb;
     r->data = data;
     r->version_probe = !versioned;
-    rb_buf_init(&r->resp, DOCKER_BODY_MAX);
+    r->resp_max = raw != NULL ? raw->max_resp : DOCKER_BODY_MAX;
+    rb_buf_init(&r->resp, r->resp_max);
+    if (raw != NULL) {
+        r->raw_cb = raw->cb;
+        if (raw->body != NULL) {
+            r->raw_body = xmalloc(raw->len > 0 ? raw->len : 1);
+            memcpy(r->raw_body, raw->body, raw->len);
+            r->raw_len = raw->len;
+        }
+    }
     r->what = xasprintf("%s %s", method, url_path);
     if (body != NULL) {
         r->json_body = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -496,7 +564,14 @@ static rb_err start_request(docker *d, const char *method, const char *url_path,
     if (timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
     r->headers = curl_slist_append(r->headers, "Expect:");
-    if (strcmp(method, "POST") == 0 || r->json_body != NULL) {
+    if (r->raw_body != NULL) {
+        /* binary-safe: curl sends exactly raw_len bytes, with any method (CUSTOMREQUEST below) */
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->raw_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->raw_body);
+        char *ct = xasprintf("Content-Type: %s", raw->content_type ? raw->content_type : "application/octet-stream");
+        r->headers = curl_slist_append(r->headers, ct);
+        free(ct);
+    } else if (strcmp(method, "POST") == 0 || r->json_body != NULL) {
         const char *b = r->json_body != NULL ? r->json_body : "";
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(b));
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, b);
@@ -524,7 +599,17 @@ static rb_err start_request(docker *d, const char *method, const char *url_path,
 rb_err docker_request(docker *d, const char *method, const char *path, json_t *body, long timeout_ms, docker_cb cb,
                       void *data, docker_req **out, char *err)
 {
-    return start_request(d, method, path, 1, body, timeout_ms, cb, data, out, err);
+    return start_request(d, method, path, 1, body, NULL, timeout_ms, cb, data, out, err);
+}
+
+rb_err docker_request_raw(docker *d, const char *method, const char *path, const char *content_type,
+                          const void *body, size_t len, size_t max_resp, long timeout_ms, docker_raw_cb cb, void *data,
+                          docker_req **out, char *err)
+{
+    if (cb == NULL)
+        return rb_fail(RB_EINVAL, err, "a raw Docker request needs a callback");
+    raw_opts raw = {content_type, body, len, max_resp > 0 ? max_resp : DOCKER_BODY_MAX, cb};
+    return start_request(d, method, path, 1, NULL, &raw, timeout_ms, NULL, data, out, err);
 }
 
 void docker_req_cancel(docker_req *r)
@@ -543,7 +628,7 @@ void docker_req_cancel(docker_req *r)
 
 rb_err docker_ping_version(docker *d, docker_cb cb, void *data, char *err)
 {
-    return start_request(d, "GET", "/version", 0, NULL, 0, cb, data, NULL, err);
+    return start_request(d, "GET", "/version", 0, NULL, NULL, 0, cb, data, NULL, err);
 }
 
 /* ---- wrappers ---- */
@@ -598,8 +683,7 @@ rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *d
     return ref_request(d, "GET", "/containers/", id, "/json", NULL, cb, data, err);
 }
 
-/* Percent-encodes everything but RFC 3986 unreserved characters, plus any in keep. */
-static char *url_escape(const char *s, const char *keep)
+char *docker__url_escape(const char *s, const char *keep)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t n = strlen(s);
@@ -628,7 +712,7 @@ rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *d
         return rb_fail(RB_EINVAL, err, "label filter is not valid UTF-8");
     char *fj = json_dumps(f, JSON_COMPACT);
     json_decref(f);
-    char *esc = url_escape(fj, "");
+    char *esc = docker__url_escape(fj, "");
     free(fj);
     char *path = xasprintf("/containers/json?all=1&filters=%s", esc);
     free(esc);
@@ -641,7 +725,7 @@ rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *dat
 {
     if (name == NULL || name[0] == '\0' || strlen(name) > 512)
         return rb_fail(RB_EINVAL, err, "image name must be 1-512 characters");
-    char *esc = url_escape(name, "/:@");
+    char *esc = docker__url_escape(name, "/:@");
     char *path = xasprintf("/images/%s/json", esc);
     free(esc);
     rb_err e = docker_request(d, "GET", path, NULL, 0, cb, data, NULL, err);

@@ -47,6 +47,22 @@ typedef void (*docker_cb)(void *data, rb_err err, const char *errmsg, int status
  */
 rb_err docker_request(docker *d, const char *method, const char *path, json_t *body, long timeout_ms,
                       docker_cb cb, void *data, docker_req **out, char *err);
+/**
+ * Result of a raw (non-JSON) call: on success body/len are the response bytes (borrowed, valid
+ * only during the callback; body is never NULL then). Errors as for docker_cb, with Docker's
+ * "message" in errmsg for HTTP errors; RB_ETOOBIG when the answer exceeds max_resp.
+ */
+typedef void (*docker_raw_cb)(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len);
+
+/**
+ * Like docker_request, with a binary body (len bytes copied before return; NULL for none) sent
+ * with Content-Type content_type (NULL: application/octet-stream) and a binary answer of at
+ * most max_resp bytes (0: 8 MiB). Used for the archive API (tar bodies) and container logs.
+ */
+rb_err docker_request_raw(docker *d, const char *method, const char *path, const char *content_type,
+                          const void *body, size_t len, size_t max_resp, long timeout_ms, docker_raw_cb cb, void *data,
+                          docker_req **out, char *err);
+
 /** Cancels a request in flight: its callback runs once with RB_ECANCELED (not synchronously). */
 void docker_req_cancel(docker_req *r);
 
@@ -64,6 +80,40 @@ rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *d
 /** GET /containers/json?all=1&filters={"label":[label]} ; label like "runbox.instance" or "k=v". */
 rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *data, char *err);
 rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *data, char *err);
+
+/*
+ * Archive API and friends (docker/archive.c). Paths inside the container are absolute, at most
+ * 4096 bytes, and are URL-encoded here. The archive API sees a running container's volumes but
+ * not its tmpfs mounts, and refuses writes to a read-only root file system outside volumes.
+ */
+/** PUT /containers/{id}/archive?path=dir: extracts the tar (len bytes, copied) into dir, which
+ * must exist. cb's body is Docker's (empty) answer. */
+rb_err docker_archive_put(docker *d, const char *id, const char *dir, const void *tar, size_t len, docker_raw_cb cb,
+                          void *data, char *err);
+/** GET /containers/{id}/archive?path=path: a tar of path (a file, or a directory and everything
+ * under it, named by its last component). RB_ENOTFOUND when path does not exist; RB_ETOOBIG
+ * when the tar exceeds max bytes. */
+rb_err docker_archive_get(docker *d, const char *id, const char *path, size_t max, docker_raw_cb cb, void *data,
+                          char *err);
+/** POST /containers/{id}/wait (answers {StatusCode} when the container stops); timeout_ms 0 = none. */
+rb_err docker_container_wait(docker *d, const char *id, long timeout_ms, docker_cb cb, void *data, char *err);
+/** GET /containers/{id}/logs?stdout=1&stderr=1: multiplexed frames (feed them to docker_demux)
+ * for a container created with Tty=false; at most max bytes. */
+rb_err docker_container_logs(docker *d, const char *id, size_t max, docker_raw_cb cb, void *data, char *err);
+/** POST /containers/{id}/exec with config ({Cmd, User, Env, WorkingDir, AttachStdout, ...});
+ * the answer is {Id}. */
+rb_err docker_exec_create(docker *d, const char *id, json_t *config, docker_cb cb, void *data, char *err);
+/** POST /exec/{exec_id}/start {Detach:false, Tty:false}: runs the process and answers, once it
+ * has exited, with its multiplexed output (feed it to docker_demux), at most max bytes. */
+rb_err docker_exec_start(docker *d, const char *exec_id, size_t max, long timeout_ms, docker_raw_cb cb, void *data,
+                         char *err);
+/** GET /exec/{exec_id}/json ({Running, ExitCode, ...}). */
+rb_err docker_exec_inspect(docker *d, const char *exec_id, docker_cb cb, void *data, char *err);
+/** POST /volumes/create with config ({Name, Labels, Driver, DriverOpts}); creating an existing
+ * name answers it again. */
+rb_err docker_volume_create(docker *d, json_t *config, docker_cb cb, void *data, char *err);
+/** DELETE /volumes/{name}: RB_ENOTFOUND if it does not exist, RB_ECONFLICT while a container uses it. */
+rb_err docker_volume_remove(docker *d, const char *name, docker_cb cb, void *data, char *err);
 
 /*
  * Attach: POST /containers/{id}/attach?stream=1&stdin=1&stdout=1&stderr=1 with

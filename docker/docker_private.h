@@ -21,4 +21,8 @@ void docker__attach_abort(docker_attach *a);
 /** Non-zero if s is a plausible container id or name (no characters that need escaping). */
 int docker__valid_ref(const char *s);
 
+/** Percent-encodes everything but RFC 3986 unreserved characters and those in keep; the
+ * caller frees the result. */
+char *docker__url_escape(const char *s, const char *keep);
+
 #endif

@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "server/mcp.h"
 #include "server/rest.h"
 #include "server/sse.h"
 
@@ -30,6 +31,8 @@ struct rb_server {
     rb_core *core;
     const http_route *routes;
     size_t nroutes;
+    http_route *route_table; /* REST + MCP routes (heap) */
+    mcp_server *mcp;
     size_t conns;
     int stopping, listener_closed, disposed;
     h2o_linklist_t sse_streams;
@@ -63,6 +66,7 @@ static const int status_of_err[RB_ERR_MAX] = {
     [RB_EIO] = 502,
     [RB_ESTORE] = 500,
     [RB_EINTERNAL] = 500,
+    [RB_EFORBIDDEN] = 403,
 };
 
 int http_status_of(rb_err e)
@@ -81,6 +85,7 @@ static const char *reason_of(int status)
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 403: return "Forbidden";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
@@ -203,7 +208,7 @@ static int all_blank(const char *p, size_t n)
     return 1;
 }
 
-rb_err http_read_json(h2o_req_t *req, size_t max, int empty_ok, json_t **out, char *err)
+static rb_err read_json(h2o_req_t *req, size_t max, int empty_ok, int any, json_t **out, char *err)
 {
     *out = NULL;
     if (req->entity.base == NULL || all_blank(req->entity.base, req->entity.len)) {
@@ -216,15 +221,25 @@ rb_err http_read_json(h2o_req_t *req, size_t max, int empty_ok, json_t **out, ch
     if (req->entity.len > max)
         return rb_fail(RB_ETOOBIG, err, "the body is %zu bytes; the limit is %zu bytes (max-body)", req->entity.len, max);
     json_error_t jerr;
-    json_t *v = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *v = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES | (any ? JSON_DECODE_ANY : 0), &jerr);
     if (v == NULL)
         return rb_fail(RB_EINVAL, err, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
-    if (!json_is_object(v)) {
+    if (!any && !json_is_object(v)) {
         json_decref(v);
         return rb_fail(RB_EINVAL, err, "the body must be a JSON object");
     }
     *out = v;
     return RB_OK;
+}
+
+rb_err http_read_json(h2o_req_t *req, size_t max, int empty_ok, json_t **out, char *err)
+{
+    return read_json(req, max, empty_ok, 0, out, err);
+}
+
+rb_err http_read_json_value(h2o_req_t *req, size_t max, json_t **out, char *err)
+{
+    return read_json(req, max, 0, 1, out, err);
 }
 
 static int hexval(char c)
@@ -389,11 +404,18 @@ static void jsonerr_on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ost
     if (req->res.status >= 400) {
         char msg[RB_ERR_LEN];
         if (req->res.status == 413)
-            snprintf(msg, sizeof(msg), "the request body is larger than the limit of %zu bytes (max-body)",
-                     s->cfg->max_body);
+            snprintf(msg, sizeof(msg),
+                     "the request body is larger than the limit of %zu bytes (max-body for JSON, max-upload for "
+                     "file uploads)",
+                     (size_t)s->globalconf.max_request_entity_size);
         else
             snprintf(msg, sizeof(msg), "the HTTP request could not be read: %s", req->res.reason ? req->res.reason : "");
         json_t *doc = error_doc(code_of_status(req->res.status), msg);
+        if (h2o_memis(req->input.path.base, req->input.path.len > 4 ? 4 : req->input.path.len, H2O_STRLIT("/mcp"))) {
+            /* The MCP endpoint answers in JSON-RPC's error shape. */
+            json_decref(doc);
+            doc = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code", -32600, "message", msg);
+        }
         h2o_iovec_t body = encode(req, doc);
         json_decref(doc);
         h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, H2O_STRLIT("application/json"), 1);
@@ -528,11 +550,24 @@ rb_err server_start(uv_loop_t *loop, const rb_config *cfg, rb_core *core, rb_ser
     s->loop = loop;
     s->cfg = cfg;
     s->core = core;
-    s->routes = rest_routes(&s->nroutes);
+    size_t nrest = 0, nmcp = 0;
+    const http_route *rest = rest_routes(&nrest), *mcp = mcp_routes(&nmcp);
+    s->route_table = xmalloc((nrest + nmcp) * sizeof(*s->route_table));
+    memcpy(s->route_table, rest, nrest * sizeof(*rest));
+    memcpy(s->route_table + nrest, mcp, nmcp * sizeof(*mcp));
+    s->routes = s->route_table;
+    s->nroutes = nrest + nmcp;
+    if ((e = mcp_server_new(s, core, cfg, &s->mcp, err)) != RB_OK) {
+        close(fd);
+        free(s->route_table);
+        free(s);
+        return e;
+    }
     h2o_linklist_init_anchor(&s->sse_streams);
 
     h2o_config_init(&s->globalconf);
-    s->globalconf.max_request_entity_size = cfg->max_body;
+    /* JSON handlers check max_body themselves; file uploads may be larger (max_upload). */
+    s->globalconf.max_request_entity_size = cfg->max_body > cfg->max_upload ? cfg->max_body : cfg->max_upload;
     s->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("runboxd/" RUNBOX_VERSION));
     h2o_hostconf_t *host = h2o_config_register_host(&s->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
 
@@ -603,6 +638,7 @@ void server_stop(rb_server *s)
         h2o_linklist_t *l = s->sse_streams.next;
         sse__shutdown(sse__from_link(l));
     }
+    mcp_server_stop(s->mcp);
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
 }
 
@@ -617,12 +653,19 @@ void server_free(rb_server *s)
         return;
     }
     h2o_config_dispose(&s->globalconf);
+    mcp_server_free(s->mcp);
+    free(s->route_table);
     free(s);
 }
 
 void http__sse_link(rb_server *s, h2o_linklist_t *link)
 {
     h2o_linklist_insert(&s->sse_streams, link);
+}
+
+struct mcp_server *http__mcp(rb_server *s)
+{
+    return s->mcp;
 }
 
 int http__stopping(const rb_server *s)

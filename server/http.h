@@ -77,6 +77,10 @@ void http_send_error(h2o_req_t *req, rb_err e, const char *message);
  * object. *out is a new reference. */
 rb_err http_read_json(h2o_req_t *req, size_t max, int empty_ok, json_t **out, char *err);
 
+/** Like http_read_json for any JSON value (an object, or an array for JSON-RPC batches); an
+ * empty body is RB_EINVAL. *out is a new reference. */
+rb_err http_read_json_value(h2o_req_t *req, size_t max, json_t **out, char *err);
+
 /** Copies s into req->pool as a NUL-terminated string. */
 char *http_pool_strdup(h2o_req_t *req, const char *s, size_t len);
 
@@ -87,5 +91,7 @@ const char *http_query_param(h2o_req_t *req, const char *name);
 /* For sse.c: server_stop ends the open streams linked here (unlink with h2o_linklist_unlink). */
 void http__sse_link(rb_server *s, h2o_linklist_t *link);
 int http__stopping(const rb_server *s);
+/* For mcp.c: the server's MCP state (server/mcp.h). */
+struct mcp_server *http__mcp(rb_server *s);
 
 #endif

@@ -15,6 +15,8 @@
 
 /* After a stop signal, connections get this long to finish before the process exits anyway. */
 #define DRAIN_MS 3000
+/* After a stop signal, background container removals (the warm pool's) get this long. */
+#define SETTLE_MS 5000
 
 typedef struct daemon_state {
     uv_loop_t *loop;
@@ -22,6 +24,8 @@ typedef struct daemon_state {
     rb_server *server;
     uv_signal_t sigint, sigterm;
     uv_timer_t drain;
+    uv_timer_t settle;
+    int64_t settle_deadline;
     int stopping;
 } daemon_state;
 
@@ -58,6 +62,27 @@ static void on_drain_timeout(uv_timer_t *t)
     exit(0);
 }
 
+static void free_core(daemon_state *d)
+{
+    core_free(d->core);
+    d->core = NULL;
+    uv_close((uv_handle_t *)&d->sigint, on_close_free_nothing);
+    uv_close((uv_handle_t *)&d->sigterm, on_close_free_nothing);
+    /* The loop ends once every connection has closed; don't wait forever for idle clients. */
+    uv_timer_start(&d->drain, on_drain_timeout, DRAIN_MS, 0);
+    uv_unref((uv_handle_t *)&d->drain);
+}
+
+/* Polls until the core's background removals are done (or the deadline), then frees it. */
+static void on_settle(uv_timer_t *t)
+{
+    daemon_state *d = t->data;
+    if (core_pending(d->core) > 0 && rb_mono_ms() < d->settle_deadline)
+        return;
+    uv_timer_stop(t);
+    free_core(d);
+}
+
 static void on_signal(uv_signal_t *sig, int signum)
 {
     daemon_state *d = sig->data;
@@ -66,13 +91,9 @@ static void on_signal(uv_signal_t *sig, int signum)
     d->stopping = 1;
     rb_info("runboxd: %s received, shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
     server_stop(d->server);
-    core_free(d->core);
-    d->core = NULL;
-    uv_close((uv_handle_t *)&d->sigint, on_close_free_nothing);
-    uv_close((uv_handle_t *)&d->sigterm, on_close_free_nothing);
-    /* The loop ends once every connection has closed; don't wait forever for idle clients. */
-    uv_timer_start(&d->drain, on_drain_timeout, DRAIN_MS, 0);
-    uv_unref((uv_handle_t *)&d->drain);
+    core_stop(d->core);
+    d->settle_deadline = rb_mono_ms() + SETTLE_MS;
+    uv_timer_start(&d->settle, on_settle, 0, 10);
 }
 
 /* Parses argv into cfg; returns 0 to run, 1 when --help/--version was handled, -1 on error. */
@@ -167,12 +188,15 @@ int main(int argc, char **argv)
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
     uv_timer_init(d.loop, &d.drain);
+    uv_timer_init(d.loop, &d.settle);
+    d.settle.data = &d;
 
     rb_info("runboxd %s listening on http://%s (db %s, image %s)", RUNBOX_VERSION, server_address(d.server), cfg.db_path,
             cfg.image);
     uv_run(d.loop, UV_RUN_DEFAULT);
 
     uv_close((uv_handle_t *)&d.drain, NULL);
+    uv_close((uv_handle_t *)&d.settle, NULL);
     uv_run(d.loop, UV_RUN_NOWAIT);
     server_free(d.server);
     uv_loop_close(d.loop);

@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "server/multipart.h"
 #include "server/sse.h"
 
 /* Answers a synchronous core call: out on success (status), the error document otherwise. */
@@ -234,6 +235,404 @@ static int execution_events(http_call *call)
     return 0;
 }
 
+/* ---- files in a session's /workspace ---------------------------------------------------- */
+
+/* The path parameters are NUL-terminated once decoded: a %00 would silently cut them short, so
+ * any encoded NUL in the query string is refused. */
+static int query_has_nul(h2o_req_t *req)
+{
+    if (req->query_at == SIZE_MAX)
+        return 0;
+    const char *q = req->path.base + req->query_at;
+    size_t n = req->path.len - req->query_at;
+    for (size_t i = 0; i + 2 < n; i++)
+        if (q[i] == '%' && q[i + 1] == '0' && q[i + 2] == '0')
+            return 1;
+    return 0;
+}
+
+#define NUL_MSG "path: NUL characters are not allowed in file paths"
+
+/* One upload request may carry several files (multipart): they are written one after another
+ * and answered together; the first failure answers with its error. */
+typedef struct upload_ctx {
+    h2o_req_t *req;
+    rb_core *core;
+    core_op *op;
+    const char *session_id;
+    size_t n, next;
+    const char *paths[MULTIPART_MAX_PARTS];
+    const char *data[MULTIPART_MAX_PARTS];
+    size_t lens[MULTIPART_MAX_PARTS];
+    json_t *done;
+} upload_ctx;
+
+static void upload_dispose(void *p)
+{
+    upload_ctx *ctx = p;
+    if (ctx->op != NULL)
+        core_cancel(ctx->op);
+    ctx->op = NULL;
+    ctx->req = NULL;
+    json_decref(ctx->done);
+    ctx->done = NULL;
+}
+
+static void on_uploaded(void *data, rb_err e, const char *msg, json_t *body);
+
+static rb_err upload_next(upload_ctx *ctx, char *err)
+{
+    size_t i = ctx->next;
+    return core_file_upload(ctx->core, ctx->session_id, ctx->paths[i], ctx->data[i], ctx->lens[i], on_uploaded, ctx,
+                            &ctx->op, err);
+}
+
+static void on_uploaded(void *data, rb_err e, const char *msg, json_t *body)
+{
+    upload_ctx *ctx = data;
+    char err[RB_ERR_LEN];
+    ctx->op = NULL;
+    if (ctx->req == NULL) {
+        json_decref(body);
+        return;
+    }
+    if (e != RB_OK) {
+        if (ctx->n > 1)
+            snprintf(err, sizeof(err), "%s: %s", ctx->paths[ctx->next], msg);
+        else
+            snprintf(err, sizeof(err), "%s", msg);
+        http_send_error(ctx->req, e, err);
+        return;
+    }
+    json_array_append_new(ctx->done, body);
+    if (++ctx->next < ctx->n) {
+        e = upload_next(ctx, err);
+        if (e != RB_OK) {
+            ctx->op = NULL;
+            http_send_error(ctx->req, e, err);
+        }
+        return;
+    }
+    json_t *out = json_pack("{s:s, s:O}", "session_id", ctx->session_id, "files", ctx->done);
+    http_send_json(ctx->req, 201, out);
+    json_decref(out);
+}
+
+typedef struct form {
+    upload_ctx *ctx;
+    h2o_req_t *req;
+    const char *path, *dir; /* form fields */
+    const char *names[MULTIPART_MAX_PARTS];
+    int bad;
+    char err[RB_ERR_LEN];
+} form;
+
+static int on_part(void *data, const multipart_part *p)
+{
+    form *f = data;
+    if (p->filename == NULL) {
+        if (((p->name_len == 4 && memcmp(p->name, "path", 4) == 0) ||
+             (p->name_len == 3 && memcmp(p->name, "dir", 3) == 0)) &&
+            memchr(p->data, '\0', p->len) != NULL) {
+            snprintf(f->err, sizeof(f->err), "%s", NUL_MSG);
+            f->bad = 1;
+            return 1;
+        }
+        if (p->name_len == 4 && memcmp(p->name, "path", 4) == 0)
+            f->path = http_pool_strdup(f->req, p->data, p->len);
+        else if (p->name_len == 3 && memcmp(p->name, "dir", 3) == 0)
+            f->dir = http_pool_strdup(f->req, p->data, p->len);
+        return 0;
+    }
+    /* Browsers may send a client-side path: keep the last component only. */
+    const char *fn = p->filename;
+    size_t n = p->filename_len;
+    for (size_t i = n; i > 0; i--) {
+        if (p->filename[i - 1] == '/' || p->filename[i - 1] == '\\') {
+            fn = p->filename + i;
+            n = p->filename_len - i;
+            break;
+        }
+    }
+    if (n == 0 || (n == 1 && fn[0] == '.') || (n == 2 && fn[0] == '.' && fn[1] == '.') || memchr(fn, '"', n) ||
+        memchr(fn, '\0', n)) {
+        snprintf(f->err, sizeof(f->err), "the multipart file name '%.*s' is not a usable file name",
+                 (int)(p->filename_len > 200 ? 200 : p->filename_len), p->filename);
+        f->bad = 1;
+        return 1;
+    }
+    upload_ctx *ctx = f->ctx;
+    f->names[ctx->n] = http_pool_strdup(f->req, fn, n);
+    ctx->data[ctx->n] = p->data;
+    ctx->lens[ctx->n] = p->len;
+    ctx->n++;
+    return 0;
+}
+
+static int file_upload(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    h2o_req_t *req = call->req;
+    upload_ctx *ctx = h2o_mem_alloc_shared(&req->pool, sizeof(*ctx), upload_dispose);
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->req = req;
+    ctx->core = call->core;
+    ctx->session_id = call->params[0];
+    ctx->done = json_array();
+    if (query_has_nul(req))
+        return answer(call, RB_EINVAL, NUL_MSG, NULL, 0);
+    const char *qpath = http_query_param(req, "path"), *qdir = http_query_param(req, "dir");
+    const char *body = req->entity.base != NULL ? req->entity.base : "";
+    size_t len = req->entity.base != NULL ? req->entity.len : 0;
+
+    ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    h2o_iovec_t ctype = ct >= 0 ? req->headers.entries[ct].value : h2o_iovec_init(H2O_STRLIT(""));
+    int is_multipart = ctype.len >= 10 && h2o_memis(ctype.base, 10, H2O_STRLIT("multipart/"));
+    if (!is_multipart) {
+        /* raw body: the bytes of one file, named by ?path= */
+        if (qpath == NULL)
+            return answer(call, RB_EINVAL,
+                          "path: required as a query parameter for a raw upload (POST /sessions/{id}/files?path=data.csv "
+                          "with the file as the body), or send multipart/form-data",
+                          NULL, 0);
+        ctx->paths[0] = qpath;
+        ctx->data[0] = body;
+        ctx->lens[0] = len;
+        ctx->n = 1;
+    } else {
+        char boundary[MULTIPART_BOUNDARY_MAX + 1];
+        rb_err e = multipart_boundary(ctype.base, ctype.len, boundary, err);
+        if (e != RB_OK)
+            return answer(call, e, err, NULL, 0);
+        form f;
+        memset(&f, 0, sizeof(f));
+        f.ctx = ctx;
+        f.req = req;
+        e = multipart_parse(body, len, boundary, on_part, &f, err);
+        if (e != RB_OK)
+            return answer(call, e, err, NULL, 0);
+        if (f.bad)
+            return answer(call, RB_EINVAL, f.err, NULL, 0);
+        if (ctx->n == 0)
+            return answer(call, RB_EINVAL, "the multipart body has no file part (a part with a filename)", NULL, 0);
+        const char *path = qpath ? qpath : f.path, *dir = qdir ? qdir : f.dir;
+        if (path != NULL && ctx->n > 1)
+            return answer(call, RB_EINVAL, "path: names one file, but the body has several; use dir instead", NULL,
+                          0);
+        for (size_t i = 0; i < ctx->n; i++) {
+            if (path != NULL) {
+                ctx->paths[i] = path;
+            } else if (dir != NULL && dir[0] != '\0') {
+                size_t dl = strlen(dir), nl = strlen(f.names[i]);
+                char *p = h2o_mem_alloc_pool(&req->pool, dl + nl + 2);
+                memcpy(p, dir, dl);
+                p[dl] = '/';
+                memcpy(p + dl + 1, f.names[i], nl + 1);
+                ctx->paths[i] = p;
+            } else {
+                ctx->paths[i] = f.names[i];
+            }
+        }
+    }
+    rb_err e = upload_next(ctx, err);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        return answer(call, e, err, NULL, 0);
+    }
+    return 0;
+}
+
+/* A pending core call answered with JSON (list, delete, packages, install). */
+typedef struct json_ctx {
+    h2o_req_t *req;
+    core_op *op;
+    int status;
+} json_ctx;
+
+static void json_dispose(void *p)
+{
+    json_ctx *ctx = p;
+    if (ctx->op != NULL)
+        core_cancel(ctx->op);
+    ctx->op = NULL;
+    ctx->req = NULL;
+}
+
+static void on_json(void *data, rb_err e, const char *msg, json_t *body)
+{
+    json_ctx *ctx = data;
+    ctx->op = NULL;
+    if (ctx->req != NULL) {
+        if (e != RB_OK)
+            http_send_error(ctx->req, e, msg);
+        else
+            http_send_json(ctx->req, ctx->status, body);
+    }
+    json_decref(body);
+}
+
+static json_ctx *json_ctx_new(http_call *call, int status)
+{
+    json_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), json_dispose);
+    ctx->req = call->req;
+    ctx->op = NULL;
+    ctx->status = status;
+    return ctx;
+}
+
+static int file_list(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_ctx *ctx = json_ctx_new(call, 200);
+    rb_err e = core_file_list(call->core, call->params[0], on_json, ctx, &ctx->op, err);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        return answer(call, e, err, NULL, 0);
+    }
+    return 0;
+}
+
+static int file_delete(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    if (query_has_nul(call->req))
+        return answer(call, RB_EINVAL, NUL_MSG, NULL, 0);
+    const char *path = http_query_param(call->req, "path");
+    if (path == NULL)
+        return answer(call, RB_EINVAL, "path: required as a query parameter (DELETE /sessions/{id}/files?path=x.csv)",
+                      NULL, 0);
+    json_ctx *ctx = json_ctx_new(call, 200);
+    rb_err e = core_file_delete(call->core, call->params[0], path, on_json, ctx, &ctx->op, err);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        return answer(call, e, err, NULL, 0);
+    }
+    return 0;
+}
+
+/* Content-Disposition: attachment with an ASCII fallback name and the exact UTF-8 name. */
+static h2o_iovec_t disposition(h2o_req_t *req, const char *name)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(name);
+    char *out = h2o_mem_alloc_pool(&req->pool, 64 + 4 * n);
+    size_t o = 0;
+    memcpy(out, "attachment; filename=\"", 22);
+    o = 22;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        out[o++] = (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') ? '_' : (char)ch;
+    }
+    memcpy(out + o, "\"; filename*=UTF-8''", 20);
+    o += 20;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr("-._~", ch)) {
+            out[o++] = (char)ch;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        }
+    }
+    return h2o_iovec_init(out, o);
+}
+
+typedef struct download_ctx {
+    h2o_req_t *req;
+    core_op *op;
+} download_ctx;
+
+static void download_dispose(void *p)
+{
+    download_ctx *ctx = p;
+    if (ctx->op != NULL)
+        core_cancel(ctx->op);
+    ctx->op = NULL;
+    ctx->req = NULL;
+}
+
+static void on_downloaded(void *data, rb_err e, const char *msg, const char *bytes, size_t len,
+                          const char *content_type, const char *name)
+{
+    static h2o_generator_t generator = {NULL, NULL};
+    download_ctx *ctx = data;
+    ctx->op = NULL;
+    h2o_req_t *req = ctx->req;
+    if (req == NULL)
+        return;
+    if (e != RB_OK) {
+        http_send_error(req, e, msg);
+        return;
+    }
+    h2o_iovec_t body = h2o_iovec_init(h2o_mem_alloc_pool(&req->pool, len > 0 ? len : 1), len);
+    if (len > 0)
+        memcpy(body.base, bytes, len);
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = len;
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, content_type, strlen(content_type), 1);
+    h2o_iovec_t cd = disposition(req, name);
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_DISPOSITION, cd.base, cd.len, 1);
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, H2O_STRLIT("no-store"), 1);
+    h2o_set_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0,
+                          H2O_STRLIT("nosniff"), 1);
+    h2o_start_response(req, &generator);
+    h2o_send(req, &body, 1, H2O_SEND_STATE_FINAL);
+}
+
+static int file_download(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    if (query_has_nul(call->req))
+        return answer(call, RB_EINVAL, NUL_MSG, NULL, 0);
+    const char *path = http_query_param(call->req, "path");
+    if (path == NULL)
+        return answer(call, RB_EINVAL,
+                      "path: required as a query parameter (GET /sessions/{id}/files/download?path=out/plot.png)",
+                      NULL, 0);
+    download_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), download_dispose);
+    ctx->req = call->req;
+    ctx->op = NULL;
+    rb_err e = core_file_download(call->core, call->params[0], path, on_downloaded, ctx, &ctx->op, err);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        return answer(call, e, err, NULL, 0);
+    }
+    return 0;
+}
+
+/* ---- dependencies and packages --------------------------------------------------------- */
+
+static int dependencies_install(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = NULL;
+    rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
+    if (e != RB_OK)
+        return answer(call, e, err, NULL, 0);
+    json_ctx *ctx = json_ctx_new(call, 200);
+    e = core_dependencies_install(call->core, call->params[0], body, on_json, ctx, &ctx->op, err);
+    json_decref(body);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        return answer(call, e, err, NULL, 0);
+    }
+    return 0;
+}
+
+static int packages(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_ctx *ctx = json_ctx_new(call, 200);
+    rb_err e = core_packages(call->core, on_json, ctx, &ctx->op, err);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        return answer(call, e, err, NULL, 0);
+    }
+    return 0;
+}
+
 /* ---- health --------------------------------------------------------------------------- */
 
 static int health(http_call *call)
@@ -255,6 +654,13 @@ static const http_route routes[] = {
     {"GET", "/execute/{id}/events", execution_events},
     {"DELETE", "/execute/{id}", execution_cancel},
     {"GET", "/health", health},
+    {"POST", "/sessions/{id}/files", file_upload},
+    {"PUT", "/sessions/{id}/files", file_upload},
+    {"GET", "/sessions/{id}/files", file_list},
+    {"DELETE", "/sessions/{id}/files", file_delete},
+    {"GET", "/sessions/{id}/files/download", file_download},
+    {"POST", "/sessions/{id}/dependencies", dependencies_install},
+    {"GET", "/packages", packages},
 };
 
 const http_route *rest_routes(size_t *n)

@@ -174,6 +174,24 @@ void sse_send(sse_stream *s, const char *event, json_t *data)
     flush(s);
 }
 
+void sse_send_text(sse_stream *s, const char *id, const char *event, const char *data, size_t len)
+{
+    if (id != NULL) {
+        append(s, "id: ", 4);
+        append(s, id, strlen(id));
+        append(s, "\n", 1);
+    }
+    if (event != NULL) {
+        append(s, "event: ", 7);
+        append(s, event, strlen(event));
+        append(s, "\n", 1);
+    }
+    append(s, "data: ", 6);
+    append(s, data, len);
+    append(s, "\n\n", 2);
+    flush(s);
+}
+
 void sse_end(sse_stream *s)
 {
     s->on_close = NULL;

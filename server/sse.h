@@ -25,6 +25,10 @@ typedef void (*sse_close_cb)(void *data);
 sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, void *data);
 /** Queues one event "id: <n>\nevent: <event>\ndata: <compact JSON>\n\n"; data is borrowed. */
 void sse_send(sse_stream *s, const char *event, json_t *data);
+/** Queues one event with a caller-chosen id (NULL: none) and event name (NULL: none, which
+ * SSE clients read as "message"); data is len bytes of text without newlines (MCP uses this
+ * for its per-session event ids and replay). */
+void sse_send_text(sse_stream *s, const char *id, const char *event, const char *data, size_t len);
 /** Queues a comment line (": text"). */
 void sse_comment(sse_stream *s, const char *text);
 /** Ends the stream after what is queued; on_close is not called. The owner must not use s

@@ -65,6 +65,14 @@ static const char *const migrations[] = {
     "CREATE INDEX executions_by_session ON executions(session_id, created_at);"
     "CREATE INDEX executions_by_completed ON executions(completed_at) WHERE completed_at IS NOT NULL;"
     "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
+    /* 2: MCP sessions (core/mcp.c) */
+    "CREATE TABLE mcp_sessions ("
+    "  mcp_session_id TEXT PRIMARY KEY NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  last_used_at INTEGER NOT NULL,"
+    "  ended_at INTEGER,"
+    "  doc TEXT NOT NULL);"
+    "CREATE INDEX mcp_sessions_by_ended ON mcp_sessions(ended_at) WHERE ended_at IS NOT NULL;",
 };
 #define STORE_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -89,6 +97,12 @@ enum {
     S_PRUNE_SESSIONS,
     S_META_GET,
     S_META_PUT,
+    S_MCP_PUT,
+    S_MCP_GET,
+    S_MCP_LIST_ALL,
+    S_MCP_LIST_LIVE,
+    S_MCP_DELETE,
+    S_PRUNE_MCP,
     S_COUNT
 };
 
@@ -129,6 +143,15 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [S_META_PUT] =
         "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    [S_MCP_PUT] = "INSERT INTO mcp_sessions (mcp_session_id, created_at, last_used_at, ended_at, doc)"
+                  " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (mcp_session_id) DO UPDATE SET"
+                  " last_used_at = excluded.last_used_at, ended_at = excluded.ended_at, doc = excluded.doc"
+                  " WHERE mcp_sessions.created_at = excluded.created_at",
+    [S_MCP_GET] = "SELECT doc FROM mcp_sessions WHERE mcp_session_id = ?1",
+    [S_MCP_LIST_ALL] = "SELECT doc FROM mcp_sessions ORDER BY created_at DESC, rowid DESC",
+    [S_MCP_LIST_LIVE] = "SELECT doc FROM mcp_sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
+    [S_MCP_DELETE] = "DELETE FROM mcp_sessions WHERE mcp_session_id = ?1",
+    [S_PRUNE_MCP] = "DELETE FROM mcp_sessions WHERE ended_at IS NOT NULL AND ended_at < ?1",
 };
 
 struct store {
@@ -705,7 +728,7 @@ rb_err store_session_delete(store *st, const char *session_id, char *err)
 rb_err store_execution_put(store *st, json_t *doc, char *err)
 {
     static const char what[] = "execution";
-    const char *rid, *sid, *status;
+    const char *rid = NULL, *sid = NULL, *status = NULL;
     rb_err e;
     if (!json_is_object(doc))
         return rb_fail(RB_EINVAL, err, "execution document must be a JSON object");
@@ -791,7 +814,7 @@ end:
 
 rb_err store_prune(store *st, int64_t before_ms, int *deleted, char *err)
 {
-    static const int ids[] = {S_PRUNE_EXECUTIONS, S_PRUNE_SESSIONS};
+    static const int ids[] = {S_PRUNE_EXECUTIONS, S_PRUNE_SESSIONS, S_PRUNE_MCP};
     rb_err e;
     int count = 0;
     if (deleted != NULL)
@@ -844,4 +867,60 @@ rb_err store_meta_put(store *st, const char *key, const char *value, char *err)
     sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
     return stmt_run(st, s, "saving meta", err);
+}
+
+/* ---- MCP sessions ---- */
+
+rb_err store_mcp_session_put(store *st, json_t *doc, char *err)
+{
+    static const char what[] = "MCP session";
+    const char *id;
+    rb_err e;
+    if (!json_is_object(doc))
+        return rb_fail(RB_EINVAL, err, "MCP session document must be a JSON object");
+    if ((e = need_string(doc, what, "mcp_session_id", &id, err)) != RB_OK ||
+        (e = need_int(doc, what, "created_at", err)) != RB_OK ||
+        (e = need_int(doc, what, "last_used_at", err)) != RB_OK || (e = opt_int(doc, what, "ended_at", err)) != RB_OK)
+        return e;
+    if ((e = doc_encode(st, doc, what, err)) != RB_OK)
+        return e;
+    sqlite3_stmt *s = stmt_get(st, S_MCP_PUT, err, &e);
+    if (s != NULL) {
+        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 2, (sqlite3_int64)json_integer_value(json_object_get(doc, "created_at")));
+        sqlite3_bind_int64(s, 3, (sqlite3_int64)json_integer_value(json_object_get(doc, "last_used_at")));
+        bind_opt_int(s, 4, json_object_get(doc, "ended_at"));
+        sqlite3_bind_text(s, 5, st->doc.data, (int)st->doc.len, SQLITE_STATIC);
+        e = stmt_run(st, s, "saving an MCP session", err);
+        if (e == RB_OK && sqlite3_changes(st->db) == 0)
+            e = rb_fail(RB_EINVAL, err, "MCP session document: \"created_at\" of existing MCP session %s cannot change",
+                        id);
+    }
+    doc_release(st);
+    return e;
+}
+
+rb_err store_mcp_session_get(store *st, const char *mcp_session_id, json_t **out, char *err)
+{
+    return get_one(st, S_MCP_GET, mcp_session_id, "MCP session", out, err);
+}
+
+rb_err store_mcp_session_list(store *st, int include_ended, json_t **out, char *err)
+{
+    rb_err e;
+    *out = NULL;
+    sqlite3_stmt *s = stmt_get(st, include_ended ? S_MCP_LIST_ALL : S_MCP_LIST_LIVE, err, &e);
+    if (s == NULL)
+        return e;
+    return get_all(st, s, "MCP session", out, err);
+}
+
+rb_err store_mcp_session_delete(store *st, const char *mcp_session_id, char *err)
+{
+    rb_err e;
+    sqlite3_stmt *s = stmt_get(st, S_MCP_DELETE, err, &e);
+    if (s == NULL)
+        return e;
+    sqlite3_bind_text(s, 1, mcp_session_id, -1, SQLITE_STATIC);
+    return stmt_run(st, s, "deleting an MCP session", err);
 }

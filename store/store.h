@@ -63,8 +63,24 @@ rb_err store_execution_list(store *st, const char *session_id, int limit, json_t
  * Writes the number changed to *changed (may be NULL). */
 rb_err store_execution_fail_unfinished(store *st, const char *message, int *changed, char *err);
 
-/** Deletes ended sessions whose ended_at is older than before_ms and executions whose
- * completed_at is older than before_ms (and whose session is ended or gone). */
+/*
+ * MCP sessions (records of core/mcp.c). A document must have string "mcp_session_id" and
+ * integer "created_at" and "last_used_at" (epoch ms); "ended_at" (integer or null) is also
+ * mapped to a column. All other members (protocol version, client info, bound sandbox
+ * sessions, log level) are kept verbatim.
+ */
+/** Inserts or replaces the MCP session with doc's mcp_session_id; its created_at cannot change
+ * once stored (RB_EINVAL). */
+rb_err store_mcp_session_put(store *st, json_t *doc, char *err);
+/** RB_ENOTFOUND when there is no such MCP session. */
+rb_err store_mcp_session_get(store *st, const char *mcp_session_id, json_t **out, char *err);
+/** All MCP sessions, newest first; with include_ended=0 only those whose ended_at is null. */
+rb_err store_mcp_session_list(store *st, int include_ended, json_t **out, char *err);
+/** Removes the MCP session row. */
+rb_err store_mcp_session_delete(store *st, const char *mcp_session_id, char *err);
+
+/** Deletes ended sessions and ended MCP sessions whose ended_at is older than before_ms and
+ * executions whose completed_at is older than before_ms (and whose session is ended or gone). */
 rb_err store_prune(store *st, int64_t before_ms, int *deleted, char *err);
 
 /** A small key/value table for server-wide facts (the instance id that labels containers).

@@ -18,6 +18,7 @@ runner starts fast.
 import json
 import os
 import signal
+import stat
 import sys
 import time
 
@@ -29,6 +30,8 @@ COALESCE_S = 0.02              # small writes are gathered for this long
 IDLE_KEEP = 1024 * 1024        # output written between cells that is kept for the next one
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 CTRL_FD_BASH = 62              # control fd number inside bash
+TEXT_CAP_MAX = 4 * 1024 * 1024 # largest result text / traceback sent for one cell (characters)
+TEXT_CAP_MIN = 4096            # ... and the least, whatever max_output says
 
 
 def log(msg):
@@ -64,7 +67,7 @@ class _OrderedStream:
 
     def write(self, s):
         w = self._worker
-        if w.running and w.last_stream not in (None, self._name):
+        if w.running and w.last_stream not in (None, self._name) and os.getpid() == w.pid:
             w.sync()
         w.last_stream = self._name
         return self._inner.write(s)
@@ -85,9 +88,20 @@ class _Worker:
         import warnings
         self.ctrl_in = os.fdopen(ctrl_in, "rb", buffering=0)
         self.ctrl_out = ctrl_out
+        self.pid = os.getpid()
         self.running = False
         self.last_stream = None
         self.sync_seq = 0
+        self.text_cap = 1024 * 1024
+        # Copies of the output pipes, so that code that closes or replaces fd 1/2 (os.close(1),
+        # os.dup2) loses its output for that cell only.
+        self.saved_fds = {}
+        for fd in (1, 2):
+            try:
+                st = os.fstat(fd)
+                self.saved_fds[fd] = (os.dup(fd), (st.st_dev, st.st_ino))
+            except OSError:
+                pass
         sys.stdout = _OrderedStream(sys.stdout, "stdout", self)
         sys.stderr = _OrderedStream(sys.stderr, "stderr", self)
         main = types.ModuleType("__main__")
@@ -104,6 +118,8 @@ class _Worker:
             raise KeyboardInterrupt
 
     def send(self, msg):
+        if os.getpid() != self.pid:
+            self.child_exit(1)
         for f in (sys.stdout, sys.stderr):
             try:
                 f.flush()
@@ -124,6 +140,60 @@ class _Worker:
             except (ValueError, AttributeError):
                 pass
 
+    def child_exit(self, code):
+        """A process forked by user code that ran off the end of its cell (or raised) must not
+        go on as a second worker: it flushes its output and exits."""
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except BaseException:
+                pass
+        os._exit(code)
+
+    def repair_stdio(self):
+        """Before each cell: fd 1/2 back to the output pipes and sys.stdout/sys.stderr back to
+        the runner's streams if earlier code closed or replaced them."""
+        import io
+        for fd, (saved, ident) in self.saved_fds.items():
+            try:
+                st = os.fstat(fd)
+                same = (st.st_dev, st.st_ino) == ident
+            except OSError:
+                same = False
+            if not same:
+                try:
+                    os.dup2(saved, fd)
+                except OSError:
+                    pass
+        for name, fd in (("stdout", 1), ("stderr", 2)):
+            cur = getattr(sys, name)
+            if isinstance(cur, _OrderedStream) and not cur._inner.closed:
+                continue
+            try:
+                raw = io.FileIO(fd, "w", closefd=False)
+                inner = io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True)
+                setattr(sys, name, _OrderedStream(inner, name, self))
+            except (OSError, ValueError):
+                pass
+
+    def reap_zombies(self):
+        """Collects exited children: after an interrupted cell the supervisor killed what the
+        cell left in the worker's process group, and their zombies would hold pids."""
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except (ChildProcessError, OSError):
+                return
+            if pid == 0:
+                return
+
+    def clip(self, text, cap, what):
+        if len(text) <= cap:
+            return text
+        half = cap // 2
+        return "%s\n[... %d characters of the %s dropped ...]\n%s" % (
+            text[:half], len(text) - 2 * half, what, text[-half:])
+
     def serve(self):
         self.send({"t": "hello", "pid": os.getpid()})
         while True:
@@ -140,6 +210,12 @@ class _Worker:
                     msg = None  # a sync answer that came after its write was interrupted
                     continue
                 self.last_stream = None
+                limit = msg.get("limit")
+                if isinstance(limit, int) and not isinstance(limit, bool):
+                    self.text_cap = max(TEXT_CAP_MIN, min(limit, TEXT_CAP_MAX))
+                self.repair_stdio()
+                if msg.get("reap"):
+                    self.reap_zombies()
                 self.run_cell(msg["n"], msg["code"])
             except KeyboardInterrupt:
                 # An interrupt that arrived just as a cell ended; the done was sent or is lost
@@ -153,7 +229,13 @@ class _Worker:
 
     def run_cell(self, n, code):
         import ast
+        import importlib
         import linecache
+        # Packages installed while the session runs land in DEPS_SITE (runboxd's installer,
+        # core/deps.c); finders that looked there before must look again.
+        if DEPS_SITE not in sys.path:
+            sys.path.insert(0, DEPS_SITE)
+        importlib.invalidate_caches()
         filename = "<cell-%d>" % n
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         status = "completed"
@@ -174,11 +256,23 @@ class _Worker:
                 exec(body, self.ns)
                 value = eval(tail, self.ns) if tail is not None else None
                 self.running = False
+                if os.getpid() != self.pid:
+                    self.child_exit(0)
                 if value is not None:
                     self.ns["_"] = value
-                    self.send({"t": "result", "text": self._repr(value)})
+                    self.send({"t": "result", "text": self.clip(self._repr(value), self.text_cap, "result")})
             except BaseException as e:
                 self.running = False
+                if os.getpid() != self.pid:
+                    if not isinstance(e, SystemExit):
+                        try:
+                            import traceback
+                            te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
+                            self._drop_runner_frames(te, set())
+                            sys.stderr.write("".join(te.format()))
+                        except BaseException:
+                            pass
+                    self.child_exit(0 if isinstance(e, SystemExit) and not e.code else 1)
                 status = "error"
                 self.send_error(e)
             self.send_figures()
@@ -194,17 +288,44 @@ class _Worker:
 
     def send_error(self, e):
         import traceback
+        cap = self.text_cap
         try:
             te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
             self._drop_runner_frames(te, set())
-            lines = list(te.format())
+            lines = self._bounded_lines(te.format(), cap)
         except BaseException:
             lines = ["%s: <traceback formatting failed>\n" % type(e).__name__]
         try:
-            evalue = str(e)
+            evalue = self.clip(str(e), cap // 4, "message")
         except BaseException:
             evalue = "<str() failed>"
         self.send({"t": "error", "ename": type(e).__name__, "evalue": evalue, "traceback": lines})
+
+    def _bounded_lines(self, gen, cap):
+        """The traceback's lines within about cap characters: the first lines up to half of it,
+        then a marker, then the last lines (kept in a bounded window while the rest streams by)."""
+        import collections
+        head, head_size = [], 0
+        tail, tail_size = collections.deque(), 0
+        dropped_lines = dropped_chars = 0
+        line_cap = max(256, cap // 8)
+        for line in gen:
+            line = self.clip(line, line_cap, "line")
+            if head_size + len(line) <= cap // 2 and not tail and not dropped_lines:
+                head.append(line)
+                head_size += len(line)
+                continue
+            tail.append(line)
+            tail_size += len(line)
+            while tail and tail_size > cap // 2:
+                old = tail.popleft()
+                tail_size -= len(old)
+                dropped_lines += 1
+                dropped_chars += len(old)
+        if dropped_lines:
+            head.append("  [... %d lines (%d characters) of the traceback dropped ...]\n"
+                        % (dropped_lines, dropped_chars))
+        return head + list(tail)
 
     def _drop_runner_frames(self, te, seen):
         import traceback
@@ -296,6 +417,7 @@ class WorkerProc:
         self.hello = False
         self.sync = {"stdout": bytearray(), "stderr": bytearray()} if language == "bash" else {}
         self.exit_status = None
+        self.reap_next = False    # the last cell was interrupted: its killed children are zombies
         c2w_r, c2w_w = os.pipe()  # commands to the worker
         w2c_r, w2c_w = os.pipe()  # control messages from the worker
         for fd in (c2w_w, w2c_r):
@@ -334,16 +456,40 @@ class WorkerProc:
         except OSError as e:
             log("cannot write to the worker: %s" % e)
 
-    def execute(self, n, code):
+    def execute(self, n, code, limit):
         if self.language == "bash":
             self.send_raw("eval %s </dev/null %d>&-; __rb_done %d $?\n" % (_bash_quote(code), CTRL_FD_BASH, n))
         else:
-            self.send_raw(json.dumps({"n": n, "code": code}) + "\n")
+            self.send_raw(json.dumps({"n": n, "code": code, "limit": limit, "reap": self.reap_next}) + "\n")
+        self.reap_next = False
 
     def after_interrupt(self, n):
         # An interactive bash abandons the whole command line on SIGINT, __rb_done included.
         if self.language == "bash":
             self.send_raw("__rb_done %d 130\n" % n)
+
+    def kill_group_except_leader(self):
+        """SIGKILL the processes of the worker's process group but the worker: what a cell
+        that was interrupted left running (forked copies, subprocesses)."""
+        for _ in range(20):  # again while a copy forked between the scan and the kill
+            try:
+                names = os.listdir("/proc")
+            except OSError:
+                return
+            killed = 0
+            for name in names:
+                if not name.isdigit() or int(name) == self.pid:
+                    continue
+                try:
+                    with open("/proc/%s/stat" % name, "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                    if fields[0] != b"Z" and int(fields[2]) == self.pid:  # state, pgrp
+                        os.kill(int(name), signal.SIGKILL)
+                        killed += 1
+                except (OSError, IndexError, ValueError):
+                    pass
+            if not killed:
+                return
 
     def signal_group(self, sig):
         try:
@@ -389,7 +535,8 @@ class WorkerProc:
         self.proc.returncode = self.exit_status if self.exit_status is not None else -9
 
 
-def describe_exit(status):
+def describe_exit(status, oom=False):
+    """The worker's end in plain words; oom: the sandbox's memory cgroup killed a process."""
     if status is None:
         return "the interpreter stopped"
     if status < 0:
@@ -398,8 +545,147 @@ def describe_exit(status):
             name = signal.Signals(sig).name
         except ValueError:
             name = "signal %d" % sig
+        if sig == signal.SIGKILL and oom:
+            limit = memory_limit()
+            return ("the interpreter was killed because the sandbox ran out of memory (%s)"
+                    % ("memory_limit is %d MiB" % (limit // (1024 * 1024)) if limit else "see memory_limit"))
+        if sig == signal.SIGSEGV:
+            return ("the interpreter crashed (SIGSEGV, signal 11: a segmentation fault, for instance from a "
+                    "recursion too deep for the C stack after sys.setrecursionlimit)")
         return "the interpreter was killed by %s (signal %d)" % (name, sig)
     return "the interpreter exited with code %d" % status
+
+
+_CGROUP_OOM = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+_CGROUP_LIMIT = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def oom_kills():
+    """How many processes the sandbox's memory cgroup has killed (cgroup v2 or v1), or None."""
+    for path in _CGROUP_OOM:
+        try:
+            with open(path) as f:
+                for line in f:
+                    k, _, v = line.partition(" ")
+                    if k == "oom_kill":
+                        return int(v)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def memory_limit():
+    """The session's memory limit in bytes (RUNBOX_MEMORY_MB from runboxd, which excludes the
+    tmpfs sizes it adds to the cgroup), else the memory cgroup's limit, else None."""
+    try:
+        return int(os.environ["RUNBOX_MEMORY_MB"]) * 1024 * 1024
+    except (KeyError, ValueError):
+        pass
+    for path in _CGROUP_LIMIT:
+        try:
+            with open(path) as f:
+                v = int(f.read().strip())
+            return v if v < (1 << 60) else None
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def in_sandbox():
+    """True inside a runbox container (set by runboxd), where every other process of the
+    sandbox is the user's and may be killed when the interpreter is replaced."""
+    return os.environ.get("RUNBOX_SANDBOX") == "1" and os.path.exists("/.dockerenv")
+
+
+def kill_strays(keep):
+    """SIGKILL every process of the container but PID 1, this one and the pids in keep:
+    processes that escaped the worker's process group (setsid, daemons, fork bombs)."""
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    n = 0
+    for name in names:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid in (1, me) or pid in keep:
+            continue
+        try:
+            os.kill(pid, signal.SIGKILL)
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def make_undumpable():
+    """Other processes of the same user (the worker, user code) cannot open this process's
+    /proc/<pid>/fd (the protocol pipes) or ptrace it."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
+def _no_nul(obj):
+    """obj with every NUL character in its strings replaced by U+FFFD."""
+    if isinstance(obj, str):
+        return obj.replace("\x00", "\ufffd")
+    if isinstance(obj, list):
+        return [_no_nul(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _no_nul(v) for k, v in obj.items()}
+    return obj
+
+
+WORKSPACE = "/workspace"
+DEPS_SITE = "/workspace/.runbox/site-packages"  # where core/deps.c installs session packages
+WORKSPACE_SCAN_MAX = 5000      # entries looked at when listing the files a cell wrote
+FILES_WRITTEN_MAX = 100        # files reported per cell
+
+
+def workspace_snapshot():
+    """{relative path: (mtime_ns, size)} of the regular files under /workspace (symlinks not
+    followed), or None when there are more than WORKSPACE_SCAN_MAX entries (then nothing is
+    reported for the cell rather than a wrong list)."""
+    snap, seen = {}, 0
+    try:
+        for dp, dns, fns in os.walk(WORKSPACE):
+            if dp == WORKSPACE and ".runbox" in dns:
+                dns.remove(".runbox")  # installed packages are not files the cell wrote
+            seen += len(dns) + len(fns)
+            if seen > WORKSPACE_SCAN_MAX:
+                return None
+            for n in fns:
+                p = os.path.join(dp, n)
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    snap[os.path.relpath(p, WORKSPACE)] = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return None
+    return snap
+
+
+def files_written(before):
+    """[{path, size, modified (ms)}] of files created or changed since the snapshot before."""
+    if before is None:
+        return []
+    after = workspace_snapshot()
+    if after is None:
+        return []
+    out = []
+    for p in sorted(after):
+        if before.get(p) != after[p]:
+            out.append({"path": p, "size": after[p][1], "modified": after[p][0] // 1000000})
+            if len(out) >= FILES_WRITTEN_MAX:
+                break
+    return out
 
 
 class Cell:
@@ -457,14 +743,36 @@ class Supervisor:
         self.lost_state = None        # reason the state was lost between cells
         self.worker_started = 0.0
         self.worker_failures = 0
+        self.oom_base = None
 
     # ---- output to runboxd ----
     def emit(self, obj):
-        write_all(self.out, (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "replace"))
+        text = json.dumps(obj, ensure_ascii=False)
+        if "\\u0000" in text:
+            text = json.dumps(_no_nul(obj), ensure_ascii=False)
+        write_all(self.out, (text + "\n").encode("utf-8", "replace"))
 
     # ---- worker management ----
     def start_worker(self):
-        self.worker = WorkerProc(self.language, self.env)
+        for attempt in range(50):
+            try:
+                self.worker = WorkerProc(self.language, self.env)
+                break
+            except OSError as e:
+                # Out of processes (a fork bomb) or memory: free them and try again.
+                log("cannot start the interpreter: %s" % e)
+                if in_sandbox():
+                    kill_strays(())
+                time.sleep(0.1)
+        else:
+            raise SystemExit("runner: cannot start the interpreter")
+        try:
+            # The worker, not the supervisor, is the one the OOM killer should choose.
+            with open("/proc/%d/oom_score_adj" % self.worker.pid, "w") as f:
+                f.write("1000")
+        except OSError:
+            pass
+        self.oom_base = oom_kills()
         self.worker_started = time.monotonic()
         self.decoders = {}
         for fd in (self.worker.out_fd, self.worker.err_fd, self.worker.ctrl_fd):
@@ -495,6 +803,9 @@ class Supervisor:
 
     def replace_worker(self):
         self.stop_worker()
+        if in_sandbox():
+            kill_strays(())
+            self.reap()
         quick = time.monotonic() - self.worker_started < 1.0
         self.worker_failures = self.worker_failures + 1 if quick else 0
         if self.worker_failures > 3:
@@ -729,7 +1040,8 @@ class Supervisor:
         self.idle_dropped = 0
         for name, data in idle:
             self.take_output(name, data)
-        self.worker.execute(self.n, code)
+        self.cell.files_before = workspace_snapshot()
+        self.worker.execute(self.n, code, max_output)
 
     def interrupt(self, status):
         cell = self.cell
@@ -748,7 +1060,8 @@ class Supervisor:
         self.lost_state = None
         self.emit({"type": "done", "id": cell.id, "status": status, "reset": reset,
                    "reset_reason": reason, "duration_ms": int((time.monotonic() - cell.start) * 1000),
-                   "dropped": cell.dropped})
+                   "dropped": cell.dropped,
+                   "files_written": files_written(getattr(cell, "files_before", None))})
         self.cell = None
         self.decoders = {}
 
@@ -779,6 +1092,9 @@ class Supervisor:
                                    "traceback": []})
             else:
                 status = msg.get("status", "completed")
+            if cell.forced is not None:
+                w.kill_group_except_leader()
+                w.reap_next = True
             self.finish_cell(cell.forced or status)
             return
         self.finish_decoders()
@@ -806,7 +1122,9 @@ class Supervisor:
                 w.exit_status = os.waitstatus_to_exitcode(status)
             else:
                 time.sleep(0.005)
-        what = describe_exit(w.exit_status)
+        now_oom = oom_kills()
+        what = describe_exit(w.exit_status, now_oom is not None and self.oom_base is not None
+                             and now_oom > self.oom_base)
         log("%s (pid %d)" % (what, w.pid))
         self.replace_worker()
         reason = "%s; it was restarted and its variables are lost" % what
@@ -817,10 +1135,26 @@ class Supervisor:
 
     # ---- main loop ----
     def run(self):
-        signal.signal(signal.SIGTERM, lambda s, f: sys.exit(0))
+        make_undumpable()
+        # User code can signal PID 1 (docker-init forwards SIGTERM here) or this process: neither
+        # may end the session. The container ends when its stdin closes or runboxd removes it
+        # (SIGKILL); `docker stop` takes its grace period.
+        signal.signal(signal.SIGTERM, (lambda s, f: sys.exit(0)) if not in_sandbox() else (lambda s, f: None))
+        if in_sandbox():
+            # The same for the other signals whose default is to end the process. Handlers, not
+            # SIG_IGN, which the worker would inherit; SIGPIPE then shows as EPIPE on a write.
+            for name in ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGPIPE",
+                         "SIGIO", "SIGPWR", "SIGSYS", "SIGTRAP", "SIGXCPU", "SIGXFSZ", "SIGSTKFLT"):
+                sig = getattr(signal, name, None)
+                if sig is not None:
+                    try:
+                        signal.signal(sig, lambda s, f: None)
+                    except (OSError, ValueError):
+                        pass
         # A handler, not SIG_IGN: an ignored SIGINT would be inherited by the worker's children.
         signal.signal(signal.SIGINT, lambda s, f: None)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if not in_sandbox():
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         self.start_worker()
         self.emit({"type": "ready", "language": self.language, "version": VERSION})
         stdin = sys.stdin.fileno()

@@ -48,9 +48,10 @@ static void run_until(int *flag, int ms)
         uv_run(&loop, UV_RUN_ONCE);
 }
 
-/* Lets background container removals finish, then frees the core. */
+/* Stops the pool, lets background container removals finish, then frees the core. */
 static void close_core(rb_core *c)
 {
+    core_stop(c); /* removes the warm pool's containers */
     int64_t end = rb_mono_ms() + 15000;
     while (core_pending(c) > 0 && rb_mono_ms() < end)
         uv_run(&loop, UV_RUN_ONCE);

@@ -199,13 +199,15 @@ Test(rest, wrong_content_type_is_415)
 
 Test(rest, body_over_max_body_is_json_413)
 {
-    /* As curl does for large bodies: headers with Expect, the answer comes before the body. */
+    /* As curl does for large bodies: headers with Expect, the answer comes before the body. h2o
+     * has one limit for every route: the larger of max-body and max-upload (file uploads), so
+     * a JSON body between the two is refused by its handler once read (the next test). */
     http_resp r;
     cr_assert_eq(http_do(h.port, "POST", "/execute",
-                         "Content-Type: application/json\r\nContent-Length: 2097152\r\nExpect: 100-continue\r\n", NULL, 0,
+                         "Content-Type: application/json\r\nContent-Length: 67108865\r\nExpect: 100-continue\r\n", NULL, 0,
                          &r), 0);
     expect_error(&r, 413, "payload_too_large");
-    cr_assert(strstr(r.body, "1048576") != NULL, "%s", r.body);
+    cr_assert(strstr(r.body, "67108864") != NULL, "%s", r.body);
     http_resp_dispose(&r);
 }
 

@@ -1,0 +1,617 @@
+/*
+ * files.c: files in a session's /workspace (core/core.h, "Files"). Bytes move through the
+ * Docker archive API (a one-file tar in, a tar out), so runboxd needs no shared folder with
+ * the sandbox. /workspace is a tmpfs-backed Docker volume rather than a tmpfs mount because
+ * the archive API sees a running container's volumes but not its tmpfs mounts, and refuses
+ * writes elsewhere on a read-only root (files_workspace_mount).
+ *
+ * Path rules: the caller's path is checked here first (relative to /workspace or absolute
+ * under it; no "..", NUL or control characters). Symlinks can only be judged inside the
+ * container, so each operation starts with a small Python helper run with exec as the sandbox
+ * user: it resolves the path with realpath, refuses one that leaves /workspace (RB_EFORBIDDEN),
+ * creates parent folders for uploads, and lists or deletes. Docker itself resolves paths inside
+ * the container's root, so even a symlink swapped in between the check and the copy cannot
+ * reach the host. Helper output is untrusted (user code may have changed the sandbox): it is
+ * size-capped and validated like any input.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/internal.h"
+#include "core/tar.h"
+
+#define WORKSPACE "/workspace"
+#define HELPER_OUTPUT_MAX (8u * 1024 * 1024)
+#define HELPER_TIMEOUT_MS 60000L
+#define LIST_MAX_ENTRIES 10000
+#define SANDBOX_UID 1000
+
+/* Exit codes of the helper, each with its meaning for the API. */
+enum { H_OK = 0, H_ESCAPE = 3, H_MISSING = 4, H_NOTFILE = 5, H_TOOBIG = 6 };
+
+/* The helper: argv[1] is the operation, argv[2] the path relative to /workspace, argv[3] a
+ * size limit. It prints one JSON object on stdout. */
+static const char helper_py[] =
+    "import json,os,shutil,stat,sys\n"
+    "R='/workspace'\n"
+    "op,rel,lim=sys.argv[1],sys.argv[2],int(sys.argv[3])\n"
+    "def inside(x): return x==R or x.startswith(R+'/')\n"
+    "def out(code,**k):\n"
+    "  sys.stdout.write(json.dumps(k)); sys.stdout.flush(); os._exit(code)\n"
+    "def kind(m):\n"
+    "  return 'directory' if stat.S_ISDIR(m) else 'file' if stat.S_ISREG(m) else "
+    "'symlink' if stat.S_ISLNK(m) else 'other'\n"
+    "p=os.path.join(R,rel) if rel else R\n"
+    "if op=='list':\n"
+    "  fs=[];tr=False\n"
+    "  for dp,dns,fns in os.walk(R):\n"
+    "    if dp==R and '.runbox' in dns: dns.remove('.runbox')\n"
+    "    dns.sort()\n"
+    "    for n in sorted(dns+fns):\n"
+    "      q=os.path.join(dp,n)\n"
+    "      try: st=os.lstat(q)\n"
+    "      except OSError: continue\n"
+    "      t=kind(st.st_mode)\n"
+    "      e={'path':os.path.relpath(q,R),'type':t,'size':st.st_size if t=='file' else 0,"
+    "'modified':int(st.st_mtime*1000)}\n"
+    "      if t=='symlink':\n"
+    "        e['target']=os.readlink(q); e['escapes']=not inside(os.path.realpath(q))\n"
+    "      fs.append(e)\n"
+    "      if len(fs)>=lim: tr=True; break\n"
+    "    if tr: break\n"
+    "  out(0,files=fs,truncated=tr)\n"
+    "if op=='put':\n"
+    "  d=os.path.realpath(os.path.dirname(p))\n"
+    "  if not inside(d): out(3,real=d)\n"
+    "  try: os.makedirs(d,exist_ok=True)\n"
+    "  except OSError as x: out(5,error=str(x))\n"
+    "  d=os.path.realpath(d)\n"
+    "  if not inside(d) or not os.path.isdir(d): out(3,real=d)\n"
+    "  t=os.path.join(d,os.path.basename(p))\n"
+    "  if os.path.isdir(t) and not os.path.islink(t): out(5,error='is a directory')\n"
+    "  out(0,dir=d,name=os.path.basename(p))\n"
+    "if op=='get':\n"
+    "  r=os.path.realpath(p)\n"
+    "  if not inside(r): out(3,real=r)\n"
+    "  try: st=os.stat(r)\n"
+    "  except OSError: out(4)\n"
+    "  if not stat.S_ISREG(st.st_mode): out(5,type=kind(st.st_mode))\n"
+    "  if st.st_size>lim: out(6,size=st.st_size)\n"
+    "  out(0,real=r,size=st.st_size,modified=int(st.st_mtime*1000))\n"
+    "if op=='delete':\n"
+    "  d=os.path.realpath(os.path.dirname(p))\n"
+    "  if not inside(d): out(3,real=d)\n"
+    "  t=os.path.join(d,os.path.basename(p))\n"
+    "  if t==R: out(3,real=t)\n"
+    "  if not os.path.lexists(t): out(4)\n"
+    "  if os.path.isdir(t) and not os.path.islink(t): shutil.rmtree(t)\n"
+    "  else: os.unlink(t)\n"
+    "  out(0)\n"
+    "out(2,error='unknown operation')\n";
+
+enum fop_kind { OP_LIST, OP_UPLOAD, OP_DOWNLOAD, OP_DELETE };
+
+typedef struct fop {
+    rb_core *c;
+    core_op *op; /* the caller's handle: only its cancelled flag is used */
+    enum fop_kind kind;
+    char session_id[RB_ID_LEN];
+    char *container;
+    char *rel;   /* path relative to /workspace ("" = the workspace) */
+    char *data;  /* upload bytes */
+    size_t len;
+    char exec_id[80];
+    rb_buf out[3];
+    json_t *info; /* the helper's answer */
+    core_cb cb;
+    core_file_cb fcb;
+    void *cbdata;
+} fop;
+
+static void fop_free(fop *f)
+{
+    for (int i = 0; i < 3; i++)
+        rb_buf_dispose(&f->out[i]);
+    json_decref(f->info);
+    free(f->container);
+    free(f->rel);
+    free(f->data);
+    free(f->op);
+    free(f);
+}
+
+static void finish(fop *f, rb_err e, const char *msg, json_t *body)
+{
+    if (!f->op->cancelled && f->cb != NULL)
+        f->cb(f->cbdata, e, e == RB_OK ? NULL : msg, body);
+    else
+        json_decref(body);
+    fop_free(f);
+}
+
+static void finish_bytes(fop *f, rb_err e, const char *msg, const char *bytes, size_t len)
+{
+    if (!f->op->cancelled && f->fcb != NULL) {
+        const char *name = strrchr(f->rel, '/');
+        name = name ? name + 1 : f->rel;
+        f->fcb(f->cbdata, e, e == RB_OK ? NULL : msg, bytes, len, e == RB_OK ? files_content_type(name) : NULL, name);
+    }
+    fop_free(f);
+}
+
+static void fail(fop *f, rb_err e, const char *msg)
+{
+    if (f->kind == OP_DOWNLOAD)
+        finish_bytes(f, e, msg, NULL, 0);
+    else
+        finish(f, e, msg, NULL);
+}
+
+/* ---- paths ------------------------------------------------------------------------------ */
+
+rb_err files_normalize_path(const char *path, int allow_root, char **out, char *err)
+{
+    *out = NULL;
+    if (path == NULL)
+        return rb_fail(RB_EINVAL, err, "path: required (a path relative to /workspace, e.g. \"data/input.csv\")");
+    size_t n = strlen(path);
+    if (n > TAR_NAME_MAX)
+        return rb_fail(RB_EINVAL, err, "path: longer than %d bytes", TAR_NAME_MAX);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)path[i];
+        if (ch < 0x20 || ch == 0x7f)
+            return rb_fail(RB_EINVAL, err, "path: control characters are not allowed");
+        if (ch == '\\')
+            return rb_fail(RB_EINVAL, err, "path: use '/' to separate folders, not '\\'");
+    }
+    const char *p = path;
+    if (p[0] == '/') {
+        size_t w = strlen(WORKSPACE);
+        if (strncmp(p, WORKSPACE, w) != 0 || (p[w] != '\0' && p[w] != '/'))
+            return rb_fail(RB_EFORBIDDEN, err,
+                           "path: '%.200s' is outside /workspace; files can only be read or written under /workspace",
+                           path);
+        p += w;
+    }
+    rb_buf b;
+    rb_buf_init(&b, n + 1);
+    while (*p != '\0') {
+        while (*p == '/')
+            p++;
+        if (*p == '\0')
+            break;
+        const char *end = strchr(p, '/');
+        size_t seg = end ? (size_t)(end - p) : strlen(p);
+        if (seg == 2 && p[0] == '.' && p[1] == '.') {
+            rb_buf_dispose(&b);
+            return rb_fail(RB_EFORBIDDEN, err, "path: '..' is not allowed; give a path inside /workspace");
+        }
+        if (!(seg == 1 && p[0] == '.')) {
+            if (b.len > 0)
+                rb_buf_append(&b, "/", 1);
+            rb_buf_append(&b, p, seg);
+        }
+        p += seg;
+    }
+    rb_buf_append(&b, "", 1);
+    if (b.len == 1 && !allow_root) {
+        rb_buf_dispose(&b);
+        return rb_fail(RB_EINVAL, err, "path: names /workspace itself; give a file inside it");
+    }
+    *out = b.data;
+    return RB_OK;
+}
+
+const char *files_content_type(const char *name)
+{
+    static const char *const types[][2] = {
+        {".png", "image/png"},         {".jpg", "image/jpeg"},        {".jpeg", "image/jpeg"},
+        {".gif", "image/gif"},         {".svg", "image/svg+xml"},     {".webp", "image/webp"},
+        {".pdf", "application/pdf"},   {".json", "application/json"}, {".csv", "text/csv; charset=utf-8"},
+        {".txt", "text/plain; charset=utf-8"}, {".md", "text/markdown; charset=utf-8"},
+        {".html", "text/html; charset=utf-8"}, {".py", "text/x-python; charset=utf-8"},
+        {".log", "text/plain; charset=utf-8"}, {".xml", "application/xml"}, {".zip", "application/zip"},
+        {".gz", "application/gzip"},   {".tar", "application/x-tar"}, {".parquet", "application/vnd.apache.parquet"},
+        {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
+    };
+    const char *dot = strrchr(name, '.');
+    if (dot != NULL)
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+            if (strcasecmp(dot, types[i][0]) == 0)
+                return types[i][1];
+    return "application/octet-stream";
+}
+
+/* ---- the workspace volume --------------------------------------------------------------- */
+
+void files_workspace_mount(json_t *host_config)
+{
+    json_t *tmpfs = json_object_get(host_config, "Tmpfs");
+    const char *opts = json_string_value(json_object_get(tmpfs, WORKSPACE));
+    if (opts == NULL)
+        return;
+    /* The local driver mounts a tmpfs with the same options (size, uid, mode, nosuid, ...);
+     * an anonymous volume is removed with its container (DELETE ?v=1). */
+    json_t *m = json_pack("{s:s, s:s, s:{s:{s:s}, s:{s:s, s:{s:s, s:s, s:s}}}}", "Type", "volume", "Target", WORKSPACE,
+                          "VolumeOptions", "Labels", "runbox.managed", "1", "DriverConfig", "Name", "local", "Options",
+                          "type", "tmpfs", "device", "tmpfs", "o", opts);
+    json_t *mounts = json_object_get(host_config, "Mounts");
+    if (!json_is_array(mounts)) {
+        mounts = json_array();
+        json_object_set_new(host_config, "Mounts", mounts);
+    }
+    json_array_append_new(mounts, m);
+    json_object_del(tmpfs, WORKSPACE);
+}
+
+/* ---- the chain: exec helper, then the archive call ---------------------------------------- */
+
+static void demux_cb(void *data, int stream, const char *buf, size_t len)
+{
+    fop *f = data;
+    if (stream >= 0 && stream <= 2)
+        rb_buf_append(&f->out[stream], buf, len);
+}
+
+static void uploaded_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
+{
+    fop *f = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    (void)body;
+    (void)len;
+    if (err != RB_OK) {
+        if (err != RB_ECANCELED)
+            snprintf(msg, sizeof(msg), "could not copy the file into the sandbox: %s", errmsg);
+        else
+            snprintf(msg, sizeof(msg), "%s", errmsg);
+        fail(f, err == RB_ENOTFOUND ? RB_ECONFLICT : err, msg);
+        return;
+    }
+    json_t *out = json_pack("{s:s, s:s%, s:I}", "session_id", f->session_id, "path", f->rel, strlen(f->rel), "size",
+                            (json_int_t)f->len);
+    core_json_time(out, "modified", rb_now_ms());
+    finish(f, RB_OK, NULL, out);
+}
+
+typedef struct find_ctx {
+    const tar_entry *hit;
+    char *data;
+    size_t len;
+    int found, notfile;
+} find_ctx;
+
+static int find_first(void *data, const tar_entry *e)
+{
+    find_ctx *fc = data;
+    if (e->type != TAR_FILE) {
+        fc->notfile = 1;
+        return 1;
+    }
+    fc->found = 1;
+    fc->data = xmalloc(e->size > 0 ? e->size : 1);
+    memcpy(fc->data, e->data, e->size);
+    fc->len = e->size;
+    return 1;
+}
+
+static void downloaded_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
+{
+    fop *f = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    if (err != RB_OK) {
+        if (err == RB_ETOOBIG)
+            snprintf(msg, sizeof(msg), "the file is larger than the download limit of %zu bytes (max-download)",
+                     f->c->cfg->max_download);
+        else
+            snprintf(msg, sizeof(msg), "could not copy the file out of the sandbox: %s", errmsg);
+        fail(f, err, msg);
+        return;
+    }
+    find_ctx fc = {0};
+    err = tar_walk(body, len, find_first, &fc, msg);
+    if (err == RB_OK && !fc.found)
+        err = rb_fail(fc.notfile ? RB_EFORBIDDEN : RB_EIO, msg,
+                      fc.notfile ? "the path changed into a link or folder while it was being read; try again"
+                                 : "Docker's archive holds no file");
+    if (err != RB_OK) {
+        fail(f, err, msg);
+    } else {
+        finish_bytes(f, RB_OK, NULL, fc.data, fc.len);
+    }
+    free(fc.data);
+}
+
+/* Works out what the helper said and starts the archive step (or answers). */
+static void helper_done(fop *f, int code)
+{
+    char msg[RB_ERR_LEN];
+    rb_err e;
+    json_error_t jerr;
+    f->info = json_loadb(f->out[1].data ? f->out[1].data : "", f->out[1].len, 0, &jerr);
+    if (!json_is_object(f->info)) {
+        snprintf(msg, sizeof(msg), "the sandbox's file helper failed (exit code %d): %.300s", code,
+                 f->out[2].data ? f->out[2].data : "no output");
+        for (char *p = msg; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        fail(f, RB_EIO, msg);
+        return;
+    }
+    const char *shown = f->rel[0] ? f->rel : ".";
+    switch (code) {
+    case H_OK:
+        break;
+    case H_ESCAPE:
+        snprintf(msg, sizeof(msg), "path '%.200s' leads outside /workspace (through a symbolic link); refused", shown);
+        fail(f, RB_EFORBIDDEN, msg);
+        return;
+    case H_MISSING:
+        snprintf(msg, sizeof(msg), "no file '%.200s' in the session's /workspace", shown);
+        fail(f, RB_ENOTFOUND, msg);
+        return;
+    case H_NOTFILE:
+        snprintf(msg, sizeof(msg), "'%.200s' is not a regular file (%s)", shown,
+                 json_string_value(json_object_get(f->info, "type"))
+                     ? json_string_value(json_object_get(f->info, "type"))
+                     : (json_string_value(json_object_get(f->info, "error")) ? json_string_value(json_object_get(
+                                                                                   f->info, "error"))
+                                                                             : "a folder"));
+        fail(f, f->kind == OP_UPLOAD ? RB_ECONFLICT : RB_EINVAL, msg);
+        return;
+    case H_TOOBIG:
+        snprintf(msg, sizeof(msg), "'%.200s' is %lld bytes, more than the download limit of %zu bytes (max-download)",
+                 shown, (long long)json_integer_value(json_object_get(f->info, "size")), f->c->cfg->max_download);
+        fail(f, RB_ETOOBIG, msg);
+        return;
+    default:
+        snprintf(msg, sizeof(msg), "the sandbox's file helper failed (exit code %d)", code);
+        fail(f, RB_EIO, msg);
+        return;
+    }
+
+    if (f->kind == OP_LIST) {
+        json_t *files = json_object_get(f->info, "files");
+        if (!json_is_array(files)) {
+            fail(f, RB_EIO, "the sandbox's file helper gave no file list");
+            return;
+        }
+        json_t *out = json_pack("{s:s, s:O, s:b}", "session_id", f->session_id, "files", files, "truncated",
+                                json_is_true(json_object_get(f->info, "truncated")));
+        size_t i;
+        json_t *item;
+        json_array_foreach(files, i, item)
+        {
+            json_t *m = json_object_get(item, "modified");
+            if (json_is_integer(m))
+                core_json_time(item, "modified", json_integer_value(m));
+        }
+        finish(f, RB_OK, NULL, out);
+        return;
+    }
+    if (f->kind == OP_DELETE) {
+        finish(f, RB_OK, NULL, json_pack("{s:s, s:s, s:b}", "session_id", f->session_id, "path", f->rel, "deleted", 1));
+        return;
+    }
+    if (f->kind == OP_UPLOAD) {
+        const char *dir = json_string_value(json_object_get(f->info, "dir"));
+        const char *name = json_string_value(json_object_get(f->info, "name"));
+        if (dir == NULL || name == NULL || (strcmp(dir, WORKSPACE) != 0 && strncmp(dir, WORKSPACE "/", 11) != 0) ||
+            name[0] == '\0' || strchr(name, '/') != NULL) {
+            fail(f, RB_EIO, "the sandbox's file helper gave an unusable folder");
+            return;
+        }
+        rb_buf tar;
+        rb_buf_init(&tar, f->len + 64 * 1024);
+        e = tar_build_file(&tar, name, f->data, f->len, 0644, SANDBOX_UID, SANDBOX_UID, rb_now_ms() / 1000, msg);
+        free(f->data);
+        f->data = NULL;
+        if (e == RB_OK)
+            e = docker_archive_put(f->c->dk, f->container, dir, tar.data, tar.len, uploaded_cb, f, msg);
+        rb_buf_dispose(&tar);
+        if (e != RB_OK)
+            fail(f, e, msg);
+        return;
+    }
+    /* download */
+    const char *real = json_string_value(json_object_get(f->info, "real"));
+    if (real == NULL || strncmp(real, WORKSPACE "/", 11) != 0) {
+        fail(f, RB_EIO, "the sandbox's file helper gave an unusable path");
+        return;
+    }
+    e = docker_archive_get(f->c->dk, f->container, real, f->c->cfg->max_download + 64 * 1024, downloaded_cb, f, msg);
+    if (e != RB_OK)
+        fail(f, e, msg);
+}
+
+static void inspected_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    fop *f = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    if (err != RB_OK) {
+        snprintf(msg, sizeof(msg), "could not read the file helper's exit code: %s", errmsg);
+        fail(f, err, msg);
+        return;
+    }
+    json_t *code = json_object_get(body, "ExitCode");
+    helper_done(f, json_is_integer(code) ? (int)json_integer_value(code) : -1);
+}
+
+static void started_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
+{
+    fop *f = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    if (err != RB_OK) {
+        snprintf(msg, sizeof(msg), "the sandbox's file helper failed: %s", errmsg);
+        fail(f, err, msg);
+        return;
+    }
+    docker_demux dm;
+    docker_demux_init(&dm);
+    if (docker_demux_feed(&dm, body, len, demux_cb, f) != RB_OK) {
+        fail(f, RB_EIO, "the sandbox's file helper sent malformed output");
+        return;
+    }
+    if (docker_exec_inspect(f->c->dk, f->exec_id, inspected_cb, f, msg) != RB_OK)
+        fail(f, RB_EIO, msg);
+}
+
+static void created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    fop *f = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    const char *id = json_string_value(json_object_get(body, "Id"));
+    if (err != RB_OK || id == NULL || strlen(id) >= sizeof(f->exec_id)) {
+        snprintf(msg, sizeof(msg), "could not run the file helper in the sandbox: %s",
+                 errmsg ? errmsg : "Docker returned no exec id");
+        /* a stopped container answers 409: the session's sandbox is gone */
+        fail(f, err == RB_ECONFLICT || err == RB_ENOTFOUND ? RB_ECONFLICT : (err != RB_OK ? err : RB_EIO), msg);
+        return;
+    }
+    snprintf(f->exec_id, sizeof(f->exec_id), "%s", id);
+    if (docker_exec_start(f->c->dk, f->exec_id, HELPER_OUTPUT_MAX, HELPER_TIMEOUT_MS, started_cb, f, msg) != RB_OK)
+        fail(f, RB_EIO, msg);
+}
+
+static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, const char *path, int allow_root,
+                    core_op **handle, fop **out, char *err)
+{
+    session *s = map_get(&c->sessions, session_id);
+    if (s == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
+                       session_id);
+    if (strcmp(s->status, "ready") != 0 && strcmp(s->status, "busy") != 0)
+        return rb_fail(RB_ECONFLICT, err, "session %s is %s; files are available once it is ready", s->id, s->status);
+    if (s->container_id == NULL)
+        return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
+    char *rel = NULL;
+    rb_err e = files_normalize_path(path, allow_root, &rel, err);
+    if (e != RB_OK)
+        return e;
+    fop *f = xcalloc(1, sizeof(*f));
+    f->c = c;
+    f->kind = kind;
+    f->op = xcalloc(1, sizeof(*f->op));
+    snprintf(f->session_id, sizeof(f->session_id), "%s", s->id);
+    f->container = xstrdup(s->container_id);
+    f->rel = rel;
+    for (int i = 0; i < 3; i++)
+        rb_buf_init(&f->out[i], HELPER_OUTPUT_MAX);
+
+    static const char *const ops[] = {"list", "put", "get", "delete"};
+    char limit[32];
+    snprintf(limit, sizeof(limit), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : c->cfg->max_download);
+    json_t *cfg = json_pack("{s:[s, s, s, s, s, s, s], s:b, s:b, s:b, s:s}", "Cmd", "python3", "-I", "-c", helper_py,
+                            ops[kind], rel, limit, "AttachStdin", 0, "AttachStdout", 1, "AttachStderr", 1, "WorkingDir",
+                            WORKSPACE);
+    e = docker_exec_create(c->dk, f->container, cfg, created_cb, f, err);
+    json_decref(cfg);
+    if (e != RB_OK) {
+        fop_free(f);
+        return e;
+    }
+    s->last_used_at = rb_now_ms();
+    if (handle != NULL)
+        *handle = f->op;
+    *out = f;
+    return RB_OK;
+}
+
+/* ---- entry points ----------------------------------------------------------------------- */
+
+rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, const void *data, size_t len,
+                        core_cb cb, void *cbdata, core_op **handle, char *err)
+{
+    if (len > c->cfg->max_upload)
+        return rb_fail(RB_ETOOBIG, err, "the file is %zu bytes; the upload limit is %zu bytes (max-upload)", len,
+                       c->cfg->max_upload);
+    fop *f = NULL;
+    rb_err e = start(c, OP_UPLOAD, session_id, path, 0, handle, &f, err);
+    if (e != RB_OK)
+        return e;
+    f->data = xmalloc(len > 0 ? len : 1);
+    if (len > 0)
+        memcpy(f->data, data, len);
+    f->len = len;
+    f->cb = cb;
+    f->cbdata = cbdata;
+    return RB_OK;
+}
+
+rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err)
+{
+    fop *f = NULL;
+    rb_err e = start(c, OP_LIST, session_id, "", 1, handle, &f, err);
+    if (e != RB_OK)
+        return e;
+    f->cb = cb;
+    f->cbdata = cbdata;
+    return RB_OK;
+}
+
+rb_err core_file_download(rb_core *c, const char *session_id, const char *path, core_file_cb cb, void *cbdata,
+                          core_op **handle, char *err)
+{
+    fop *f = NULL;
+    rb_err e = start(c, OP_DOWNLOAD, session_id, path, 0, handle, &f, err);
+    if (e != RB_OK)
+        return e;
+    f->fcb = cb;
+    f->cbdata = cbdata;
+    return RB_OK;
+}
+
+rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,
+                        core_op **handle, char *err)
+{
+    fop *f = NULL;
+    rb_err e = start(c, OP_DELETE, session_id, path, 0, handle, &f, err);
+    if (e != RB_OK)
+        return e;
+    f->cb = cb;
+    f->cbdata = cbdata;
+    return RB_OK;
+}
+
+/* ---- files written by an execution -------------------------------------------------------- */
+
+json_t *files_written_from_runner(json_t *list)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item)
+    {
+        json_t *path = json_object_get(item, "path"), *size = json_object_get(item, "size"),
+               *mod = json_object_get(item, "modified");
+        if (!json_is_string(path) || json_string_length(path) == 0 || json_string_length(path) > TAR_NAME_MAX ||
+            !json_is_integer(size) || !json_is_integer(mod) || json_array_size(out) >= 100)
+            continue;
+        json_array_append_new(out, json_pack("{s:O, s:O, s:O}", "path", path, "size", size, "modified", mod));
+    }
+    return out;
+}
+
+json_t *files_written_api(json_t *list)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item)
+    {
+        json_t *o = json_pack("{s:O?, s:O?}", "path", json_object_get(item, "path"), "size",
+                              json_object_get(item, "size"));
+        if (o == NULL)
+            continue;
+        json_t *mod = json_object_get(item, "modified");
+        if (json_is_integer(mod))
+            core_json_time(o, "modified", json_integer_value(mod));
+        json_array_append_new(out, o);
+    }
+    return out;
+}

@@ -1,0 +1,595 @@
+#!/usr/bin/env python3
+"""runbox benchmark (python3 stdlib only; run it through tests/bench/run).
+
+Starts runboxd on a free loopback port with a fresh database and measures, in one run:
+session creation (warm-pool hit, pool miss = cold start) against `docker create` + `docker
+start` of the same image through the Engine API; the round trip of print(1) in a warm session
+over REST (wait: true) and MCP (tools/call execute_code) against `docker exec <container>
+python3 -c 'print(1)'`; throughput of 50 sessions running 20 executions each concurrently;
+runboxd's resident memory idle, at 50 sessions and after 10,000 executions; and GET /health
+requests per second with wrk. Prints one table (min / median / p99 per figure, ratios to the
+baselines, targets) and writes the figures to tests/bench/results/<time>.json.
+
+Targets are reported, never asserted: the exit status is 0 unless the benchmark itself failed.
+Docker objects it creates itself are named runbox-test-bench-* and labelled runbox.test=1.
+"""
+import argparse
+import http.client
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DOCKER_SOCK = "/var/run/docker.sock"
+IMAGE = "runbox-sandbox:latest"
+
+
+def now():
+    return time.perf_counter()
+
+
+def summary(samples):
+    """min / median / p99 (nearest rank) of a list of seconds, in milliseconds."""
+    s = sorted(samples)
+    if not s:
+        return None
+    p99 = s[max(0, min(len(s) - 1, int(round(0.99 * len(s) + 0.5)) - 1))]
+    return {"n": len(s), "min_ms": s[0] * 1e3, "median_ms": statistics.median(s) * 1e3, "p99_ms": p99 * 1e3}
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+# ---- HTTP clients ---------------------------------------------------------------------------
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=120):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+class Client:
+    """A keep-alive JSON client of runboxd."""
+
+    def __init__(self, port, timeout=120):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+
+    def call(self, method, path, body=None, headers=None):
+        h = {"Content-Type": "application/json"} if body is not None else {}
+        h.update(headers or {})
+        data = json.dumps(body).encode() if body is not None else None
+        self.conn.request(method, path, body=data, headers=h)
+        r = self.conn.getresponse()
+        raw = r.read()
+        return r.status, r.headers, raw
+
+    def json(self, method, path, body=None):
+        status, _, raw = self.call(method, path, body)
+        return status, (json.loads(raw) if raw else None)
+
+    def close(self):
+        self.conn.close()
+
+
+class Engine:
+    """Docker Engine API over its unix socket (the baseline's own client, no CLI overhead)."""
+
+    def __init__(self):
+        self.conn = UnixHTTPConnection(DOCKER_SOCK)
+        _, v = self.json("GET", "/version")
+        self.prefix = "/v%s" % min(float(v.get("ApiVersion", "1.41")), 1.47)
+
+    def json(self, method, path, body=None):
+        h = {"Content-Type": "application/json"} if body is not None else {}
+        self.conn.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=h)
+        r = self.conn.getresponse()
+        raw = r.read()
+        return r.status, (json.loads(raw) if raw and raw[:1] in b"{[" else None)
+
+    def api(self, method, path, body=None):
+        return self.json(method, self.prefix + path, body)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---- runboxd --------------------------------------------------------------------------------
+
+class Runboxd:
+    def __init__(self, binary, workdir, pool_size):
+        self.log_path = os.path.join(workdir, "runboxd.log")
+        self.db = os.path.join(workdir, "bench.db")
+        self.port = free_port()
+        # warn, not info: info logs every request, and the figures are for the server, not its log.
+        args = [binary, "--listen", "127.0.0.1:%d" % self.port, "--db", self.db, "--image", IMAGE, "--pool-size",
+                str(pool_size), "--max-sessions", "200", "--idle-timeout", "0", "--log-level", "warn"]
+        self.logf = open(self.log_path, "w")
+        self.proc = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError("runboxd exited at start-up:\n" + open(self.log_path).read())
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise RuntimeError("runboxd did not start listening")
+                time.sleep(0.02)
+
+    def rss_mb(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+        return None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.logf.close()
+
+
+def health(c):
+    _, h = c.json("GET", "/health")
+    return h
+
+
+def wait_pool(c, size, timeout=120):
+    end = time.time() + timeout
+    while time.time() < end:
+        p = health(c).get("pool") or {}
+        if p.get("ready", 0) >= size:
+            return p
+        time.sleep(0.01)
+    raise RuntimeError("the warm pool did not fill: %r" % health(c))
+
+
+def create_session(c, body):
+    t0 = now()
+    status, s = c.json("POST", "/sessions", body)
+    dt = now() - t0
+    if status not in (200, 201) or not s or s.get("status") != "ready":
+        raise RuntimeError("session create failed: %s %r" % (status, s))
+    return dt, s
+
+
+def delete_session(c, sid):
+    c.json("DELETE", "/sessions/" + sid)
+
+
+EXEC_OK = "1\n"
+
+
+def execute(c, sid, code="print(1)"):
+    t0 = now()
+    status, r = c.json("POST", "/execute", {"session_id": sid, "code": code, "wait": True})
+    dt = now() - t0
+    ok = status == 200 and r and r.get("status") == "completed" and r.get("stdout") == EXEC_OK
+    return dt, ok, (status, r)
+
+
+# ---- figures --------------------------------------------------------------------------------
+
+def bench_pool_hit(c, n, size):
+    samples = []
+    for _ in range(n):
+        before = wait_pool(c, size)["hits"]
+        dt, s = create_session(c, {"language": "python"})
+        after = health(c)["pool"]["hits"]
+        if after != before + 1:
+            raise RuntimeError("expected a pool hit (hits %d -> %d)" % (before, after))
+        samples.append(dt)
+        delete_session(c, s["session_id"])
+    return samples
+
+
+def bench_pool_miss(c, n):
+    samples = []
+    for i in range(n):
+        # Any non-default option takes the cold path (create + start + attach + handshake).
+        dt, s = create_session(c, {"execution_options": {"environment_variables": {"BENCH": str(i)}}})
+        samples.append(dt)
+        delete_session(c, s["session_id"])
+    return samples
+
+
+def baseline_create_start(n):
+    eng = Engine()
+    samples = []
+    mem = 512 * 1024 * 1024
+    conf = {
+        "Image": IMAGE, "Env": ["RUNBOX_LANGUAGE=python"], "Labels": {"runbox.test": "1"},
+        "AttachStdin": True, "AttachStdout": True, "AttachStderr": True, "OpenStdin": True, "Tty": False,
+        "WorkingDir": "/workspace", "NetworkDisabled": True,
+        "HostConfig": {"NetworkMode": "none", "Memory": mem, "MemorySwap": mem, "NanoCpus": 10**9,
+                       "PidsLimit": 256, "ReadonlyRootfs": True, "CapDrop": ["ALL"],
+                       "SecurityOpt": ["no-new-privileges"], "Init": True, "LogConfig": {"Type": "none"},
+                       "Tmpfs": {"/tmp": "rw,nosuid,nodev,size=256m", "/workspace": "rw,nosuid,nodev,size=512m"}},
+    }
+    for i in range(n):
+        name = "runbox-test-bench-%d-%d" % (os.getpid(), i)
+        t0 = now()
+        st, body = eng.api("POST", "/containers/create?name=" + name, conf)
+        if st != 201:
+            raise RuntimeError("docker create failed: %s %r" % (st, body))
+        cid = body["Id"]
+        try:
+            st, body = eng.api("POST", "/containers/%s/start" % cid)
+            dt = now() - t0
+            if st not in (204, 304):
+                raise RuntimeError("docker start failed: %s %r" % (st, body))
+            samples.append(dt)
+        finally:
+            eng.api("DELETE", "/containers/%s?force=1&v=1" % cid)
+    return samples
+
+
+def bench_exec_rest(c, sid, n, warmup=20):
+    for _ in range(warmup):
+        execute(c, sid)
+    samples, errors = [], 0
+    for _ in range(n):
+        dt, ok, _ = execute(c, sid)
+        samples.append(dt)
+        errors += not ok
+    return samples, errors
+
+
+class Mcp:
+    def __init__(self, port):
+        self.c = Client(port)
+        self.sid = None
+        self.version = "2025-06-18"
+        self.next_id = 1
+        res = self.rpc("initialize", {"protocolVersion": self.version, "capabilities": {},
+                                      "clientInfo": {"name": "runbox-bench", "version": "1"}})
+        self.version = res.get("protocolVersion", self.version)
+        self.notify("notifications/initialized")
+
+    def headers(self):
+        h = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": self.version}
+        if self.sid:
+            h["Mcp-Session-Id"] = self.sid
+        return h
+
+    def notify(self, method):
+        status, _, _ = self.c.call("POST", "/mcp", {"jsonrpc": "2.0", "method": method}, self.headers())
+        if status != 202:
+            raise RuntimeError("MCP notification answered %d" % status)
+
+    def rpc(self, method, params):
+        rid = self.next_id
+        self.next_id += 1
+        status, headers, raw = self.c.call("POST", "/mcp", {"jsonrpc": "2.0", "id": rid, "method": method,
+                                                            "params": params}, self.headers())
+        if status != 200:
+            raise RuntimeError("MCP %s answered %d: %s" % (method, status, raw[:200]))
+        if headers.get("Mcp-Session-Id"):
+            self.sid = headers["Mcp-Session-Id"]
+        msgs = []
+        if "text/event-stream" in (headers.get("Content-Type") or ""):
+            for line in raw.decode().splitlines():
+                if line.startswith("data:"):
+                    msgs.append(json.loads(line[5:]))
+        else:
+            msgs.append(json.loads(raw))
+        for m in msgs:
+            if m.get("id") == rid:
+                if "error" in m:
+                    raise RuntimeError("MCP %s error: %r" % (method, m["error"]))
+                return m["result"]
+        raise RuntimeError("MCP %s: no response" % method)
+
+    def execute(self, code="print(1)"):
+        t0 = now()
+        res = self.rpc("tools/call", {"name": "execute_code", "arguments": {"code": code}})
+        dt = now() - t0
+        sc = res.get("structuredContent") or {}
+        ok = not res.get("isError") and (sc.get("stdout") == EXEC_OK if sc else
+                                         any("1" in (x.get("text") or "") for x in res.get("content", [])))
+        return dt, ok
+
+
+def bench_exec_mcp(port, n, warmup=20):
+    m = Mcp(port)
+    for _ in range(warmup):
+        m.execute()
+    samples, errors = [], 0
+    for _ in range(n):
+        dt, ok = m.execute()
+        samples.append(dt)
+        errors += not ok
+    try:
+        m.c.call("DELETE", "/mcp", None, m.headers())
+    except Exception:
+        pass
+    m.c.close()
+    return samples, errors
+
+
+def baseline_docker_exec(cid, n):
+    samples = []
+    for _ in range(n):
+        t0 = now()
+        out = subprocess.run(["docker", "exec", cid, "python3", "-c", "print(1)"], capture_output=True, text=True)
+        dt = now() - t0
+        if out.returncode != 0 or out.stdout != "1\n":
+            raise RuntimeError("docker exec failed: %r" % out)
+        samples.append(dt)
+    return samples
+
+
+def run_parallel(port, sids, per_session):
+    """Each session runs per_session executions of print(1) in its own thread (own connection)."""
+    errors = [0] * len(sids)
+    lat = [[] for _ in sids]
+    start = threading.Barrier(len(sids) + 1)
+
+    def worker(i, sid):
+        c = Client(port)
+        start.wait()
+        for _ in range(per_session):
+            try:
+                dt, ok, _ = execute(c, sid)
+                lat[i].append(dt)
+                errors[i] += not ok
+            except Exception:
+                errors[i] += 1
+                c.close()
+                c = Client(port)
+        c.close()
+
+    threads = [threading.Thread(target=worker, args=(i, s)) for i, s in enumerate(sids)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = now()
+    for t in threads:
+        t.join()
+    wall = now() - t0
+    return wall, sum(errors), [x for row in lat for x in row]
+
+
+def create_many(port, n, threads=4):
+    sids, errs = [], []
+    lock = threading.Lock()
+    todo = list(range(n))
+
+    def worker():
+        c = Client(port)
+        while True:
+            with lock:
+                if not todo:
+                    break
+                todo.pop()
+            try:
+                _, s = create_session(c, {"language": "python"})
+                with lock:
+                    sids.append(s["session_id"])
+            except Exception as e:  # reported, counted as errors
+                with lock:
+                    errs.append(str(e))
+        c.close()
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sids, errs
+
+
+def wrk_health(port, seconds):
+    out = subprocess.run(["wrk", "-t2", "-c64", "-d%ds" % seconds, "http://127.0.0.1:%d/health" % port],
+                         capture_output=True, text=True)
+    m = re.search(r"Requests/sec:\s*([\d.]+)", out.stdout)
+    errs = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", out.stdout)
+    sock = re.search(r"Socket errors: (.*)", out.stdout)
+    return (float(m.group(1)) if m else None), (int(errs.group(1)) if errs else 0), (sock.group(1) if sock else None)
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+def fmt(v, digits=2):
+    return "-" if v is None else ("%.*f" % (digits, v))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runboxd", required=True)
+    ap.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
+    ap.add_argument("--out", help="result file (default tests/bench/results/<time>.json)")
+    ap.add_argument("--pool-size", type=int, default=2)
+    a = ap.parse_args()
+
+    q = a.quick
+    n_hit, n_miss, n_base = (5, 3, 3) if q else (30, 10, 10)
+    n_exec, n_mcp, n_dexec = (100, 50, 5) if q else (1000, 500, 20)
+    n_sessions, per_session = 50, 20
+    total_execs = 2000 if q else 10000
+    wrk_secs = 3 if q else 10
+
+    work = tempfile.mkdtemp(prefix="runbox-bench-")
+    rb = Runboxd(a.runboxd, work, a.pool_size)
+    res = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
+           "cpus": os.cpu_count(), "quick": q, "pool_size": a.pool_size, "figures": {}}
+    try:
+        res["git"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip()
+    except Exception:
+        res["git"] = None
+    F = res["figures"]
+    sids = []
+    c = Client(rb.port)
+    try:
+        log("runboxd pid %d on 127.0.0.1:%d; waiting for the warm pool" % (rb.proc.pid, rb.port))
+        wait_pool(c, a.pool_size)
+        time.sleep(1)
+        F["rss_idle_mb"] = rb.rss_mb()
+
+        log("session create: pool hit x%d" % n_hit)
+        F["create_pool_hit"] = summary(bench_pool_hit(c, n_hit, a.pool_size))
+        log("session create: pool miss x%d" % n_miss)
+        wait_pool(c, a.pool_size)
+        F["create_pool_miss"] = summary(bench_pool_miss(c, n_miss))
+        log("baseline: docker create + start x%d" % n_base)
+        wait_pool(c, a.pool_size)
+        F["baseline_create_start"] = summary(baseline_create_start(n_base))
+
+        _, s = create_session(c, {})
+        sid, cid = s["session_id"], s["container_id"]
+        sids.append(sid)
+        log("execute print(1) over REST x%d" % n_exec)
+        samples, errs = bench_exec_rest(c, sid, n_exec)
+        F["exec_rest"] = dict(summary(samples), errors=errs)
+        log("execute print(1) over MCP x%d" % n_mcp)
+        try:
+            samples, errs = bench_exec_mcp(rb.port, n_mcp)
+            F["exec_mcp"] = dict(summary(samples), errors=errs)
+        except Exception as e:
+            log("MCP figure skipped: %s" % e)
+            F["exec_mcp"] = {"error": str(e)}
+        log("baseline: docker exec python3 -c 'print(1)' x%d" % n_dexec)
+        F["baseline_docker_exec"] = summary(baseline_docker_exec(cid, n_dexec))
+        delete_session(c, sid)
+        sids.remove(sid)
+
+        log("throughput: creating %d sessions" % n_sessions)
+        sids, errs = create_many(rb.port, n_sessions)
+        if errs:
+            log("session create errors: %s" % errs[:3])
+        log("throughput: %d sessions x %d executions" % (len(sids), per_session))
+        wall, errors, lat = run_parallel(rb.port, sids, per_session)
+        F["throughput"] = {"sessions": len(sids), "executions": len(sids) * per_session, "seconds": wall,
+                           "exec_per_s": len(sids) * per_session / wall, "errors": errors + len(errs),
+                           "latency": summary(lat)}
+        time.sleep(0.5)
+        F["rss_50_sessions_mb"] = rb.rss_mb()
+        done = len(sids) * per_session
+        rest = max(0, total_execs - done)
+        log("memory: %d more executions (to %d)" % (rest, total_execs))
+        per = (rest + len(sids) - 1) // len(sids)
+        wall2, errors2, _ = run_parallel(rb.port, sids, per)
+        done += per * len(sids)
+        time.sleep(0.5)
+        F["rss_after_execs_mb"] = rb.rss_mb()
+        F["rss_execs"] = done
+        F["rss_growth_pct"] = 100.0 * (F["rss_after_execs_mb"] - F["rss_50_sessions_mb"]) / F["rss_50_sessions_mb"]
+        F["soak"] = {"executions": per * len(sids), "seconds": wall2, "exec_per_s": per * len(sids) / wall2,
+                     "errors": errors2}
+
+        log("GET /health with wrk for %d s (%d live sessions)" % (wrk_secs, len(sids)))
+        rps, non2xx, sockerr = wrk_health(rb.port, wrk_secs)
+        F["health_rps"] = {"rps": rps, "non_2xx": non2xx, "socket_errors": sockerr}
+    finally:
+        try:
+            # every live session, including the one MCP's execute_code created for itself
+            _, live = c.json("GET", "/sessions")
+            sids = list(set(sids) | {x["session_id"] for x in (live or {}).get("sessions", [])})
+        except Exception:
+            pass
+        for s in sids:
+            try:
+                delete_session(c, s)
+            except Exception:
+                pass
+        c.close()
+        rb.stop()
+
+    report(res)
+    out = a.out or os.path.join(ROOT, "tests", "bench", "results", time.strftime("%Y%m%d-%H%M%S") + ".json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(res, f, indent=2)
+    print("results: %s" % out)
+    log_text = open(rb.log_path).read()
+    if "Sanitizer" in log_text:
+        log("runboxd reported sanitizer errors; its log is in %s" % work)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(res):
+    F = res["figures"]
+    rows = []
+
+    def lat(name, key, target=None):
+        v = F.get(key) or {}
+        rows.append((name, v.get("n"), fmt(v.get("min_ms")), fmt(v.get("median_ms")), fmt(v.get("p99_ms")),
+                     "ms", target or ""))
+
+    lat("session create, pool hit", "create_pool_hit", "median <= 10 ms")
+    lat("session create, pool miss (cold)", "create_pool_miss")
+    lat("baseline: docker create+start (API)", "baseline_create_start")
+    lat("execute print(1), REST wait:true", "exec_rest", "median <= 3 ms")
+    lat("execute print(1), MCP execute_code", "exec_mcp")
+    lat("baseline: docker exec python3 -c", "baseline_docker_exec")
+    t = F.get("throughput") or {}
+    rows.append(("throughput, 50 sessions x 20 execs", t.get("executions"), "", fmt(t.get("exec_per_s"), 0), "",
+                 "exec/s", "errors = %s (target 0)" % t.get("errors")))
+    tl = t.get("latency") or {}
+    rows.append(("  latency under that load", tl.get("n"), fmt(tl.get("min_ms")), fmt(tl.get("median_ms")),
+                 fmt(tl.get("p99_ms")), "ms", ""))
+    rows.append(("runboxd RSS idle (pool warm)", None, "", fmt(F.get("rss_idle_mb"), 1), "", "MB", ""))
+    rows.append(("runboxd RSS at 50 sessions", None, "", fmt(F.get("rss_50_sessions_mb"), 1), "", "MB", "<= 30 MB"))
+    rows.append(("runboxd RSS after %s execs" % F.get("rss_execs"), None, "", fmt(F.get("rss_after_execs_mb"), 1),
+                 "", "MB", "growth %s%% (<= 5%%)" % fmt(F.get("rss_growth_pct"), 1)))
+    h = F.get("health_rps") or {}
+    rows.append(("GET /health (wrk -t2 -c64)", None, "", fmt(h.get("rps"), 0), "", "req/s", ">= 50000"))
+
+    w = [max(len(str(r[i] if r[i] is not None else "")) for r in rows) for i in range(7)]
+    hdr = ("figure", "n", "min", "median", "p99", "unit", "target")
+    w = [max(w[i], len(hdr[i])) for i in range(7)]
+    line = lambda r: "  ".join(str(r[i] if r[i] is not None else "").ljust(w[i]) if i in (0, 5, 6) else
+                               str(r[i] if r[i] is not None else "").rjust(w[i]) for i in range(7))
+    print(line(hdr))
+    print("  ".join("-" * x for x in w))
+    for r in rows:
+        print(line(r))
+
+    def ratio(a, b):
+        x, y = (F.get(a) or {}).get("median_ms"), (F.get(b) or {}).get("median_ms")
+        return (y / x) if x and y else None
+
+    r1 = ratio("create_pool_hit", "baseline_create_start")
+    r2 = ratio("exec_rest", "baseline_docker_exec")
+    r3 = ratio("exec_mcp", "baseline_docker_exec")
+    r4 = ratio("create_pool_miss", "baseline_create_start")
+    res["ratios"] = {"create_pool_hit_vs_create_start": r1, "exec_rest_vs_docker_exec": r2,
+                     "exec_mcp_vs_docker_exec": r3, "create_pool_miss_vs_create_start": r4}
+    print()
+    print("ratios (baseline median / runbox median; target >= 20x):")
+    print("  pool-hit create vs docker create+start: %sx" % fmt(r1, 1))
+    print("  pool-miss create vs docker create+start: %sx" % fmt(r4, 2))
+    print("  REST execute vs docker exec:           %sx" % fmt(r2, 1))
+    print("  MCP execute vs docker exec:            %sx" % fmt(r3, 1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Fixtures for the MCP tests: real runboxd processes (tests/integration/rbtest.py), the real
+Docker engine and the real MCP clients from PyPI (the official `mcp` SDK and `fastmcp`).
+
+- `server`: one runboxd shared by a test module (fresh database in a temp folder).
+- `make_server`: runboxd processes of a test's own (restart on the same database).
+Teardown deletes the sessions, removes their containers and fails the test if runboxd died on
+its own or a sanitizer reported something in its log.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+
+import rbtest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    if not rbtest.docker_reachable():
+        pytest.fail("the Docker engine is not reachable on /var/run/docker.sock: these tests need it")
+    if not rbtest.image_exists():
+        pytest.fail(f"the sandbox image {rbtest.IMAGE} does not exist: build it with docker/build-images")
+    return rbtest.IMAGE
+
+
+def _finish(servers: list[rbtest.Server]) -> None:
+    problems = []
+    for s in servers:
+        found = s.cleanup()
+        if found:
+            problems.append(f"{s.log_path}:\n  " + "\n  ".join(found) + "\n--- log tail ---\n" + s.log_tail(80))
+    if problems:
+        pytest.fail("runboxd problems:\n" + "\n".join(problems), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def server(sandbox_image, tmp_path_factory) -> rbtest.Server:
+    s = rbtest.Server(tmp_path_factory.mktemp("runboxd-mcp"))
+    s.start()
+    yield s
+    _finish([s])
+
+
+@pytest.fixture
+def make_server(sandbox_image, tmp_path):
+    servers: list[rbtest.Server] = []
+
+    def make(args: list[str] | None = None) -> rbtest.Server:
+        s = rbtest.Server(tmp_path, args)
+        servers.append(s)
+        return s.start()
+
+    yield make
+    _finish(servers)

@@ -1,0 +1,167 @@
+"""Hostile code that goes after resources: fork bomb, memory bomb, CPU spin, full disks, a
+1 GiB print. Each asserts what the user sees, that the limit was enforced by the container,
+and (through `guard`) that runboxd and a neighbouring session are unaffected."""
+
+from __future__ import annotations
+
+import sectest
+from sectest import poll, short
+
+PROCS = "import os\nlen([p for p in os.listdir('/proc') if p.isdigit()])"
+
+
+def test_container_defaults(guard):
+    """The container of a default session carries every hardening default of issue 4."""
+    s = guard.create_session()
+    hc = sectest.inspect(s["container_id"])["HostConfig"]
+    cfg = sectest.inspect(s["container_id"])["Config"]
+    assert hc["NetworkMode"] == "none"
+    assert hc["ReadonlyRootfs"] is True
+    assert hc["CapDrop"] == ["ALL"]
+    assert "no-new-privileges" in hc["SecurityOpt"]
+    assert hc["Init"] is True
+    assert hc["PidsLimit"] == 256
+    assert hc["Memory"] == hc["MemorySwap"] == (512 + 512 + 256) * 1024 * 1024  # memory + /workspace + /tmp
+    assert hc["NanoCpus"] == 1_000_000_000
+    # /tmp is a tmpfs; /workspace too, either directly or as a tmpfs-backed volume (which the
+    # archive API used for file transfers can reach).
+    assert "/tmp" in hc["Tmpfs"] and "size=" in hc["Tmpfs"]["/tmp"]
+    if "/workspace" not in (hc.get("Tmpfs") or {}):
+        ws = [m for m in hc.get("Mounts") or [] if m["Target"] == "/workspace"]
+        assert ws and ws[0]["VolumeOptions"]["DriverConfig"]["Options"]["type"] == "tmpfs", hc.get("Mounts")
+        assert "size=" in ws[0]["VolumeOptions"]["DriverConfig"]["Options"]["o"]
+    ulimits = {u["Name"]: u for u in hc["Ulimits"]}
+    assert ulimits["nofile"]["Hard"] == 1024 and ulimits["core"]["Hard"] == 0
+    assert cfg["User"] not in ("", "root", "0")
+    assert s["execution_options"]["pids_limit"] == 256
+    assert s["execution_options"]["workspace_size"] == "512m"
+    assert s["execution_options"]["network"] is False
+    # ... and inside: not root, no capabilities, no new privileges, seccomp on.
+    status = guard.value(s["session_id"], "open('/proc/self/status').read()")
+    assert "CapEff:\\t0000000000000000" in status and "NoNewPrivs:\\t1" in status and "Seccomp:\\t2" in status
+    assert guard.value(s["session_id"], "import os; os.getuid()") != "0"
+    assert guard.value(s["session_id"], "import resource; resource.getrlimit(resource.RLIMIT_NOFILE)") == \
+        "(1024, 1024)"
+
+
+def test_per_session_limits_within_maxima(guard):
+    r = guard.http.post(guard.url + "/sessions", json={"execution_options": {"pids_limit": 100000}}, timeout=30)
+    assert r.status_code == 400 and "pids_limit" in r.json()["error"]["message"], r.text
+    assert "maximum" in r.json()["error"]["message"]
+    r = guard.http.post(guard.url + "/sessions", json={"execution_options": {"workspace_size": "100g"}}, timeout=30)
+    assert r.status_code == 400 and "workspace_size" in r.json()["error"]["message"], r.text
+    r = guard.http.post(guard.url + "/sessions", json={"execution_options": {"tmp_size": "lots"}}, timeout=30)
+    assert r.status_code == 400 and "tmp_size" in r.json()["error"]["message"], r.text
+    s = guard.create_session(execution_options={"pids_limit": 40, "workspace_size": "32m", "tmp_size": "16m",
+                                                "memory_limit": "256m"})
+    eo = s["execution_options"]
+    assert (eo["pids_limit"], eo["workspace_size"], eo["tmp_size"]) == (40, "32m", "16m")
+    hc = sectest.inspect(s["container_id"])["HostConfig"]
+    assert hc["PidsLimit"] == 40
+    assert hc["Memory"] == (256 + 32 + 16) * 1024 * 1024
+    # The pids limit is enforced by the kernel: forking stops near 40 processes.
+    out = guard.run(s["session_id"], "import os, time\nkids = []\ntry:\n    while len(kids) < 1000:\n"
+                                     "        pid = os.fork()\n        if pid == 0:\n            time.sleep(60)\n"
+                                     "            os._exit(0)\n        kids.append(pid)\nexcept OSError as e:\n"
+                                     "    print('stopped', len(kids), e.errno)\n"
+                                     "for k in kids: os.kill(k, 9)\nfor k in kids: os.waitpid(k, 0)\n")
+    assert out["status"] == "completed", short(out)
+    words = out["stdout"].split()
+    assert words[0] == "stopped" and int(words[1]) < 40 and words[2] == "11", out["stdout"]
+
+
+def test_fork_bomb(guard):
+    s = guard.create_session()
+    sid = s["session_id"]
+    assert guard.value(sid, "before = 41\nbefore") == "41"
+    doc = guard.run(sid, "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+                    timeout=5)
+    # The user sees the cell stopped at its timeout; whether the interpreter survived is said.
+    assert doc["status"] == "timeout", short(doc)
+    if doc["reset"]:
+        assert "restarted" in doc["reset_reason"], short(doc)
+    # Every copy is gone afterwards and the session works again.
+    poll(lambda: int(guard.value(sid, PROCS)) <= 6, "the fork bomb's processes to be gone")
+    assert guard.value(sid, "1 + 1") == "2"
+    if not doc["reset"]:
+        assert guard.value(sid, "before + 1") == "42"
+    assert sectest.inspect(s["container_id"])["HostConfig"]["PidsLimit"] == 256
+
+
+def test_memory_bomb(guard):
+    s = guard.create_session(execution_options={"memory_limit": "256m"})
+    sid = s["session_id"]
+    assert guard.value(sid, "kept = 'no'\nkept") == "'no'"
+    doc = guard.run(sid, "blocks = []\nwhile True:\n    blocks.append(bytearray(16 << 20))\n", timeout=60)
+    assert doc["status"] == "error", short(doc)
+    assert doc["reset"] is True, short(doc)
+    assert "out of memory" in doc["reset_reason"] and "256 MiB" in doc["reset_reason"], doc["reset_reason"]
+    # A fresh interpreter: the old variables are gone (as the reason said), new code runs.
+    after = guard.run(sid, "kept")
+    assert after["status"] == "error" and after["error"]["ename"] == "NameError", short(after)
+    assert guard.value(sid, "len(bytearray(64 << 20))") == str(64 << 20)
+    assert guard.session(sid)["status"] == "ready"
+
+
+def test_cpu_spin(guard):
+    s = guard.create_session()
+    sid = s["session_id"]
+    assert guard.value(sid, "v = 'kept'") is None
+    # While it spins, the neighbour (checked by guard) and another session still answer.
+    other = guard.create_session()["session_id"]
+    rid = guard.submit(sid, "while True:\n    pass\n", timeout=3)
+    assert guard.value(other, "sum(range(1000))") == "499500"
+    doc = guard.result(rid)
+    assert doc["status"] == "timeout" and doc["error"]["ename"] == "KeyboardInterrupt", short(doc)
+    assert doc["reset"] is False
+    assert guard.value(sid, "v") == "'kept'"
+    # Code that swallows the interrupt is killed after the grace period; the result says so.
+    doc = guard.run(sid, "while True:\n    try:\n        while True:\n            pass\n"
+                         "    except KeyboardInterrupt:\n        pass\n", timeout=2)
+    assert doc["status"] == "timeout" and doc["reset"] is True, short(doc)
+    assert "did not stop" in doc["reset_reason"] and "restarted" in doc["reset_reason"], doc["reset_reason"]
+    assert guard.value(sid, "'v' in globals()") == "False"
+    assert sectest.inspect(s["container_id"])["HostConfig"]["NanoCpus"] == 1_000_000_000
+
+
+FILL = ("n = 0\ntry:\n    with open({path!r}, 'wb') as f:\n        while True:\n"
+        "            f.write(b'\\0' * (1 << 20))\n            n += 1\nexcept OSError as e:\n"
+        "    print(n, e.strerror)\n")
+
+
+def test_fill_workspace_and_tmp(guard):
+    s = guard.create_session(execution_options={"workspace_size": "64m", "tmp_size": "32m",
+                                                "memory_limit": "256m"})
+    sid = s["session_id"]
+    assert guard.value(sid, "kept = 7") is None
+    for path, size in (("/workspace/fill", 64), ("/tmp/fill", 32)):
+        doc = guard.run(sid, FILL.format(path=path))
+        assert doc["status"] == "completed", short(doc)
+        n, msg = doc["stdout"].split(" ", 1)
+        assert "No space left on device" in msg, doc["stdout"]
+        assert size - 8 <= int(n) <= size, doc["stdout"]
+    # Full disks do not eat the memory the session asked for: 160 MiB still fit.
+    assert guard.value(sid, "len(bytearray(160 << 20))") == str(160 << 20)
+    assert guard.value(sid, "kept") == "7"
+    assert guard.value(sid, "import os; os.remove('/workspace/fill'); os.remove('/tmp/fill'); 'freed'") == "'freed'"
+
+
+def test_gigabyte_print(guard):
+    s = guard.create_session()
+    sid = s["session_id"]
+    base = sectest.rss_kb(guard.pid)
+    with sectest.RssWatch(guard.pid) as w:
+        doc = guard.run(sid, "import sys\nline = 'x' * ((1 << 20) - 1) + '\\n'\nfor _ in range(1024):\n"
+                             "    sys.stdout.write(line)\nprint('the end')\n", timeout=300)
+    assert doc["status"] == "completed", short(doc)
+    assert doc["truncated"] is True
+    assert doc["dropped_bytes"] >= (1 << 30) - (2 << 20), short(doc)
+    assert len(doc["stdout"]) <= (1 << 20) + 4096
+    assert "bytes of output dropped" in doc["stdout"] and doc["stdout"].endswith("the end\n")
+    peak_mb = w.peak_kb // 1024
+    assert peak_mb < RSS_LIMIT(), f"runboxd's RSS reached {peak_mb} MiB (from {base // 1024} MiB)"
+    assert guard.value(sid, "'still here'") == "'still here'"
+
+
+def RSS_LIMIT() -> int:
+    return sectest.RSS_LIMIT_MB

@@ -1,0 +1,164 @@
+/*
+ * support_fake_files.c: the file calls of core/core.h for the server/ unit tests, beside the
+ * fake core of support_fake_core.c. Files live in a process-global list keyed by session id
+ * and normalised path; the session id "s_gone" is unknown (404). Unlike the real core, these
+ * answer synchronously from inside the call with no handle (*handle = NULL), which the REST
+ * handlers must also cope with; the real asynchronous path is covered by tests/files/.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "tests/server/support_fake_files.h"
+
+#define FAKE_FILES_MAX 64
+
+typedef struct fake_file {
+    char *session, *path;
+    char *data;
+    size_t len;
+} fake_file;
+
+static fake_file files[FAKE_FILES_MAX];
+static int nfiles;
+
+static rb_err check(const char *session_id, const char *path, char *err)
+{
+    if (strcmp(session_id, "s_gone") == 0)
+        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%s'", session_id);
+    if (path != NULL && (strstr(path, "..") != NULL || (path[0] == '/' && strncmp(path, "/workspace/", 11) != 0)))
+        return rb_fail(RB_EFORBIDDEN, err, "path '%s' is outside /workspace", path);
+    return RB_OK;
+}
+
+static fake_file *find(const char *session_id, const char *path)
+{
+    for (int i = 0; i < nfiles; i++)
+        if (strcmp(files[i].session, session_id) == 0 && strcmp(files[i].path, path) == 0)
+            return &files[i];
+    return NULL;
+}
+
+int fake_files_count(void)
+{
+    return nfiles;
+}
+
+const char *fake_files_get(const char *session_id, const char *path, size_t *len)
+{
+    fake_file *f = find(session_id, path);
+    if (f == NULL)
+        return NULL;
+    *len = f->len;
+    return f->data;
+}
+
+rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, const void *data, size_t len,
+                        core_cb cb, void *cbdata, core_op **handle, char *err)
+{
+    (void)c;
+    rb_err e = check(session_id, path, err);
+    if (e != RB_OK)
+        return e;
+    if (nfiles >= FAKE_FILES_MAX)
+        return rb_fail(RB_EBUSY, err, "the fake holds %d files at most", FAKE_FILES_MAX);
+    fake_file *f = find(session_id, path);
+    if (f == NULL) {
+        f = &files[nfiles++];
+        f->session = xstrdup(session_id);
+        f->path = xstrdup(path);
+    } else {
+        free(f->data);
+    }
+    f->data = xmalloc(len + 1);
+    memcpy(f->data, data, len);
+    f->len = len;
+    if (handle != NULL)
+        *handle = NULL;
+    cb(cbdata, RB_OK, NULL, json_pack("{s:s, s:s, s:I}", "session_id", session_id, "path", path, "size",
+                                      (json_int_t)len));
+    return RB_OK;
+}
+
+rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err)
+{
+    (void)c;
+    rb_err e = check(session_id, NULL, err);
+    if (e != RB_OK)
+        return e;
+    json_t *arr = json_array();
+    for (int i = 0; i < nfiles; i++)
+        if (strcmp(files[i].session, session_id) == 0)
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:I}", "path", files[i].path, "type", "file", "size",
+                                                 (json_int_t)files[i].len));
+    if (handle != NULL)
+        *handle = NULL;
+    cb(cbdata, RB_OK, NULL, json_pack("{s:s, s:o, s:b}", "session_id", session_id, "files", arr, "truncated", 0));
+    return RB_OK;
+}
+
+rb_err core_file_download(rb_core *c, const char *session_id, const char *path, core_file_cb cb, void *cbdata,
+                          core_op **handle, char *err)
+{
+    (void)c;
+    rb_err e = check(session_id, path, err);
+    if (e != RB_OK)
+        return e;
+    fake_file *f = find(session_id, path);
+    if (f == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "no file '%s'", path);
+    if (handle != NULL)
+        *handle = NULL;
+    const char *name = strrchr(path, '/');
+    name = name ? name + 1 : path;
+    const char *type = strstr(name, ".csv") ? "text/csv; charset=utf-8" : "application/octet-stream";
+    cb(cbdata, RB_OK, NULL, f->data, f->len, type, name);
+    return RB_OK;
+}
+
+rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,
+                        core_op **handle, char *err)
+{
+    (void)c;
+    rb_err e = check(session_id, path, err);
+    if (e != RB_OK)
+        return e;
+    fake_file *f = find(session_id, path);
+    if (f == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "no file '%s'", path);
+    free(f->session);
+    free(f->path);
+    free(f->data);
+    *f = files[--nfiles];
+    if (handle != NULL)
+        *handle = NULL;
+    cb(cbdata, RB_OK, NULL, json_pack("{s:s, s:s, s:b}", "session_id", session_id, "path", path, "deleted", 1));
+    return RB_OK;
+}
+
+rb_err core_dependencies_install(rb_core *c, const char *session_id, json_t *body, core_cb cb, void *data,
+                                 core_op **handle, char *err)
+{
+    (void)c;
+    rb_err e = check(session_id, NULL, err);
+    if (e != RB_OK)
+        return e;
+    json_t *list = json_object_get(body, "dependencies");
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return rb_fail(RB_EINVAL, err, "dependencies: give at least one package");
+    if (handle != NULL)
+        *handle = NULL;
+    cb(data, RB_OK, NULL, json_pack("{s:s, s:O, s:b}", "session_id", session_id, "dependencies", list, "cached", 0));
+    return RB_OK;
+}
+
+rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char *err)
+{
+    (void)c;
+    (void)err;
+    if (handle != NULL)
+        *handle = NULL;
+    cb(data, RB_OK, NULL,
+       json_pack("{s:s, s:[{s:s, s:s}]}", "image", "fake", "packages", "name", "numpy", "version", "1.24.2"));
+    return RB_OK;
+}

@@ -1,0 +1,192 @@
+/*
+ * support_fake_mcp.c: an in-memory stand-in for core/mcp.h over the fake core, so the server/
+ * unit tests link and can drive /mcp without SQLite. Records live in a list; no idle expiry.
+ * Bound sandboxes are created with the fake core's core_session_create.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/mcp.h"
+
+typedef struct fake_rec {
+    char id[CORE_MCP_ID_LEN];
+    json_t *doc;
+    int ended;
+    struct fake_rec *next;
+} fake_rec;
+
+typedef struct fake_bind {
+    core_mcp *m;
+    char id[CORE_MCP_ID_LEN];
+    char lang[8];
+    core_cb cb;
+    void *data;
+    struct fake_bind *next;
+} fake_bind;
+
+struct core_mcp {
+    rb_core *core;
+    fake_rec *recs;
+    fake_bind *binds;
+    core_mcp_ended_cb on_end;
+    void *on_end_data;
+};
+
+rb_err core_mcp_new(rb_core *c, core_mcp **out, char *err)
+{
+    (void)err;
+    core_mcp *m = xcalloc(1, sizeof(*m));
+    m->core = c;
+    *out = m;
+    return RB_OK;
+}
+
+void core_mcp_free(core_mcp *m)
+{
+    if (m == NULL)
+        return;
+    while (m->recs != NULL) {
+        fake_rec *r = m->recs;
+        m->recs = r->next;
+        json_decref(r->doc);
+        free(r);
+    }
+    while (m->binds != NULL) {
+        fake_bind *b = m->binds;
+        m->binds = b->next;
+        free(b);
+    }
+    free(m);
+}
+
+void core_mcp_on_end(core_mcp *m, core_mcp_ended_cb cb, void *data)
+{
+    m->on_end = cb;
+    m->on_end_data = data;
+}
+
+rb_err core_mcp_session_create(core_mcp *m, json_t *info, json_t **out, char *err)
+{
+    (void)err;
+    fake_rec *r = xcalloc(1, sizeof(*r));
+    rb_random_id("m_", r->id, sizeof(r->id));
+    r->doc = json_pack("{s:s, s:O?, s:s, s:{}}", "mcp_session_id", r->id, "protocol_version",
+                       json_object_get(info, "protocol_version"), "log_level", "warning", "bound");
+    r->next = m->recs;
+    m->recs = r;
+    *out = json_deep_copy(r->doc);
+    return RB_OK;
+}
+
+static fake_rec *find(core_mcp *m, const char *id, char *err)
+{
+    for (fake_rec *r = m->recs; r != NULL; r = r->next)
+        if (strcmp(r->id, id) == 0) {
+            if (r->ended) {
+                rb_fail(RB_ENOTFOUND, err, "MCP session %s has ended", id);
+                return NULL;
+            }
+            return r;
+        }
+    rb_fail(RB_ENOTFOUND, err, "no MCP session %.64s", id);
+    return NULL;
+}
+
+rb_err core_mcp_session_touch(core_mcp *m, const char *id, json_t **out, char *err)
+{
+    fake_rec *r = find(m, id, err);
+    if (r == NULL)
+        return RB_ENOTFOUND;
+    if (out != NULL)
+        *out = json_deep_copy(r->doc);
+    return RB_OK;
+}
+
+rb_err core_mcp_session_set(core_mcp *m, const char *id, const char *key, json_t *value, char *err)
+{
+    fake_rec *r = find(m, id, err);
+    if (r == NULL)
+        return RB_ENOTFOUND;
+    json_object_set(r->doc, key, value);
+    return RB_OK;
+}
+
+void core_mcp_session_hold(core_mcp *m, const char *id, int delta)
+{
+    (void)m;
+    (void)id;
+    (void)delta;
+}
+
+rb_err core_mcp_session_end(core_mcp *m, const char *id, const char *reason, char *err)
+{
+    (void)reason;
+    fake_rec *r = find(m, id, err);
+    if (r == NULL)
+        return RB_ENOTFOUND;
+    r->ended = 1;
+    const char *lang;
+    json_t *sid;
+    json_object_foreach(json_object_get(r->doc, "bound"), lang, sid)
+    {
+        json_t *o = NULL;
+        core_session_delete(m->core, json_string_value(sid), &o, NULL);
+        json_decref(o);
+    }
+    if (m->on_end != NULL)
+        m->on_end(m->on_end_data, id);
+    return RB_OK;
+}
+
+static void bound_cb(void *data, rb_err e, const char *msg, json_t *body)
+{
+    fake_bind *b = data;
+    core_mcp *m = b->m;
+    for (fake_bind **pp = &m->binds; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == b) {
+            *pp = b->next;
+            break;
+        }
+    fake_rec *r = find(m, b->id, NULL);
+    if (e == RB_OK && r != NULL)
+        json_object_set(json_object_get(r->doc, "bound"), b->lang, json_object_get(body, "session_id"));
+    json_decref(body);
+    if (e == RB_OK)
+        b->cb(b->data, RB_OK, NULL, json_pack("{s:O, s:b}", "session_id",
+                                               json_object_get(json_object_get(r->doc, "bound"), b->lang), "replaced",
+                                               0));
+    else
+        b->cb(b->data, e, msg, NULL);
+    free(b);
+}
+
+rb_err core_mcp_bound_session(core_mcp *m, const char *id, const char *language, char *session_id, core_cb cb,
+                              void *data, core_op **handle, char *err)
+{
+    session_id[0] = '\0';
+    fake_rec *r = find(m, id, err);
+    if (r == NULL)
+        return RB_ENOTFOUND;
+    const char *sid = json_string_value(json_object_get(json_object_get(r->doc, "bound"), language));
+    if (sid != NULL) {
+        snprintf(session_id, CORE_MCP_ID_LEN, "%s", sid);
+        return RB_OK;
+    }
+    fake_bind *b = xcalloc(1, sizeof(*b));
+    b->m = m;
+    snprintf(b->id, sizeof(b->id), "%s", id);
+    snprintf(b->lang, sizeof(b->lang), "%s", language);
+    b->cb = cb;
+    b->data = data;
+    json_t *opts = json_pack("{s:s}", "language", language);
+    rb_err e = core_session_create(m->core, opts, bound_cb, b, handle, err);
+    json_decref(opts);
+    if (e != RB_OK) {
+        free(b);
+        return e;
+    }
+    b->next = m->binds;
+    m->binds = b;
+    return RB_OK;
+}

@@ -1,0 +1,592 @@
+/*
+ * test_mcp.c: the /mcp endpoint over real HTTP on loopback against the fake core (and the fake
+ * MCP registry of support_fake_mcp.c): every MUST of the transport that can be seen on the wire
+ * (Origin, Mcp-Session-Id, MCP-Protocol-Version, 202, Accept, GET, DELETE, batches by version,
+ * JSON-RPC errors for malformed input), tools with JSON and SSE answers, progress,
+ * cancellation and Last-Event-ID replay.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "tests/server/harness.h"
+
+static harness h;
+
+static void setup(void)
+{
+    harness_start(&h, 64 * 1024);
+}
+
+static void teardown(void)
+{
+    harness_stop(&h);
+}
+
+TestSuite(mcp, .init = setup, .fini = teardown, .timeout = 60);
+
+#define ACCEPT "Accept: application/json, text/event-stream\r\n"
+
+/* POSTs body to /mcp with the session and version headers (either may be NULL) and extra. */
+static void mcp_post(const char *sid, const char *version, const char *extra, const char *body, http_resp *r)
+{
+    char headers[1024];
+    snprintf(headers, sizeof(headers), "Content-Type: application/json\r\n%s%s%s%s%s%s%s", extra ? extra : ACCEPT,
+             sid ? "Mcp-Session-Id: " : "", sid ? sid : "", sid ? "\r\n" : "", version ? "MCP-Protocol-Version: " : "",
+             version ? version : "", version ? "\r\n" : "");
+    cr_assert_eq(http_do(h.port, "POST", "/mcp", headers, body, strlen(body), r), 0);
+}
+
+/* initialize at version; returns the session id (heap). */
+static char *initialize(const char *version)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
+             "\"capabilities\":{},\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}}",
+             version);
+    http_resp r;
+    mcp_post(NULL, NULL, NULL, body, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    const char *sid = http_header(&r, "mcp-session-id");
+    cr_assert_not_null(sid, "no Mcp-Session-Id: %s", r.head);
+    char *id = xstrdup(sid);
+    http_resp_dispose(&r);
+    return id;
+}
+
+static void expect_rpc_error(const http_resp *r, int status, int code)
+{
+    cr_assert_eq(r->status, status, "status %d, want %d: %s", r->status, status, r->body);
+    cr_assert_not_null(r->json, "not JSON: %s", r->body);
+    cr_assert_str_eq(json_string_value(json_object_get(r->json, "jsonrpc")), "2.0");
+    json_t *e = json_object_get(r->json, "error");
+    cr_assert(json_is_object(e), "%s", r->body);
+    cr_assert_eq(json_integer_value(json_object_get(e, "code")), code, "%s", r->body);
+    const char *msg = json_string_value(json_object_get(e, "message"));
+    cr_assert(msg != NULL && msg[0] != '\0');
+}
+
+Test(mcp, initialize_assigns_an_unguessable_session_and_negotiates)
+{
+    http_resp r;
+    mcp_post(NULL, NULL, NULL,
+             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\","
+             "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+             &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert(strncmp(http_header(&r, "content-type"), "application/json", 16) == 0);
+    const char *sid = http_header(&r, "mcp-session-id");
+    cr_assert(sid != NULL && strlen(sid) == 34 && strncmp(sid, "m_", 2) == 0, "%s", sid ? sid : "(none)");
+    json_t *res = json_object_get(r.json, "result");
+    cr_assert_eq(json_integer_value(json_object_get(r.json, "id")), 7);
+    cr_assert_str_eq(json_string_value(json_object_get(res, "protocolVersion")), "2025-06-18");
+    cr_assert(json_is_object(json_object_get(json_object_get(res, "capabilities"), "tools")));
+    cr_assert(json_is_object(json_object_get(json_object_get(res, "capabilities"), "logging")));
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "serverInfo"), "name")), "runbox");
+    char first[64];
+    snprintf(first, sizeof(first), "%s", sid);
+    http_resp_dispose(&r);
+
+    /* An unknown version gets the newest one we speak; ids differ. */
+    mcp_post(NULL, NULL, NULL,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"1999-01-01\","
+             "\"capabilities\":{}}}",
+             &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r.json, "result"), "protocolVersion")),
+                     "2025-11-25");
+    cr_assert_str_neq(http_header(&r, "mcp-session-id"), first);
+    http_resp_dispose(&r);
+}
+
+Test(mcp, session_header_missing_is_400_unknown_is_404)
+{
+    http_resp r;
+    mcp_post(NULL, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", &r);
+    expect_rpc_error(&r, 400, -32600);
+    http_resp_dispose(&r);
+    mcp_post("m_00000000000000000000000000000000", NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+             &r);
+    expect_rpc_error(&r, 404, -32600);
+    http_resp_dispose(&r);
+}
+
+/* A 2026-07-28 client probes with server/discover; the answer must be a 400 whose body is not a
+ * modern error, so that it falls back to initialize. */
+Test(mcp, modern_probe_gets_a_fallback_answer)
+{
+    http_resp r;
+    mcp_post(NULL, "2026-07-28", "Accept: application/json, text/event-stream\r\nMcp-Method: server/discover\r\n",
+             "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"server/discover\",\"params\":{\"_meta\":{"
+             "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}",
+             &r);
+    cr_assert_eq(r.status, 400, "%s", r.body);
+    json_t *e = json_object_get(r.json, "error");
+    cr_assert(json_is_object(e), "%s", r.body);
+    cr_assert_neq(json_integer_value(json_object_get(e, "code")), -32022);
+    http_resp_dispose(&r);
+}
+
+Test(mcp, origin_is_validated)
+{
+    char *sid = initialize("2025-06-18");
+    http_resp r;
+    const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+    mcp_post(sid, NULL, ACCEPT "Origin: https://evil.example\r\n", ping, &r);
+    expect_rpc_error(&r, 403, -32600);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, ACCEPT "Origin: http://localhost.evil.example\r\n", ping, &r);
+    cr_assert_eq(r.status, 403, "%s", r.body);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, ACCEPT "Origin: http://localhost:5173\r\n", ping, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, ACCEPT "Origin: http://127.0.0.1\r\n", ping, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, ACCEPT "Origin: http://[::1]:8080\r\n", ping, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    http_resp_dispose(&r);
+    /* Configured origins are allowed too (cfg is read per request). */
+    char err[RB_ERR_LEN];
+    cr_assert_eq(config_set(&h.cfg, "allowed-origins", "https://app.example.com, https://other.example", err), RB_OK);
+    mcp_post(sid, NULL, ACCEPT "Origin: https://app.example.com\r\n", ping, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, ACCEPT "Origin: https://evil.example\r\n", ping, &r);
+    cr_assert_eq(r.status, 403, "%s", r.body);
+    http_resp_dispose(&r);
+    /* The GET and DELETE of the endpoint check it as well. */
+    cr_assert_eq(http_do(h.port, "DELETE", "/mcp", "Origin: https://evil.example\r\nMcp-Session-Id: x\r\n", NULL, 0, &r),
+                 0);
+    cr_assert_eq(r.status, 403);
+    http_resp_dispose(&r);
+    free(sid);
+}
+
+Test(mcp, protocol_version_header_is_checked)
+{
+    char *sid = initialize("2025-06-18");
+    http_resp r;
+    mcp_post(sid, "2024-13-99", NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &r);
+    expect_rpc_error(&r, 400, -32600);
+    http_resp_dispose(&r);
+    mcp_post(sid, "2025-06-18", NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert(json_is_object(json_object_get(r.json, "result")));
+    http_resp_dispose(&r);
+    free(sid);
+}
+
+Test(mcp, notifications_and_responses_get_202)
+{
+    char *sid = initialize("2025-11-25");
+    http_resp r;
+    mcp_post(sid, "2025-11-25", NULL, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r);
+    cr_assert_eq(r.status, 202, "%s", r.body);
+    cr_assert_eq(r.body_len, 0);
+    http_resp_dispose(&r);
+    mcp_post(sid, "2025-11-25", NULL, "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{}}", &r);
+    cr_assert_eq(r.status, 202, "%s", r.body);
+    http_resp_dispose(&r);
+    free(sid);
+}
+
+Test(mcp, accept_and_content_type_are_checked)
+{
+    char *sid = initialize("2025-06-18");
+    http_resp r;
+    const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+    mcp_post(sid, NULL, "Accept: text/html\r\n", ping, &r);
+    expect_rpc_error(&r, 406, -32600);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, "Accept: application/json\r\n", ping, &r);
+    cr_assert_eq(r.status, 406, "%s", r.body);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, "Accept: */*\r\n", ping, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    http_resp_dispose(&r);
+    char headers[256];
+    snprintf(headers, sizeof(headers), ACCEPT "Content-Type: text/plain\r\nMcp-Session-Id: %s\r\n", sid);
+    cr_assert_eq(http_do(h.port, "POST", "/mcp", headers, ping, strlen(ping), &r), 0);
+    expect_rpc_error(&r, 415, -32600);
+    http_resp_dispose(&r);
+    free(sid);
+}
+
+Test(mcp, malformed_input_gets_jsonrpc_errors)
+{
+    char *sid = initialize("2025-06-18");
+    http_resp r;
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",", &r);
+    expect_rpc_error(&r, 400, -32700);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, NULL, "42", &r);
+    expect_rpc_error(&r, 400, -32600);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", &r);
+    expect_rpc_error(&r, 400, -32600);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"no/such\"}", &r);
+    expect_rpc_error(&r, 200, -32601);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[1]}", &r);
+    expect_rpc_error(&r, 400, -32602);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}",
+             &r);
+    expect_rpc_error(&r, 200, -32602);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\",\"params\":{\"level\":9}}",
+             &r);
+    expect_rpc_error(&r, 200, -32602);
+    http_resp_dispose(&r);
+    /* Over max-body: h2o's own 413 is rewritten into a JSON-RPC error. */
+    size_t n = 100 * 1024;
+    char *big = xmalloc(n + 1);
+    memset(big, ' ', n);
+    memcpy(big, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 39);
+    big[n] = '\0';
+    mcp_post(sid, NULL, NULL, big, &r);
+    cr_assert_eq(r.status, 413, "%s", r.body);
+    cr_assert_not_null(r.json, "%s", r.body);
+    cr_assert(json_is_object(json_object_get(r.json, "error")), "%s", r.body);
+    http_resp_dispose(&r);
+    free(big);
+    free(sid);
+}
+
+Test(mcp, batches_only_under_2025_03_26)
+{
+    const char *batch = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},"
+                        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"},"
+                        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"list_sessions\"}}]";
+    char *modern = initialize("2025-06-18");
+    http_resp r;
+    mcp_post(modern, NULL, NULL, batch, &r);
+    expect_rpc_error(&r, 400, -32600);
+    http_resp_dispose(&r);
+
+    char *old = initialize("2025-03-26");
+    mcp_post(old, "2025-03-26", NULL, batch, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert(json_is_array(r.json), "%s", r.body);
+    cr_assert_eq(json_array_size(r.json), 3, "%s", r.body);
+    int seen = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(r.json, i, m)
+    {
+        seen |= 1 << json_integer_value(json_object_get(m, "id"));
+        cr_assert(json_is_object(json_object_get(m, "result")), "%s", r.body);
+    }
+    cr_assert_eq(seen, 0xe);
+    http_resp_dispose(&r);
+    mcp_post(old, "2025-03-26", NULL, "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}]", &r);
+    cr_assert_eq(r.status, 202, "%s", r.body);
+    http_resp_dispose(&r);
+    mcp_post(old, "2025-03-26", NULL, "[]", &r);
+    expect_rpc_error(&r, 400, -32600);
+    http_resp_dispose(&r);
+    free(modern);
+    free(old);
+}
+
+Test(mcp, tools_list_has_schemas)
+{
+    char *sid = initialize("2025-06-18");
+    http_resp r;
+    mcp_post(sid, "2025-06-18", NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    json_t *tools = json_object_get(json_object_get(r.json, "result"), "tools");
+    static const char *const names[] = {"execute_code", "create_session", "list_sessions", "get_session_info",
+                                        "close_session", "get_health"};
+    cr_assert_eq(json_array_size(tools), 6);
+    for (size_t k = 0; k < 6; k++) {
+        json_t *t = json_array_get(tools, k);
+        cr_assert_str_eq(json_string_value(json_object_get(t, "name")), names[k]);
+        cr_assert(json_string_length(json_object_get(t, "description")) > 20);
+        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(t, "inputSchema"), "type")), "object");
+        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(t, "outputSchema"), "type")), "object");
+    }
+    http_resp_dispose(&r);
+    free(sid);
+}
+
+Test(mcp, execute_code_answers_json_with_structured_content_and_image)
+{
+    char *sid = initialize("2025-06-18");
+    http_resp r;
+    mcp_post(sid, "2025-06-18", NULL,
+             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
+             "\"arguments\":{\"code\":\"print('hello')\"}}}",
+             &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert(strncmp(http_header(&r, "content-type"), "application/json", 16) == 0, "%s", r.head);
+    json_t *res = json_object_get(r.json, "result");
+    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", r.body);
+    json_t *sc = json_object_get(res, "structuredContent");
+    cr_assert_str_eq(json_string_value(json_object_get(sc, "status")), "completed");
+    cr_assert_str_eq(json_string_value(json_object_get(sc, "stdout")), "hello\n");
+    cr_assert_str_eq(json_string_value(json_object_get(sc, "result")), "42");
+    int texts = 0, images = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(res, "content"), i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        texts += strcmp(type, "text") == 0;
+        if (strcmp(type, "image") == 0) {
+            images++;
+            cr_assert_str_eq(json_string_value(json_object_get(c, "mimeType")), "image/png");
+            cr_assert_str_eq(json_string_value(json_object_get(c, "data")), "iVBORw0KGgo=");
+        }
+    }
+    cr_assert_geq(texts, 2);
+    cr_assert_eq(images, 1);
+    const char *bound = json_string_value(json_object_get(sc, "session_id"));
+    char first[64];
+    snprintf(first, sizeof(first), "%s", bound);
+    http_resp_dispose(&r);
+
+    /* The second call runs in the same bound session. */
+    mcp_post(sid, "2025-06-18", NULL,
+             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
+             "\"arguments\":{\"code\":\"RAISE\"}}}",
+             &r);
+    res = json_object_get(r.json, "result");
+    cr_assert(json_is_true(json_object_get(res, "isError")), "%s", r.body);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "structuredContent"), "session_id")), first);
+    http_resp_dispose(&r);
+
+    /* A session created over REST is usable with session_id. */
+    cr_assert_eq(http_json(h.port, "POST", "/sessions", "{}", &r), 0);
+    char *rest = xstrdup(json_string_value(json_object_get(r.json, "session_id")));
+    http_resp_dispose(&r);
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
+             "\"arguments\":{\"code\":\"x\",\"session_id\":\"%s\"}}}",
+             rest);
+    mcp_post(sid, "2025-06-18", NULL, body, &r);
+    res = json_object_get(r.json, "result");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "structuredContent"), "session_id")), rest);
+    http_resp_dispose(&r);
+    free(rest);
+    free(sid);
+}
+
+/* Parses the "data:" lines of an SSE body into an array of messages. */
+static json_t *sse_messages(const char *body, json_t *ids)
+{
+    json_t *msgs = json_array();
+    const char *p = body;
+    while ((p = strstr(p, "\n")) != NULL) {
+        p++;
+        if (strncmp(p, "id: ", 4) == 0 && ids != NULL) {
+            const char *e = strchr(p, '\n');
+            json_array_append_new(ids, json_stringn(p + 4, (size_t)(e - p - 4)));
+        }
+        if (strncmp(p, "data: ", 6) == 0) {
+            const char *e = strchr(p, '\n');
+            json_t *m = json_loadb(p + 6, (size_t)(e - p - 6), 0, NULL);
+            if (m != NULL)
+                json_array_append_new(msgs, m);
+        }
+    }
+    return msgs;
+}
+
+Test(mcp, progress_token_turns_the_answer_into_sse_and_replays)
+{
+    char *sid = initialize("2025-11-25");
+    http_resp r;
+    mcp_post(sid, "2025-11-25", NULL,
+             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
+             "\"arguments\":{\"code\":\"print('hello')\"},\"_meta\":{\"progressToken\":\"tok\"}}}",
+             &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert(strncmp(http_header(&r, "content-type"), "text/event-stream", 17) == 0, "%s", r.head);
+    json_t *ids = json_array();
+    json_t *msgs = sse_messages(r.body, ids);
+    size_t n = json_array_size(msgs);
+    cr_assert_geq(n, 3, "%s", r.body);
+    json_t *first = json_array_get(msgs, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(first, "method")), "notifications/progress");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(first, "params"), "progressToken")), "tok");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(first, "params"), "message")), "hello\n");
+    json_t *last = json_array_get(msgs, n - 1);
+    cr_assert_eq(json_integer_value(json_object_get(last, "id")), 9);
+    cr_assert(json_is_object(json_object_get(json_object_get(last, "result"), "structuredContent")));
+    cr_assert_eq(json_array_size(ids), n);
+    /* Event ids are unique. */
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = a + 1; b < n; b++)
+            cr_assert_str_neq(json_string_value(json_array_get(ids, a)), json_string_value(json_array_get(ids, b)));
+    http_resp_dispose(&r);
+
+    /* Reconnecting with Last-Event-ID gets what followed the first event, response included. */
+    char headers[256];
+    snprintf(headers, sizeof(headers), "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\nLast-Event-ID: %s\r\n", sid,
+             json_string_value(json_array_get(ids, 0)));
+    cr_assert_eq(http_do(h.port, "GET", "/mcp", headers, NULL, 0, &r), 0);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    json_t *again = sse_messages(r.body, NULL);
+    cr_assert_eq(json_array_size(again), n - 1, "%s", r.body);
+    cr_assert(json_equal(json_array_get(again, n - 2), last));
+    json_decref(again);
+    http_resp_dispose(&r);
+    json_decref(msgs);
+    json_decref(ids);
+    free(sid);
+}
+
+Test(mcp, log_messages_follow_set_level)
+{
+    char *sid = initialize("2025-06-18");
+    http_resp r;
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\",\"params\":{\"level\":\"debug\"}}",
+             &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, NULL,
+             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
+             "\"arguments\":{\"code\":\"1\"}}}",
+             &r);
+    cr_assert(strncmp(http_header(&r, "content-type"), "text/event-stream", 17) == 0, "%s", r.head);
+    json_t *msgs = sse_messages(r.body, NULL);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(msgs, 0), "method")), "notifications/message");
+    cr_assert_eq(json_integer_value(json_object_get(json_array_get(msgs, json_array_size(msgs) - 1), "id")), 2);
+    json_decref(msgs);
+    http_resp_dispose(&r);
+    free(sid);
+}
+
+typedef struct cancel_args {
+    char sid[64];
+    http_resp resp;
+} cancel_args;
+
+static void *run_forever(void *p)
+{
+    cancel_args *a = p;
+    mcp_post(a->sid, NULL, NULL,
+             "{\"jsonrpc\":\"2.0\",\"id\":\"long\",\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
+             "\"arguments\":{\"code\":\"FOREVER\"},\"_meta\":{\"progressToken\":1}}}",
+             &a->resp);
+    return NULL;
+}
+
+Test(mcp, cancelled_request_interrupts_the_execution)
+{
+    char *sid = initialize("2025-06-18");
+    cancel_args a;
+    memset(&a, 0, sizeof(a));
+    snprintf(a.sid, sizeof(a.sid), "%s", sid);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, run_forever, &a), 0);
+    /* Wait until the execution runs (it shows up as busy work in the fake core's watches). */
+    while (fake_core_live_watches(h.core) == 0)
+        usleep(10000);
+    http_resp r;
+    mcp_post(sid, NULL, NULL,
+             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"long\","
+             "\"reason\":\"test\"}}",
+             &r);
+    cr_assert_eq(r.status, 202, "%s", r.body);
+    http_resp_dispose(&r);
+    pthread_join(t, NULL);
+    /* JSON when nothing preceded the answer, SSE when progress did. */
+    json_t *msgs = a.resp.json != NULL ? json_pack("[O]", a.resp.json) : sse_messages(a.resp.body, NULL);
+    json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+    cr_assert_str_eq(json_string_value(json_object_get(last, "id")), "long", "%s", a.resp.body);
+    json_t *sc = json_object_get(json_object_get(last, "result"), "structuredContent");
+    cr_assert_str_eq(json_string_value(json_object_get(sc, "status")), "cancelled", "%s", a.resp.body);
+    json_decref(msgs);
+    http_resp_dispose(&a.resp);
+    free(sid);
+}
+
+Test(mcp, get_opens_a_stream_and_delete_ends_the_session)
+{
+    char *sid = initialize("2025-06-18");
+    int fd = http_connect(h.port);
+    char req[256];
+    int n = snprintf(req, sizeof(req),
+                     "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
+    cr_assert_eq(write(fd, req, (size_t)n), n);
+    char buf[1024];
+    size_t got = 0;
+    while (got < sizeof(buf) - 1 && strstr(buf, "\n\n: ") == NULL) {
+        ssize_t k = read(fd, buf + got, sizeof(buf) - 1 - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        buf[got] = '\0';
+        if (strstr(buf, "event stream") != NULL)
+            break;
+    }
+    cr_assert(strstr(buf, "200") != NULL && strstr(buf, "text/event-stream") != NULL, "%s", buf);
+
+    http_resp r;
+    char headers[128];
+    snprintf(headers, sizeof(headers), "Mcp-Session-Id: %s\r\n", sid);
+    cr_assert_eq(http_do(h.port, "GET", "/mcp", headers, NULL, 0, &r), 0);
+    cr_assert_eq(r.status, 406, "%s", r.body); /* no Accept: text/event-stream */
+    http_resp_dispose(&r);
+    cr_assert_eq(http_do(h.port, "DELETE", "/mcp", headers, NULL, 0, &r), 0);
+    cr_assert_eq(r.status, 204, "%s", r.body);
+    http_resp_dispose(&r);
+    /* The open GET stream ends with the session. */
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    close(fd);
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &r);
+    expect_rpc_error(&r, 404, -32600);
+    http_resp_dispose(&r);
+    cr_assert_eq(http_do(h.port, "DELETE", "/mcp", headers, NULL, 0, &r), 0);
+    cr_assert_eq(r.status, 404, "%s", r.body);
+    http_resp_dispose(&r);
+    free(sid);
+}
+
+Test(mcp, resources_list_and_read)
+{
+    char *sid = initialize("2025-06-18");
+    http_resp r;
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/templates/list\"}", &r);
+    cr_assert_eq(json_array_size(json_object_get(json_object_get(r.json, "result"), "resourceTemplates")), 3, "%s",
+                 r.body);
+    http_resp_dispose(&r);
+    cr_assert_eq(http_json(h.port, "POST", "/sessions", "{}", &r), 0);
+    char *rest = xstrdup(json_string_value(json_object_get(r.json, "session_id")));
+    http_resp_dispose(&r);
+    const char *prefixes[] = {"runbox://sessions/", "session://", NULL, NULL};
+    const char *lists[] = {NULL, NULL, "runbox://sessions", "sessions://"};
+    for (size_t i = 0; i < 4; i++) {
+        char uri[128], body[256];
+        if (prefixes[i] != NULL)
+            snprintf(uri, sizeof(uri), "%s%s", prefixes[i], rest);
+        else
+            snprintf(uri, sizeof(uri), "%s", lists[i]);
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/read\",\"params\":{\"uri\":\"%s\"}}", uri);
+        mcp_post(sid, NULL, NULL, body, &r);
+        json_t *c = json_array_get(json_object_get(json_object_get(r.json, "result"), "contents"), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(c, "mimeType")), "application/json", "%s", r.body);
+        cr_assert(strstr(json_string_value(json_object_get(c, "text")), rest) != NULL, "%s", r.body);
+        http_resp_dispose(&r);
+    }
+    mcp_post(sid, NULL, NULL,
+             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{\"uri\":\"runbox://nope\"}}", &r);
+    expect_rpc_error(&r, 200, -32002);
+    http_resp_dispose(&r);
+    free(rest);
+    free(sid);
+}
