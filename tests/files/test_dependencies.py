@@ -1,0 +1,149 @@
+"""Dependencies and preinstalled packages through the REST API of a real runboxd:
+GET /packages lists the image's distributions; requirement syntax and the operator's policy
+(deps-block, deps-allow, minimum versions) are enforced with errors naming the package and the
+rule; a session created with `dependencies` can import them, a second session with the same set
+is served from the cache (no network), and a running session can install more.
+
+The real path needs a container on a bridge network to reach PyPI. On this machine it does,
+through a TLS-inspecting proxy whose CA is the host's bundle: RUNBOX_TEST_PIP_CA (default
+/etc/ssl/certs/ca-certificates.crt) is given to runboxd as --deps-ca-file.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import rbtest
+
+CA = os.environ.get("RUNBOX_TEST_PIP_CA", "/etc/ssl/certs/ca-certificates.crt")
+# Small pure-Python wheels that the image does not have.
+PKG = "tomli-w==1.0.0"
+PKG2 = "toolz==0.12.1"
+
+
+def check_error(resp, status: int, code: str, *mentions: str) -> dict:
+    assert resp.status_code == status, f"expected {status}, got {resp.status_code}: {resp.text[:800]}"
+    err = resp.json()["error"]
+    assert err["code"] == code, err
+    for m in mentions:
+        assert m.lower() in err["message"].lower(), err["message"]
+    return err
+
+
+def deps_volumes() -> set[str]:
+    out = rbtest.docker("volume", "ls", "-q", "--filter", "label=runbox.deps=1")
+    return {v for v in out.splitlines() if v}
+
+
+@pytest.fixture
+def volumes():
+    """Starts without caches of the sets used here (so the first install really downloads) and
+    removes the dependency cache volumes the test created."""
+    for req in (PKG, PKG2):
+        old = rbtest.docker("volume", "ls", "-q", "--filter", f"label=runbox.deps.set={req}")
+        if old:
+            rbtest.docker("volume", "rm", "-f", *old.split(), check=False)
+    before = deps_volumes()
+    yield
+    new = deps_volumes() - before
+    if new:
+        rbtest.docker("volume", "rm", "-f", *sorted(new), check=False)
+
+
+def run(server, sid: str, code: str) -> dict:
+    r = server.post("/execute", {"session_id": sid, "code": code, "wait": True})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_packages_lists_the_image(server):
+    r = server.get("/packages")
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    names = {p["name"].lower(): p["version"] for p in doc["packages"]}
+    for want in ("numpy", "pandas", "matplotlib", "pillow"):
+        assert want in names, sorted(names)
+    assert doc["python"].startswith("3.")
+    assert doc["image"] == rbtest.IMAGE and doc["image_id"].startswith("sha256:")
+    assert server.get("/packages").json() == doc  # cached per image id
+
+
+def test_requirement_syntax_and_policy(make_server):
+    s = make_server(["--deps-block", "evil-pkg, numpy<1.20", "--deps-allow", "requests>=2.31, numpy, tomli-w"])
+    for bad in ["--index-url=http://x", "git+https://x/y.git", "./local", "pkg[extra]", "a==1 ; python_version>'3'",
+                "", 5]:
+        check_error(s.post("/sessions", {"dependencies": [bad]}), 400, "invalid_request", "dependencies")
+    check_error(s.post("/sessions", {"dependencies": "requests"}), 400, "invalid_request", "list")
+    check_error(s.post("/sessions", {"dependencies": ["Evil_Pkg"]}), 403, "forbidden", "evil-pkg", "deps-block")
+    check_error(s.post("/sessions", {"dependencies": ["numpy==1.19.5"]}), 403, "forbidden", "numpy", "1.20",
+                "deps-block")
+    check_error(s.post("/sessions", {"dependencies": ["requests==2.30.0"]}), 403, "forbidden", "requests", "2.31",
+                "deps-allow")
+    check_error(s.post("/sessions", {"dependencies": ["flask"]}), 403, "forbidden", "flask", "allowlist")
+    check_error(s.post("/sessions", {"dependencies": ["numpy", "NumPy"]}), 400, "invalid_request", "twice")
+    check_error(s.post("/sessions", {"language": "bash", "dependencies": ["numpy"]}), 400, "invalid_request")
+    # nothing was created on the way
+    assert s.get("/sessions").json()["sessions"] == []
+    off = make_server(["--deps-network", "none"])
+    check_error(off.post("/sessions", {"dependencies": ["tomli-w"]}), 403, "forbidden", "disabled")
+
+
+def test_install_at_creation_then_from_cache_then_into_a_running_session(make_server, volumes):
+    s = make_server(["--deps-ca-file", CA])
+    first = s.create_session({"dependencies": [PKG]})
+    doc = run(s, first["session_id"], "import tomli_w; tomli_w.dumps({'a': 1})")
+    assert doc["status"] == "completed", doc
+    assert doc["result"] == repr('a = 1\n')
+    # installed packages are not "files the code wrote", and the listing hides them
+    assert doc["files_written"] == []
+    files = s.get(f"/sessions/{first['session_id']}/files").json()["files"]
+    assert not any(f["path"].startswith(".runbox") for f in files)
+    assert "downloaded" in s.log_text()
+
+    # the same set again: served from the cache volume by an installer without network
+    second = s.create_session({"dependencies": ["TOMLI_W == 1.0.0"]})
+    doc = run(s, second["session_id"], "import tomli_w, subprocess, sys\n"
+                                       "subprocess.run([sys.executable, '-c', 'import tomli_w'], check=True)\n"
+                                       "tomli_w.__file__")
+    assert doc["status"] == "completed", doc
+    assert doc["result"].startswith("'/workspace/.runbox/site-packages/")
+    assert "from cache" in s.log_text()
+
+    # a running session installs another package, then imports it without a restart
+    bare = s.create_session()
+    sid = bare["session_id"]
+    doc = run(s, sid, "try:\n    import toolz\nexcept ImportError:\n    print('missing')")
+    assert doc["stdout"] == "missing\n"
+    r = s.post(f"/sessions/{sid}/dependencies", {"dependencies": [PKG2]})
+    assert r.status_code == 200, r.text
+    assert r.json()["cached"] is False
+    assert r.json()["dependencies"] == [PKG2]
+    doc = run(s, sid, "import toolz; toolz.__version__")
+    assert doc["result"] == "'0.12.1'", doc
+    # the same set for the same session again is a cache hit
+    r = s.post(f"/sessions/{sid}/dependencies", {"packages": [PKG2]})
+    assert r.status_code == 200 and r.json()["cached"] is True, r.text
+
+    # pip's own failure names the package
+    r = s.post(f"/sessions/{sid}/dependencies", {"dependencies": ["runbox-no-such-package-xyz==1.0"]})
+    check_error(r, 400, "invalid_request", "runbox-no-such-package-xyz")
+    # user code still runs without network
+    doc = run(s, sid, "import socket\ntry:\n    socket.create_connection(('pypi.org', 443), timeout=3)\n"
+                      "    print('connected')\nexcept OSError as e:\n    print('no network')")
+    assert doc["stdout"] == "no network\n"
+    # no installer container is left behind
+    assert rbtest.docker("ps", "-aq", "--filter", "name=runbox-deps-") == ""
+
+
+def test_install_errors(server):
+    check_error(server.post("/sessions/s_00000000000000000000000000000000/dependencies", {"dependencies": ["x"]}),
+                404, "not_found")
+    sess = server.create_session()
+    sid = sess["session_id"]
+    check_error(server.post(f"/sessions/{sid}/dependencies", {"dependencies": []}), 400, "invalid_request")
+    check_error(server.post(f"/sessions/{sid}/dependencies", {}), 400, "invalid_request")
+    bash = server.create_session({"language": "bash"})
+    check_error(server.post(f"/sessions/{bash['session_id']}/dependencies", {"dependencies": ["x"]}), 400,
+                "invalid_request", "python")
