@@ -80,6 +80,14 @@ static const key_def keys[] = {
     {"open-files", "RUNBOX_OPEN_FILES", K_INT, OFF(open_files), "open files per sandbox process (RLIMIT_NOFILE)"},
     {"file-size", "RUNBOX_FILE_SIZE", K_SIZE, OFF(file_size),
      "largest file a sandbox process may write (RLIMIT_FSIZE; bytes, or k/m/g suffix)"},
+    {"code-policy", "RUNBOX_CODE_POLICY", K_STR, OFF(code_policy),
+     "optional check of Python cells before they run: off, default, strict or custom (only --code-policy-file); "
+     "a guard rail, not a security boundary"},
+    {"code-policy-file", "RUNBOX_CODE_POLICY_FILE", K_STR, OFF(code_policy_file),
+     "file of code policy rules, one per line: a rule name (import:requests) adds it, -name removes it; # comments"},
+    {"code-policy-overridable", "RUNBOX_CODE_POLICY_OVERRIDABLE", K_STR, OFF(code_policy_overridable),
+     "code policy rules callers may turn off per execution (disabled_rules): *, none, or a comma list "
+     "(a trailing * matches a prefix, e.g. import:*)"},
     {"allow-network", "RUNBOX_ALLOW_NETWORK", K_BOOL, OFF(allow_network),
      "let sessions ask for network access (execution_options.network: true); off: every sandbox has none"},
     {"egress-network", "RUNBOX_EGRESS_NETWORK", K_STR, OFF(egress_network),
@@ -126,6 +134,9 @@ void config_init(rb_config *cfg)
     cfg->file_size = RB_DEFAULT_FILE_SIZE;
     cfg->allow_network = 0;
     cfg->egress_network = xstrdup(RB_DEFAULT_EGRESS_NETWORK);
+    cfg->code_policy = xstrdup(RB_DEFAULT_CODE_POLICY);
+    cfg->code_policy_file = NULL;
+    cfg->code_policy_overridable = xstrdup(RB_DEFAULT_CODE_POLICY_OVERRIDABLE);
 }
 
 void config_dispose(rb_config *cfg)
@@ -408,6 +419,16 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "open-files: must be at least 64 (the runner needs a few)");
     if (cfg->file_size < 1024 * 1024)
         return rb_fail(RB_EINVAL, err, "file-size: must be at least 1m");
+    if (cfg->code_policy == NULL ||
+        (strcmp(cfg->code_policy, "off") != 0 && strcmp(cfg->code_policy, "default") != 0 &&
+         strcmp(cfg->code_policy, "strict") != 0 && strcmp(cfg->code_policy, "custom") != 0))
+        return rb_fail(RB_EINVAL, err, "code-policy: '%s' is not one of off, default, strict, custom",
+                       cfg->code_policy ? cfg->code_policy : "");
+    if (strcmp(cfg->code_policy, "custom") == 0 && cfg->code_policy_file == NULL)
+        return rb_fail(RB_EINVAL, err, "code-policy: custom needs --code-policy-file (the rules to apply)");
+    if (strcmp(cfg->code_policy, "off") == 0 && cfg->code_policy_file != NULL)
+        return rb_fail(RB_EINVAL, err,
+                       "code-policy-file: set --code-policy to default, strict or custom too (it is off)");
     return RB_OK;
 }
 

@@ -43,6 +43,8 @@
 
 #define RB_DEFAULT_MAX_UPLOAD (64 * 1024 * 1024)
 #define RB_DEFAULT_MAX_DOWNLOAD (64 * 1024 * 1024)
+#define RB_DEFAULT_CODE_POLICY "off"
+#define RB_DEFAULT_CODE_POLICY_OVERRIDABLE "*"
 
 typedef struct rb_config {
     char *listen;          /* "host:port"; --listen / RUNBOX_LISTEN */
@@ -90,6 +92,14 @@ typedef struct rb_config {
     char *deps_ca_file;    /* --deps-ca-file / RUNBOX_DEPS_CA_FILE: CA bundle on the Docker host for pip (PIP_CERT) */
     size_t max_upload;     /* --max-upload / RUNBOX_MAX_UPLOAD: bytes of one uploaded file (413 beyond) */
     size_t max_download;   /* --max-download / RUNBOX_MAX_DOWNLOAD: bytes of one downloaded file (413 beyond) */
+    /* Optional code policy (core/policy.c, checked in the sandbox by docker/runner/runbox_policy.py):
+     * a guard rail for Python cells, not a security boundary. */
+    char *code_policy;     /* --code-policy / RUNBOX_CODE_POLICY: off | default | strict | custom */
+    char *code_policy_file;/* --code-policy-file / RUNBOX_CODE_POLICY_FILE: rules to add ("import:requests") or,
+                              with a leading '-', remove from the preset, one per line; NULL = none */
+    char *code_policy_overridable; /* --code-policy-overridable / RUNBOX_CODE_POLICY_OVERRIDABLE: rules callers may
+                              turn off with disabled_rules: "*" (any), "none", or a comma list (a trailing '*' is a
+                              prefix: "import:*") */
 } rb_config;
 
 /** Fills cfg with defaults (heap strings owned by cfg). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/policy.h"
 #include "core/pool.h"
 
 #define PROBE_MS_DOWN 2000
@@ -287,6 +288,8 @@ rb_err core_new(uv_loop_t *loop, const rb_config *cfg, rb_core **out, char *err)
     map_init(&c->sessions);
     map_init(&c->executions);
 
+    if ((e = policy_new(cfg, &c->policy, err)) != RB_OK)
+        goto fail_free;
     if ((e = store_open(cfg->db_path, &c->st, err)) != RB_OK)
         goto fail_free;
     char *inst = NULL;
@@ -346,6 +349,7 @@ fail_sessions : {
 fail_store:
     store_close(c->st);
 fail_free:
+    policy_free(c->policy);
     map_dispose(&c->sessions);
     map_dispose(&c->executions);
     free(c);
@@ -403,6 +407,7 @@ void core_free(rb_core *c)
     c->dispatch_timer = NULL;
     docker_free(c->dk);
     store_close(c->st);
+    policy_free(c->policy);
     map_dispose(&c->sessions);
     map_dispose(&c->executions);
     free(c);
@@ -827,7 +832,7 @@ rb_err core_session_delete(rb_core *c, const char *session_id, json_t **out, cha
 
 rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
 {
-    static const char *const keys[] = {"session_id", "code", "timeout", "wait", "language", NULL};
+    static const char *const keys[] = {"session_id", "code", "timeout", "wait", "language", "disabled_rules", NULL};
     rb_err e;
     if (!json_is_object(req))
         return rb_fail(RB_EINVAL, err, "the request body must be a JSON object like {\"session_id\": \"...\", \"code\": \"print(1)\"}");
@@ -865,11 +870,22 @@ rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
     json_t *t = json_object_get(req, "timeout");
     if (t != NULL && !json_is_null(t) && (e = check_timeout(c, t, "timeout", &timeout, err)) != RB_OK)
         return e;
-    if (s->queued >= c->cfg->max_queue)
+    /* The code policy applies to Python cells; bash is not checked (policy.h). */
+    json_t *rules = NULL;
+    if ((e = policy_rules_for(c->policy, json_object_get(req, "disabled_rules"), &rules, err)) != RB_OK)
+        return e;
+    if (strcmp(s->language, "python") != 0) {
+        json_decref(rules);
+        rules = NULL;
+    }
+    if (s->queued >= c->cfg->max_queue) {
+        json_decref(rules);
         return rb_fail(RB_EBUSY, err, "session '%s' already has %d executions waiting (--max-queue); wait for them to finish",
                        s->id, s->queued);
+    }
 
     execution *ex = execution_new(c, s, json_string_value(code), timeout);
+    ex->policy_rules = rules;
     if (s->queue_tail)
         s->queue_tail->next = ex;
     else
@@ -960,6 +976,11 @@ rb_err core_execution_cancel(rb_core *c, const char *request_id, json_t **out, c
     if (s != NULL && s->sb != NULL)
         sandbox_interrupt(s->sb, ex);
     return RB_OK;
+}
+
+json_t *core_policy(rb_core *c)
+{
+    return policy_describe(c->policy);
 }
 
 json_t *core_health(rb_core *c)

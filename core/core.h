@@ -72,7 +72,7 @@ rb_err core_session_list(rb_core *c, json_t **out, char *err);
 rb_err core_session_delete(rb_core *c, const char *session_id, json_t **out, char *err);
 
 /*
- * Executions. Request body: {session_id, code, timeout?}. Answer (queued):
+ * Executions. Request body: {session_id, code, timeout?, disabled_rules?}. Answer (queued):
  * {request_id, session_id, status, created_at}.
  * status: "queued" | "running" | "completed" | "error" | "timeout" | "cancelled".
  */
@@ -104,6 +104,13 @@ rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_eve
                         core_watch **out, char *err);
 /** Stops a watch before its "done"; no event is delivered after this returns. */
 void core_watch_stop(core_watch *w);
+
+/** The optional code policy for GET /policy: {enabled, mode ("off"|"default"|"strict"|"custom"),
+ * rules: [{name, description, overridable}], overridable, note} (new reference). Executions
+ * take `disabled_rules: [rule names]` (or ["all"]) to turn off rules the operator lets callers
+ * turn off; a cell that breaks an active rule ends with status "error" and an error item with
+ * ename "PolicyViolation" naming the rule and the line, and nothing of it runs. */
+json_t *core_policy(rb_core *c);
 
 /** {status: "ok"|"degraded", version, docker: {reachable, api_version, error?},
  * sessions: {live, busy}, executions: {running, queued},

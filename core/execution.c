@@ -45,6 +45,7 @@ void execution_free(execution *ex)
     rb_buf_dispose(&ex->tail);
     json_decref(ex->error);
     json_decref(ex->files_written);
+    json_decref(ex->policy_rules);
     free(ex);
 }
 

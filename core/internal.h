@@ -73,6 +73,7 @@ struct execution {
     char *reset_reason;
     int64_t duration_ms;  /* -1 until done */
     json_t *files_written;/* [{path, size, modified (ms)}] from the runner's done event, or NULL (files.c) */
+    json_t *policy_rules; /* code policy rule names the runner checks the cell against, or NULL (policy.c) */
     uv_timer_t *backstop;
     core_watch *watches;
     execution *next;      /* session queue */
@@ -121,6 +122,7 @@ struct rb_core {
     int closing;
     int pending_ops;      /* background Docker work (container removals) still in flight */
     struct pool *pool;    /* warm sandboxes (pool.c) */
+    struct policy *policy;/* the optional code policy (policy.c) */
 };
 
 /* session.c */

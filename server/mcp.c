@@ -34,6 +34,8 @@
 #define MCP_ERR_INTERNAL -32603
 #define MCP_ERR_RESOURCE -32002
 #define MCP_ERR_CANCELLED -32800
+#define MCP_FILE_TEXT_MAX (256u * 1024)     /* download_file: UTF-8 files up to this come back as text */
+#define MCP_FILE_MAX (8u * 1024 * 1024)     /* largest file download_file and resources/read return */
 
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 #define NVERSIONS (sizeof(versions) / sizeof(versions[0]))
@@ -101,6 +103,14 @@ struct mcp_call {
     core_watch *watch;
     char exec_id[CORE_MCP_ID_LEN];
     int cancelled, replaced;
+    /* file and dependency tools, and file resource reads */
+    int resource;               /* answer as resources/read, not as a tool result */
+    char *path;                 /* file path (relative to /workspace or absolute under it) */
+    char *uri;                  /* resources/read: the URI asked for */
+    char *upload;               /* upload_file: the decoded bytes */
+    size_t upload_len;
+    char session_id[CORE_MCP_ID_LEN]; /* the session the file operation runs in */
+    char bound_language[8];     /* language of this connection's sandbox to use without session_id */
     mcp_call *next;
 };
 
@@ -504,6 +514,9 @@ static void call_detach(mcp_call *call)
     json_decref(call->args);
     json_decref(call->progress_token);
     json_decref(call->timeout);
+    free(call->path);
+    free(call->uri);
+    free(call->upload);
     free(call);
 }
 
@@ -755,6 +768,9 @@ static void execute_in(mcp_call *call, const char *session_id)
         json_object_set(req, "timeout", call->timeout);
     if (call->language[0] != '\0')
         json_object_set_new(req, "language", json_string(call->language));
+    json_t *disabled = json_object_get(call->args, "disabled_rules"); /* checked by core (code policy) */
+    if (disabled != NULL && !json_is_null(disabled))
+        json_object_set(req, "disabled_rules", disabled);
     json_t *out = NULL;
     rb_err e = core_execute(call->ms->core, req, &out, err);
     json_decref(req);
@@ -777,6 +793,8 @@ static void execute_in(mcp_call *call, const char *session_id)
     }
 }
 
+static void session_ready(mcp_call *call, const char *session_id);
+
 static void on_bound(void *data, rb_err e, const char *msg, json_t *body)
 {
     mcp_call *call = data;
@@ -798,7 +816,7 @@ static void on_bound(void *data, rb_err e, const char *msg, json_t *body)
         call_finish(call, rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
         return;
     }
-    execute_in(call, id);
+    session_ready(call, id);
 }
 
 static json_t *tool_execute(mcp_call *call)
@@ -843,6 +861,516 @@ static json_t *tool_execute(mcp_call *call)
     return NULL;
 }
 
+/* ---- files, packages and dependencies -------------------------------------------------- */
+
+/* Decodes standard or URL-safe base64; padding is optional, whitespace is ignored and a
+ * "data:...;base64," prefix is skipped (models often send one). Returns 0 with *out (heap, NUL
+ * after *outlen bytes), or -1 with why saying what is wrong and where. */
+static int base64_decode(const char *in, size_t n, char **out, size_t *outlen, char *why, size_t whylen)
+{
+    if (n >= 5 && strncmp(in, "data:", 5) == 0) {
+        const char *comma = memchr(in, ',', n);
+        if (comma != NULL && comma - in >= 12 && strncmp(comma - 7, ";base64", 7) == 0) {
+            n -= (size_t)(comma + 1 - in);
+            in = comma + 1;
+        }
+    }
+    char *buf = xmalloc(n / 4 * 3 + 4);
+    size_t len = 0, digits = 0, pad = 0;
+    uint32_t acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)in[i];
+        int v;
+        if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n')
+            continue;
+        if (ch == '=') {
+            pad++;
+            continue;
+        }
+        if (ch >= 'A' && ch <= 'Z')
+            v = ch - 'A';
+        else if (ch >= 'a' && ch <= 'z')
+            v = ch - 'a' + 26;
+        else if (ch >= '0' && ch <= '9')
+            v = ch - '0' + 52;
+        else if (ch == '+' || ch == '-')
+            v = 62;
+        else if (ch == '/' || ch == '_')
+            v = 63;
+        else
+            v = -1;
+        if (v < 0 || pad > 0) {
+            if (v >= 0)
+                snprintf(why, whylen, "'=' padding in the middle (offset %zu); padding may only end the text", i);
+            else if (ch >= 0x21 && ch < 0x7f)
+                snprintf(why, whylen, "the character '%c' at offset %zu is not in the base64 alphabet", ch, i);
+            else
+                snprintf(why, whylen, "the byte 0x%02x at offset %zu is not in the base64 alphabet", ch, i);
+            free(buf);
+            return -1;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        if (++digits % 4 == 0) {
+            buf[len++] = (char)(acc >> 16);
+            buf[len++] = (char)(acc >> 8);
+            buf[len++] = (char)acc;
+            acc = 0;
+        }
+    }
+    size_t rest = digits % 4;
+    if (rest == 1 || pad > 2 || (pad > 0 && (rest + pad) % 4 != 0)) {
+        snprintf(why, whylen, "its length is wrong (%zu base64 digits and %zu '='): it was probably cut short", digits,
+                 pad);
+        free(buf);
+        return -1;
+    }
+    if (rest == 2) {
+        buf[len++] = (char)(acc >> 4);
+    } else if (rest == 3) {
+        buf[len++] = (char)(acc >> 10);
+        buf[len++] = (char)(acc >> 2);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+/* The standard base64 of bytes[0..len) (heap). */
+static char *base64_encode(const char *bytes, size_t len)
+{
+    char *out = xmalloc(h2o_base64_encode_capacity(len));
+    h2o_base64_encode(out, bytes, len, 0);
+    return out;
+}
+
+/* Whether s[0..n) is valid UTF-8 without NUL bytes (so it can travel as a JSON text). */
+static int is_utf8_text(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        unsigned c = *p;
+        size_t k;
+        unsigned min;
+        if (c == 0)
+            return 0;
+        if (c < 0x80) {
+            p++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            k = 1, min = 0x80, c &= 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            k = 2, min = 0x800, c &= 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            k = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return 0;
+        }
+        if ((size_t)(end - p) <= k)
+            return 0;
+        for (size_t i = 1; i <= k; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+            c = (c << 6) | (p[i] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+            return 0;
+        p += k + 1;
+    }
+    return 1;
+}
+
+/* Whether a file of this content type may be shown as text (when its bytes are UTF-8). */
+static int mime_textual(const char *mime)
+{
+    static const char *const types[] = {"text/", "application/json", "application/xml", "image/svg+xml",
+                                        "application/octet-stream"};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if (strncmp(mime, types[i], strlen(types[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether an image type that MCP clients show to the model as image content. */
+static int mime_raster(const char *mime)
+{
+    return strcmp(mime, "image/png") == 0 || strcmp(mime, "image/jpeg") == 0 || strcmp(mime, "image/gif") == 0 ||
+           strcmp(mime, "image/webp") == 0;
+}
+
+/* path relative to /workspace, as used in resource URIs ("/workspace/a/b" -> "a/b"). */
+static const char *workspace_relative(const char *path)
+{
+    if (strncmp(path, "/workspace/", 11) == 0)
+        path += 11;
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    while (*path == '/')
+        path++;
+    return path;
+}
+
+/* runbox://sessions/{session_id}/files/{path} (heap); bytes outside the URI's unreserved set
+ * (except '/') are percent-encoded. */
+static char *file_uri(const char *session_id, const char *path)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const char *rel = workspace_relative(path);
+    size_t n = strlen(rel);
+    char *enc = xmalloc(n * 3 + 1), *o = enc;
+    for (const unsigned char *p = (const unsigned char *)rel; *p; p++) {
+        if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~' || *p == '/') {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    char *uri = xasprintf("runbox://sessions/%s/files/%s", session_id, enc);
+    free(enc);
+    return uri;
+}
+
+static int hex_value(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s (heap result), or NULL for a bad escape or an encoded NUL. */
+static char *percent_decode(const char *s)
+{
+    char *out = xmalloc(strlen(s) + 1), *o = out;
+    for (; *s; s++) {
+        if (*s != '%') {
+            *o++ = *s;
+            continue;
+        }
+        int hi = hex_value(s[1]), lo = hi < 0 ? -1 : hex_value(s[2]);
+        if (lo < 0 || (hi == 0 && lo == 0)) {
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)(hi * 16 + lo);
+        s += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+static json_t *resource_text(const char *uri, json_t *obj);
+
+/* A JSON-RPC error for a failed file resource read: unknown session or file -> -32002, a bad or
+ * refused path or a file too big -> -32602, the rest -> -32603. */
+static json_t *resource_error(json_t *id, rb_err e, const char *msg, const char *uri)
+{
+    int code = e == RB_ENOTFOUND                                           ? MCP_ERR_RESOURCE
+               : (e == RB_EINVAL || e == RB_EFORBIDDEN || e == RB_ETOOBIG) ? MCP_ERR_PARAMS
+                                                                           : MCP_ERR_INTERNAL;
+    char text[RB_ERR_LEN + 32];
+    snprintf(text, sizeof(text), "%s: %s", e == RB_ENOTFOUND ? "Resource not found" : rb_strerror(e),
+             msg && msg[0] ? msg : rb_strerror(e));
+    return rpc_error(id, code, text, json_pack("{s:s}", "uri", uri ? uri : ""));
+}
+
+/* Finishes a file call with core's error e. */
+static void file_call_fail(mcp_call *call, rb_err e, const char *msg)
+{
+    if (call->resource) {
+        call_finish(call, resource_error(call->id, e, msg, call->uri));
+        return;
+    }
+    json_t *res = tool_core_error(e, msg);
+    call_finish(call, rpc_result_of(call->id, res));
+    json_decref(res);
+}
+
+/* Answers of upload_file, list_files, install_dependencies, get_packages and the listing
+ * resource (body: core's JSON answer). Files get their resource URI beside them. */
+static void on_file_json(void *data, rb_err e, const char *msg, json_t *body)
+{
+    mcp_call *call = data;
+    call->op = NULL;
+    if (e != RB_OK) {
+        json_decref(body);
+        file_call_fail(call, e, msg);
+        return;
+    }
+    const char *sid = json_string_value(json_object_get(body, "session_id"));
+    json_t *files = json_object_get(body, "files");
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f)
+    {
+        const char *path = json_string_value(json_object_get(f, "path"));
+        const char *type = json_string_value(json_object_get(f, "type"));
+        if (sid != NULL && path != NULL && (type == NULL || strcmp(type, "file") == 0)) {
+            char *uri = file_uri(sid, path);
+            json_object_set_new(f, "uri", json_string(uri));
+            free(uri);
+        }
+    }
+    const char *path = json_string_value(json_object_get(body, "path"));
+    if (strcmp(call->tool, "upload_file") == 0 && sid != NULL && path != NULL) {
+        char *uri = file_uri(sid, path);
+        json_object_set_new(body, "uri", json_string(uri));
+        free(uri);
+    }
+    if (call->resource) {
+        json_t *res = resource_text(call->uri, body);
+        json_decref(body);
+        call_finish(call, rpc_result(call->id, res));
+        return;
+    }
+    json_t *res = tool_object(body);
+    json_decref(body);
+    call_finish(call, rpc_result_of(call->id, res));
+    json_decref(res);
+}
+
+/* Answers of download_file and of a file resource read (bytes borrowed). */
+static void on_file_bytes(void *data, rb_err e, const char *msg, const char *bytes, size_t len,
+                          const char *content_type, const char *name)
+{
+    mcp_call *call = data;
+    call->op = NULL;
+    if (e != RB_OK) {
+        file_call_fail(call, e, msg);
+        return;
+    }
+    if (len > MCP_FILE_MAX) {
+        char text[RB_ERR_LEN];
+        snprintf(text, sizeof(text),
+                 "'%.200s' is %zu bytes; MCP returns files of at most %u bytes: read a part of it with execute_code, "
+                 "or download it over REST (GET /sessions/%s/files/download?path=...)",
+                 call->path, len, (unsigned)MCP_FILE_MAX, call->session_id);
+        file_call_fail(call, RB_ETOOBIG, text);
+        return;
+    }
+    const char *mime = content_type ? content_type : "application/octet-stream";
+    int text = mime_textual(mime) && is_utf8_text(bytes, len);
+    if (text && strcmp(mime, "application/octet-stream") == 0)
+        mime = "text/plain; charset=utf-8";
+    char *uri = file_uri(call->session_id, call->path);
+    char *b64 = text ? NULL : base64_encode(bytes, len);
+    if (call->resource) {
+        json_t *item = json_pack("{s:s, s:s}", "uri", call->uri, "mimeType", mime);
+        json_object_set_new(item, text ? "text" : "blob", text ? json_stringn(bytes, len) : json_string(b64));
+        call_finish(call, rpc_result(call->id, json_pack("{s:[o]}", "contents", item)));
+        free(b64);
+        free(uri);
+        return;
+    }
+    /* Small UTF-8 text comes back as text the model reads directly; images as image content
+     * clients show to the model; anything else as an embedded resource (base64 blob). */
+    json_t *block;
+    const char *encoding = "base64";
+    if (text && len <= MCP_FILE_TEXT_MAX) {
+        block = json_pack("{s:s, s:s%}", "type", "text", "text", bytes, len);
+        encoding = "utf-8";
+    } else {
+        if (b64 == NULL)
+            b64 = base64_encode(bytes, len);
+        if (mime_raster(mime))
+            block = json_pack("{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType", mime);
+        else
+            block = json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource", "resource", "uri", uri, "mimeType", mime,
+                              "blob", b64);
+    }
+    json_t *sc = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s}", "session_id", call->session_id, "path",
+                           workspace_relative(call->path), "name", name ? name : "", "mime_type", mime, "size",
+                           (json_int_t)len, "encoding", encoding, "uri", uri);
+    json_t *res = json_pack("{s:[o], s:o, s:b}", "content", block, "structuredContent", sc, "isError", 0);
+    call_finish(call, rpc_result_of(call->id, res));
+    json_decref(res);
+    free(b64);
+    free(uri);
+}
+
+/* Starts the work of a session-bound tool in session_id (given, or this connection's sandbox
+ * once bound). The call is answered later, or now (and freed) when core refuses at once. */
+static void session_ready(mcp_call *call, const char *session_id)
+{
+    if (strcmp(call->tool, "execute_code") == 0) {
+        execute_in(call, session_id);
+        return;
+    }
+    char err[RB_ERR_LEN];
+    rb_core *core = call->ms->core;
+    snprintf(call->session_id, sizeof(call->session_id), "%s", session_id);
+    const char *t = call->tool;
+    rb_err e;
+    if (strcmp(t, "upload_file") == 0) {
+        e = core_file_upload(core, session_id, call->path, call->upload ? call->upload : "", call->upload_len,
+                             on_file_json, call, &call->op, err);
+    } else if (strcmp(t, "download_file") == 0) {
+        e = core_file_download(core, session_id, call->path, on_file_bytes, call, &call->op, err);
+    } else if (strcmp(t, "list_files") == 0) {
+        e = core_file_list(core, session_id, on_file_json, call, &call->op, err);
+    } else {
+        json_t *body = json_pack("{s:O}", "dependencies", json_object_get(call->args, "dependencies"));
+        e = core_dependencies_install(core, session_id, body, on_file_json, call, &call->op, err);
+        json_decref(body);
+    }
+    /* On success call may already be answered and freed (a core that answers at once). */
+    if (e != RB_OK) {
+        call->op = NULL;
+        file_call_fail(call, e, err);
+    }
+}
+
+/* Runs a session-bound tool in the session named by session_id, or without one in this
+ * connection's own sandbox of language (created on first use). Returns a tool result for a
+ * bad session_id or a refusal, NULL when the call answers later. */
+static json_t *with_session(mcp_call *call, const char *language)
+{
+    char err[RB_ERR_LEN];
+    json_t *sid = json_object_get(call->args, "session_id");
+    if (sid != NULL && !json_is_null(sid) && !(json_is_string(sid) && json_string_length(sid) == 0)) {
+        if (!json_is_string(sid))
+            return tool_error("'session_id' must be a string from create_session or list_sessions");
+        session_ready(call, json_string_value(sid));
+        return NULL;
+    }
+    char bound[CORE_MCP_ID_LEN];
+    rb_err e = core_mcp_bound_session(call->ms->cm, call->rt->id, language, bound, on_bound, call, &call->op, err);
+    if (e != RB_OK) {
+        call->op = NULL;
+        return tool_core_error(e, err);
+    }
+    if (bound[0] != '\0') {
+        session_ready(call, bound);
+    } else {
+        call_log(call, 1, "starting a %s sandbox for this MCP session", language);
+    }
+    return NULL;
+}
+
+/* A required string argument that names a path; NULL with *res set to a tool error otherwise. */
+static const char *arg_path(mcp_call *call, const char *name, json_t **res)
+{
+    json_t *v = json_object_get(call->args, name);
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        *res = tool_error("'%s' is required: a path under /workspace such as data.csv or out/plot.png", name);
+        return NULL;
+    }
+    if (strlen(json_string_value(v)) != json_string_length(v)) {
+        *res = tool_error("'%s' must not contain NUL characters", name);
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+/* upload_file, download_file, list_files, install_dependencies, get_packages; returns the tool
+ * result now, or NULL when the call answers later. */
+static json_t *tool_files(mcp_call *call)
+{
+    char err[RB_ERR_LEN];
+    const char *t = call->tool;
+    json_t *res = NULL;
+    const char *language = call->bound_language[0] ? call->bound_language : "python";
+    if (strcmp(t, "get_packages") == 0) {
+        rb_err e = core_packages(call->ms->core, on_file_json, call, &call->op, err);
+        if (e != RB_OK) {
+            call->op = NULL;
+            return tool_core_error(e, err);
+        }
+        return NULL;
+    }
+    if (strcmp(t, "install_dependencies") == 0) {
+        json_t *deps = json_object_get(call->args, "dependencies");
+        if (!json_is_array(deps) || json_array_size(deps) == 0)
+            return tool_error("'dependencies' is required: a list of pip requirements such as [\"requests\", "
+                              "\"tabulate==0.9.0\"]");
+        return with_session(call, "python");
+    }
+    if (strcmp(t, "list_files") == 0)
+        return with_session(call, language);
+    const char *path = arg_path(call, strcmp(t, "upload_file") == 0 ? "filename" : "src_path", &res);
+    if (path == NULL)
+        return res;
+    call->path = xstrdup(path);
+    if (strcmp(t, "upload_file") == 0) {
+        json_t *b64 = json_object_get(call->args, "content_base64");
+        json_t *text = json_object_get(call->args, "content");
+        if (json_is_null(b64))
+            b64 = NULL;
+        if (json_is_null(text))
+            text = NULL;
+        if ((b64 == NULL) == (text == NULL))
+            return tool_error("give the file's bytes as 'content_base64' (base64 text), or text as 'content' (exactly "
+                              "one of the two)");
+        if (b64 != NULL) {
+            char why[160];
+            if (!json_is_string(b64))
+                return tool_error("'content_base64' must be a string of base64 text");
+            if (base64_decode(json_string_value(b64), json_string_length(b64), &call->upload, &call->upload_len, why,
+                              sizeof(why)) != 0)
+                return tool_error("'content_base64' is not valid base64: %s. Encode the file's bytes with standard "
+                                  "base64 (for example base64.b64encode(data).decode() in Python)",
+                                  why);
+        } else {
+            if (!json_is_string(text))
+                return tool_error("'content' must be a string (the text of the file)");
+            call->upload_len = json_string_length(text);
+            call->upload = xmalloc(call->upload_len + 1);
+            memcpy(call->upload, json_string_value(text), call->upload_len + 1);
+        }
+        if (call->upload_len > call->ms->cfg->max_upload)
+            return tool_error("the file is %zu bytes; the upload limit is %zu bytes (max-upload)", call->upload_len,
+                              call->ms->cfg->max_upload);
+    }
+    return with_session(call, language);
+}
+
+/* resources/read of runbox://sessions/{session_id}/files[/{path}]: starts the read and returns
+ * NULL (answered later), or returns an error response; uri must have the files form (see
+ * is_file_uri). */
+static json_t *read_file_resource(mcp_rt *rt, mcp_post *post, json_t *id, const char *uri)
+{
+    char err[RB_ERR_LEN];
+    const char *sid = uri + 18, *slash = strchr(sid, '/');
+    const char *rest = slash + 6; /* after "/files" */
+    if (slash - sid >= CORE_MCP_ID_LEN)
+        return resource_error(id, RB_ENOTFOUND, "no such session", uri);
+    char *path = NULL;
+    if (*rest == '/' && rest[1] != '\0') {
+        path = percent_decode(rest + 1);
+        if (path == NULL)
+            return resource_error(id, RB_EINVAL, "the file path in the URI has a bad %-escape or an encoded NUL", uri);
+    }
+    mcp_call *call = call_new(rt, post, id);
+    call->resource = 1;
+    call->path = path;
+    call->uri = xstrdup(uri);
+    snprintf(call->session_id, sizeof(call->session_id), "%.*s", (int)(slash - sid), sid);
+    snprintf(call->tool, sizeof(call->tool), "%s", path ? "download_file" : "list_files");
+    post->outstanding++;
+    rb_err e = path ? core_file_download(rt->ms->core, call->session_id, path, on_file_bytes, call, &call->op, err)
+                    : core_file_list(rt->ms->core, call->session_id, on_file_json, call, &call->op, err);
+    if (e != RB_OK) {
+        call->op = NULL;
+        file_call_fail(call, e, err);
+    }
+    return NULL;
+}
+
+/* Whether uri is runbox://sessions/{session_id}/files or .../files/{path}. */
+static int is_file_uri(const char *uri)
+{
+    if (strncmp(uri, "runbox://sessions/", 18) != 0)
+        return 0;
+    const char *slash = strchr(uri + 18, '/');
+    return slash != NULL && slash > uri + 18 && strncmp(slash, "/files", 6) == 0 && (slash[6] == '\0' || slash[6] == '/');
+}
+
 /* ---- the other tools ------------------------------------------------------------------- */
 
 static void on_session_created(void *data, rb_err e, const char *msg, json_t *body)
@@ -871,6 +1399,9 @@ static json_t *run_tool(mcp_call *call)
     const char *t = call->tool;
     if (strcmp(t, "execute_code") == 0)
         return tool_execute(call);
+    if (strcmp(t, "upload_file") == 0 || strcmp(t, "download_file") == 0 || strcmp(t, "list_files") == 0 ||
+        strcmp(t, "get_packages") == 0 || strcmp(t, "install_dependencies") == 0)
+        return tool_files(call);
     if (strcmp(t, "create_session") == 0) {
         json_t *opts = json_object();
         json_t *v;
@@ -878,6 +1409,8 @@ static json_t *run_tool(mcp_call *call)
             json_object_set(opts, "language", v);
         if ((v = json_object_get(call->args, "execution_options")) != NULL && !json_is_null(v))
             json_object_set(opts, "execution_options", v);
+        if ((v = json_object_get(call->args, "dependencies")) != NULL && !json_is_null(v))
+            json_object_set(opts, "dependencies", v);
         e = core_session_create(core, opts, on_session_created, call, &call->op, err);
         json_decref(opts);
         if (e != RB_OK) {
@@ -980,7 +1513,13 @@ static const char templates_json[] =
     "(CodeBox-AI name)\",\"description\":\"Same as runbox://sessions/{session_id}\",\"mimeType\":\"application/json\"},"
     "{\"uriTemplate\":\"runbox://executions/{request_id}/files/{index}\",\"name\":\"execution-image\","
     "\"title\":\"An image produced by an execution\",\"description\":\"PNG image number {index} (from 0) of an "
-    "execution's display output\",\"mimeType\":\"image/png\"}]}";
+    "execution's display output\",\"mimeType\":\"image/png\"},"
+    "{\"uriTemplate\":\"runbox://sessions/{session_id}/files/{path}\",\"name\":\"session-file\","
+    "\"title\":\"A file in a session's /workspace\",\"description\":\"The bytes of a file under /workspace "
+    "(path relative to it; '/' may stay unescaped): text for UTF-8 files, a base64 blob otherwise\"},"
+    "{\"uriTemplate\":\"runbox://sessions/{session_id}/files\",\"name\":\"session-files\","
+    "\"title\":\"The files of a session\",\"description\":\"JSON list of everything under the session's "
+    "/workspace (as the list_files tool), each file with its resource URI\",\"mimeType\":\"application/json\"}]}";
 
 /* ---- tool definitions ------------------------------------------------------------------ */
 
@@ -1029,20 +1568,27 @@ static const char *const tool_defs[] = {
     "\"session_id\":{\"type\":\"string\",\"description\":\"Optional session to run in (from create_session or "
     "list_sessions); omit to use this connection's own sandbox\"},"
     "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Seconds before the code is "
-    "interrupted (default: the session's timeout)\"}},\"required\":[\"code\"]},"
+    "interrupted (default: the session's timeout)\"},"
+    "\"disabled_rules\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Code policy "
+    "rules to turn off for this call (e.g. [\\\"import:os\\\"], or [\\\"all\\\"]), when the server's optional code "
+    "policy refused the code with PolicyViolation and the operator lets callers turn that rule off\"}},"
+    "\"required\":[\"code\"]},"
     "\"outputSchema\":" RESULT_SCHEMA ","
     "\"annotations\":{\"title\":\"Execute code\",\"readOnlyHint\":false,\"destructiveHint\":false,"
     "\"idempotentHint\":false,\"openWorldHint\":false}}",
     "{\"name\":\"create_session\",\"title\":\"Create session\","
     "\"description\":\"Create a new persistent sandbox session and return it (with its session_id). Use it to "
-    "keep several independent interpreters or to choose limits; pass the session_id to execute_code.\","
+    "keep several independent interpreters, to choose limits or to preinstall Python packages (dependencies); "
+    "pass the session_id to execute_code and the file tools.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\"],\"default\":\"python\"},"
     "\"execution_options\":{\"type\":\"object\",\"description\":\"Optional limits\",\"properties\":{"
     "\"timeout\":{\"type\":\"number\",\"description\":\"default seconds per execution\"},"
     "\"memory_limit\":{\"type\":\"string\",\"description\":\"e.g. 512m or 1g\"},"
     "\"cpu_limit\":{\"type\":\"number\",\"description\":\"CPUs, e.g. 1 or 0.5\"},"
-    "\"environment_variables\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}}}}},"
+    "\"environment_variables\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}}},"
+    "\"dependencies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Python "
+    "packages to pip install before the session is ready, e.g. [\\\"requests==2.32.3\\\"] (python only)\"}}},"
     "\"outputSchema\":" SESSION_SCHEMA "}",
     "{\"name\":\"list_sessions\",\"title\":\"List sessions\","
     "\"description\":\"List the live sandbox sessions (id, language, status, times, execution count).\","
@@ -1065,12 +1611,89 @@ static const char *const tool_defs[] = {
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"status\":{\"type\":\"string\"},\"version\":{\"type\":"
     "\"string\"},\"docker\":{\"type\":\"object\"},\"sessions\":{\"type\":\"object\"},\"executions\":{\"type\":"
     "\"object\"}},\"required\":[\"status\"]},\"annotations\":{\"readOnlyHint\":true}}",
+    "{\"name\":\"upload_file\",\"title\":\"Upload file\","
+    "\"description\":\"Write a file into a sandbox's /workspace, the working directory of execute_code, so that code "
+    "can open it (e.g. pd.read_csv('data.csv')). filename is a path relative to /workspace (folders are created) or "
+    "an absolute path under /workspace; '..' and paths outside /workspace are refused. Give the bytes as "
+    "content_base64 (standard base64), or a text file's text as content. An existing file is replaced. Without "
+    "session_id the file goes to this connection's own sandbox (the one execute_code uses without session_id). "
+    "Requests are limited in size (1 MiB by default), so send large files over the REST API instead.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"session_id\":{\"type\":\"string\",\"description\":\"Session to write into (from create_session or "
+    "list_sessions); omit for this connection's own sandbox\"},"
+    "\"filename\":{\"type\":\"string\",\"description\":\"Path under /workspace, e.g. data.csv or input/photo.png\"},"
+    "\"content_base64\":{\"type\":\"string\",\"contentEncoding\":\"base64\",\"description\":\"The file's bytes in "
+    "base64\"},"
+    "\"content\":{\"type\":\"string\",\"description\":\"Instead of content_base64 for text files: the text itself "
+    "(written as UTF-8)\"}},\"required\":[\"filename\"]},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"path\":{\"type\":"
+    "\"string\",\"description\":\"relative to /workspace\"},\"size\":{\"type\":\"integer\"},\"modified\":{\"type\":"
+    "\"string\"},\"uri\":{\"type\":\"string\",\"description\":\"the file as an MCP resource\"}},"
+    "\"required\":[\"session_id\",\"path\",\"size\"]},"
+    "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
+    "\"openWorldHint\":false}}",
+    "{\"name\":\"download_file\",\"title\":\"Download file\","
+    "\"description\":\"Read a file from a sandbox's /workspace, such as a CSV or a plot that code saved. A UTF-8 text "
+    "file up to 256 KiB comes back as text; an image (PNG, JPEG, GIF, WebP) as image content; anything else as an "
+    "embedded resource holding the bytes in base64, with its MIME type. Files over 8 MiB are refused: read a part "
+    "with execute_code instead. src_path is relative to /workspace or absolute under it. Without session_id it reads "
+    "from this connection's own sandbox.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"session_id\":{\"type\":\"string\",\"description\":\"Session to read from; omit for this connection's own "
+    "sandbox\"},"
+    "\"src_path\":{\"type\":\"string\",\"description\":\"Path under /workspace, e.g. results.csv or out/plot.png\"}},"
+    "\"required\":[\"src_path\"]},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"path\":{\"type\":"
+    "\"string\"},\"name\":{\"type\":\"string\"},\"mime_type\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+    "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"description\":\"how the content block "
+    "carries the bytes\"},\"uri\":{\"type\":\"string\"}},\"required\":[\"session_id\",\"path\",\"mime_type\","
+    "\"size\"]},"
+    "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
+    "{\"name\":\"list_files\",\"title\":\"List files\","
+    "\"description\":\"List everything under a sandbox's /workspace, recursively: path (relative to /workspace), "
+    "type (file, directory, symlink), size in bytes and modification time. Files that code wrote (saved plots, CSVs) "
+    "appear here. Without session_id it lists this connection's own sandbox.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\",\"description\":"
+    "\"Session to list; omit for this connection's own sandbox\"}}},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"files\":{\"type\":"
+    "\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"type\":{\"type\":"
+    "\"string\"},\"size\":{\"type\":\"integer\"},\"modified\":{\"type\":\"string\"},\"uri\":{\"type\":\"string\"}},"
+    "\"required\":[\"path\"]}},\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"session_id\",\"files\"]},"
+    "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
+    "{\"name\":\"get_packages\",\"title\":\"List preinstalled packages\","
+    "\"description\":\"List the Python packages preinstalled in the sandbox image (name and version), so you know "
+    "what can be imported without installing anything.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"image\":{\"type\":\"string\"},\"image_id\":{\"type\":"
+    "\"string\"},\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":"
+    "\"string\"},\"version\":{\"type\":\"string\"}},\"required\":[\"name\"]}}},\"required\":[\"packages\"]},"
+    "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
+    "{\"name\":\"install_dependencies\",\"title\":\"Install Python packages\","
+    "\"description\":\"Install Python packages with pip into a python session, e.g. [\\\"requests\\\", "
+    "\\\"tabulate==0.9.0\\\"]; they can be imported right after. Each item is a package name with at most one "
+    "version specifier (==, >=, <=, ~=, !=, >, <); no URLs, options or extras. The server's policy may forbid some "
+    "packages (the error names the package and the rule). Code in the sandbox still has no network. Without "
+    "session_id it installs into this connection's own sandbox. Call get_packages first: many packages are already "
+    "there.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"session_id\":{\"type\":\"string\",\"description\":\"Python session to install into; omit for this "
+    "connection's own sandbox\"},"
+    "\"dependencies\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\"},\"description\":\"pip "
+    "requirements such as requests or pandas>=2.0\"}},\"required\":[\"dependencies\"]},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"dependencies\":{"
+    "\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"cached\":{\"type\":\"boolean\",\"description\":\"served "
+    "from the server's cache without network\"},\"site_packages\":{\"type\":\"string\"},\"duration_ms\":{\"type\":"
+    "\"integer\"}},\"required\":[\"session_id\",\"dependencies\"]},"
+    "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
+    "\"openWorldHint\":true}}",
 };
 
 static const char instructions[] =
     "runbox runs code in persistent sandboxes. Call execute_code with Python code; variables and imports persist "
     "between calls in this connection's sandbox. Print values or end with an expression to see them; plots made "
-    "with matplotlib come back as images. Use create_session/close_session to manage separate sessions.";
+    "with matplotlib come back as images. Use create_session/close_session to manage separate sessions. Move files in "
+    "and out of the sandbox's /workspace with upload_file, list_files and download_file; get_packages lists what is "
+    "installed and install_dependencies adds Python packages.";
 
 /* ---- dispatch -------------------------------------------------------------------------- */
 
@@ -1108,6 +1731,8 @@ static json_t *dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, con
         const char *uri = json_string_value(json_object_get(params, "uri"));
         if (uri == NULL)
             return rpc_error(id, MCP_ERR_PARAMS, "resources/read needs params.uri (a string)", NULL);
+        if (is_file_uri(uri))
+            return read_file_resource(rt, post, id, uri);
         json_t *error = NULL;
         json_t *res = read_resource(ms, uri, &error);
         if (res == NULL)
@@ -1155,6 +1780,11 @@ static json_t *dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, con
         for (size_t i = 0; lvl != NULL && i < NLEVELS; i++)
             if (strcmp(levels[i], lvl) == 0)
                 call->log_min = (int)i;
+        /* Without session_id, file tools use the sandbox execute_code has been using. */
+        json_t *bound = json_object_get(rec, "bound");
+        const char *bl = json_object_get(bound, "python") == NULL && json_object_get(bound, "bash") != NULL ? "bash"
+                                                                                                            : "python";
+        snprintf(call->bound_language, sizeof(call->bound_language), "%s", bl);
         post->outstanding++;
         json_t *res = run_tool(call);
         if (res != NULL) {

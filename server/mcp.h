@@ -1,8 +1,10 @@
 /*
  * mcp: the Model Context Protocol endpoint of runboxd at /mcp (streamable HTTP, revisions
  * 2025-03-26, 2025-06-18 and 2025-11-25). It translates JSON-RPC to core/ calls: tools
- * (execute_code, create_session, list_sessions, get_session_info, close_session, get_health),
- * resources (runbox://sessions, runbox://sessions/{id} and CodeBox-AI's aliases), ping,
+ * (execute_code, create_session, list_sessions, get_session_info, close_session, get_health,
+ * upload_file, download_file, list_files, get_packages, install_dependencies), resources
+ * (runbox://sessions, runbox://sessions/{id} and CodeBox-AI's aliases, a session's files as
+ * runbox://sessions/{id}/files[/{path}]), ping,
  * logging, progress and cancellation. MCP session records and their bound sandboxes are
  * core/mcp.c's; what lives here is transport state only (SSE streams, the per-session event
  * log used for Last-Event-ID replay, requests in flight).

@@ -643,6 +643,16 @@ static int health(http_call *call)
     return answer(call, RB_OK, NULL, out, 200);
 }
 
+/* ---- code policy ---------------------------------------------------------------------- */
+
+static int code_policy(http_call *call)
+{
+    json_t *out = core_policy(call->core);
+    if (out == NULL)
+        return answer(call, RB_EINTERNAL, "the code policy is not available", NULL, 0);
+    return answer(call, RB_OK, NULL, out, 200);
+}
+
 static const http_route routes[] = {
     {"POST", "/sessions", session_create},
     {"GET", "/sessions", session_list},
@@ -654,6 +664,7 @@ static const http_route routes[] = {
     {"GET", "/execute/{id}/events", execution_events},
     {"DELETE", "/execute/{id}", execution_cancel},
     {"GET", "/health", health},
+    {"GET", "/policy", code_policy},
     {"POST", "/sessions/{id}/files", file_upload},
     {"PUT", "/sessions/{id}/files", file_upload},
     {"GET", "/sessions/{id}/files", file_list},

@@ -24,6 +24,7 @@ import time
 
 VERSION = 1
 RUNNER_FILE = os.path.abspath(__file__)
+RUNNER_DIR = os.path.dirname(RUNNER_FILE)   # runbox_policy.py ships beside this file
 CHUNK = 64 * 1024              # largest stream event text (UTF-8 bytes)
 READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
 COALESCE_S = 0.02              # small writes are gathered for this long
@@ -1032,6 +1033,8 @@ class Supervisor:
             self.emit({"type": "done", "id": rid, "status": "error", "reset": False, "reset_reason": None,
                        "duration_ms": 0, "dropped": 0})
             return
+        if self.language == "python" and not self.policy_allows(rid, code, req.get("policy")):
+            return
         self.n += 1
         self.cell = Cell(rid, self.n, timeout, max_output)
         self.last_char = {"stdout": "\n", "stderr": "\n"}
@@ -1042,6 +1045,42 @@ class Supervisor:
             self.take_output(name, data)
         self.cell.files_before = workspace_snapshot()
         self.worker.execute(self.n, code, max_output)
+
+    # ---- optional code policy (docker/runner/runbox_policy.py) ----
+    def policy_allows(self, rid, code, policy):
+        """Checks a Python cell against the request's rule set ({"rules": [names]}; absent, null
+        or no rules: nothing to check). A refused cell never reaches the worker: the answer is an
+        error PolicyViolation (or PolicyError when the rule set itself is unusable) and a done
+        with status error. The check runs here in the supervisor, out of the user's reach."""
+        if policy is None:
+            return True
+        started = time.monotonic()
+        ename = "PolicyError"
+        try:
+            rules = policy.get("rules") if isinstance(policy, dict) else None
+            if not isinstance(rules, list):
+                raise ValueError("'policy' must be an object like {\"rules\": [\"import:os\"]}")
+            if not rules:
+                return True
+            if RUNNER_DIR not in sys.path:
+                sys.path.insert(0, RUNNER_DIR)
+            import runbox_policy
+            try:
+                found = runbox_policy.check(code, rules)
+            except (RecursionError, MemoryError) as e:
+                raise ValueError("the cell is too deeply nested or too large to be checked (%s)"
+                                 % type(e).__name__) from None
+            if not found:
+                return True
+            ename = "PolicyViolation"
+            evalue, tb = runbox_policy.report(code, found, "<cell-%d>" % (self.n + 1))
+        except Exception as e:  # an unusable rule set refuses the cell (fail closed)
+            evalue = "the code policy could not be applied: %s" % e
+            tb = ["%s: %s\n" % (ename, evalue)]
+        self.emit({"type": "error", "id": rid, "ename": ename, "evalue": evalue, "traceback": tb})
+        self.emit({"type": "done", "id": rid, "status": "error", "reset": False, "reset_reason": None,
+                   "duration_ms": int((time.monotonic() - started) * 1000), "dropped": 0, "files_written": []})
+        return False
 
     def interrupt(self, status):
         cell = self.cell

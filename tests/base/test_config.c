@@ -149,6 +149,6 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 39); /* every key of core/config.c (keys table) */
+    cr_assert_eq(n, 42); /* every key of core/config.c (keys table) */
     config_dispose(&c);
 }

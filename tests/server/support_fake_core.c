@@ -554,6 +554,13 @@ void core_watch_stop(core_watch *w)
     }
 }
 
+json_t *core_policy(rb_core *c)
+{
+    (void)c;
+    return json_pack("{s:b, s:s, s:[], s:s, s:s}", "enabled", 0, "mode", "off", "rules", "overridable", "*", "note",
+                     "fake core");
+}
+
 json_t *core_health(rb_core *c)
 {
     int live = 0, running = 0, queued = 0;

@@ -1,0 +1,41 @@
+/*
+ * policy: the optional code policy, a guard rail for Python cells (not a security boundary: the
+ * sandbox container is). The operator picks a preset (--code-policy off|default|strict|custom),
+ * may add or remove rules with a file (--code-policy-file) and says which rules callers may turn
+ * off per execution (--code-policy-overridable). This module turns that into the list of rule
+ * names sent with each execute request; the runner (docker/runner/runbox_policy.py) checks the
+ * cell with Python's own parser before running it and refuses it with a PolicyViolation.
+ *
+ * A rule is named "<kind>:<target>" and its name alone defines it: import:<module>,
+ * builtin:<name>, name:<name>, attr:<name>, open:write. No Docker, no I/O beyond reading the
+ * rules file once in policy_new.
+ */
+#ifndef RB_POLICY_H
+#define RB_POLICY_H
+
+#include <jansson.h>
+
+#include "core/config.h"
+#include "core/rb.h"
+
+typedef struct policy policy;
+
+/** Builds the active rule set from cfg (preset, then the rules file, read here). RB_EINVAL naming
+ * the file and line of a bad rule, or RB_EIO when the file cannot be read. *out is owned by the
+ * caller (policy_free). A policy that is off is a valid object with no rules. */
+rb_err policy_new(const rb_config *cfg, policy **out, char *err);
+/** Accepts NULL. */
+void policy_free(policy *p);
+/** Whether name is a well-formed rule name ("import:os", "attr:__globals__", "open:write"). */
+int policy_rule_name_ok(const char *name);
+/** The rules to send with one execution, given the request's disabled_rules (borrowed; NULL,
+ * JSON null or an array of rule names, or "all"). *out is a new array of rule names, or NULL
+ * when nothing is to be checked (policy off, or every rule disabled). RB_EINVAL for a malformed
+ * list or name; RB_EFORBIDDEN naming an active rule the operator does not let callers turn
+ * off. Names that are not active rules are ignored. */
+rb_err policy_rules_for(const policy *p, json_t *disabled, json_t **out, char *err);
+/** {enabled, mode, rules: [{name, description, overridable}], overridable, note} for GET /policy
+ * (new reference). */
+json_t *policy_describe(const policy *p);
+
+#endif
