@@ -211,6 +211,15 @@ rb_err deps_parse(const rb_config *cfg, json_t *list, json_t **out, char *err);
  * unless the returned op is cancelled (session_end does that through s->deps_op). */
 rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err);
 
+/* options.c: request validation (messages name the field) */
+rb_err core__check_keys(json_t *obj, const char *where, const char *const *allowed, char *err);
+rb_err core__check_timeout(const rb_core *c, json_t *v, const char *field, double *out, char *err);
+/** Fills s's language, options and limits from a POST /sessions body. */
+rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err);
+
+/* recovery.c: the Docker probe and re-adoption of containers after a restart */
+void core__probe_start(rb_core *c, uint64_t ms);
+
 /* core.c */
 void core_json_time(json_t *obj, const char *key, int64_t ms);
 int64_t core_default_memory(const rb_core *c);

@@ -1,0 +1,154 @@
+/*
+ * recovery.c: finding runboxd's own containers again. The Docker probe runs at start-up and
+ * then periodically; the first time Docker answers, the containers labelled with this
+ * instance are matched to stored sessions: live ones are re-attached, the rest removed, and
+ * stored sessions whose container is gone are ended with a plain reason.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "core/pool.h"
+
+#define PROBE_MS_DOWN 2000
+#define PROBE_MS_UP 10000
+
+
+static void reattached_cb(session *s, rb_err err, const char *msg)
+{
+    if (err != RB_OK) {
+        char reason[RB_ERR_LEN];
+        snprintf(reason, sizeof(reason), "could not reconnect to its sandbox after a restart: %s", msg);
+        session_end(s, "dead", reason);
+        return;
+    }
+    rb_info("session %s: reconnected to its sandbox", s->id);
+    s->status = "ready";
+    session_persist(s);
+    session_pump(s);
+}
+
+/* The live session whose stored container is id (a claimed pool container is labelled
+ * runbox.session=pool, so only its id links it to its session). */
+static session *session_by_container(rb_core *c, const char *id)
+{
+    size_t pos = 0;
+    session *s;
+    while ((s = map_next(&c->sessions, &pos)) != NULL)
+        if (s->container_id != NULL && strcmp(s->container_id, id) == 0)
+            return s;
+    return NULL;
+}
+
+static void listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    rb_core *c = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    if (err == RB_ECANCELED)
+        return;
+    if (err != RB_OK) {
+        rb_warn("recovery: cannot list runbox containers: %s (will retry)", errmsg);
+        c->recovered = 0;
+        return;
+    }
+    size_t i;
+    json_t *ct;
+    json_array_foreach(body, i, ct)
+    {
+        const char *id = json_string_value(json_object_get(ct, "Id"));
+        const char *state = json_string_value(json_object_get(ct, "State"));
+        const char *sid = json_string_value(json_object_get(json_object_get(ct, "Labels"), "runbox.session"));
+        if (id == NULL)
+            continue;
+        session *s = sid ? map_get(&c->sessions, sid) : NULL;
+        if (s == NULL)
+            s = session_by_container(c, id);
+        if (s == NULL && pool_owns(c->pool, id))
+            continue; /* warmed by this process since start-up */
+        if (s == NULL) {
+            rb_info("recovery: removing container %.12s: no live session owns it", id);
+            sandbox_remove_container(c, id);
+            continue;
+        }
+        if (s->sb != NULL)
+            continue; /* created by this process since start-up */
+        if (state == NULL || strcmp(state, "running") != 0 || s->container_id == NULL ||
+            strcmp(s->container_id, id) != 0) {
+            rb_info("recovery: removing container %.12s of session %s (state %s)", id, s->id, state ? state : "?");
+            sandbox_remove_container(c, id);
+            continue;
+        }
+        if (sandbox_reattach(s, reattached_cb, msg) != RB_OK)
+            rb_warn("recovery: session %s: %s", s->id, msg);
+    }
+    /* Stored sessions whose container is gone cannot come back. */
+    size_t pos = 0;
+    session *s;
+    while ((s = map_next(&c->sessions, &pos)) != NULL) {
+        if (s->sb == NULL && strcmp(s->status, "starting") == 0 && s->create_op == NULL)
+            session_end(s, "dead",
+                        "its sandbox container no longer exists (it was removed or Docker was reset while runboxd "
+                        "was stopped); create a new session");
+    }
+    /* Only now: a pool container created before the listing could be taken for an orphan. */
+    pool_start(c->pool);
+}
+
+static void recover(rb_core *c)
+{
+    char err[RB_ERR_LEN];
+    char label[80];
+    snprintf(label, sizeof(label), "runbox.instance=%s", c->instance);
+    c->recovered = 1;
+    if (docker_container_list(c->dk, label, listed_cb, c, err) != RB_OK) {
+        rb_warn("recovery: %s", err);
+        c->recovered = 0;
+    }
+}
+
+static void probed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    rb_core *c = data;
+    (void)status;
+    (void)body;
+    c->probing = 0;
+    if (err == RB_ECANCELED || c->closing)
+        return;
+    if (err != RB_OK) {
+        if (c->docker_ok || c->docker_error[0] == '\0')
+            rb_warn("Docker is unreachable: %s", errmsg);
+        c->docker_ok = 0;
+        snprintf(c->docker_error, sizeof(c->docker_error), "%s", errmsg);
+        core__probe_start(c, PROBE_MS_DOWN);
+        return;
+    }
+    if (!c->docker_ok)
+        rb_info("Docker is reachable (API %s)", docker_api_version(c->dk));
+    c->docker_ok = 1;
+    c->docker_error[0] = '\0';
+    if (!c->recovered)
+        recover(c);
+    core__probe_start(c, PROBE_MS_UP);
+}
+
+static void probe_timer_cb(uv_timer_t *t)
+{
+    rb_core *c = t->data;
+    char err[RB_ERR_LEN];
+    if (c->probing)
+        return;
+    if (docker_ping_version(c->dk, probed_cb, c, err) != RB_OK) {
+        c->docker_ok = 0;
+        snprintf(c->docker_error, sizeof(c->docker_error), "%s", err);
+        core__probe_start(c, PROBE_MS_DOWN);
+        return;
+    }
+    c->probing = 1;
+}
+
+void core__probe_start(rb_core *c, uint64_t ms)
+{
+    uv_timer_start(c->probe_timer, probe_timer_cb, ms, 0);
+}
+
