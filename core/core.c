@@ -1,7 +1,8 @@
 /*
- * core.c: the public face of the session manager (core/core.h): start-up and recovery after
- * a restart, the Docker probe, idle expiry and retention sweeps, validation of requests, and
- * the session and execution entry points used by REST and MCP alike.
+ * core.c: the public face of the session manager (core/core.h): start-up and shutdown, idle
+ * expiry and retention sweeps, and the session and execution entry points used by REST and
+ * MCP alike. Validation of requests is in options.c; the Docker probe and re-adoption of
+ * containers after a restart in recovery.c.
  */
 #include <math.h>
 #include <stdlib.h>
