@@ -1,0 +1,115 @@
+"""Lifecycle across time and restarts: idle expiry, kill -9 and restart on the same db, orphan
+container removal, and behaviour when Docker is unreachable."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+
+import rbtest
+from rbtest import check_error, check_schema
+
+
+def test_idle_session_expires_and_container_goes(sandbox_image, make_server):
+    srv = make_server(["--idle-timeout", "3"])
+    s = srv.create_session()
+    sid = s["session_id"]
+    assert s["expires_at"] is not None, "with --idle-timeout the session must say when it expires"
+    cid = s["container_id"]
+    assert rbtest.container_exists(cid)
+
+    def ended():
+        r = srv.get(f"/sessions/{sid}")
+        return r.status_code == 404 or r.json()["status"] == "ended"
+
+    rbtest.wait_until(ended, "the idle session to end")
+    rbtest.wait_until(lambda: not rbtest.container_exists(cid), "the idle session's container to be removed")
+    assert sid not in [x["session_id"] for x in srv.get("/sessions").json()["sessions"]]
+    check_error(srv.post("/execute", {"session_id": sid, "code": "1"}), 409 if
+                srv.get(f"/sessions/{sid}").status_code == 200 else 404)
+
+
+def test_activity_keeps_session_alive(sandbox_image, make_server):
+    srv = make_server(["--idle-timeout", "3"])
+    sid = srv.create_session()["session_id"]
+    # A running execution is not idleness: a 6 s cell outlives the 3 s idle timeout.
+    r = srv.execute(sid, "import time\ntime.sleep(6)\nprint('alive')")
+    assert r["status"] == "completed" and r["stdout"] == "alive\n"
+
+
+def test_restart_after_kill9_keeps_sessions(sandbox_image, make_server):
+    srv = make_server()
+    s = srv.create_session()
+    sid = s["session_id"]
+    assert srv.execute(sid, "x = 41")["status"] == "completed"
+    done = srv.execute(sid, "print('finished before the crash')")
+    running = srv.execute(sid, "import time\nfor _ in range(3000):\n    time.sleep(0.01)", wait=False)
+    srv.wait_status(running["request_id"], "running")
+
+    srv.kill9()
+    assert rbtest.container_exists(s["container_id"]), "the sandbox must outlive runboxd"
+    srv.start()
+
+    st = srv.status(running["request_id"])
+    assert st["status"] == "error", st
+    assert st["completed_at"] is not None
+    doc = srv.results(running["request_id"])
+    assert "server restarted" in json.dumps(doc).lower(), doc
+    # Results from before the crash are still there.
+    assert srv.results(done["request_id"])["stdout"] == "finished before the crash\n"
+    # The session is still usable and kept its variables.
+    got = srv.session(sid)
+    assert got["status"] in ("ready", "busy"), got
+    r = srv.execute(sid, "print(x + 1)")
+    assert r["status"] == "completed", r
+    assert r["stdout"] == "42\n"
+    assert sid in [x["session_id"] for x in srv.get("/sessions").json()["sessions"]]
+
+
+def test_graceful_restart_keeps_sessions(sandbox_image, make_server):
+    srv = make_server()
+    sid = srv.create_session()["session_id"]
+    srv.execute(sid, "kept = [1, 2, 3]")
+    srv.restart()
+    assert srv.execute(sid, "sum(kept)")["result"] == "6"
+
+
+def test_orphan_containers_are_removed_at_start(sandbox_image, make_server):
+    srv = make_server()
+    s = srv.create_session()
+    labels = rbtest.inspect(s["container_id"])["Config"]["Labels"]
+    instance = labels["runbox.instance"]
+    srv.stop()
+
+    orphan_name = "runbox-test-orphan-" + secrets.token_hex(4)
+    orphan_sid = "s_" + secrets.token_hex(16)
+    try:
+        rbtest.docker("create", "--name", orphan_name, "--network", "none",
+                      "--label", "runbox.test=1", "--label", f"runbox.instance={instance}",
+                      "--label", f"runbox.session={orphan_sid}", sandbox_image)
+        rbtest.docker("start", orphan_name)
+        srv.start()
+        rbtest.wait_until(lambda: not rbtest.containers_with_label(f"runbox.session={orphan_sid}"),
+                          "runboxd to remove the orphan container")
+        # Its own session's container is not an orphan.
+        assert rbtest.container_exists(s["container_id"])
+        assert srv.execute(s["session_id"], "1 + 1")["result"] == "2"
+    finally:
+        subprocess.run(["docker", "rm", "-f", orphan_name], capture_output=True)
+
+
+def test_docker_unreachable(make_server):
+    srv = make_server(["--docker-socket", "/nonexistent/docker.sock"], wait_docker=False)
+    r = srv.get("/health")
+    assert r.status_code == 200
+    h = r.json()
+    check_schema(h, "Health")
+    assert h["status"] == "degraded"
+    assert h["docker"]["reachable"] is False
+    assert h["docker"]["error"]
+    err = check_error(srv.post("/sessions", {}), 503)
+    assert err["code"] == "docker_unavailable"
+    # Everything that does not need Docker still answers.
+    assert srv.get("/sessions").json() == {"sessions": []}
+    check_error(srv.get("/sessions/s_" + "0" * 32), 404)
