@@ -25,6 +25,11 @@ void core_json_time(json_t *obj, const char *key, int64_t ms)
     json_object_set_new(obj, key, json_string(buf));
 }
 
+void core_json_ms(json_t *obj, const char *key, int64_t ms)
+{
+    json_object_set_new(obj, key, ms > 0 ? json_integer(ms) : json_null());
+}
+
 int64_t core_default_memory(const rb_core *c)
 {
     return (int64_t)c->cfg->memory_mb * 1024 * 1024;
@@ -341,7 +346,8 @@ static int live_count(rb_core *c, int *busy)
 rb_err core_session_create(rb_core *c, json_t *opts, core_cb cb, void *data, core_op **handle, char *err)
 {
     rb_err e;
-    if (!c->docker_ok)
+    /* Before the first probe has answered, try: the create reports Docker's error itself. */
+    if (!c->docker_ok && c->probed)
         return rb_fail(RB_EUNAVAILABLE, err,
                        "Docker is not reachable at %s (%s); start the Docker daemon or pass --docker-socket",
                        c->cfg->docker_socket, c->docker_error);

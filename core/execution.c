@@ -76,14 +76,6 @@ json_t *execution_outputs(const execution *ex)
 
 /* ---- documents ---------------------------------------------------------------------- */
 
-static void put_time(json_t *obj, const char *key, int64_t ms)
-{
-    if (ms > 0)
-        json_object_set_new(obj, key, json_integer(ms));
-    else
-        json_object_set_new(obj, key, json_null());
-}
-
 json_t *execution_to_doc(const execution *ex)
 {
     json_t *doc = json_object();
@@ -91,8 +83,8 @@ json_t *execution_to_doc(const execution *ex)
     json_object_set_new(doc, "session_id", json_string(ex->session_id));
     json_object_set_new(doc, "status", json_string(ex->status));
     json_object_set_new(doc, "created_at", json_integer(ex->created_at));
-    put_time(doc, "started_at", ex->started_at);
-    put_time(doc, "completed_at", ex->completed_at);
+    core_json_ms(doc, "started_at", ex->started_at);
+    core_json_ms(doc, "completed_at", ex->completed_at);
     json_object_set_new(doc, "code", json_string(ex->code));
     json_object_set_new(doc, "timeout", json_real(ex->timeout));
     json_object_set_new(doc, "outputs", execution_outputs(ex));

@@ -478,8 +478,11 @@ static void created_cb(void *data, rb_err err, const char *errmsg, int status, j
         fail(f, RB_EIO, msg);
 }
 
+/* Starts a file operation in session_id's sandbox: checks the session and path, then creates
+ * the helper's exec. Its answer goes to cb (JSON answers) or fcb (downloads) with cbdata. On
+ * success *handle (if not NULL) is the cancel handle and *out (if not NULL) the operation. */
 static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, const char *path, int allow_root,
-                    core_op **handle, fop **out, char *err)
+                    core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle, fop **out, char *err)
 {
     session *s = map_get(&c->sessions, session_id);
     if (s == NULL)
@@ -500,6 +503,9 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     snprintf(f->session_id, sizeof(f->session_id), "%s", s->id);
     f->container = xstrdup(s->container_id);
     f->rel = rel;
+    f->cb = cb;
+    f->fcb = fcb;
+    f->cbdata = cbdata;
     for (int i = 0; i < 3; i++)
         rb_buf_init(&f->out[i], HELPER_OUTPUT_MAX);
 
@@ -518,7 +524,8 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     s->last_used_at = rb_now_ms();
     if (handle != NULL)
         *handle = f->op;
-    *out = f;
+    if (out != NULL)
+        *out = f;
     return RB_OK;
 }
 
@@ -531,51 +538,31 @@ rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, co
         return rb_fail(RB_ETOOBIG, err, "the file is %zu bytes; the upload limit is %zu bytes (max-upload)", len,
                        c->cfg->max_upload);
     fop *f = NULL;
-    rb_err e = start(c, OP_UPLOAD, session_id, path, 0, handle, &f, err);
+    rb_err e = start(c, OP_UPLOAD, session_id, path, 0, cb, NULL, cbdata, handle, &f, err);
     if (e != RB_OK)
         return e;
     f->data = xmalloc(len > 0 ? len : 1);
     if (len > 0)
         memcpy(f->data, data, len);
     f->len = len;
-    f->cb = cb;
-    f->cbdata = cbdata;
     return RB_OK;
 }
 
 rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err)
 {
-    fop *f = NULL;
-    rb_err e = start(c, OP_LIST, session_id, "", 1, handle, &f, err);
-    if (e != RB_OK)
-        return e;
-    f->cb = cb;
-    f->cbdata = cbdata;
-    return RB_OK;
+    return start(c, OP_LIST, session_id, "", 1, cb, NULL, cbdata, handle, NULL, err);
 }
 
 rb_err core_file_download(rb_core *c, const char *session_id, const char *path, core_file_cb cb, void *cbdata,
                           core_op **handle, char *err)
 {
-    fop *f = NULL;
-    rb_err e = start(c, OP_DOWNLOAD, session_id, path, 0, handle, &f, err);
-    if (e != RB_OK)
-        return e;
-    f->fcb = cb;
-    f->cbdata = cbdata;
-    return RB_OK;
+    return start(c, OP_DOWNLOAD, session_id, path, 0, NULL, cb, cbdata, handle, NULL, err);
 }
 
 rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,
                         core_op **handle, char *err)
 {
-    fop *f = NULL;
-    rb_err e = start(c, OP_DELETE, session_id, path, 0, handle, &f, err);
-    if (e != RB_OK)
-        return e;
-    f->cb = cb;
-    f->cbdata = cbdata;
-    return RB_OK;
+    return start(c, OP_DELETE, session_id, path, 0, cb, NULL, cbdata, handle, NULL, err);
 }
 
 /* ---- files written by an execution -------------------------------------------------------- */

@@ -116,6 +116,7 @@ struct rb_core {
     rb_map sessions;      /* live sessions (not ended) by id */
     rb_map executions;    /* queued and running executions by id */
     int docker_ok, recovered, probing;
+    int probed;           /* the first Docker probe has answered (until then, creates are tried) */
     char docker_error[RB_ERR_LEN];
     uv_timer_t *probe_timer, *sweep_timer, *checkpoint_timer, *dispatch_timer;
     core_watch *pending_head, *pending_tail;
@@ -221,7 +222,11 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
 void core__probe_start(rb_core *c, uint64_t ms);
 
 /* core.c */
+/** Sets obj[key] to epoch milliseconds ms as RFC 3339 text. */
 void core_json_time(json_t *obj, const char *key, int64_t ms);
+/** Sets obj[key] to epoch milliseconds ms as an integer, or to null when ms <= 0 (not yet or
+ * never: the form of optional times in stored documents). */
+void core_json_ms(json_t *obj, const char *key, int64_t ms);
 int64_t core_default_memory(const rb_core *c);
 
 #endif

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <sys/random.h>
 
+#include "core/codec.h"
+
 static const char *const err_names[RB_ERR_MAX] = {
     [RB_OK] = "ok",
     [RB_EINVAL] = "invalid_request",
@@ -138,16 +140,11 @@ void rb_random_id(const char *prefix, char *buf, size_t len)
         }
         got += (size_t)r;
     }
-    static const char hex[] = "0123456789abcdef";
     size_t plen = strlen(prefix);
     if (len < plen + 33)
         abort();
     memcpy(buf, prefix, plen);
-    for (size_t i = 0; i < sizeof(raw); i++) {
-        buf[plen + 2 * i] = hex[raw[i] >> 4];
-        buf[plen + 2 * i + 1] = hex[raw[i] & 15];
-    }
-    buf[plen + 32] = '\0';
+    codec_hex_encode(raw, sizeof(raw), buf + plen);
 }
 
 void rb_buf_init(rb_buf *b, size_t max)

@@ -115,6 +115,7 @@ static void probed_cb(void *data, rb_err err, const char *errmsg, int status, js
     c->probing = 0;
     if (err == RB_ECANCELED || c->closing)
         return;
+    c->probed = 1;
     if (err != RB_OK) {
         if (c->docker_ok || c->docker_error[0] == '\0')
             rb_warn("Docker is unreachable: %s", errmsg);
@@ -140,6 +141,7 @@ static void probe_timer_cb(uv_timer_t *t)
         return;
     if (docker_ping_version(c->dk, probed_cb, c, err) != RB_OK) {
         c->docker_ok = 0;
+        c->probed = 1;
         snprintf(c->docker_error, sizeof(c->docker_error), "%s", err);
         core__probe_start(c, PROBE_MS_DOWN);
         return;

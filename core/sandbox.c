@@ -26,6 +26,7 @@ struct sandbox {
     rb_buf errline;       /* partial stderr line (runner diagnostics, logged) */
     execution *ex;        /* the execution the runner is working on */
     char ping_id[RB_ID_LEN];
+    char stale_id[RB_ID_LEN]; /* a cell left running by a previous runboxd, being interrupted */
     uv_timer_t *timer;    /* handshake deadline */
     sandbox_pool_cb pool_cb; /* owner while a warm pool entry (s == NULL); NULL once claimed */
     void *pool_data;
@@ -125,8 +126,28 @@ static void handle_event(sandbox *sb, json_t *ev)
     if (type == NULL)
         return;
     if (strcmp(type, "pong") == 0) {
-        if (sb->state == SB_HANDSHAKE && id != NULL && strcmp(id, sb->ping_id) == 0)
+        if (sb->state != SB_HANDSHAKE || id == NULL || strcmp(id, sb->ping_id) != 0)
+            return;
+        const char *busy = json_string_value(json_object_get(ev, "busy"));
+        if (busy != NULL && strlen(busy) < sizeof(sb->stale_id)) {
+            /* A cell from before a runboxd restart is still running: its result has nowhere
+             * to go (the store marked it failed). Interrupt it and become ready at its done. */
+            char msg[RB_ERR_LEN];
+            snprintf(sb->stale_id, sizeof(sb->stale_id), "%s", busy);
+            json_t *req = json_pack("{s:s, s:s}", "op", "interrupt", "id", busy);
+            if (send_line(sb, req, msg) != RB_OK)
+                rb_warn("container %.12s: cannot interrupt a stale cell: %s", sb->container_id, msg);
+            json_decref(req);
+            return;
+        }
+        finish_ready(sb, RB_OK, NULL);
+        return;
+    }
+    if (sb->state == SB_HANDSHAKE && sb->stale_id[0] != '\0') {
+        if (strcmp(type, "done") == 0 && id != NULL && strcmp(id, sb->stale_id) == 0) {
+            sb->stale_id[0] = '\0';
             finish_ready(sb, RB_OK, NULL);
+        }
         return;
     }
     if (strcmp(type, "ready") == 0)
@@ -431,15 +452,12 @@ static sandbox *sandbox_alloc(rb_core *c, session *s, sandbox_ready_cb cb)
     return sb;
 }
 
-rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
+/* Starts creating sb's container name from conf (stolen). On a synchronous failure sb is
+ * released (the caller must not touch it) and the error returned. */
+static rb_err create_container(sandbox *sb, const char *name, json_t *conf, char *err)
 {
-    sandbox *sb = sandbox_alloc(s->core, s, cb);
-    json_t *conf = container_config(s->core, s->id, s->language, s->memory_bytes, s->cpus,
-                                    json_object_get(s->options, "environment_variables"), s);
-    char name[64];
-    snprintf(name, sizeof(name), "runbox-%s", s->id);
     sb->state = SB_CREATING;
-    rb_err e = docker_container_create(s->core->dk, name, conf, created_cb, sb, err);
+    rb_err e = docker_container_create(sb->c->dk, name, conf, created_cb, sb, err);
     json_decref(conf);
     if (e != RB_OK) {
         sb->state = SB_CLOSED;
@@ -447,6 +465,19 @@ rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
         return e;
     }
     sb->inflight++;
+    return RB_OK;
+}
+
+rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
+{
+    sandbox *sb = sandbox_alloc(s->core, s, cb);
+    json_t *conf = container_config(s->core, s->id, s->language, s->memory_bytes, s->cpus,
+                                    json_object_get(s->options, "environment_variables"), s);
+    char name[64];
+    snprintf(name, sizeof(name), "runbox-%s", s->id);
+    rb_err e = create_container(sb, name, conf, err);
+    if (e != RB_OK)
+        return e;
     s->sb = sb;
     return RB_OK;
 }
@@ -477,15 +508,9 @@ rb_err sandbox_create_pooled(rb_core *c, const char *language, sandbox_pool_cb c
     char name[64], rnd[RB_ID_LEN];
     rb_random_id("", rnd, sizeof(rnd));
     snprintf(name, sizeof(name), "runbox-pool-%.16s", rnd);
-    sb->state = SB_CREATING;
-    rb_err e = docker_container_create(c->dk, name, conf, created_cb, sb, err);
-    json_decref(conf);
-    if (e != RB_OK) {
-        sb->state = SB_CLOSED;
-        release(sb);
+    rb_err e = create_container(sb, name, conf, err);
+    if (e != RB_OK)
         return e;
-    }
-    sb->inflight++;
     *out = sb;
     return RB_OK;
 }

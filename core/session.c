@@ -17,7 +17,7 @@ json_t *session_to_doc(const session *s)
     json_object_set_new(doc, "status", json_string(s->status));
     json_object_set_new(doc, "created_at", json_integer(s->created_at));
     json_object_set_new(doc, "last_used_at", json_integer(s->last_used_at));
-    json_object_set_new(doc, "ended_at", s->ended_at > 0 ? json_integer(s->ended_at) : json_null());
+    core_json_ms(doc, "ended_at", s->ended_at);
     json_object_set_new(doc, "end_reason", s->end_reason ? json_string(s->end_reason) : json_null());
     json_object_set_new(doc, "container_id", s->container_id ? json_string(s->container_id) : json_null());
     json_object_set(doc, "execution_options", s->options);

@@ -11,14 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ARCHIVE_PATH_MAX 4096
+#include "core/codec.h"
 
-static rb_err check_id(const char *id, char *err)
-{
-    if (id == NULL || !docker__valid_ref(id))
-        return rb_fail(RB_EINVAL, err, "invalid container id or name: it must be 1-256 characters of [A-Za-z0-9_.-]");
-    return RB_OK;
-}
+#define ARCHIVE_PATH_MAX 4096
 
 static rb_err check_path(const char *path, char *err)
 {
@@ -29,7 +24,7 @@ static rb_err check_path(const char *path, char *err)
 
 static char *archive_url(const char *id, const char *path)
 {
-    char *esc = docker__url_escape(path, "/");
+    char *esc = codec_percent_encode(path, "/");
     char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
     free(esc);
     return url;
@@ -38,7 +33,7 @@ static char *archive_url(const char *id, const char *path)
 rb_err docker_archive_put(docker *d, const char *id, const char *dir, const void *tar, size_t len, docker_raw_cb cb,
                           void *data, char *err)
 {
-    rb_err e = check_id(id, err);
+    rb_err e = docker__check_ref(id, err);
     if (e == RB_OK)
         e = check_path(dir, err);
     if (e != RB_OK)
@@ -54,7 +49,7 @@ rb_err docker_archive_put(docker *d, const char *id, const char *dir, const void
 rb_err docker_archive_get(docker *d, const char *id, const char *path, size_t max, docker_raw_cb cb, void *data,
                           char *err)
 {
-    rb_err e = check_id(id, err);
+    rb_err e = docker__check_ref(id, err);
     if (e == RB_OK)
         e = check_path(path, err);
     if (e != RB_OK)
@@ -67,18 +62,12 @@ rb_err docker_archive_get(docker *d, const char *id, const char *path, size_t ma
 
 rb_err docker_container_wait(docker *d, const char *id, long timeout_ms, docker_cb cb, void *data, char *err)
 {
-    rb_err e = check_id(id, err);
-    if (e != RB_OK)
-        return e;
-    char *url = xasprintf("/containers/%s/wait", id);
-    e = docker_request(d, "POST", url, NULL, timeout_ms, cb, data, NULL, err);
-    free(url);
-    return e;
+    return docker__ref_request(d, "POST", "/containers/", id, "/wait", NULL, timeout_ms, cb, data, err);
 }
 
 rb_err docker_container_logs(docker *d, const char *id, size_t max, docker_raw_cb cb, void *data, char *err)
 {
-    rb_err e = check_id(id, err);
+    rb_err e = docker__check_ref(id, err);
     if (e != RB_OK)
         return e;
     char *url = xasprintf("/containers/%s/logs?stdout=1&stderr=1", id);
@@ -89,7 +78,7 @@ rb_err docker_container_logs(docker *d, const char *id, size_t max, docker_raw_c
 
 rb_err docker_exec_create(docker *d, const char *id, json_t *config, docker_cb cb, void *data, char *err)
 {
-    rb_err e = check_id(id, err);
+    rb_err e = docker__check_ref(id, err);
     if (e != RB_OK)
         return e;
     if (!json_is_object(config))
@@ -104,7 +93,7 @@ rb_err docker_exec_start(docker *d, const char *exec_id, size_t max, long timeou
                          char *err)
 {
     static const char body[] = "{\"Detach\":false,\"Tty\":false}";
-    rb_err e = check_id(exec_id, err);
+    rb_err e = docker__check_ref(exec_id, err);
     if (e != RB_OK)
         return e;
     /* Docker answers with the raw stream and closes the connection when the process exits. */
@@ -117,13 +106,7 @@ rb_err docker_exec_start(docker *d, const char *exec_id, size_t max, long timeou
 
 rb_err docker_exec_inspect(docker *d, const char *exec_id, docker_cb cb, void *data, char *err)
 {
-    rb_err e = check_id(exec_id, err);
-    if (e != RB_OK)
-        return e;
-    char *url = xasprintf("/exec/%s/json", exec_id);
-    e = docker_request(d, "GET", url, NULL, 0, cb, data, NULL, err);
-    free(url);
-    return e;
+    return docker__ref_request(d, "GET", "/exec/", exec_id, "/json", NULL, 0, cb, data, err);
 }
 
 rb_err docker_volume_create(docker *d, json_t *config, docker_cb cb, void *data, char *err)

@@ -429,8 +429,8 @@ rb_err docker_attach_start(docker *d, const char *container_id, const docker_att
 {
     if (docker__freeing(d))
         return rb_fail(RB_ECANCELED, err, "the Docker client is shutting down");
-    if (container_id == NULL || !docker__valid_ref(container_id))
-        return rb_fail(RB_EINVAL, err, "invalid container id or name: it must be 1-256 characters of [A-Za-z0-9_.-]");
+    if (docker__check_ref(container_id, err) != RB_OK)
+        return RB_EINVAL;
     if (cbs == NULL)
         return rb_fail(RB_EINVAL, err, "attach needs callbacks");
     docker_attach *a = xcalloc(1, sizeof(*a));

@@ -14,6 +14,8 @@
 #include <sys/un.h>
 #include <curl/curl.h>
 
+#include "core/codec.h"
+
 #define DOCKER_BODY_MAX (8u * 1024 * 1024)
 #define DOCKER_MAX_CONNECTIONS 16L
 #define DOCKER_API_MIN 41
@@ -102,6 +104,13 @@ int docker__valid_ref(const char *s)
     return 1;
 }
 
+rb_err docker__check_ref(const char *id, char *err)
+{
+    if (id == NULL || !docker__valid_ref(id))
+        return rb_fail(RB_EINVAL, err, "invalid container id or name: it must be 1-256 characters of [A-Za-z0-9_.-]");
+    return RB_OK;
+}
+
 const char *docker_api_version(const docker *d)
 {
     return d->api;
@@ -172,30 +181,34 @@ static rb_err status_err(long status)
     return RB_EIO;
 }
 
+/* The error of a request that was cancelled or failed below HTTP (curl: connect, timeout, a
+ * body over its limit), with its text in msg; RB_OK when an HTTP answer arrived. */
+static rb_err transport_err(const docker *d, const docker_req *r, char *msg)
+{
+    if (r->cancelled)
+        return rb_fail(RB_ECANCELED, msg, "Docker request %s was cancelled", r->what);
+    if (r->cres == CURLE_OK)
+        return RB_OK;
+    const char *detail = r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cres);
+    if (r->toobig)
+        return rb_fail(RB_ETOOBIG, msg, "Docker's answer to %s exceeds %zu bytes", r->what, r->resp_max);
+    if (r->cres == CURLE_OPERATION_TIMEDOUT)
+        return rb_fail(RB_ETIMEDOUT, msg, "Docker request %s timed out: %s", r->what, detail);
+    if (r->cres == CURLE_COULDNT_CONNECT || r->cres == CURLE_COULDNT_RESOLVE_HOST)
+        return rb_fail(RB_EUNAVAILABLE, msg,
+                       "Docker is not reachable at %s: %s; is the daemon running and is the socket mounted?",
+                       d->socket_path, detail);
+    return rb_fail(RB_EIO, msg, "Docker request %s failed: %s", r->what, detail);
+}
+
 /* The outcome of a finished docker_request_raw: bytes on success, Docker's message on an HTTP
  * error (its error bodies are JSON even where success bodies are not). */
 static void deliver_raw(docker *d, docker_req *r)
 {
     char msg[RB_ERR_LEN];
-    rb_err e;
-    if (r->cancelled) {
-        e = rb_fail(RB_ECANCELED, msg, "Docker request %s was cancelled", r->what);
-        r->raw_cb(r->data, e, msg, 0, NULL, 0);
-        return;
-    }
-    if (r->cres != CURLE_OK) {
-        const char *detail = r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cres);
-        if (r->toobig)
-            e = rb_fail(RB_ETOOBIG, msg, "Docker's answer to %s exceeds %zu bytes", r->what, r->resp_max);
-        else if (r->cres == CURLE_OPERATION_TIMEDOUT)
-            e = rb_fail(RB_ETIMEDOUT, msg, "Docker request %s timed out: %s", r->what, detail);
-        else if (r->cres == CURLE_COULDNT_CONNECT || r->cres == CURLE_COULDNT_RESOLVE_HOST)
-            e = rb_fail(RB_EUNAVAILABLE, msg,
-                        "Docker is not reachable at %s: %s; is the daemon running and is the socket mounted?",
-                        d->socket_path, detail);
-        else
-            e = rb_fail(RB_EIO, msg, "Docker request %s failed: %s", r->what, detail);
-        r->raw_cb(r->data, e, msg, (int)r->status, NULL, 0);
+    rb_err e = transport_err(d, r, msg);
+    if (e != RB_OK) {
+        r->raw_cb(r->data, e, msg, r->cancelled ? 0 : (int)r->status, NULL, 0);
         return;
     }
     if (r->status >= 400) {
@@ -223,24 +236,9 @@ static void deliver(docker *d, docker_req *r)
         deliver_raw(d, r);
         return;
     }
-    if (r->cancelled) {
-        e = rb_fail(RB_ECANCELED, msg, "Docker request %s was cancelled", r->what);
-        r->cb(r->data, e, msg, 0, NULL);
-        return;
-    }
-    if (r->cres != CURLE_OK) {
-        const char *detail = r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cres);
-        if (r->toobig)
-            e = rb_fail(RB_ETOOBIG, msg, "Docker's answer to %s exceeds %u bytes", r->what, DOCKER_BODY_MAX);
-        else if (r->cres == CURLE_OPERATION_TIMEDOUT)
-            e = rb_fail(RB_ETIMEDOUT, msg, "Docker request %s timed out: %s", r->what, detail);
-        else if (r->cres == CURLE_COULDNT_CONNECT || r->cres == CURLE_COULDNT_RESOLVE_HOST)
-            e = rb_fail(RB_EUNAVAILABLE, msg,
-                        "Docker is not reachable at %s: %s; is the daemon running and is the socket mounted?",
-                        d->socket_path, detail);
-        else
-            e = rb_fail(RB_EIO, msg, "Docker request %s failed: %s", r->what, detail);
-        r->cb(r->data, e, msg, (int)r->status, NULL);
+    e = transport_err(d, r, msg);
+    if (e != RB_OK) {
+        r->cb(r->data, e, msg, r->cancelled ? 0 : (int)r->status, NULL);
         return;
     }
     if (r->resp.len > 0)
@@ -633,14 +631,14 @@ rb_err docker_ping_version(docker *d, docker_cb cb, void *data, char *err)
 
 /* ---- wrappers ---- */
 
-/* Sends method pre<id>post after checking that id needs no escaping. */
-static rb_err ref_request(docker *d, const char *method, const char *pre, const char *id, const char *post,
-                          json_t *body, docker_cb cb, void *data, char *err)
+rb_err docker__ref_request(docker *d, const char *method, const char *pre, const char *id, const char *post,
+                           json_t *body, long timeout_ms, docker_cb cb, void *data, char *err)
 {
-    if (id == NULL || !docker__valid_ref(id))
-        return rb_fail(RB_EINVAL, err, "invalid container id or name: it must be 1-256 characters of [A-Za-z0-9_.-]");
+    rb_err e = docker__check_ref(id, err);
+    if (e != RB_OK)
+        return e;
     char *path = xasprintf("%s%s%s", pre, id, post);
-    rb_err e = docker_request(d, method, path, body, 0, cb, data, NULL, err);
+    e = docker_request(d, method, path, body, timeout_ms, cb, data, NULL, err);
     free(path);
     return e;
 }
@@ -651,56 +649,37 @@ rb_err docker_container_create(docker *d, const char *name, json_t *config, dock
         return rb_fail(RB_EINVAL, err, "container create needs a config object");
     if (name == NULL)
         return docker_request(d, "POST", "/containers/create", config, 0, cb, data, NULL, err);
-    return ref_request(d, "POST", "/containers/create?name=", name, "", config, cb, data, err);
+    return docker__ref_request(d, "POST", "/containers/create?name=", name, "", config, 0, cb, data, err);
 }
 
 rb_err docker_container_start(docker *d, const char *id, docker_cb cb, void *data, char *err)
 {
-    return ref_request(d, "POST", "/containers/", id, "/start", NULL, cb, data, err);
+    return docker__ref_request(d, "POST", "/containers/", id, "/start", NULL, 0, cb, data, err);
 }
 
 rb_err docker_container_kill(docker *d, const char *id, const char *signal, docker_cb cb, void *data, char *err)
 {
-    if (id == NULL || !docker__valid_ref(id))
-        return rb_fail(RB_EINVAL, err, "invalid container id or name: it must be 1-256 characters of [A-Za-z0-9_.-]");
+    rb_err e = docker__check_ref(id, err);
+    if (e != RB_OK)
+        return e;
     if (signal == NULL)
         signal = "SIGKILL";
     if (!docker__valid_ref(signal) || strlen(signal) > 16)
         return rb_fail(RB_EINVAL, err, "invalid signal name \"%.32s\"", signal);
     char *path = xasprintf("/containers/%s/kill?signal=%s", id, signal);
-    rb_err e = docker_request(d, "POST", path, NULL, 0, cb, data, NULL, err);
+    e = docker_request(d, "POST", path, NULL, 0, cb, data, NULL, err);
     free(path);
     return e;
 }
 
 rb_err docker_container_remove(docker *d, const char *id, docker_cb cb, void *data, char *err)
 {
-    return ref_request(d, "DELETE", "/containers/", id, "?force=1&v=1", NULL, cb, data, err);
+    return docker__ref_request(d, "DELETE", "/containers/", id, "?force=1&v=1", NULL, 0, cb, data, err);
 }
 
 rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *data, char *err)
 {
-    return ref_request(d, "GET", "/containers/", id, "/json", NULL, cb, data, err);
-}
-
-char *docker__url_escape(const char *s, const char *keep)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    char *out = xmalloc(3 * n + 1), *o = out;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
-                    *p == '_' || *p == '.' || *p == '~' || strchr(keep, *p) != NULL;
-        if (plain) {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = '\0';
-    return out;
+    return docker__ref_request(d, "GET", "/containers/", id, "/json", NULL, 0, cb, data, err);
 }
 
 rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *data, char *err)
@@ -712,7 +691,7 @@ rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *d
         return rb_fail(RB_EINVAL, err, "label filter is not valid UTF-8");
     char *fj = json_dumps(f, JSON_COMPACT);
     json_decref(f);
-    char *esc = docker__url_escape(fj, "");
+    char *esc = codec_percent_encode(fj, "");
     free(fj);
     char *path = xasprintf("/containers/json?all=1&filters=%s", esc);
     free(esc);
@@ -725,7 +704,7 @@ rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *dat
 {
     if (name == NULL || name[0] == '\0' || strlen(name) > 512)
         return rb_fail(RB_EINVAL, err, "image name must be 1-512 characters");
-    char *esc = docker__url_escape(name, "/:@");
+    char *esc = codec_percent_encode(name, "/:@");
     char *path = xasprintf("/images/%s/json", esc);
     free(esc);
     rb_err e = docker_request(d, "GET", path, NULL, 0, cb, data, NULL, err);

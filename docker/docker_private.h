@@ -20,9 +20,12 @@ docker_attach **docker__attach_head(docker *d);
 void docker__attach_abort(docker_attach *a);
 /** Non-zero if s is a plausible container id or name (no characters that need escaping). */
 int docker__valid_ref(const char *s);
+/** RB_OK if id (may be NULL) is a valid container or exec reference (docker__valid_ref), else
+ * RB_EINVAL with the rule in err. */
+rb_err docker__check_ref(const char *id, char *err);
+/** docker_request of method pre<id>post (body borrowed, may be NULL) after docker__check_ref(id). */
+rb_err docker__ref_request(docker *d, const char *method, const char *pre, const char *id, const char *post,
+                           json_t *body, long timeout_ms, docker_cb cb, void *data, char *err);
 
-/** Percent-encodes everything but RFC 3986 unreserved characters and those in keep; the
- * caller frees the result. */
-char *docker__url_escape(const char *s, const char *keep);
 
 #endif

@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "core/codec.h"
 #include "server/mcp.h"
 #include "server/rest.h"
 #include "server/sse.h"
@@ -242,17 +243,6 @@ rb_err http_read_json_value(h2o_req_t *req, size_t max, json_t **out, char *err)
     return read_json(req, max, 0, 1, out, err);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 const char *http_query_param(h2o_req_t *req, const char *name)
 {
     if (req->query_at == SIZE_MAX || req->query_at >= req->path.len)
@@ -272,8 +262,8 @@ const char *http_query_param(h2o_req_t *req, const char *name)
             for (const char *p = v; p < stop; p++) {
                 if (*p == '+') {
                     out[o++] = ' ';
-                } else if (*p == '%' && stop - p >= 3 && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
-                    out[o++] = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+                } else if (*p == '%' && stop - p >= 3 && codec_hex_value(p[1]) >= 0 && codec_hex_value(p[2]) >= 0) {
+                    out[o++] = (char)(codec_hex_value(p[1]) * 16 + codec_hex_value(p[2]));
                     p += 2;
                 } else {
                     out[o++] = *p;

@@ -6,8 +6,10 @@
  */
 #include "server/rest.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/codec.h"
 #include "server/multipart.h"
 #include "server/sse.h"
 
@@ -513,7 +515,6 @@ static int file_delete(http_call *call)
 /* Content-Disposition: attachment with an ASCII fallback name and the exact UTF-8 name. */
 static h2o_iovec_t disposition(h2o_req_t *req, const char *name)
 {
-    static const char hex[] = "0123456789ABCDEF";
     size_t n = strlen(name);
     char *out = h2o_mem_alloc_pool(&req->pool, 64 + 4 * n);
     size_t o = 0;
@@ -525,16 +526,11 @@ static h2o_iovec_t disposition(h2o_req_t *req, const char *name)
     }
     memcpy(out + o, "\"; filename*=UTF-8''", 20);
     o += 20;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)name[i];
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr("-._~", ch)) {
-            out[o++] = (char)ch;
-        } else {
-            out[o++] = '%';
-            out[o++] = hex[ch >> 4];
-            out[o++] = hex[ch & 15];
-        }
-    }
+    char *enc = codec_percent_encode(name, "");
+    size_t elen = strlen(enc);
+    memcpy(out + o, enc, elen);
+    o += elen;
+    free(enc);
     return h2o_iovec_init(out, o);
 }
 

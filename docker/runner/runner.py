@@ -1001,8 +1001,11 @@ class Supervisor:
         rid = req.get("id")
         op = req.get("op")
         if op == "ping":
+            # "busy" names a cell still running, e.g. one whose runboxd restarted: the new
+            # runboxd interrupts it and waits for its "done" before sending work.
             self.emit({"type": "pong", "id": rid, "language": self.language, "version": VERSION,
-                       "worker_pid": self.worker.pid if self.worker else None})
+                       "worker_pid": self.worker.pid if self.worker else None,
+                       "busy": self.cell.id if self.cell is not None else None})
         elif op == "execute":
             self.handle_execute(rid, req)
         elif op == "interrupt":

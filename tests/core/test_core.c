@@ -289,6 +289,16 @@ Test(core, sessions_survive_restart)
     char *sid = create_session(c, NULL);
     json_t *r = run_code(c, sid, "kept = 'yes'", 0);
     json_decref(r);
+    /* a cell still running when the server goes away */
+    json_t *req = json_pack("{s:s, s:s}", "session_id", sid, "code", "import time\ntime.sleep(60)"), *st;
+    cr_assert_eq(core_execute(c, req, &st, err), RB_OK, "%s", err);
+    json_decref(req);
+    char stale[64];
+    snprintf(stale, sizeof(stale), "%s", str(st, "request_id"));
+    json_decref(st);
+    int never = 0;
+    run_until(&never, 300);
+    core_stop(c);
     core_free(c);
     uv_run(&loop, UV_RUN_DEFAULT);
 
@@ -298,6 +308,10 @@ Test(core, sessions_survive_restart)
     r = run_code(c, sid, "print(kept)", 0);
     cr_assert_str_eq(str(r, "status"), "completed", "%s", json_dumps(r, 0));
     cr_assert_str_eq(str(r, "stdout"), "yes\n");
+    json_decref(r);
+    cr_assert_eq(core_execution_results(c, stale, &r, err), RB_OK, "%s", err);
+    cr_assert_str_eq(str(r, "status"), "error");
+    cr_assert(strstr(str(json_object_get(r, "error"), "evalue"), "server restarted") != NULL);
     json_decref(r);
     json_t *out;
     cr_assert_eq(core_session_delete(c, sid, &out, err), RB_OK);

@@ -1,0 +1,45 @@
+/*
+ * codec: the byte-level encodings several layers share: base64 (the MCP tools carry file bytes
+ * in it), UTF-8 validation (whether bytes can travel as a JSON text), hexadecimal and URI
+ * percent-encoding (Docker API paths, MCP resource URIs, Content-Disposition). Pure functions
+ * over memory: no I/O, no HTTP and no policy; callers decide what the bytes mean. It is part of
+ * the base library, so every layer (server/, core/, docker/) may use it.
+ */
+#ifndef RB_CORE_CODEC_H
+#define RB_CORE_CODEC_H
+
+#include <stddef.h>
+
+#include "core/rb.h"
+
+/** The standard base64 (RFC 4648, '+' '/' and '=' padding) of bytes[0..len), NUL-terminated;
+ * the caller frees it. Never returns NULL. */
+char *codec_base64_encode(const void *bytes, size_t len);
+
+/**
+ * Decodes standard or URL-safe base64 in[0..n): padding is optional, whitespace is ignored and
+ * a "data:...;base64," prefix is skipped. Returns RB_OK with *out (heap, the caller frees it,
+ * NUL after *outlen bytes), or RB_EINVAL with err saying what is wrong and at which offset
+ * (*out untouched).
+ */
+rb_err codec_base64_decode(const char *in, size_t n, char **out, size_t *outlen, char *err);
+
+/** Whether s[0..n) is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF)
+ * without NUL bytes, so that it can travel as a JSON text. */
+int codec_utf8_text(const char *s, size_t n);
+
+/** The value of one hexadecimal digit (either case), or -1 if ch is not one. */
+int codec_hex_value(int ch);
+
+/** Writes the lowercase hex of bytes[0..n) and a NUL into out, which holds 2 * n + 1 bytes. */
+void codec_hex_encode(const void *bytes, size_t n, char *out);
+
+/** Percent-encodes (upper-case hex) every byte of s except the RFC 3986 unreserved characters
+ * (A-Z a-z 0-9 - . _ ~) and those in keep; the caller frees the result. Never returns NULL. */
+char *codec_percent_encode(const char *s, const char *keep);
+
+/** Percent-decodes s strictly (no '+' for space); the caller frees the result. Returns NULL for
+ * a malformed %-escape or an encoded NUL byte. */
+char *codec_percent_decode(const char *s);
+
+#endif

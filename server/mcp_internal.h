@@ -1,0 +1,217 @@
+/*
+ * mcp_internal.h: what the files of the MCP module share, and nothing outside it may use: the
+ * transport objects, the JSON-RPC error codes and the `mcp__` helpers. The module is
+ * mcp.c (HTTP side and lifecycle), mcp_rt.c (live sessions, streams, posts and calls),
+ * mcp_rpc.c (JSON-RPC messages, dispatch and resources), mcp_tools.c (tools) and mcp_files.c
+ * (file, package and dependency tools, file resources).
+ *
+ * Ownership: an mcp_rt is owned by its mcp_server (ms->rts), an mcp_call and an mcp_stream by
+ * their mcp_rt; an mcp_post lives in its request's pool. JSON arguments are borrowed and
+ * results are new references unless a contract says "stolen".
+ */
+#ifndef RB_SERVER_MCP_INTERNAL_H
+#define RB_SERVER_MCP_INTERNAL_H
+
+#include <stdint.h>
+
+#include "core/mcp.h"
+#include "server/mcp.h"
+#include "server/sse.h"
+
+#define MCP_MAX_BATCH 64
+#define MCP_ERR_PARSE -32700
+#define MCP_ERR_INVALID_REQUEST -32600
+#define MCP_ERR_METHOD -32601
+#define MCP_ERR_PARAMS -32602
+#define MCP_ERR_INTERNAL -32603
+#define MCP_ERR_RESOURCE -32002
+#define MCP_ERR_CANCELLED -32800
+
+/* MCP log levels, in order of severity (logging/setLevel, notifications/message). */
+#define MCP_NLEVELS 8
+extern const char *const mcp__levels[MCP_NLEVELS];
+
+typedef struct mcp_rt mcp_rt;
+typedef struct mcp_call mcp_call;
+typedef struct mcp_post mcp_post;
+
+/* One message of a session's replay log. */
+typedef struct mcp_event {
+    uint64_t seq, stream;
+    char *text;
+    size_t len;
+    struct mcp_event *next;
+} mcp_event;
+
+typedef struct mcp_stream {
+    mcp_rt *rt;
+    uint64_t no;
+    sse_stream *sink; /* NULL while no client is connected */
+    int done;         /* the final response went out (or into the log) */
+    int standalone;   /* a GET stream: freed when its client goes */
+    struct mcp_stream *next;
+} mcp_stream;
+
+struct mcp_rt {
+    mcp_server *ms;
+    char id[CORE_MCP_ID_LEN];
+    char version[16];
+    uint64_t next_seq, next_stream;
+    mcp_event *log_head, *log_tail;
+    size_t log_count, log_bytes;
+    mcp_stream *streams;
+    size_t nstreams;
+    mcp_call *calls;
+    mcp_rt *next;
+};
+
+struct mcp_post {
+    h2o_req_t *req; /* NULL once the request is gone or answers as SSE */
+    mcp_rt *rt;
+    int batch;
+    json_t *answers; /* batch: responses collected */
+    int outstanding;
+    mcp_call *calls[MCP_MAX_BATCH];
+    int ncalls;
+};
+
+struct mcp_call {
+    mcp_server *ms;
+    mcp_rt *rt;
+    mcp_post *post;
+    mcp_stream *stream;
+    json_t *id;
+    json_t *args;
+    json_t *progress_token;
+    double progress;
+    int log_min;
+    char tool[32];
+    char language[8];
+    json_t *timeout;
+    core_op *op;
+    core_watch *watch;
+    char exec_id[CORE_MCP_ID_LEN];
+    int cancelled, replaced;
+    /* file and dependency tools, and file resource reads */
+    int resource;                     /* answer as resources/read, not as a tool result */
+    char *path;                       /* file path (relative to /workspace or absolute under it) */
+    char *uri;                        /* resources/read: the URI asked for */
+    char *upload;                     /* upload_file: the decoded bytes */
+    size_t upload_len;
+    char session_id[CORE_MCP_ID_LEN]; /* the session the file operation runs in */
+    char bound_language[8];           /* language of this connection's sandbox to use without session_id */
+    mcp_call *next;
+};
+
+struct mcp_server {
+    rb_server *server;
+    rb_core *core;
+    const rb_config *cfg;
+    core_mcp *cm;
+    mcp_rt *rts;
+    json_t *tools;
+    char boot[12];
+    int stopped;
+};
+
+/* ---- mcp.c ---- */
+
+/** Answers req with an empty body. */
+void mcp__send_empty(h2o_req_t *req, int status, const char *reason);
+
+/* ---- mcp_rt.c: event log and streams ---- */
+
+/** Formats the SSE event id "<boot>-<seq>" of rt's event seq into buf. */
+void mcp__event_id(const mcp_rt *rt, uint64_t seq, char *buf, size_t len);
+/** A new stream of rt (the oldest finished stream without a client may make room for it); a
+ * standalone (GET) stream is freed when its client goes. */
+mcp_stream *mcp__stream_new(mcp_rt *rt, int standalone);
+/** The stream of rt numbered no, or NULL. */
+mcp_stream *mcp__stream_find(mcp_rt *rt, uint64_t no);
+/** sse_start's close callback for a stream's sink (data: the mcp_stream). */
+void mcp__on_sink_closed(void *data);
+
+/* ---- mcp_rt.c: posts and calls ---- */
+
+/** Sends the collected answers of a batch post (202 when there are none), once. */
+void mcp__send_batch(mcp_post *post);
+/** Pool dispose hook of an mcp_post: detaches the calls that still point at it. */
+void mcp__post_dispose(void *p);
+/** Delivers a response (stolen) for a request of post that has no call in flight. */
+void mcp__post_answer(mcp_post *post, json_t *response);
+/** A new call for request id (borrowed) of post, in rt; holds rt's MCP session while it lives. */
+mcp_call *mcp__call_new(mcp_rt *rt, mcp_post *post, json_t *id);
+/** Delivers call's final response (stolen) on its stream or post, then frees call. */
+void mcp__call_finish(mcp_call *call, json_t *response);
+/** Sends a notification (stolen) related to call, switching its answer to SSE first if needed;
+ * dropped for batches and when the client is gone. */
+void mcp__call_notify(mcp_call *call, json_t *msg);
+/** Sends notifications/message at level (index into mcp__levels) if the session's log level
+ * admits it. */
+void mcp__call_log(mcp_call *call, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- mcp_rt.c: runtimes ---- */
+
+/** The runtime of MCP session id, created on first use; its protocol version is taken from the
+ * session record rec (borrowed). */
+mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec);
+/** Ends a runtime: calls in flight are answered with an error why (deliver) or dropped silently
+ * (server stopping), streams are ended, memory freed. */
+void mcp__rt_free(mcp_rt *rt, int deliver, const char *why);
+/** core_mcp_on_end callback (data: the mcp_server): frees the ended session's runtime. */
+void mcp__on_session_ended(void *data, const char *id);
+
+/* ---- mcp_rpc.c ---- */
+
+/** A JSON-RPC error response; id (NULL for null) is borrowed, data (may be NULL) stolen. */
+json_t *mcp__rpc_error(json_t *id, int code, const char *message, json_t *data);
+/** A JSON-RPC response with result (stolen). */
+json_t *mcp__rpc_result(json_t *id, json_t *result);
+/** A JSON-RPC response with result (borrowed). */
+json_t *mcp__rpc_result_of(json_t *id, json_t *result);
+/** A resources/read result holding obj (borrowed) as JSON text under uri. */
+json_t *mcp__resource_text(const char *uri, json_t *obj);
+/** Validates a single message: 0 and *kind set ('r' request, 'n' notification, 'a' answer from
+ * the client), or -1 with *error (a JSON-RPC error response) set. */
+int mcp__classify(json_t *msg, char *kind, json_t **error);
+/** Handles one request of a live session (rec: its record, borrowed). Returns the response now
+ * (new reference) or NULL when a call answers later (then post->outstanding counts it). */
+json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const char *method, json_t *params);
+/** Handles a client notification (only notifications/cancelled does anything). */
+void mcp__notification(mcp_rt *rt, const char *method, json_t *params);
+
+/* ---- mcp_tools.c ---- */
+
+/** The tool definitions (a new JSON array), or RB_EINTERNAL if one does not parse. */
+rb_err mcp__tools_load(json_t **out, char *err);
+/** The instructions initialize returns. */
+extern const char mcp__instructions[];
+/** Runs call's tool; returns the tool result now (new reference), or NULL when the call
+ * answers later (or already has). */
+json_t *mcp__run_tool(mcp_call *call);
+/** Runs a session-bound tool in the session named by the session_id argument, or without one
+ * in this connection's own sandbox of language (created on first use). Returns a tool result
+ * for a bad session_id or a refusal, NULL when the call answers later. */
+json_t *mcp__with_session(mcp_call *call, const char *language);
+/** An isError tool result with the formatted text. */
+json_t *mcp__tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/** An isError tool result for core's error e and its message. */
+json_t *mcp__tool_core_error(rb_err e, const char *msg);
+/** A successful tool result: obj (borrowed) as text and as structuredContent. */
+json_t *mcp__tool_object(json_t *obj);
+
+/* ---- mcp_files.c ---- */
+
+/** upload_file, download_file, list_files, install_dependencies, get_packages; returns the tool
+ * result now, or NULL when the call answers later. */
+json_t *mcp__tool_files(mcp_call *call);
+/** Starts the file or dependency work of call in session_id (the session is known now). The
+ * call is answered later, or now (and freed) when core refuses at once. */
+void mcp__files_start(mcp_call *call, const char *session_id);
+/** Whether uri is runbox://sessions/{session_id}/files or .../files/{path}. */
+int mcp__is_file_uri(const char *uri);
+/** resources/read of a file URI (see mcp__is_file_uri): starts the read and returns NULL
+ * (answered later, counted in post->outstanding), or returns an error response. */
+json_t *mcp__read_file_resource(mcp_rt *rt, mcp_post *post, json_t *id, const char *uri);
+
+#endif

@@ -1,0 +1,340 @@
+/*
+ * mcp_rt.c: the transport state of live MCP sessions (server/mcp_internal.h). mcp_rt is one
+ * live MCP session (heap, freed when the session ends or the server stops); mcp_stream is one
+ * SSE stream of it and mcp_event one message in its bounded replay log; mcp_post is one HTTP
+ * POST (in req->pool, its dispose hook detaches the calls that still point at it); mcp_call is
+ * one JSON-RPC request in flight (heap, in its rt). This file delivers answers and
+ * notifications to whichever of a post or a stream a call is attached to; it knows nothing of
+ * methods or tools (mcp_rpc.c, mcp_tools.c) nor of HTTP routing (mcp.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/mcp_internal.h"
+#include "server/sse.h"
+
+#define MCP_LOG_MAX_EVENTS 4096
+#define MCP_LOG_MAX_BYTES (32u * 1024 * 1024)
+#define MCP_MAX_STREAMS 256
+
+const char *const mcp__levels[MCP_NLEVELS] = {"debug", "info",     "notice", "warning",
+                                              "error", "critical", "alert",  "emergency"};
+
+/* ---- event log and streams ------------------------------------------------------------- */
+
+void mcp__event_id(const mcp_rt *rt, uint64_t seq, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s-%llu", rt->ms->boot, (unsigned long long)seq);
+}
+
+static void log_trim(mcp_rt *rt)
+{
+    while (rt->log_head != NULL && (rt->log_count > MCP_LOG_MAX_EVENTS || rt->log_bytes > MCP_LOG_MAX_BYTES)) {
+        mcp_event *e = rt->log_head;
+        rt->log_head = e->next;
+        if (rt->log_head == NULL)
+            rt->log_tail = NULL;
+        rt->log_count--;
+        rt->log_bytes -= e->len;
+        free(e->text);
+        free(e);
+    }
+}
+
+/* Sends msg on stream st (and keeps it in the log for replay). msg is borrowed. */
+static void stream_send(mcp_stream *st, json_t *msg)
+{
+    mcp_rt *rt = st->rt;
+    char *text = json_dumps(msg, JSON_COMPACT);
+    if (text == NULL)
+        return;
+    mcp_event *e = xcalloc(1, sizeof(*e));
+    e->seq = ++rt->next_seq;
+    e->stream = st->no;
+    e->text = text;
+    e->len = strlen(text);
+    if (rt->log_tail != NULL)
+        rt->log_tail->next = e;
+    else
+        rt->log_head = e;
+    rt->log_tail = e;
+    rt->log_count++;
+    rt->log_bytes += e->len;
+    if (st->sink != NULL) {
+        char id[48];
+        mcp__event_id(rt, e->seq, id, sizeof(id));
+        sse_send_text(st->sink, id, "message", e->text, e->len);
+    }
+    log_trim(rt);
+}
+
+static void stream_unlink_free(mcp_stream *st)
+{
+    mcp_rt *rt = st->rt;
+    for (mcp_stream **pp = &rt->streams; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == st) {
+            *pp = st->next;
+            rt->nstreams--;
+            break;
+        }
+    }
+    free(st);
+}
+
+void mcp__on_sink_closed(void *data)
+{
+    mcp_stream *st = data;
+    st->sink = NULL;
+    if (st->standalone)
+        stream_unlink_free(st);
+}
+
+mcp_stream *mcp__stream_new(mcp_rt *rt, int standalone)
+{
+    /* Bound the records kept for replay: drop the oldest finished ones without a client. */
+    if (rt->nstreams >= MCP_MAX_STREAMS) {
+        mcp_stream *victim = NULL;
+        for (mcp_stream *s = rt->streams; s != NULL; s = s->next)
+            if (s->done && s->sink == NULL)
+                victim = s; /* the list is newest first: the last match is the oldest */
+        if (victim != NULL)
+            stream_unlink_free(victim);
+    }
+    mcp_stream *st = xcalloc(1, sizeof(*st));
+    st->rt = rt;
+    st->no = ++rt->next_stream;
+    st->standalone = standalone;
+    st->next = rt->streams;
+    rt->streams = st;
+    rt->nstreams++;
+    return st;
+}
+
+mcp_stream *mcp__stream_find(mcp_rt *rt, uint64_t no)
+{
+    for (mcp_stream *s = rt->streams; s != NULL; s = s->next)
+        if (s->no == no)
+            return s;
+    return NULL;
+}
+
+/* ---- posts and calls ------------------------------------------------------------------- */
+
+void mcp__send_batch(mcp_post *post)
+{
+    if (post->req == NULL)
+        return;
+    h2o_req_t *req = post->req;
+    post->req = NULL;
+    if (json_array_size(post->answers) == 0)
+        mcp__send_empty(req, 202, "Accepted");
+    else
+        http_send_json(req, 200, post->answers);
+}
+
+void mcp__post_dispose(void *p)
+{
+    mcp_post *post = p;
+    for (int i = 0; i < post->ncalls; i++)
+        if (post->calls[i] != NULL)
+            post->calls[i]->post = NULL;
+    post->req = NULL;
+    json_decref(post->answers);
+    post->answers = NULL;
+}
+
+static void post_forget(mcp_post *post, mcp_call *call)
+{
+    for (int i = 0; i < post->ncalls; i++)
+        if (post->calls[i] == call)
+            post->calls[i] = NULL;
+}
+
+/* Delivers a response (stolen) for a request of post (call may be NULL for immediate ones). */
+void mcp__post_answer(mcp_post *post, json_t *response)
+{
+    if (!post->batch) {
+        if (post->req != NULL) {
+            h2o_req_t *req = post->req;
+            post->req = NULL;
+            http_send_json(req, 200, response);
+        }
+        json_decref(response);
+        return;
+    }
+    if (post->answers != NULL)
+        json_array_append_new(post->answers, response);
+    else
+        json_decref(response);
+    if (--post->outstanding == 0)
+        mcp__send_batch(post);
+}
+
+mcp_call *mcp__call_new(mcp_rt *rt, mcp_post *post, json_t *id)
+{
+    mcp_call *call = xcalloc(1, sizeof(*call));
+    call->ms = rt->ms;
+    call->rt = rt;
+    call->post = post;
+    call->id = json_incref(id);
+    call->next = rt->calls;
+    rt->calls = call;
+    if (post->ncalls < MCP_MAX_BATCH)
+        post->calls[post->ncalls++] = call;
+    core_mcp_session_hold(rt->ms->cm, rt->id, +1);
+    return call;
+}
+
+/* Unlinks and frees call; stops its watch and detaches its pending operation. */
+static void call_detach(mcp_call *call)
+{
+    mcp_rt *rt = call->rt;
+    for (mcp_call **pp = &rt->calls; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == call) {
+            *pp = call->next;
+            break;
+        }
+    }
+    if (call->watch != NULL)
+        core_watch_stop(call->watch);
+    if (call->op != NULL)
+        core_cancel(call->op);
+    if (call->post != NULL)
+        post_forget(call->post, call);
+    if (!rt->ms->stopped)
+        core_mcp_session_hold(rt->ms->cm, rt->id, -1);
+    json_decref(call->id);
+    json_decref(call->args);
+    json_decref(call->progress_token);
+    json_decref(call->timeout);
+    free(call->path);
+    free(call->uri);
+    free(call->upload);
+    free(call);
+}
+
+void mcp__call_finish(mcp_call *call, json_t *response)
+{
+    if (call->stream != NULL) {
+        mcp_stream *st = call->stream;
+        stream_send(st, response);
+        st->done = 1;
+        if (st->sink != NULL) {
+            sse_end(st->sink);
+            st->sink = NULL;
+        }
+        json_decref(response);
+    } else if (call->post != NULL) {
+        mcp_post *post = call->post;
+        post_forget(post, call);
+        call->post = NULL;
+        mcp__post_answer(post, response);
+    } else {
+        json_decref(response);
+    }
+    call_detach(call);
+}
+
+/* Sends a notification related to call: switches its answer to SSE first if needed. Dropped
+ * for batches and when the client is gone. msg is stolen. */
+void mcp__call_notify(mcp_call *call, json_t *msg)
+{
+    if (call->stream == NULL) {
+        mcp_post *post = call->post;
+        if (post == NULL || post->batch || post->req == NULL) {
+            json_decref(msg);
+            return;
+        }
+        mcp_stream *st = mcp__stream_new(call->rt, 0);
+        st->sink = sse_start(call->ms->server, post->req, mcp__on_sink_closed, st);
+        post->req = NULL;
+        post_forget(post, call);
+        call->post = NULL;
+        call->stream = st;
+    }
+    stream_send(call->stream, msg);
+    json_decref(msg);
+}
+
+void mcp__call_log(mcp_call *call, int level, const char *fmt, ...)
+{
+    if (level < call->log_min)
+        return;
+    char text[RB_ERR_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    mcp__call_notify(call,
+                     json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "jsonrpc", "2.0", "method", "notifications/message",
+                               "params", "level", mcp__levels[level], "logger", "runbox", "data", text));
+}
+
+/* ---- runtimes -------------------------------------------------------------------------- */
+
+static mcp_rt *rt_find(mcp_server *ms, const char *id)
+{
+    for (mcp_rt *rt = ms->rts; rt != NULL; rt = rt->next)
+        if (strcmp(rt->id, id) == 0)
+            return rt;
+    return NULL;
+}
+
+mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec)
+{
+    mcp_rt *rt = rt_find(ms, id);
+    if (rt == NULL) {
+        rt = xcalloc(1, sizeof(*rt));
+        rt->ms = ms;
+        snprintf(rt->id, sizeof(rt->id), "%s", id);
+        rt->next = ms->rts;
+        ms->rts = rt;
+    }
+    const char *v = json_string_value(json_object_get(rec, "protocol_version"));
+    snprintf(rt->version, sizeof(rt->version), "%s", v ? v : "2025-03-26");
+    return rt;
+}
+
+/* Ends a runtime: calls in flight are answered with an error (deliver) or dropped silently
+ * (server stopping), streams are ended, memory freed. */
+void mcp__rt_free(mcp_rt *rt, int deliver, const char *why)
+{
+    mcp_server *ms = rt->ms;
+    for (mcp_rt **pp = &ms->rts; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == rt) {
+            *pp = rt->next;
+            break;
+        }
+    }
+    while (rt->calls != NULL) {
+        mcp_call *call = rt->calls;
+        if (deliver) {
+            mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_INVALID_REQUEST, why, NULL));
+        } else {
+            call_detach(call);
+        }
+    }
+    while (rt->streams != NULL) {
+        mcp_stream *st = rt->streams;
+        rt->streams = st->next;
+        if (st->sink != NULL && deliver)
+            sse_end(st->sink);
+        free(st);
+    }
+    while (rt->log_head != NULL) {
+        mcp_event *e = rt->log_head;
+        rt->log_head = e->next;
+        free(e->text);
+        free(e);
+    }
+    free(rt);
+}
+
+void mcp__on_session_ended(void *data, const char *id)
+{
+    mcp_server *ms = data;
+    mcp_rt *rt = rt_find(ms, id);
+    if (rt != NULL)
+        mcp__rt_free(rt, !ms->stopped, "the MCP session has ended");
+}

@@ -1,0 +1,570 @@
+/*
+ * mcp_tools.c: the MCP tools (server/mcp_internal.h): their definitions, the tool result
+ * encodings (text blocks, errors, structured content, an execution's output and images),
+ * execute_code with its progress notifications, the session tools, and running session-bound
+ * tools in a given session or in the MCP connection's own sandbox. The file, package and
+ * dependency tools are in mcp_files.c. Tools only translate: core does the work.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/mcp_internal.h"
+
+/* ---- tool results ---------------------------------------------------------------------- */
+
+static json_t *text_block(const char *text)
+{
+    return json_pack("{s:s, s:s}", "type", "text", "text", text);
+}
+
+json_t *mcp__tool_error(const char *fmt, ...)
+{
+    char text[RB_ERR_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    return json_pack("{s:[o], s:b}", "content", text_block(text), "isError", 1);
+}
+
+json_t *mcp__tool_core_error(rb_err e, const char *msg)
+{
+    return mcp__tool_error("%s: %s", rb_strerror(e), msg && msg[0] ? msg : rb_strerror(e));
+}
+
+/* A successful result of a non-execute tool: the object as text and as structuredContent. */
+json_t *mcp__tool_object(json_t *obj)
+{
+    char *text = json_dumps(obj, JSON_INDENT(2));
+    json_t *r = json_pack("{s:[o], s:O, s:b}", "content", text_block(text ? text : "{}"), "structuredContent", obj,
+                          "isError", 0);
+    free(text);
+    return r;
+}
+
+static int version_at_least(const mcp_rt *rt, const char *v)
+{
+    return strcmp(rt->version, v) >= 0;
+}
+
+/* The tool result of a finished execution (result document doc, borrowed). */
+static json_t *execution_tool_result(mcp_call *call, json_t *doc)
+{
+    json_t *content = json_array();
+    const char *status = json_string_value(json_object_get(doc, "status"));
+    const char *rid = json_string_value(json_object_get(doc, "request_id"));
+    const char *out = json_string_value(json_object_get(doc, "stdout"));
+    const char *errs = json_string_value(json_object_get(doc, "stderr"));
+    const char *result = json_string_value(json_object_get(doc, "result"));
+    json_t *error = json_object_get(doc, "error");
+    if (call->replaced)
+        json_array_append_new(content, text_block("note: the earlier sandbox of this MCP session had ended; this ran "
+                                                  "in a new one, so earlier variables are gone"));
+    if (out != NULL && out[0] != '\0')
+        json_array_append_new(content, text_block(out));
+    if (errs != NULL && errs[0] != '\0') {
+        char *t = xasprintf("stderr:\n%s", errs);
+        json_array_append_new(content, text_block(t));
+        free(t);
+    }
+    if (result != NULL)
+        json_array_append_new(content, text_block(result));
+    if (json_is_object(error)) {
+        rb_buf tb;
+        rb_buf_init(&tb, 4u * 1024 * 1024);
+        size_t i;
+        json_t *line;
+        json_array_foreach(json_object_get(error, "traceback"), i, line)
+        {
+            const char *l = json_string_value(line);
+            if (l != NULL) {
+                rb_buf_append(&tb, l, strlen(l));
+                if (tb.len > 0 && tb.data[tb.len - 1] != '\n')
+                    rb_buf_append(&tb, "\n", 1);
+            }
+        }
+        const char *ename = json_string_value(json_object_get(error, "ename"));
+        const char *evalue = json_string_value(json_object_get(error, "evalue"));
+        char *t = tb.len > 0 ? xstrndup(tb.data, tb.len)
+                             : xasprintf("%s: %s", ename ? ename : "Error", evalue ? evalue : "");
+        json_array_append_new(content, text_block(t));
+        free(t);
+        rb_buf_dispose(&tb);
+    }
+    if (json_is_true(json_object_get(doc, "reset"))) {
+        const char *why = json_string_value(json_object_get(doc, "reset_reason"));
+        char *t = xasprintf("note: the interpreter was restarted (%s); variables from earlier calls are gone",
+                            why ? why : "no reason given");
+        json_array_append_new(content, text_block(t));
+        free(t);
+    }
+    if (json_is_true(json_object_get(doc, "truncated"))) {
+        char *t = xasprintf("note: output was truncated (%lld bytes dropped)",
+                            (long long)json_integer_value(json_object_get(doc, "dropped_bytes")));
+        json_array_append_new(content, text_block(t));
+        free(t);
+    }
+    size_t i;
+    json_t *png;
+    json_array_foreach(json_object_get(doc, "files"), i, png)
+    {
+        size_t b64 = json_string_length(png);
+        size_t bytes = b64 / 4 * 3;
+        if (bytes > call->ms->cfg->mcp_image_limit && version_at_least(call->rt, "2025-06-18") && rid != NULL) {
+            char *uri = xasprintf("runbox://executions/%s/files/%zu", rid, i);
+            char *name = xasprintf("plot-%zu.png", i);
+            json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:s, s:I}", "type", "resource_link", "uri", uri,
+                                                     "name", name, "mimeType", "image/png", "size",
+                                                     (json_int_t)bytes));
+            free(uri);
+            free(name);
+        } else {
+            json_array_append_new(content,
+                                  json_pack("{s:s, s:O, s:s}", "type", "image", "data", png, "mimeType", "image/png"));
+        }
+    }
+    int is_error = status == NULL || strcmp(status, "completed") != 0;
+    if (status != NULL && strcmp(status, "timeout") == 0) {
+        char *t = xasprintf("the execution timed out and was interrupted (request %s); the session's variables are "
+                            "kept unless a restart is noted above",
+                            rid ? rid : "?");
+        json_array_append_new(content, text_block(t));
+        free(t);
+    } else if (status != NULL && strcmp(status, "cancelled") == 0) {
+        json_array_append_new(content, text_block("the execution was cancelled"));
+    }
+    if (json_array_size(content) == 0)
+        json_array_append_new(content, text_block("(no output)"));
+    return json_pack("{s:o, s:O, s:b}", "content", content, "structuredContent", doc, "isError", is_error);
+}
+
+/* ---- execute_code ---------------------------------------------------------------------- */
+
+static json_t *progress_message(json_t *item)
+{
+    const char *type = json_string_value(json_object_get(item, "type"));
+    if (type == NULL)
+        return NULL;
+    if (strcmp(type, "stream") == 0 || strcmp(type, "result") == 0)
+        return json_incref(json_object_get(item, "text"));
+    if (strcmp(type, "display") == 0) {
+        const char *mime = json_string_value(json_object_get(item, "mime"));
+        char *t = xasprintf("[display: %s]", mime ? mime : "?");
+        json_t *s = json_string(t);
+        free(t);
+        return s;
+    }
+    if (strcmp(type, "error") == 0) {
+        const char *n = json_string_value(json_object_get(item, "ename"));
+        const char *v = json_string_value(json_object_get(item, "evalue"));
+        char *t = xasprintf("%s: %s", n ? n : "Error", v ? v : "");
+        json_t *s = json_string(t);
+        free(t);
+        return s;
+    }
+    return NULL;
+}
+
+static void on_exec_event(void *data, const char *event, json_t *payload)
+{
+    mcp_call *call = data;
+    if (strcmp(event, "done") == 0) {
+        call->watch = NULL;
+        json_t *res = execution_tool_result(call, payload);
+        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
+        json_decref(res);
+        return;
+    }
+    if (strcmp(event, "output") == 0 && call->progress_token != NULL && !call->cancelled) {
+        json_t *msg = progress_message(payload);
+        if (msg == NULL || !json_is_string(msg)) {
+            json_decref(msg);
+            return;
+        }
+        call->progress += 1;
+        mcp__call_notify(call, json_pack("{s:s, s:s, s:{s:O, s:f, s:o}}", "jsonrpc", "2.0", "method",
+                                         "notifications/progress", "params", "progressToken", call->progress_token,
+                                         "progress", call->progress, "message", msg));
+    } else if (strcmp(event, "status") == 0) {
+        const char *st = json_string_value(json_object_get(payload, "status"));
+        if (st != NULL && strcmp(st, "running") == 0)
+            mcp__call_log(call, 0, "execution %s is running", call->exec_id);
+    }
+}
+
+static void execute_in(mcp_call *call, const char *session_id)
+{
+    char err[RB_ERR_LEN];
+    json_t *req = json_pack("{s:s, s:O}", "session_id", session_id, "code", json_object_get(call->args, "code"));
+    if (call->timeout != NULL)
+        json_object_set(req, "timeout", call->timeout);
+    if (call->language[0] != '\0')
+        json_object_set_new(req, "language", json_string(call->language));
+    json_t *disabled = json_object_get(call->args, "disabled_rules"); /* checked by core (code policy) */
+    if (disabled != NULL && !json_is_null(disabled))
+        json_object_set(req, "disabled_rules", disabled);
+    json_t *out = NULL;
+    rb_err e = core_execute(call->ms->core, req, &out, err);
+    json_decref(req);
+    if (e != RB_OK) {
+        json_t *res = mcp__tool_core_error(e, err);
+        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
+        json_decref(res);
+        return;
+    }
+    const char *rid = json_string_value(json_object_get(out, "request_id"));
+    snprintf(call->exec_id, sizeof(call->exec_id), "%s", rid ? rid : "");
+    json_decref(out);
+    mcp__call_log(call, 1, "execution %s queued in session %s", call->exec_id, session_id);
+    e = core_watch_start(call->ms->core, call->exec_id, 1, on_exec_event, call, &call->watch, err);
+    if (e != RB_OK) {
+        call->watch = NULL;
+        json_t *res = mcp__tool_core_error(e, err);
+        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
+        json_decref(res);
+    }
+}
+
+/* ---- session-bound tools --------------------------------------------------------------- */
+
+/* Starts the work of a session-bound tool in session_id (given, or this connection's sandbox
+ * once bound). The call is answered later, or now (and freed) when core refuses at once. */
+static void session_ready(mcp_call *call, const char *session_id)
+{
+    if (strcmp(call->tool, "execute_code") == 0)
+        execute_in(call, session_id);
+    else
+        mcp__files_start(call, session_id);
+}
+
+/* core_mcp_bound_session's answer: this connection's sandbox is ready (or could not start). */
+static void on_bound(void *data, rb_err e, const char *msg, json_t *body)
+{
+    mcp_call *call = data;
+    call->op = NULL;
+    if (e != RB_OK) {
+        json_t *res = mcp__tool_core_error(e, msg);
+        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
+        json_decref(res);
+        return;
+    }
+    call->replaced = json_is_true(json_object_get(body, "replaced"));
+    if (call->replaced)
+        mcp__call_log(call, 3, "the earlier sandbox of this MCP session had ended; a new one was started");
+    const char *sid = json_string_value(json_object_get(body, "session_id"));
+    char id[CORE_MCP_ID_LEN];
+    snprintf(id, sizeof(id), "%s", sid ? sid : "");
+    json_decref(body);
+    if (call->cancelled) {
+        mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
+        return;
+    }
+    session_ready(call, id);
+}
+
+json_t *mcp__with_session(mcp_call *call, const char *language)
+{
+    char err[RB_ERR_LEN];
+    json_t *sid = json_object_get(call->args, "session_id");
+    if (sid != NULL && !json_is_null(sid) && !(json_is_string(sid) && json_string_length(sid) == 0)) {
+        if (!json_is_string(sid))
+            return mcp__tool_error("'session_id' must be a string from create_session or list_sessions");
+        session_ready(call, json_string_value(sid));
+        return NULL;
+    }
+    char bound[CORE_MCP_ID_LEN];
+    rb_err e = core_mcp_bound_session(call->ms->cm, call->rt->id, language, bound, on_bound, call, &call->op, err);
+    if (e != RB_OK) {
+        call->op = NULL;
+        return mcp__tool_core_error(e, err);
+    }
+    if (bound[0] != '\0') {
+        session_ready(call, bound);
+    } else {
+        mcp__call_log(call, 1, "starting a %s sandbox for this MCP session", language);
+    }
+    return NULL;
+}
+
+/* execute_code checks its arguments, then runs like every session-bound tool. */
+static json_t *tool_execute(mcp_call *call)
+{
+    json_t *args = call->args;
+    json_t *code = json_object_get(args, "code");
+    if (!json_is_string(code))
+        return mcp__tool_error("'code' is required and must be a string of Python (or bash) source");
+    json_t *lang = json_object_get(args, "language");
+    if (lang != NULL && !json_is_null(lang)) {
+        const char *l = json_string_value(lang);
+        if (l == NULL || (strcmp(l, "python") != 0 && strcmp(l, "bash") != 0))
+            return mcp__tool_error("'language' must be \"python\" or \"bash\"");
+        snprintf(call->language, sizeof(call->language), "%s", l);
+    }
+    json_t *t = json_object_get(args, "timeout");
+    if (t != NULL && !json_is_null(t)) {
+        if (!json_is_number(t) || !(json_number_value(t) > 0))
+            return mcp__tool_error("'timeout' must be a number of seconds greater than 0");
+        call->timeout = json_incref(t);
+    }
+    return mcp__with_session(call, call->language[0] ? call->language : "python");
+}
+
+/* ---- the other tools ------------------------------------------------------------------- */
+
+static void on_session_created(void *data, rb_err e, const char *msg, json_t *body)
+{
+    mcp_call *call = data;
+    call->op = NULL;
+    json_t *res = e == RB_OK ? mcp__tool_object(body) : mcp__tool_core_error(e, msg);
+    json_decref(body);
+    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
+    json_decref(res);
+}
+
+static const char *arg_session_id(json_t *args)
+{
+    const char *sid = json_string_value(json_object_get(args, "session_id"));
+    return sid != NULL && sid[0] != '\0' ? sid : NULL;
+}
+
+/* Runs a tool; returns the tool result now, or NULL when the call answers later. */
+json_t *mcp__run_tool(mcp_call *call)
+{
+    char err[RB_ERR_LEN];
+    rb_core *core = call->ms->core;
+    json_t *out = NULL;
+    rb_err e;
+    const char *t = call->tool;
+    if (strcmp(t, "execute_code") == 0)
+        return tool_execute(call);
+    if (strcmp(t, "upload_file") == 0 || strcmp(t, "download_file") == 0 || strcmp(t, "list_files") == 0 ||
+        strcmp(t, "get_packages") == 0 || strcmp(t, "install_dependencies") == 0)
+        return mcp__tool_files(call);
+    if (strcmp(t, "create_session") == 0) {
+        json_t *opts = json_object();
+        json_t *v;
+        if ((v = json_object_get(call->args, "language")) != NULL && !json_is_null(v))
+            json_object_set(opts, "language", v);
+        if ((v = json_object_get(call->args, "execution_options")) != NULL && !json_is_null(v))
+            json_object_set(opts, "execution_options", v);
+        if ((v = json_object_get(call->args, "dependencies")) != NULL && !json_is_null(v))
+            json_object_set(opts, "dependencies", v);
+        e = core_session_create(core, opts, on_session_created, call, &call->op, err);
+        json_decref(opts);
+        if (e != RB_OK) {
+            call->op = NULL;
+            return mcp__tool_core_error(e, err);
+        }
+        mcp__call_log(call, 1, "starting a sandbox");
+        return NULL;
+    }
+    if (strcmp(t, "list_sessions") == 0) {
+        e = core_session_list(core, &out, err);
+    } else if (strcmp(t, "get_health") == 0) {
+        out = core_health(core);
+        e = out != NULL ? RB_OK : rb_fail(RB_EINTERNAL, err, "health is not available");
+    } else {
+        const char *sid = arg_session_id(call->args);
+        if (sid == NULL)
+            return mcp__tool_error("'session_id' is required (a string from create_session or list_sessions)");
+        if (strcmp(t, "get_session_info") == 0)
+            e = core_session_get(core, sid, &out, err);
+        else
+            e = core_session_delete(core, sid, &out, err);
+    }
+    json_t *res = e == RB_OK ? mcp__tool_object(out) : mcp__tool_core_error(e, err);
+    json_decref(out);
+    return res;
+}
+
+/* ---- tool definitions ------------------------------------------------------------------ */
+
+#define SESSION_SCHEMA                                                                                              \
+    "{\"type\":\"object\",\"properties\":{"                                                                         \
+    "\"session_id\":{\"type\":\"string\"},\"language\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"     \
+    "\"created_at\":{\"type\":\"string\"},\"last_used_at\":{\"type\":\"string\"},"                                  \
+    "\"expires_at\":{\"type\":[\"string\",\"null\"]},\"ended_at\":{\"type\":[\"string\",\"null\"]},"                 \
+    "\"execution_options\":{\"type\":\"object\"},\"executions\":{\"type\":\"integer\"},"                             \
+    "\"container_id\":{\"type\":[\"string\",\"null\"]}},\"required\":[\"session_id\",\"status\"]}"
+
+#define RESULT_SCHEMA                                                                                               \
+    "{\"type\":\"object\",\"properties\":{"                                                                         \
+    "\"request_id\":{\"type\":\"string\"},\"session_id\":{\"type\":\"string\"},"                                    \
+    "\"status\":{\"type\":\"string\",\"enum\":[\"queued\",\"running\",\"completed\",\"error\",\"timeout\","          \
+    "\"cancelled\"]},"                                                                                              \
+    "\"created_at\":{\"type\":\"string\"},\"started_at\":{\"type\":[\"string\",\"null\"]},"                          \
+    "\"completed_at\":{\"type\":[\"string\",\"null\"]},"                                                            \
+    "\"outputs\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                                             \
+    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                                            \
+    "\"result\":{\"type\":[\"string\",\"null\"]},\"error\":{\"type\":[\"object\",\"null\"]},"                        \
+    "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"                                               \
+    "\"duration_ms\":{\"type\":[\"integer\",\"null\"]},\"truncated\":{\"type\":\"boolean\"},"                        \
+    "\"dropped_bytes\":{\"type\":\"integer\"},\"reset\":{\"type\":\"boolean\"},"                                    \
+    "\"reset_reason\":{\"type\":[\"string\",\"null\"]},"                                                            \
+    "\"output\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"                                             \
+    "\"required\":[\"request_id\",\"session_id\",\"status\",\"stdout\",\"stderr\"]}"
+
+#define SESSION_ID_ARG                                                                                              \
+    "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\",\"description\":\"The session's id "   \
+    "(s_ followed by 32 hex digits), from create_session or list_sessions\"}},\"required\":[\"session_id\"]}"
+
+static const char *const tool_defs[] = {
+    "{\"name\":\"execute_code\",\"title\":\"Execute code\","
+    "\"description\":\"Run Python (default) or bash code in a persistent sandbox, like a Jupyter cell: variables, "
+    "imports, files and the working directory persist between calls. Returns stdout, stderr, the value of the last "
+    "expression, the traceback of an error, and matplotlib plots as images. Without session_id the code runs in a "
+    "private sandbox of this MCP connection, created on first use and kept until the connection ends; pass a "
+    "session_id from create_session to use a specific session (also shared with the REST API). The sandbox has no "
+    "network access. Long outputs are truncated. A timeout interrupts the code (state is kept).\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"code\":{\"type\":\"string\",\"description\":\"The source code to run. In Python the value of a final "
+    "expression is returned as the result.\"},"
+    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\"],\"default\":\"python\","
+    "\"description\":\"python or bash; must match the session's language when session_id is given\"},"
+    "\"session_id\":{\"type\":\"string\",\"description\":\"Optional session to run in (from create_session or "
+    "list_sessions); omit to use this connection's own sandbox\"},"
+    "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Seconds before the code is "
+    "interrupted (default: the session's timeout)\"},"
+    "\"disabled_rules\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Code policy "
+    "rules to turn off for this call (e.g. [\\\"import:os\\\"], or [\\\"all\\\"]), when the server's optional code "
+    "policy refused the code with PolicyViolation and the operator lets callers turn that rule off\"}},"
+    "\"required\":[\"code\"]},"
+    "\"outputSchema\":" RESULT_SCHEMA ","
+    "\"annotations\":{\"title\":\"Execute code\",\"readOnlyHint\":false,\"destructiveHint\":false,"
+    "\"idempotentHint\":false,\"openWorldHint\":false}}",
+    "{\"name\":\"create_session\",\"title\":\"Create session\","
+    "\"description\":\"Create a new persistent sandbox session and return it (with its session_id). Use it to "
+    "keep several independent interpreters, to choose limits or to preinstall Python packages (dependencies); "
+    "pass the session_id to execute_code and the file tools.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\"],\"default\":\"python\"},"
+    "\"execution_options\":{\"type\":\"object\",\"description\":\"Optional limits\",\"properties\":{"
+    "\"timeout\":{\"type\":\"number\",\"description\":\"default seconds per execution\"},"
+    "\"memory_limit\":{\"type\":\"string\",\"description\":\"e.g. 512m or 1g\"},"
+    "\"cpu_limit\":{\"type\":\"number\",\"description\":\"CPUs, e.g. 1 or 0.5\"},"
+    "\"environment_variables\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}}},"
+    "\"dependencies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Python "
+    "packages to pip install before the session is ready, e.g. [\\\"requests==2.32.3\\\"] (python only)\"}}},"
+    "\"outputSchema\":" SESSION_SCHEMA "}",
+    "{\"name\":\"list_sessions\",\"title\":\"List sessions\","
+    "\"description\":\"List the live sandbox sessions (id, language, status, times, execution count).\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"sessions\":{\"type\":\"array\",\"items\":" SESSION_SCHEMA
+    "}},\"required\":[\"sessions\"]},"
+    "\"annotations\":{\"readOnlyHint\":true}}",
+    "{\"name\":\"get_session_info\",\"title\":\"Get session info\","
+    "\"description\":\"Describe one session: status (starting, ready, busy, ended, dead), language, limits, "
+    "times and number of executions.\","
+    "\"inputSchema\":" SESSION_ID_ARG ",\"outputSchema\":" SESSION_SCHEMA ",\"annotations\":{\"readOnlyHint\":true}}",
+    "{\"name\":\"close_session\",\"title\":\"Close session\","
+    "\"description\":\"End a session: stops running code and removes its sandbox; its variables are lost.\","
+    "\"inputSchema\":" SESSION_ID_ARG ",\"outputSchema\":" SESSION_SCHEMA ","
+    "\"annotations\":{\"destructiveHint\":true}}",
+    "{\"name\":\"get_health\",\"title\":\"Server health\","
+    "\"description\":\"Report whether the code-execution server and its Docker engine are working, with counts of "
+    "sessions and executions.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"status\":{\"type\":\"string\"},\"version\":{\"type\":"
+    "\"string\"},\"docker\":{\"type\":\"object\"},\"sessions\":{\"type\":\"object\"},\"executions\":{\"type\":"
+    "\"object\"}},\"required\":[\"status\"]},\"annotations\":{\"readOnlyHint\":true}}",
+    "{\"name\":\"upload_file\",\"title\":\"Upload file\","
+    "\"description\":\"Write a file into a sandbox's /workspace, the working directory of execute_code, so that code "
+    "can open it (e.g. pd.read_csv('data.csv')). filename is a path relative to /workspace (folders are created) or "
+    "an absolute path under /workspace; '..' and paths outside /workspace are refused. Give the bytes as "
+    "content_base64 (standard base64), or a text file's text as content. An existing file is replaced. Without "
+    "session_id the file goes to this connection's own sandbox (the one execute_code uses without session_id). "
+    "Requests are limited in size (1 MiB by default), so send large files over the REST API instead.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"session_id\":{\"type\":\"string\",\"description\":\"Session to write into (from create_session or "
+    "list_sessions); omit for this connection's own sandbox\"},"
+    "\"filename\":{\"type\":\"string\",\"description\":\"Path under /workspace, e.g. data.csv or input/photo.png\"},"
+    "\"content_base64\":{\"type\":\"string\",\"contentEncoding\":\"base64\",\"description\":\"The file's bytes in "
+    "base64\"},"
+    "\"content\":{\"type\":\"string\",\"description\":\"Instead of content_base64 for text files: the text itself "
+    "(written as UTF-8)\"}},\"required\":[\"filename\"]},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"path\":{\"type\":"
+    "\"string\",\"description\":\"relative to /workspace\"},\"size\":{\"type\":\"integer\"},\"modified\":{\"type\":"
+    "\"string\"},\"uri\":{\"type\":\"string\",\"description\":\"the file as an MCP resource\"}},"
+    "\"required\":[\"session_id\",\"path\",\"size\"]},"
+    "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
+    "\"openWorldHint\":false}}",
+    "{\"name\":\"download_file\",\"title\":\"Download file\","
+    "\"description\":\"Read a file from a sandbox's /workspace, such as a CSV or a plot that code saved. A UTF-8 text "
+    "file up to 256 KiB comes back as text; an image (PNG, JPEG, GIF, WebP) as image content; anything else as an "
+    "embedded resource holding the bytes in base64, with its MIME type. Files over 8 MiB are refused: read a part "
+    "with execute_code instead. src_path is relative to /workspace or absolute under it. Without session_id it reads "
+    "from this connection's own sandbox.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"session_id\":{\"type\":\"string\",\"description\":\"Session to read from; omit for this connection's own "
+    "sandbox\"},"
+    "\"src_path\":{\"type\":\"string\",\"description\":\"Path under /workspace, e.g. results.csv or out/plot.png\"}},"
+    "\"required\":[\"src_path\"]},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"path\":{\"type\":"
+    "\"string\"},\"name\":{\"type\":\"string\"},\"mime_type\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+    "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"description\":\"how the content block "
+    "carries the bytes\"},\"uri\":{\"type\":\"string\"}},\"required\":[\"session_id\",\"path\",\"mime_type\","
+    "\"size\"]},"
+    "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
+    "{\"name\":\"list_files\",\"title\":\"List files\","
+    "\"description\":\"List everything under a sandbox's /workspace, recursively: path (relative to /workspace), "
+    "type (file, directory, symlink), size in bytes and modification time. Files that code wrote (saved plots, CSVs) "
+    "appear here. Without session_id it lists this connection's own sandbox.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\",\"description\":"
+    "\"Session to list; omit for this connection's own sandbox\"}}},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"files\":{\"type\":"
+    "\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"type\":{\"type\":"
+    "\"string\"},\"size\":{\"type\":\"integer\"},\"modified\":{\"type\":\"string\"},\"uri\":{\"type\":\"string\"}},"
+    "\"required\":[\"path\"]}},\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"session_id\",\"files\"]},"
+    "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
+    "{\"name\":\"get_packages\",\"title\":\"List preinstalled packages\","
+    "\"description\":\"List the Python packages preinstalled in the sandbox image (name and version), so you know "
+    "what can be imported without installing anything.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"image\":{\"type\":\"string\"},\"image_id\":{\"type\":"
+    "\"string\"},\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":"
+    "\"string\"},\"version\":{\"type\":\"string\"}},\"required\":[\"name\"]}}},\"required\":[\"packages\"]},"
+    "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
+    "{\"name\":\"install_dependencies\",\"title\":\"Install Python packages\","
+    "\"description\":\"Install Python packages with pip into a python session, e.g. [\\\"requests\\\", "
+    "\\\"tabulate==0.9.0\\\"]; they can be imported right after. Each item is a package name with at most one "
+    "version specifier (==, >=, <=, ~=, !=, >, <); no URLs, options or extras. The server's policy may forbid some "
+    "packages (the error names the package and the rule). Code in the sandbox still has no network. Without "
+    "session_id it installs into this connection's own sandbox. Call get_packages first: many packages are already "
+    "there.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"session_id\":{\"type\":\"string\",\"description\":\"Python session to install into; omit for this "
+    "connection's own sandbox\"},"
+    "\"dependencies\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\"},\"description\":\"pip "
+    "requirements such as requests or pandas>=2.0\"}},\"required\":[\"dependencies\"]},"
+    "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"dependencies\":{"
+    "\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"cached\":{\"type\":\"boolean\",\"description\":\"served "
+    "from the server's cache without network\"},\"site_packages\":{\"type\":\"string\"},\"duration_ms\":{\"type\":"
+    "\"integer\"}},\"required\":[\"session_id\",\"dependencies\"]},"
+    "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
+    "\"openWorldHint\":true}}",
+};
+
+const char mcp__instructions[] =
+    "runbox runs code in persistent sandboxes. Call execute_code with Python code; variables and imports persist "
+    "between calls in this connection's sandbox. Print values or end with an expression to see them; plots made "
+    "with matplotlib come back as images. Use create_session/close_session to manage separate sessions. Move files in "
+    "and out of the sandbox's /workspace with upload_file, list_files and download_file; get_packages lists what is "
+    "installed and install_dependencies adds Python packages.";
+
+rb_err mcp__tools_load(json_t **out, char *err)
+{
+    json_error_t jerr;
+    json_t *tools = json_array();
+    for (size_t i = 0; i < sizeof(tool_defs) / sizeof(tool_defs[0]); i++) {
+        json_t *t = json_loads(tool_defs[i], 0, &jerr);
+        if (t == NULL) {
+            json_decref(tools);
+            return rb_fail(RB_EINTERNAL, err, "mcp: tool definition %zu is not valid JSON: %s (column %d)", i,
+                           jerr.text, jerr.column);
+        }
+        json_array_append_new(tools, t);
+    }
+    *out = tools;
+    return RB_OK;
+}
