@@ -59,7 +59,8 @@ static const key_def keys[] = {
      "comma-separated packages that may not be installed (name), or not below a version (name<version)"},
     {"deps-index-url", "RUNBOX_DEPS_INDEX_URL", K_STR, OFF(deps_index_url), "pip index URL for the installer"},
     {"deps-ca-file", "RUNBOX_DEPS_CA_FILE", K_STR, OFF(deps_ca_file),
-     "CA bundle (a path on the Docker host) the installer's pip trusts, e.g. for a TLS-inspecting proxy"},
+     "CA bundle (a path on the Docker host) the installer's pip trusts; empty = the host's "
+     "/etc/ssl/certs/ca-certificates.crt when present, none = the image's own"},
     {"max-upload", "RUNBOX_MAX_UPLOAD", K_SIZE, OFF(max_upload),
      "largest file upload to a session's /workspace (bytes, or k/m/g suffix)"},
     {"max-download", "RUNBOX_MAX_DOWNLOAD", K_SIZE, OFF(max_download),

@@ -21,6 +21,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/internal.h"
 
@@ -711,6 +712,18 @@ static void installed_cb(void *data, rb_err err, const char *msg, int exit_code,
     inst_done(in, RB_OK, NULL, !in->online);
 }
 
+
+/* The CA bundle the installer's pip trusts: the configured file; by default the Docker host's
+ * own trust store when runboxd runs on that host (a unix socket), so a host behind a
+ * TLS-inspecting proxy installs packages without extra settings; "none" uses the image's. */
+static const char *installer_ca_file(const rb_config *cfg)
+{
+    static const char host_bundle[] = "/etc/ssl/certs/ca-certificates.crt";
+    if (cfg->deps_ca_file != NULL && cfg->deps_ca_file[0] != '\0')
+        return strcmp(cfg->deps_ca_file, "none") == 0 ? NULL : cfg->deps_ca_file;
+    return access(host_bundle, R_OK) == 0 ? host_bundle : NULL;
+}
+
 static rb_err run_installer(inst *in, char *err)
 {
     const rb_config *cfg = in->c->cfg;
@@ -738,8 +751,9 @@ static rb_err run_installer(inst *in, char *err)
     json_t *binds = json_array();
     json_array_append_new(binds, json_sprintf("%s:/cache", in->cache_volume));
     json_array_append_new(binds, json_sprintf("%s:/target", in->workspace_volume));
-    if (cfg->deps_ca_file != NULL && cfg->deps_ca_file[0] != '\0') {
-        json_array_append_new(binds, json_sprintf("%s:/etc/runbox-ca.pem:ro", cfg->deps_ca_file));
+    const char *ca = installer_ca_file(cfg);
+    if (ca != NULL) {
+        json_array_append_new(binds, json_sprintf("%s:/etc/runbox-ca.pem:ro", ca));
         json_array_append_new(env, json_string("PIP_CERT=/etc/runbox-ca.pem"));
     }
     json_object_set_new(hc, "Binds", binds);

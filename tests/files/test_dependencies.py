@@ -5,8 +5,8 @@ rule; a session created with `dependencies` can import them, a second session wi
 is served from the cache (no network), and a running session can install more.
 
 The real path needs a container on a bridge network to reach PyPI. On this machine it does,
-through a TLS-inspecting proxy whose CA is the host's bundle: RUNBOX_TEST_PIP_CA (default
-/etc/ssl/certs/ca-certificates.crt) is given to runboxd as --deps-ca-file.
+through a TLS-inspecting proxy whose CA is in the host's bundle, which runboxd gives the
+installer by default; RUNBOX_TEST_PIP_CA, when set, is passed as --deps-ca-file instead.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 import rbtest
 
-CA = os.environ.get("RUNBOX_TEST_PIP_CA", "/etc/ssl/certs/ca-certificates.crt")
+CA_ARGS = ["--deps-ca-file", os.environ["RUNBOX_TEST_PIP_CA"]] if os.environ.get("RUNBOX_TEST_PIP_CA") else []
 # Small pure-Python wheels that the image does not have.
 PKG = "tomli-w==1.0.0"
 PKG2 = "toolz==0.12.1"
@@ -25,6 +25,7 @@ PKG2 = "toolz==0.12.1"
 
 def check_error(resp, status: int, code: str, *mentions: str) -> dict:
     assert resp.status_code == status, f"expected {status}, got {resp.status_code}: {resp.text[:800]}"
+    rbtest.check_schema(resp.json(), "Error")
     err = resp.json()["error"]
     assert err["code"] == code, err
     for m in mentions:
@@ -62,6 +63,7 @@ def test_packages_lists_the_image(server):
     r = server.get("/packages")
     assert r.status_code == 200, r.text
     doc = r.json()
+    rbtest.check_schema(doc, "Packages")
     names = {p["name"].lower(): p["version"] for p in doc["packages"]}
     for want in ("numpy", "pandas", "matplotlib", "pillow"):
         assert want in names, sorted(names)
@@ -91,7 +93,7 @@ def test_requirement_syntax_and_policy(make_server):
 
 
 def test_install_at_creation_then_from_cache_then_into_a_running_session(make_server, volumes):
-    s = make_server(["--deps-ca-file", CA])
+    s = make_server(CA_ARGS)
     first = s.create_session({"dependencies": [PKG]})
     doc = run(s, first["session_id"], "import tomli_w; tomli_w.dumps({'a': 1})")
     assert doc["status"] == "completed", doc
@@ -118,6 +120,7 @@ def test_install_at_creation_then_from_cache_then_into_a_running_session(make_se
     assert doc["stdout"] == "missing\n"
     r = s.post(f"/sessions/{sid}/dependencies", {"dependencies": [PKG2]})
     assert r.status_code == 200, r.text
+    rbtest.check_schema(r.json(), "DependenciesResult")  # openapi.yaml describes the live answer
     assert r.json()["cached"] is False
     assert r.json()["dependencies"] == [PKG2]
     doc = run(s, sid, "import toolz; toolz.__version__")
@@ -125,6 +128,7 @@ def test_install_at_creation_then_from_cache_then_into_a_running_session(make_se
     # the same set for the same session again is a cache hit
     r = s.post(f"/sessions/{sid}/dependencies", {"packages": [PKG2]})
     assert r.status_code == 200 and r.json()["cached"] is True, r.text
+    rbtest.check_schema(r.json(), "DependenciesResult")
 
     # pip's own failure names the package
     r = s.post(f"/sessions/{sid}/dependencies", {"dependencies": ["runbox-no-such-package-xyz==1.0"]})
