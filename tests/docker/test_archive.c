@@ -202,6 +202,8 @@ Test(archive, volume_create_and_remove)
     cr_assert_eq(docker_volume_remove(d, name, sup_cb, &r2, err), RB_OK, "%s", err);
     sup_run_until(&loop, &r2.calls);
     cr_assert_eq(r2.err, RB_ENOTFOUND, "%s: %s", rb_strerror(r2.err), r2.msg);
+    sup_result_dispose(&r);
+    sup_result_dispose(&r2);
     sup_close(&loop, d);
 }
 

@@ -12,6 +12,7 @@ import rbtest
 def check_error(resp, status: int, code: str, mention: str | None = None) -> dict:
     assert resp.status_code == status, f"expected {status}, got {resp.status_code}: {resp.text[:500]}"
     assert resp.headers.get("content-type", "").startswith("application/json"), resp.headers
+    rbtest.check_schema(resp.json(), "Error")
     err = resp.json()["error"]
     assert err["code"] == code, err
     assert err["message"].strip()
@@ -36,6 +37,7 @@ def upload_raw(server, sid: str, path: str, data: bytes, **kw):
 def listing(server, sid: str) -> dict:
     r = server.get(f"/sessions/{sid}/files")
     assert r.status_code == 200, r.text
+    rbtest.check_schema(r.json(), "FileList")
     return {f["path"]: f for f in r.json()["files"]}
 
 
@@ -44,6 +46,7 @@ def test_raw_upload_list_download_delete(server, session):
     data = bytes(range(256)) * 40  # binary, with NUL bytes
     r = upload_raw(server, sid, "data/blob.bin", data)
     assert r.status_code == 201, r.text
+    rbtest.check_schema(r.json(), "UploadResult")
     item = r.json()["files"][0]
     assert item["path"] == "data/blob.bin" and item["size"] == len(data)
 
@@ -66,6 +69,7 @@ def test_raw_upload_list_download_delete(server, session):
 
     r = server.delete(f"/sessions/{sid}/files", params={"path": "data"})
     assert r.status_code == 200, r.text
+    rbtest.check_schema(r.json(), "DeletedFile")
     assert r.json()["deleted"] is True
     assert "data/blob.bin" not in listing(server, sid)
     r = server.get(f"/sessions/{sid}/files/download", params={"path": "data/blob.bin"})

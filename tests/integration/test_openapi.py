@@ -3,6 +3,8 @@ examples and reject what the contract forbids. Needs no server."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from openapi_spec_validator import validate
 from openapi_spec_validator.readers import read_from_filename
@@ -20,19 +22,56 @@ def test_openapi_document_is_valid():
     assert spec["openapi"].startswith("3.1")
 
 
+# Every route runboxd serves (server/rest.c and server/mcp.c route tables), as (path, method).
+ROUTES = {
+    ("/sessions", "post"), ("/sessions", "get"),
+    ("/sessions/{session_id}", "get"), ("/sessions/{session_id}", "delete"),
+    ("/sessions/{session_id}/files", "post"), ("/sessions/{session_id}/files", "put"),
+    ("/sessions/{session_id}/files", "get"), ("/sessions/{session_id}/files", "delete"),
+    ("/sessions/{session_id}/files/download", "get"),
+    ("/sessions/{session_id}/dependencies", "post"),
+    ("/execute", "post"), ("/execute/{request_id}/status", "get"), ("/execute/{request_id}/results", "get"),
+    ("/execute/{request_id}/events", "get"), ("/execute/{request_id}", "delete"),
+    ("/health", "get"), ("/policy", "get"), ("/packages", "get"),
+    ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"),
+}
+
+
+def _shape(path: str) -> str:
+    return re.sub(r"\{[^}]*\}", "{}", path)
+
+
 def test_every_route_is_described():
     paths = rbtest.OPENAPI["paths"]
-    want = {("/sessions", "post"), ("/sessions", "get"), ("/sessions/{session_id}", "get"),
-            ("/sessions/{session_id}", "delete"), ("/execute", "post"), ("/execute/{request_id}/status", "get"),
-            ("/execute/{request_id}/results", "get"), ("/execute/{request_id}/events", "get"),
-            ("/execute/{request_id}", "delete"), ("/health", "get"), ("/policy", "get")}
     have = {(p, m) for p, ops in paths.items() for m in ops if m != "parameters"}
-    assert have == want
+    assert sorted(ROUTES - have) == [], "routes missing from openapi.yaml"
+    assert sorted(have - ROUTES) == [], "openapi.yaml describes routes runboxd does not serve"
+
+
+def test_route_tables_match_the_spec():
+    """The route tables in the C sources (server/rest.c, server/mcp.c), read as text: a route
+    added there without a line in openapi.yaml (and in ROUTES above) fails here."""
+    served = set()
+    for src in sorted((rbtest.ROOT / "server").glob("*.c")):
+        text = src.read_text()
+        for method, path in re.findall(r'\{\s*"([A-Z]+)"\s*,\s*"(/[^"]*)"\s*,\s*\w+\s*\}', text):
+            served.add((_shape(path), method.lower()))
+    assert len(served) >= len(ROUTES) - 1, f"could not read the route tables: {sorted(served)}"
+    assert served == {(_shape(p), m) for p, m in ROUTES}
+
+
+def test_every_error_code_is_in_the_spec():
+    """Every code rb_strerror can give (core/rb.c), except "ok", is in the Error schema."""
+    text = (rbtest.ROOT / "core" / "rb.c").read_text()
+    codes = set(re.findall(r'\[RB_E[A-Z]+\]\s*=\s*"([a-z_]+)"', text))
+    assert "forbidden" in codes, codes
+    enum = set(rbtest.OPENAPI["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"])
+    assert codes - enum == set()
 
 
 def session_doc(**over):
     d = {"session_id": SID, "language": "python", "status": "ready", "created_at": T, "last_used_at": T,
-         "expires_at": None, "ended_at": None,
+         "expires_at": None, "ended_at": None, "end_reason": None,
          "execution_options": {"timeout": 30, "memory_limit": "512m", "cpu_limit": 1.0, "environment_variables": {}},
          "executions": 0, "container_id": "abc"}
     d.update(over)
@@ -48,7 +87,8 @@ def result_doc(**over):
                      {"type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]}],
          "stdout": "hi\n", "stderr": "", "result": "42", "error": {"ename": "E", "evalue": "v", "traceback": ["t"]},
          "files": ["iVBORw0KGgo="], "duration_ms": 12, "truncated": False, "dropped_bytes": 0, "reset": False,
-         "reset_reason": None, "output": [{"type": "stream", "content": "hi\n"}, {"type": "result", "content": "42"}]}
+         "reset_reason": None, "output": [{"type": "stream", "content": "hi\n"}, {"type": "result", "content": "42"}],
+         "files_written": [{"path": "out.csv", "size": 3, "modified": T}]}
     d.update(over)
     return d
 
@@ -65,7 +105,22 @@ def test_schemas_accept_contract_examples():
     rbtest.check_schema({"error": {"code": "not_found", "message": "no session s_x"}}, "Error")
     rbtest.check_schema({"status": "degraded", "version": "0.1.0",
                          "docker": {"reachable": False, "api_version": None, "error": "connect: no such file"},
-                         "sessions": {"live": 0, "busy": 0}, "executions": {"running": 0, "queued": 0}}, "Health")
+                         "sessions": {"live": 0, "busy": 0}, "executions": {"running": 0, "queued": 0},
+                         "pool": {"size": 2, "ready": 2, "starting": 0, "hits": 0, "misses": 0}}, "Health")
+    rbtest.check_schema({"session_id": SID, "files": [{"session_id": SID, "path": "a/b.txt", "size": 3,
+                                                       "modified": T}]}, "UploadResult")
+    rbtest.check_schema({"session_id": SID, "truncated": False, "files": [
+        {"path": "a", "type": "directory", "size": 0, "modified": T},
+        {"path": "a/b.txt", "type": "file", "size": 3, "modified": T},
+        {"path": "l", "type": "symlink", "size": 0, "modified": T, "target": "/etc", "escapes": True}]}, "FileList")
+    rbtest.check_schema({"session_id": SID, "path": "a", "deleted": True}, "DeletedFile")
+    rbtest.check_schema({"session_id": SID, "dependencies": ["tomli-w==1.0.0"], "cached": False,
+                         "site_packages": "/workspace/.runbox/site-packages", "duration_ms": 900}, "DependenciesResult")
+    rbtest.check_schema({"python": "3.11.2", "packages": [{"name": "numpy", "version": "1.24.2"}],
+                         "image": "runbox-sandbox:latest", "image_id": "sha256:" + "0" * 64}, "Packages")
+    rbtest.check_schema({"error": {"code": "forbidden", "message": "path: '..' is not allowed"}}, "Error")
+    rbtest.check_schema({"dependencies": ["requests"]}, "DependenciesRequest")
+    rbtest.check_schema({"dependencies": ["requests"]}, "CreateSessionRequest")
 
 
 @pytest.mark.parametrize("name, doc", [
@@ -78,6 +133,15 @@ def test_schemas_accept_contract_examples():
     ("Result", result_doc(truncated="no")),
     ("Error", {"error": {"code": "oops", "message": "m"}}),
     ("Error", {"error": {"code": "not_found"}}),
+    ("Session", {k: v for k, v in session_doc().items() if k != "end_reason"}),
+    ("Result", {k: v for k, v in result_doc().items() if k != "files_written"}),
+    ("FileList", {"session_id": SID, "truncated": False, "files": [{"path": "a", "type": "pipe", "size": 0,
+                                                                    "modified": T}]}),
+    ("DeletedFile", {"session_id": SID, "path": "a", "deleted": False}),
+    ("DependenciesRequest", {"dependencies": []}),
+    ("DependenciesRequest", {"packages": ["requests"]}),
+    ("CreateSessionRequest", {"dependencies": "requests"}),
+    ("UploadResult", {"session_id": SID, "files": []}),
 ])
 def test_schemas_reject_what_the_contract_forbids(name, doc):
     with pytest.raises(AssertionError):
