@@ -12,64 +12,25 @@
 
 #include "core/core.h"
 #include "core/internal.h"
-
-static uv_loop_t loop;
-static rb_config cfg;
-static char dir[] = "/tmp/runbox-pool-XXXXXX";
-static char dbpath[256];
+#include "support_core.h"
 
 static void setup(void)
 {
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(dbpath, sizeof(dbpath), "%s/test.db", dir);
-    uv_loop_init(&loop);
-    config_init(&cfg);
-    free(cfg.db_path);
-    cfg.db_path = strdup(dbpath);
-    cfg.idle_timeout = 0;
-    cfg.grace_ms = 1000;
-    cfg.pool_size = 1;
-    rb_log_set_level(RB_LOG_ERROR);
+    sup_fixture_open("pool", RB_LOG_ERROR);
+    sup_cfg.pool_size = 1;
 }
 
 static void teardown(void)
 {
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
-    config_dispose(&cfg);
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    (void)!system(cmd);
+    sup_fixture_close();
 }
 
 TestSuite(pool, .init = setup, .fini = teardown, .timeout = 150);
 
-static void run_until(int *flag, int ms)
-{
-    int64_t end = rb_mono_ms() + ms;
-    while (!*flag && rb_mono_ms() < end)
-        uv_run(&loop, UV_RUN_ONCE);
-}
-
-/* Runs the loop for about ms (timers and Docker callbacks keep it turning). */
-static void run_for(int ms)
-{
-    int64_t end = rb_mono_ms() + ms;
-    while (rb_mono_ms() < end) {
-        uv_run(&loop, UV_RUN_NOWAIT);
-        usleep(5000);
-    }
-}
-
+/* Stops the pool and frees the core; container removals get 20 s. */
 static void close_core(rb_core *c)
 {
-    core_stop(c);
-    int64_t end = rb_mono_ms() + 20000;
-    while (core_pending(c) > 0 && rb_mono_ms() < end)
-        uv_run(&loop, UV_RUN_ONCE);
-    cr_expect_eq(core_pending(c), 0, "container removals did not finish");
-    core_free(c);
-    uv_run(&loop, UV_RUN_DEFAULT);
+    sup_core_close(c, 20000);
 }
 
 static int health_int(rb_core *c, const char *group, const char *key)
@@ -80,25 +41,12 @@ static int health_int(rb_core *c, const char *group, const char *key)
     return v;
 }
 
-static void wait_docker(rb_core *c)
-{
-    int64_t end = rb_mono_ms() + 10000;
-    for (;;) {
-        json_t *h = core_health(c);
-        int ok = json_is_true(json_object_get(json_object_get(h, "docker"), "reachable"));
-        json_decref(h);
-        if (ok || rb_mono_ms() > end)
-            break;
-        run_for(10);
-    }
-}
-
 /* Waits until the pool reports `ready` warm sandboxes. */
 static void wait_pool_ready(rb_core *c, int ready)
 {
     int64_t end = rb_mono_ms() + 60000;
     while (health_int(c, "pool", "ready") < ready && rb_mono_ms() < end)
-        run_for(10);
+        sup_run_for(10);
     cr_assert_eq(health_int(c, "pool", "ready"), ready, "the pool did not fill");
 }
 
@@ -125,11 +73,11 @@ static json_t *list_containers(rb_core *c, int pool_only)
 {
     char err[RB_ERR_LEN], label[80];
     docker *dk;
-    cr_assert_eq(docker_new(&loop, cfg.docker_socket, &dk, err), RB_OK, "%s", err);
+    cr_assert_eq(docker_new(&sup_loop, sup_cfg.docker_socket, &dk, err), RB_OK, "%s", err);
     snprintf(label, sizeof(label), "runbox.instance=%s", c->instance);
     struct dk_result r = {0};
     cr_assert_eq(docker_container_list(dk, label, dk_cb, &r, err), RB_OK, "%s", err);
-    run_until(&r.done, 20000);
+    sup_run_until(&r.done, 20000);
     cr_assert_eq(r.err, RB_OK, "list failed");
     json_t *ids = json_array();
     size_t i;
@@ -157,113 +105,50 @@ static void container_call(const char *method, const char *id, const char *actio
 {
     char err[RB_ERR_LEN], path[256];
     docker *dk;
-    cr_assert_eq(docker_new(&loop, cfg.docker_socket, &dk, err), RB_OK, "%s", err);
+    cr_assert_eq(docker_new(&sup_loop, sup_cfg.docker_socket, &dk, err), RB_OK, "%s", err);
     snprintf(path, sizeof(path), "/containers/%s/%s", id, action);
     struct dk_result r = {0};
     cr_assert_eq(docker_request(dk, method, path, NULL, 0, dk_cb, &r, NULL, err), RB_OK, "%s", err);
-    run_until(&r.done, 20000);
+    sup_run_until(&r.done, 20000);
     cr_assert_eq(r.err, RB_OK, "%s %s failed", method, path);
     json_decref(r.body);
     docker_free(dk);
 }
 
-/* ---- core helpers ---------------------------------------------------------------------- */
-
-struct result {
-    int done;
-    rb_err err;
-    char msg[RB_ERR_LEN];
-    json_t *body;
-};
-
-static void op_cb(void *data, rb_err err, const char *msg, json_t *body)
+/* Waits for the one warm sandbox, spoils it with a POST of action and creates a session at
+ * once: the session must come up on another, live container, where code prints want. Returns
+ * the session's API object (json_decref it) and the spoiled container's id in *spoiled (heap). */
+static json_t *spoil_warm_then_claim(rb_core *c, const char *action, char **spoiled, const char *code,
+                                     const char *want)
 {
-    struct result *r = data;
-    r->done = 1;
-    r->err = err;
-    snprintf(r->msg, sizeof(r->msg), "%s", msg ? msg : "");
-    r->body = body;
-}
-
-/* Creates a session; returns its API object (json_decref it). */
-static json_t *create_session(rb_core *c, const char *opts_json)
-{
-    char err[RB_ERR_LEN];
-    struct result r = {0};
-    json_t *opts = opts_json ? json_loads(opts_json, 0, NULL) : NULL;
-    rb_err e = core_session_create(c, opts, op_cb, &r, NULL, err);
-    json_decref(opts);
-    cr_assert_eq(e, RB_OK, "create: %s", err);
-    run_until(&r.done, 60000);
-    cr_assert(r.done, "session create did not finish");
-    cr_assert_eq(r.err, RB_OK, "create failed: %s", r.msg);
-    cr_assert_str_eq(json_string_value(json_object_get(r.body, "status")), "ready");
-    return r.body;
-}
-
-static const char *str(json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
-struct watch_result {
-    int done;
-    json_t *final;
-};
-
-static void watch_cb(void *data, const char *event, json_t *payload)
-{
-    struct watch_result *w = data;
-    if (strcmp(event, "done") == 0) {
-        w->done = 1;
-        w->final = json_incref(payload);
-    }
-}
-
-/* Runs code and returns its stdout (heap string). */
-static char *run_stdout(rb_core *c, const char *sid, const char *code)
-{
-    char err[RB_ERR_LEN];
-    json_t *req = json_pack("{s:s, s:s}", "session_id", sid, "code", code), *st = NULL;
-    cr_assert_eq(core_execute(c, req, &st, err), RB_OK, "execute: %s", err);
-    json_decref(req);
-    struct watch_result w = {0};
-    cr_assert_eq(core_watch_start(c, str(st, "request_id"), 0, watch_cb, &w, NULL, err), RB_OK, "%s", err);
-    json_decref(st);
-    run_until(&w.done, 60000);
-    cr_assert(w.done, "execution did not finish");
-    cr_assert_str_eq(str(w.final, "status"), "completed", "%s", json_dumps(w.final, 0));
-    char *out = strdup(str(w.final, "stdout"));
-    json_decref(w.final);
-    return out;
-}
-
-static void delete_session(rb_core *c, const char *sid)
-{
-    char err[RB_ERR_LEN];
-    json_t *out;
-    cr_assert_eq(core_session_delete(c, sid, &out, err), RB_OK, "%s", err);
-    json_decref(out);
+    wait_pool_ready(c, 1);
+    json_t *warm = list_containers(c, 1);
+    *spoiled = strdup(json_string_value(json_array_get(warm, 0)));
+    json_decref(warm);
+    container_call("POST", *spoiled, action);
+    json_t *s = sup_session_create(c, NULL);
+    cr_assert_str_neq(sup_str(s, "container_id"), *spoiled);
+    char *out = sup_run_stdout(c, sup_str(s, "session_id"), code);
+    cr_assert_str_eq(out, want);
+    free(out);
+    return s;
 }
 
 /* ---- tests ----------------------------------------------------------------------------- */
 
 Test(pool, warm_sandbox_is_claimed_refilled_and_removed_on_stop)
 {
-    char err[RB_ERR_LEN];
-    rb_core *c;
-    cr_assert_eq(core_new(&loop, &cfg, &c, err), RB_OK, "%s", err);
-    wait_docker(c);
+    rb_core *c = sup_core_open();
     wait_pool_ready(c, 1);
     json_t *warm = list_containers(c, 1);
     cr_assert_eq(json_array_size(warm), 1);
     const char *warm_id = json_string_value(json_array_get(warm, 0));
 
-    json_t *s1 = create_session(c, "{\"language\": \"python\", \"execution_options\": {\"memory_limit\": \"512m\"}}");
-    cr_assert_str_eq(str(s1, "container_id"), warm_id, "a default session must get the warm container");
+    json_t *s1 =
+        sup_session_create(c, "{\"language\": \"python\", \"execution_options\": {\"memory_limit\": \"512m\"}}");
+    cr_assert_str_eq(sup_str(s1, "container_id"), warm_id, "a default session must get the warm container");
     cr_assert_eq(health_int(c, "pool", "hits"), 1);
-    char *out = run_stdout(c, str(s1, "session_id"), "x = 41\nprint(x + 1)");
+    char *out = sup_run_stdout(c, sup_str(s1, "session_id"), "x = 41\nprint(x + 1)");
     cr_assert_str_eq(out, "42\n");
     free(out);
 
@@ -273,19 +158,19 @@ Test(pool, warm_sandbox_is_claimed_refilled_and_removed_on_stop)
     cr_assert_eq(json_array_size(warm2), 2, "claimed + new warm container");
 
     /* non-default options take the cold path and leave the warm sandbox alone */
-    json_t *s2 = create_session(c, "{\"execution_options\": {\"environment_variables\": {\"GREETING\": \"hi\"}}}");
-    cr_assert(!contains(warm2, str(s2, "container_id")), "a session with env vars must not get a warm sandbox");
+    json_t *s2 = sup_session_create(c, "{\"execution_options\": {\"environment_variables\": {\"GREETING\": \"hi\"}}}");
+    cr_assert(!contains(warm2, sup_str(s2, "container_id")), "a session with env vars must not get a warm sandbox");
     cr_assert_eq(health_int(c, "pool", "hits"), 1);
     cr_assert_eq(health_int(c, "pool", "ready"), 1);
-    out = run_stdout(c, str(s2, "session_id"), "import os; print(os.environ['GREETING'])");
+    out = sup_run_stdout(c, sup_str(s2, "session_id"), "import os; print(os.environ['GREETING'])");
     cr_assert_str_eq(out, "hi\n");
     free(out);
-    json_t *s3 = create_session(c, "{\"language\": \"bash\"}");
-    cr_assert(!contains(warm2, str(s3, "container_id")), "bash is not pooled by default");
+    json_t *s3 = sup_session_create(c, "{\"language\": \"bash\"}");
+    cr_assert(!contains(warm2, sup_str(s3, "container_id")), "bash is not pooled by default");
 
-    delete_session(c, str(s1, "session_id"));
-    delete_session(c, str(s2, "session_id"));
-    delete_session(c, str(s3, "session_id"));
+    sup_session_delete(c, sup_str(s1, "session_id"));
+    sup_session_delete(c, sup_str(s2, "session_id"));
+    sup_session_delete(c, sup_str(s3, "session_id"));
     json_decref(s1);
     json_decref(s2);
     json_decref(s3);
@@ -294,9 +179,7 @@ Test(pool, warm_sandbox_is_claimed_refilled_and_removed_on_stop)
 
     core_stop(c);
     cr_assert_eq(health_int(c, "pool", "ready"), 0);
-    int64_t end = rb_mono_ms() + 20000;
-    while (core_pending(c) > 0 && rb_mono_ms() < end)
-        uv_run(&loop, UV_RUN_ONCE);
+    sup_wait_pending(c, 20000);
     json_t *left = list_containers(c, 0);
     cr_assert_eq(json_array_size(left), 0, "core_stop must remove the warm containers: %s", json_dumps(left, 0));
     json_decref(left);
@@ -305,24 +188,13 @@ Test(pool, warm_sandbox_is_claimed_refilled_and_removed_on_stop)
 
 Test(pool, a_killed_warm_sandbox_is_not_handed_out)
 {
-    char err[RB_ERR_LEN];
-    rb_core *c;
-    cr_assert_eq(core_new(&loop, &cfg, &c, err), RB_OK, "%s", err);
-    wait_docker(c);
-    wait_pool_ready(c, 1);
-    json_t *warm = list_containers(c, 1);
-    char *dead = strdup(json_string_value(json_array_get(warm, 0)));
-    json_decref(warm);
-    container_call("POST", dead, "kill?signal=KILL");
+    rb_core *c = sup_core_open();
+    char *dead;
     /* Claim at once: whether the stream's end was seen yet or the claim ping fails, the
      * session must come up on a live container. */
-    json_t *s = create_session(c, NULL);
-    cr_assert_str_neq(str(s, "container_id"), dead);
-    char *out = run_stdout(c, str(s, "session_id"), "print('alive')");
-    cr_assert_str_eq(out, "alive\n");
-    free(out);
+    json_t *s = spoil_warm_then_claim(c, "kill?signal=KILL", &dead, "print('alive')", "alive\n");
     wait_pool_ready(c, 1);
-    delete_session(c, str(s, "session_id"));
+    sup_session_delete(c, sup_str(s, "session_id"));
     json_decref(s);
     close_core(c);
     free(dead);
@@ -331,50 +203,37 @@ Test(pool, a_killed_warm_sandbox_is_not_handed_out)
 Test(pool, an_unresponsive_warm_sandbox_falls_back_to_a_cold_start)
 {
     char err[RB_ERR_LEN];
-    rb_core *c;
-    cr_assert_eq(core_new(&loop, &cfg, &c, err), RB_OK, "%s", err);
-    wait_docker(c);
-    wait_pool_ready(c, 1);
-    json_t *warm = list_containers(c, 1);
-    char *frozen = strdup(json_string_value(json_array_get(warm, 0)));
-    json_decref(warm);
+    rb_core *c = sup_core_open();
+    char *frozen;
     /* Paused: the attach stream stays open but the runner cannot answer the claim ping. */
-    container_call("POST", frozen, "pause");
-    json_t *s = create_session(c, NULL);
-    cr_assert_str_neq(str(s, "container_id"), frozen);
-    char *out = run_stdout(c, str(s, "session_id"), "print(2 + 2)");
-    cr_assert_str_eq(out, "4\n");
-    free(out);
-    delete_session(c, str(s, "session_id"));
+    json_t *s = spoil_warm_then_claim(c, "pause", &frozen, "print(2 + 2)", "4\n");
+    sup_session_delete(c, sup_str(s, "session_id"));
     json_decref(s);
     close_core(c);
     /* the frozen container was removed, not leaked */
     docker *dk;
-    cr_assert_eq(docker_new(&loop, cfg.docker_socket, &dk, err), RB_OK, "%s", err);
+    cr_assert_eq(docker_new(&sup_loop, sup_cfg.docker_socket, &dk, err), RB_OK, "%s", err);
     struct dk_result r = {0};
     cr_assert_eq(docker_container_inspect(dk, frozen, dk_cb, &r, err), RB_OK, "%s", err);
-    run_until(&r.done, 20000);
+    sup_run_until(&r.done, 20000);
     cr_assert_eq(r.err, RB_ENOTFOUND, "the unresponsive warm container must be removed");
     json_decref(r.body);
     docker_free(dk);
-    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_run(&sup_loop, UV_RUN_DEFAULT);
     free(frozen);
 }
 
 Test(pool, leftovers_of_a_crash_are_removed_and_claimed_sessions_survive_a_restart)
 {
-    char err[RB_ERR_LEN];
-    rb_core *c;
-    cfg.pool_size = 2;
-    cr_assert_eq(core_new(&loop, &cfg, &c, err), RB_OK, "%s", err);
-    wait_docker(c);
+    sup_cfg.pool_size = 2;
+    rb_core *c = sup_core_open();
     wait_pool_ready(c, 2);
-    json_t *s = create_session(c, NULL);
-    char *sid = strdup(str(s, "session_id"));
-    char *cid = strdup(str(s, "container_id"));
+    json_t *s = sup_session_create(c, NULL);
+    char *sid = strdup(sup_str(s, "session_id"));
+    char *cid = strdup(sup_str(s, "container_id"));
     json_decref(s);
     cr_assert_eq(health_int(c, "pool", "hits"), 1);
-    char *out = run_stdout(c, sid, "kept = 'yes'");
+    char *out = sup_run_stdout(c, sid, "kept = 'yes'");
     free(out);
     wait_pool_ready(c, 2);
     json_t *before = list_containers(c, 1); /* the claimed one and two warm ones */
@@ -382,12 +241,11 @@ Test(pool, leftovers_of_a_crash_are_removed_and_claimed_sessions_survive_a_resta
 
     /* a crash: no core_stop, the warm containers stay behind */
     core_free(c);
-    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_run(&sup_loop, UV_RUN_DEFAULT);
 
-    cr_assert_eq(core_new(&loop, &cfg, &c, err), RB_OK, "%s", err);
-    wait_docker(c);
+    c = sup_core_open();
     /* the session on the claimed container (labelled "pool") is found by its container id */
-    out = run_stdout(c, sid, "print(kept)");
+    out = sup_run_stdout(c, sid, "print(kept)");
     cr_assert_str_eq(out, "yes\n");
     free(out);
     wait_pool_ready(c, 2);
@@ -403,14 +261,14 @@ Test(pool, leftovers_of_a_crash_are_removed_and_claimed_sessions_survive_a_resta
                                                   contains(after, json_string_value(v));
         if (stale == 0 || rb_mono_ms() > end)
             break;
-        run_for(50);
+        sup_run_for(50);
     }
     cr_assert(contains(after, cid), "the claimed container must be kept");
     cr_assert_eq(json_array_size(after), 3, "leftover warm containers must be removed at start: %s",
                  json_dumps(after, 0));
     json_decref(before);
     json_decref(after);
-    delete_session(c, sid);
+    sup_session_delete(c, sid);
     close_core(c);
     free(sid);
     free(cid);
@@ -418,18 +276,15 @@ Test(pool, leftovers_of_a_crash_are_removed_and_claimed_sessions_survive_a_resta
 
 Test(pool, size_zero_disables_the_pool)
 {
-    char err[RB_ERR_LEN];
-    rb_core *c;
-    cfg.pool_size = 0;
-    cr_assert_eq(core_new(&loop, &cfg, &c, err), RB_OK, "%s", err);
-    wait_docker(c);
-    json_t *s = create_session(c, NULL);
+    sup_cfg.pool_size = 0;
+    rb_core *c = sup_core_open();
+    json_t *s = sup_session_create(c, NULL);
     cr_assert_eq(health_int(c, "pool", "size"), 0);
     cr_assert_eq(health_int(c, "pool", "ready") + health_int(c, "pool", "starting"), 0);
     json_t *ids = list_containers(c, 1);
     cr_assert_eq(json_array_size(ids), 0);
     json_decref(ids);
-    delete_session(c, str(s, "session_id"));
+    sup_session_delete(c, sup_str(s, "session_id"));
     json_decref(s);
     close_core(c);
 }

@@ -85,163 +85,162 @@ static void on_close(void *data, rb_err err, const char *errmsg)
 
 static const docker_attach_cbs cbs = {on_open, on_data, on_close};
 
-/* Creates a container running argv, attaches before starting it (so no output is missed),
- * starts it. */
-static void attach_started(uv_loop_t *loop, docker *d, const char *const *argv, watch *w, char *id, char *name,
-                           size_t name_len)
-{
-    char err[RB_ERR_LEN];
-    sup_container_create(loop, d, argv, NULL, id, name, name_len);
-    cr_assert_eq(docker_attach_start(d, id, &cbs, w, &w->a, err), RB_OK, "%s", err);
-    sup_run_until(loop, &w->opened);
-    cr_assert_eq(w->open_err, RB_OK, "attach: %s", w->open_msg);
-    sup_container_start(loop, d, id);
-}
-
-Test(attach, cat_echoes_stdin_on_stdout)
-{
-    uv_loop_t loop;
-    docker *d;
-    char err[RB_ERR_LEN], id[65], name[64];
-    watch w;
-    watch_init(&w);
-    sup_open(&loop, &d);
-    const char *argv[] = {"cat", NULL};
-    attach_started(&loop, d, argv, &w, id, name, sizeof(name));
-    w.want = 6;
-    cr_assert_eq(docker_attach_write(w.a, "hello\n", 6, err), RB_OK, "%s", err);
-    sup_run_until(&loop, &w.got);
-    cr_assert_eq(w.out.len, 6);
-    cr_assert_eq(memcmp(w.out.data, "hello\n", 6), 0);
-    cr_assert_eq(w.errb.len, 0);
-
-    /* Removing the container ends the stream: on_close with RB_OK (EOF). */
-    sup_container_remove(&loop, d, id);
-    sup_run_until(&loop, &w.closed);
-    cr_assert_eq(w.close_err, RB_OK);
-    cr_assert_eq(w.open_calls, 1);
-    cr_assert_eq(w.close_calls, 1);
-    watch_dispose(&w);
-    sup_close(&loop, d);
-}
-
-Test(attach, stderr_is_a_separate_stream)
-{
-    uv_loop_t loop;
-    docker *d;
-    char err[RB_ERR_LEN], id[65], name[64];
-    watch w;
-    watch_init(&w);
-    sup_open(&loop, &d);
-    const char *argv[] = {"sh", "-c", "cat >&2", NULL};
-    attach_started(&loop, d, argv, &w, id, name, sizeof(name));
-    w.want = 12;
-    cr_assert_eq(docker_attach_write(w.a, "to stderr 1\n", 12, err), RB_OK, "%s", err);
-    sup_run_until(&loop, &w.got);
-    cr_assert_eq(w.out.len, 0);
-    cr_assert_eq(w.errb.len, 12);
-    cr_assert_eq(memcmp(w.errb.data, "to stderr 1\n", 12), 0);
-    docker_attach_close(w.a);
-    docker_attach_close(w.a); /* idempotent until the loop releases it */
-    sup_container_remove(&loop, d, id);
-    sup_drain(&loop);
-    cr_assert_eq(w.close_calls, 0, "on_close ran after docker_attach_close");
-    watch_dispose(&w);
-    sup_close(&loop, d);
-}
-
-Test(attach, on_close_at_container_exit_after_all_output)
-{
+/* One test's loop, client, container and the stream attached to it. */
+typedef struct rig {
     uv_loop_t loop;
     docker *d;
     char id[65], name[64];
     watch w;
-    watch_init(&w);
-    sup_open(&loop, &d);
+} rig;
+
+/* Inits the watch and opens a fresh loop and client. */
+static void rig_open(rig *t)
+{
+    watch_init(&t->w);
+    sup_open(&t->loop, &t->d);
+}
+
+/* Creates a container running argv, attaches before starting it (so no output is missed),
+ * starts it. */
+static void rig_start(rig *t, const char *const *argv)
+{
+    char err[RB_ERR_LEN];
+    sup_container_create(&t->loop, t->d, argv, NULL, t->id, t->name, sizeof(t->name));
+    cr_assert_eq(docker_attach_start(t->d, t->id, &cbs, &t->w, &t->w.a, err), RB_OK, "%s", err);
+    sup_run_until(&t->loop, &t->w.opened);
+    cr_assert_eq(t->w.open_err, RB_OK, "attach: %s", t->w.open_msg);
+    sup_container_start(&t->loop, t->d, t->id);
+}
+
+/* Writes len bytes to the stream and runs the loop until stdout and stderr hold want bytes. */
+static void rig_send(rig *t, const char *buf, size_t len, size_t want)
+{
+    char err[RB_ERR_LEN];
+    t->w.got = 0;
+    t->w.want = want;
+    cr_assert_eq(docker_attach_write(t->w.a, buf, len, err), RB_OK, "%s", err);
+    sup_run_until(&t->loop, &t->w.got);
+}
+
+static void rig_close(rig *t)
+{
+    watch_dispose(&t->w);
+    sup_close(&t->loop, t->d);
+}
+
+Test(attach, cat_echoes_stdin_on_stdout)
+{
+    rig t;
+    rig_open(&t);
+    const char *argv[] = {"cat", NULL};
+    rig_start(&t, argv);
+    rig_send(&t, "hello\n", 6, 6);
+    cr_assert_eq(t.w.out.len, 6);
+    cr_assert_eq(memcmp(t.w.out.data, "hello\n", 6), 0);
+    cr_assert_eq(t.w.errb.len, 0);
+
+    /* Removing the container ends the stream: on_close with RB_OK (EOF). */
+    sup_container_remove(&t.loop, t.d, t.id);
+    sup_run_until(&t.loop, &t.w.closed);
+    cr_assert_eq(t.w.close_err, RB_OK);
+    cr_assert_eq(t.w.open_calls, 1);
+    cr_assert_eq(t.w.close_calls, 1);
+    rig_close(&t);
+}
+
+Test(attach, stderr_is_a_separate_stream)
+{
+    rig t;
+    rig_open(&t);
+    const char *argv[] = {"sh", "-c", "cat >&2", NULL};
+    rig_start(&t, argv);
+    rig_send(&t, "to stderr 1\n", 12, 12);
+    cr_assert_eq(t.w.out.len, 0);
+    cr_assert_eq(t.w.errb.len, 12);
+    cr_assert_eq(memcmp(t.w.errb.data, "to stderr 1\n", 12), 0);
+    docker_attach_close(t.w.a);
+    docker_attach_close(t.w.a); /* idempotent until the loop releases it */
+    sup_container_remove(&t.loop, t.d, t.id);
+    sup_drain(&t.loop);
+    cr_assert_eq(t.w.close_calls, 0, "on_close ran after docker_attach_close");
+    rig_close(&t);
+}
+
+Test(attach, on_close_at_container_exit_after_all_output)
+{
+    rig t;
+    rig_open(&t);
     const char *argv[] = {"sh", "-c", "echo out1; echo err1 >&2; echo out2; exit 3", NULL};
-    attach_started(&loop, d, argv, &w, id, name, sizeof(name));
-    sup_run_until(&loop, &w.closed);
-    cr_assert_eq(w.close_err, RB_OK);
-    cr_assert_str_eq(w.out.data, "out1\nout2\n");
-    cr_assert_str_eq(w.errb.data, "err1\n");
-    sup_container_remove(&loop, d, id);
-    watch_dispose(&w);
-    sup_close(&loop, d);
+    rig_start(&t, argv);
+    sup_run_until(&t.loop, &t.w.closed);
+    cr_assert_eq(t.w.close_err, RB_OK);
+    cr_assert_str_eq(t.w.out.data, "out1\nout2\n");
+    cr_assert_str_eq(t.w.errb.data, "err1\n");
+    sup_container_remove(&t.loop, t.d, t.id);
+    rig_close(&t);
 }
 
 Test(attach, large_payload_round_trip)
 {
-    uv_loop_t loop;
-    docker *d;
-    char err[RB_ERR_LEN], id[65], name[64];
-    watch w;
-    watch_init(&w);
-    sup_open(&loop, &d);
+    char err[RB_ERR_LEN];
+    rig t;
+    rig_open(&t);
     const char *argv[] = {"cat", NULL};
-    attach_started(&loop, d, argv, &w, id, name, sizeof(name));
+    rig_start(&t, argv);
     size_t n = 4u * 1024 * 1024;
     char *big = xmalloc(n);
     for (size_t i = 0; i < n; i++)
         big[i] = (char)('a' + (i * 7 + i / 997) % 26);
     big[n - 1] = '\n';
-    w.want = n;
+    t.w.want = n;
     /* Several writes queued at once, sent in order. */
     for (size_t off = 0; off < n; off += n / 4)
-        cr_assert_eq(docker_attach_write(w.a, big + off, n / 4, err), RB_OK, "%s", err);
-    sup_run_until(&loop, &w.got);
-    cr_assert_eq(w.out.len, n);
-    cr_assert_eq(memcmp(w.out.data, big, n), 0, "echoed bytes differ");
+        cr_assert_eq(docker_attach_write(t.w.a, big + off, n / 4, err), RB_OK, "%s", err);
+    sup_run_until(&t.loop, &t.w.got);
+    cr_assert_eq(t.w.out.len, n);
+    cr_assert_eq(memcmp(t.w.out.data, big, n), 0, "echoed bytes differ");
     free(big);
-    docker_attach_close(w.a);
-    sup_container_remove(&loop, d, id);
-    watch_dispose(&w);
-    sup_close(&loop, d);
+    docker_attach_close(t.w.a);
+    sup_container_remove(&t.loop, t.d, t.id);
+    rig_close(&t);
 }
 
 Test(attach, unknown_container_fails_open_with_not_found)
 {
-    uv_loop_t loop;
-    docker *d;
     char err[RB_ERR_LEN];
-    watch w;
-    watch_init(&w);
-    sup_open(&loop, &d);
-    cr_assert_eq(docker_attach_start(d, "runbox-test-no-such-container", &cbs, &w, &w.a, err), RB_OK, "%s", err);
-    sup_run_until(&loop, &w.opened);
-    cr_assert_eq(w.open_err, RB_ENOTFOUND, "got %s: %s", rb_strerror(w.open_err), w.open_msg);
-    cr_assert(strstr(w.open_msg, "No such container: runbox-test-no-such-container") != NULL, "message: %s",
-              w.open_msg);
-    sup_drain(&loop);
-    cr_assert_eq(w.open_calls, 1);
-    cr_assert_eq(w.close_calls, 0);
-    watch_dispose(&w);
-    sup_close(&loop, d);
+    rig t;
+    rig_open(&t);
+    cr_assert_eq(docker_attach_start(t.d, "runbox-test-no-such-container", &cbs, &t.w, &t.w.a, err), RB_OK, "%s", err);
+    sup_run_until(&t.loop, &t.w.opened);
+    cr_assert_eq(t.w.open_err, RB_ENOTFOUND, "got %s: %s", rb_strerror(t.w.open_err), t.w.open_msg);
+    cr_assert(strstr(t.w.open_msg, "No such container: runbox-test-no-such-container") != NULL, "message: %s",
+              t.w.open_msg);
+    sup_drain(&t.loop);
+    cr_assert_eq(t.w.open_calls, 1);
+    cr_assert_eq(t.w.close_calls, 0);
+    rig_close(&t);
 }
 
 Test(attach, paused_container_fails_open_with_conflict)
 {
-    uv_loop_t loop;
-    docker *d;
-    char err[RB_ERR_LEN], id[65], name[64];
-    watch w;
-    watch_init(&w);
-    sup_open(&loop, &d);
+    char err[RB_ERR_LEN];
+    rig t;
+    rig_open(&t);
     const char *argv[] = {"sleep", "600", NULL};
-    sup_container_create(&loop, d, argv, NULL, id, name, sizeof(name));
-    sup_container_start(&loop, d, id);
+    sup_container_create(&t.loop, t.d, argv, NULL, t.id, t.name, sizeof(t.name));
+    sup_container_start(&t.loop, t.d, t.id);
     sup_result r = {0};
     char path[128];
-    snprintf(path, sizeof(path), "/containers/%s/pause", id);
-    cr_assert_eq(docker_request(d, "POST", path, NULL, 0, sup_cb, &r, NULL, err), RB_OK, "%s", err);
-    sup_run_until(&loop, &r.calls);
+    snprintf(path, sizeof(path), "/containers/%s/pause", t.id);
+    cr_assert_eq(docker_request(t.d, "POST", path, NULL, 0, sup_cb, &r, NULL, err), RB_OK, "%s", err);
+    sup_run_until(&t.loop, &r.calls);
     cr_assert_eq(r.err, RB_OK, "pause: %s", r.msg);
-    cr_assert_eq(docker_attach_start(d, id, &cbs, &w, &w.a, err), RB_OK, "%s", err);
-    sup_run_until(&loop, &w.opened);
-    cr_assert_eq(w.open_err, RB_ECONFLICT, "got %s: %s", rb_strerror(w.open_err), w.open_msg);
-    cr_assert(strstr(w.open_msg, "is paused") != NULL, "message: %s", w.open_msg);
-    sup_container_remove(&loop, d, id);
-    watch_dispose(&w);
-    sup_close(&loop, d);
+    cr_assert_eq(docker_attach_start(t.d, t.id, &cbs, &t.w, &t.w.a, err), RB_OK, "%s", err);
+    sup_run_until(&t.loop, &t.w.opened);
+    cr_assert_eq(t.w.open_err, RB_ECONFLICT, "got %s: %s", rb_strerror(t.w.open_err), t.w.open_msg);
+    cr_assert(strstr(t.w.open_msg, "is paused") != NULL, "message: %s", t.w.open_msg);
+    sup_container_remove(&t.loop, t.d, t.id);
+    rig_close(&t);
 }
 
 Test(attach, unreachable_socket_fails_open_with_unavailable)
@@ -277,66 +276,53 @@ Test(attach, invalid_id_fails_synchronously)
 
 Test(attach, close_before_open_completes)
 {
-    uv_loop_t loop;
-    docker *d;
     char err[RB_ERR_LEN];
-    watch w;
-    watch_init(&w);
-    sup_open(&loop, &d);
-    cr_assert_eq(docker_attach_start(d, "runbox-test-whatever", &cbs, &w, &w.a, err), RB_OK, "%s", err);
-    docker_attach_close(w.a);
-    sup_drain(&loop);
-    cr_assert_eq(w.open_calls, 0);
-    cr_assert_eq(w.close_calls, 0);
+    rig t;
+    rig_open(&t);
+    cr_assert_eq(docker_attach_start(t.d, "runbox-test-whatever", &cbs, &t.w, &t.w.a, err), RB_OK, "%s", err);
+    docker_attach_close(t.w.a);
+    sup_drain(&t.loop);
+    cr_assert_eq(t.w.open_calls, 0);
+    cr_assert_eq(t.w.close_calls, 0);
 
     /* And after connecting but before the answer. */
-    watch_init(&w);
-    cr_assert_eq(docker_attach_start(d, "runbox-test-whatever", &cbs, &w, &w.a, err), RB_OK, "%s", err);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    docker_attach_close(w.a);
-    sup_drain(&loop);
-    cr_assert_eq(w.open_calls, 0);
-    watch_dispose(&w);
-    sup_close(&loop, d);
+    watch_init(&t.w);
+    cr_assert_eq(docker_attach_start(t.d, "runbox-test-whatever", &cbs, &t.w, &t.w.a, err), RB_OK, "%s", err);
+    uv_run(&t.loop, UV_RUN_NOWAIT);
+    docker_attach_close(t.w.a);
+    sup_drain(&t.loop);
+    cr_assert_eq(t.w.open_calls, 0);
+    rig_close(&t);
 }
 
 Test(attach, close_inside_on_data)
 {
-    uv_loop_t loop;
-    docker *d;
-    char id[65], name[64];
-    watch w;
-    watch_init(&w);
-    w.close_on_data = 1;
-    sup_open(&loop, &d);
+    rig t;
+    rig_open(&t);
+    t.w.close_on_data = 1;
     /* Lots of output so more frames follow the one whose callback closes. */
     const char *argv[] = {"sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line $i; echo err $i >&2; i=$((i+1)); done",
                           NULL};
-    attach_started(&loop, d, argv, &w, id, name, sizeof(name));
-    sup_run_until(&loop, &w.got);
-    sup_container_remove(&loop, d, id);
-    sup_drain(&loop);
-    cr_assert_eq(w.data_calls, 1, "on_data ran %d times", w.data_calls);
-    cr_assert_eq(w.close_calls, 0);
-    watch_dispose(&w);
-    sup_close(&loop, d);
+    rig_start(&t, argv);
+    sup_run_until(&t.loop, &t.w.got);
+    sup_container_remove(&t.loop, t.d, t.id);
+    sup_drain(&t.loop);
+    cr_assert_eq(t.w.data_calls, 1, "on_data ran %d times", t.w.data_calls);
+    cr_assert_eq(t.w.close_calls, 0);
+    rig_close(&t);
 }
 
 Test(attach, docker_free_closes_open_streams)
 {
-    uv_loop_t loop;
-    docker *d;
-    char id[65], name[64];
-    watch w;
-    watch_init(&w);
-    sup_open(&loop, &d);
+    rig t;
+    rig_open(&t);
     const char *argv[] = {"cat", NULL};
-    attach_started(&loop, d, argv, &w, id, name, sizeof(name));
-    docker_free(d);
-    sup_drain(&loop);
-    cr_assert_eq(uv_loop_close(&loop), 0, "handles left open");
-    cr_assert_eq(w.close_calls, 0);
-    watch_dispose(&w);
+    rig_start(&t, argv);
+    docker_free(t.d);
+    sup_drain(&t.loop);
+    cr_assert_eq(uv_loop_close(&t.loop), 0, "handles left open");
+    cr_assert_eq(t.w.close_calls, 0);
+    watch_dispose(&t.w);
     /* sup_cleanup (fini) removes the container. */
 }
 
@@ -350,34 +336,26 @@ static int cmp_double(const void *a, const void *b)
 
 Test(attach, round_trip_latency)
 {
-    uv_loop_t loop;
-    docker *d;
-    char err[RB_ERR_LEN], id[65], name[64];
-    watch w;
-    watch_init(&w);
-    sup_open(&loop, &d);
+    rig t;
+    rig_open(&t);
     const char *argv[] = {"cat", NULL};
-    attach_started(&loop, d, argv, &w, id, name, sizeof(name));
+    rig_start(&t, argv);
     static double us[ROUNDS];
     const char line[] = "{\"op\":\"ping\",\"id\":\"r\"}\n";
     size_t ll = sizeof(line) - 1;
     for (int i = 0; i < ROUNDS; i++) {
         struct timespec t0, t1;
-        w.got = 0;
-        w.want = (size_t)(i + 1) * ll;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        cr_assert_eq(docker_attach_write(w.a, line, ll, err), RB_OK, "%s", err);
-        sup_run_until(&loop, &w.got);
+        rig_send(&t, line, ll, (size_t)(i + 1) * ll);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         us[i] = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
     }
-    cr_assert_eq(w.out.len, (size_t)ROUNDS * ll);
+    cr_assert_eq(t.w.out.len, (size_t)ROUNDS * ll);
     qsort(us, ROUNDS, sizeof(us[0]), cmp_double);
     printf("attach round trip via cat: median %.1f us, p90 %.1f us, p99 %.1f us over %d lines\n", us[ROUNDS / 2],
            us[ROUNDS * 9 / 10], us[ROUNDS * 99 / 100], ROUNDS);
     fflush(stdout);
-    docker_attach_close(w.a);
-    sup_container_remove(&loop, d, id);
-    watch_dispose(&w);
-    sup_close(&loop, d);
+    docker_attach_close(t.w.a);
+    sup_container_remove(&t.loop, t.d, t.id);
+    rig_close(&t);
 }

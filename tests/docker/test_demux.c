@@ -69,51 +69,65 @@ static rb_err feed_steps(const char *buf, size_t len, size_t step, sink *s)
     return RB_OK;
 }
 
-Test(demux, one_frame)
+/* One frame to lay out: stream id and payload. */
+typedef struct piece {
+    int stream;
+    const char *data;
+    size_t len;
+} piece;
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Inits b and lays the n frames end to end in it. */
+static void lay_frames(rb_buf *b, const piece *f, size_t n)
+{
+    rb_buf_init(b, 1 << 20);
+    for (size_t i = 0; i < n; i++)
+        frame(b, f[i].stream, f[i].data, f[i].len);
+}
+
+/* Inits s and feeds it the n frames in one buffer; returns the feed's result. */
+static rb_err feed_frames(const piece *f, size_t n, sink *s)
 {
     rb_buf b;
+    lay_frames(&b, f, n);
+    sink_init(s);
+    rb_err e = feed_steps(b.data, b.len, b.len, s);
+    rb_buf_dispose(&b);
+    return e;
+}
+
+Test(demux, one_frame)
+{
+    static const piece f[] = {{1, "hello\n", 6}};
     sink s;
-    rb_buf_init(&b, 1024);
-    sink_init(&s);
-    frame(&b, 1, "hello\n", 6);
-    cr_assert_eq(feed_steps(b.data, b.len, b.len, &s), RB_OK);
+    cr_assert_eq(feed_frames(f, COUNT(f), &s), RB_OK);
     cr_assert_eq(s.calls, 1);
     cr_assert_str_eq(s.out[1].data, "hello\n");
     cr_assert_eq(s.out[2].len, 0);
     sink_dispose(&s);
-    rb_buf_dispose(&b);
 }
 
 Test(demux, multiple_frames_in_one_buffer)
 {
-    rb_buf b;
+    static const piece f[] = {{1, "out1\n", 5}, {2, "err1\n", 5}, {1, "out2\n", 5}, {0, "in\n", 3}};
     sink s;
-    rb_buf_init(&b, 1024);
-    sink_init(&s);
-    frame(&b, 1, "out1\n", 5);
-    frame(&b, 2, "err1\n", 5);
-    frame(&b, 1, "out2\n", 5);
-    frame(&b, 0, "in\n", 3);
-    cr_assert_eq(feed_steps(b.data, b.len, b.len, &s), RB_OK);
+    cr_assert_eq(feed_frames(f, COUNT(f), &s), RB_OK);
     cr_assert_eq(s.calls, 4);
     cr_assert_str_eq(s.out[1].data, "out1\nout2\n");
     cr_assert_str_eq(s.out[2].data, "err1\n");
     cr_assert_str_eq(s.out[0].data, "in\n");
     sink_dispose(&s);
-    rb_buf_dispose(&b);
 }
 
 Test(demux, split_anywhere_gives_same_bytes)
 {
-    rb_buf b;
-    rb_buf_init(&b, 1 << 20);
     char big[5000];
     for (size_t i = 0; i < sizeof(big); i++)
         big[i] = (char)('A' + i % 26);
-    frame(&b, 1, "first", 5);
-    frame(&b, 2, big, sizeof(big));
-    frame(&b, 1, "", 0);
-    frame(&b, 1, "last", 4);
+    const piece f[] = {{1, "first", 5}, {2, big, sizeof(big)}, {1, "", 0}, {1, "last", 4}};
+    rb_buf b;
+    lay_frames(&b, f, COUNT(f));
     for (size_t step = 1; step <= 17; step++) {
         sink s;
         sink_init(&s);
@@ -146,30 +160,21 @@ Test(demux, header_split_across_feeds_keeps_state)
 
 Test(demux, zero_length_frames_deliver_nothing)
 {
-    rb_buf b;
+    static const piece f[] = {{1, "", 0}, {2, "", 0}, {1, "x", 1}, {2, "", 0}};
     sink s;
-    rb_buf_init(&b, 1024);
-    sink_init(&s);
-    frame(&b, 1, "", 0);
-    frame(&b, 2, "", 0);
-    frame(&b, 1, "x", 1);
-    frame(&b, 2, "", 0);
-    cr_assert_eq(feed_steps(b.data, b.len, b.len, &s), RB_OK);
+    cr_assert_eq(feed_frames(f, COUNT(f), &s), RB_OK);
     cr_assert_eq(s.calls, 1);
     cr_assert_str_eq(s.out[1].data, "x");
     sink_dispose(&s);
-    rb_buf_dispose(&b);
 }
 
 Test(demux, bad_stream_id_is_an_error_and_sticky)
 {
+    static const piece f[] = {{1, "ok", 2}, {3, "sys", 3}, {1, "after", 5}};
     rb_buf b;
     sink s;
-    rb_buf_init(&b, 1024);
+    lay_frames(&b, f, COUNT(f));
     sink_init(&s);
-    frame(&b, 1, "ok", 2);
-    frame(&b, 3, "sys", 3);
-    frame(&b, 1, "after", 5);
     docker_demux m;
     docker_demux_init(&m);
     cr_assert_eq(docker_demux_feed(&m, b.data, b.len, collect, &s), RB_EIO);

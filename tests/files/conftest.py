@@ -15,23 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 import rbtest  # noqa: E402
 
 
-def _finish(servers):
-    problems = []
-    for s in servers:
-        found = s.cleanup()
-        if found:
-            problems.append(f"{s.log_path}:\n  " + "\n  ".join(found) + "\n--- log tail ---\n" + s.log_tail(80))
-    if problems:
-        pytest.fail("runboxd problems:\n" + "\n".join(problems), pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def sandbox_image() -> str:
-    if not rbtest.docker_reachable():
-        pytest.fail("the Docker engine is not reachable on /var/run/docker.sock: these tests need it")
-    if not rbtest.image_exists():
-        pytest.fail(f"the sandbox image {rbtest.IMAGE} does not exist: build it with docker/build-images")
-    return rbtest.IMAGE
+    return rbtest.require_sandbox_image()
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +25,7 @@ def server(sandbox_image, tmp_path_factory):
     s = rbtest.Server(tmp_path_factory.mktemp("runboxd"), ["--pool-size", "0"])
     s.start()
     yield s
-    _finish([s])
+    rbtest.finish_servers([s])
 
 
 @pytest.fixture
@@ -52,7 +38,7 @@ def make_server(sandbox_image, tmp_path):
         return s.start()
 
     yield make
-    _finish(servers)
+    rbtest.finish_servers(servers)
 
 
 @pytest.fixture

@@ -113,6 +113,33 @@ def image_exists(name: str = IMAGE) -> bool:
     return subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0
 
 
+def require_sandbox_image() -> str:
+    """The sandbox image's name; fails (never skips) the calling test when Docker is unreachable
+    or the image is missing, naming the command that builds it. For the `sandbox_image` fixtures."""
+    import pytest
+
+    if not docker_reachable():
+        pytest.fail("the Docker engine is not reachable on /var/run/docker.sock: these tests need it")
+    if not image_exists():
+        pytest.fail(f"the sandbox image {IMAGE} does not exist: build it with docker/build-images "
+                    "(scripts/setup does)")
+    return IMAGE
+
+
+def finish_servers(servers: list["Server"]) -> None:
+    """Cleans up every server (sessions, containers) and fails the calling test if any runboxd
+    died on its own or a sanitizer reported something in its log. For fixture teardown."""
+    import pytest
+
+    problems = []
+    for s in servers:
+        found = s.cleanup()
+        if found:
+            problems.append(f"{s.log_path}:\n  " + "\n  ".join(found) + "\n--- log tail ---\n" + s.log_tail(80))
+    if problems:
+        pytest.fail("runboxd problems:\n" + "\n".join(problems), pytrace=False)
+
+
 def containers_with_label(label: str) -> list[str]:
     """Ids of all containers (running or not) carrying label ("k" or "k=v")."""
     out = docker("ps", "-aq", "--no-trunc", "--filter", f"label={label}")

@@ -21,21 +21,7 @@ import rbtest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def sandbox_image() -> str:
-    if not rbtest.docker_reachable():
-        pytest.fail("the Docker engine is not reachable on /var/run/docker.sock: these tests need it")
-    if not rbtest.image_exists():
-        pytest.fail(f"the sandbox image {rbtest.IMAGE} does not exist: build it with docker/build-images")
-    return rbtest.IMAGE
-
-
-def _finish(servers: list[rbtest.Server]) -> None:
-    problems = []
-    for s in servers:
-        found = s.cleanup()
-        if found:
-            problems.append(f"{s.log_path}:\n  " + "\n  ".join(found) + "\n--- log tail ---\n" + s.log_tail(80))
-    if problems:
-        pytest.fail("runboxd problems:\n" + "\n".join(problems), pytrace=False)
+    return rbtest.require_sandbox_image()
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +29,7 @@ def server(sandbox_image, tmp_path_factory) -> rbtest.Server:
     s = rbtest.Server(tmp_path_factory.mktemp("runboxd-mcp"))
     s.start()
     yield s
-    _finish([s])
+    rbtest.finish_servers([s])
 
 
 @pytest.fixture
@@ -56,4 +42,4 @@ def make_server(sandbox_image, tmp_path):
         return s.start()
 
     yield make
-    _finish(servers)
+    rbtest.finish_servers(servers)

@@ -72,6 +72,36 @@ static void expect_rpc_error(const http_resp *r, int status, int code)
     cr_assert(msg != NULL && msg[0] != '\0');
 }
 
+/* POSTs body as mcp_post does and expects a JSON-RPC error (expect_rpc_error). */
+static void post_expect_error(const char *sid, const char *version, const char *extra, const char *body, int status,
+                              int code)
+{
+    http_resp r;
+    mcp_post(sid, version, extra, body, &r);
+    expect_rpc_error(&r, status, code);
+    http_resp_dispose(&r);
+}
+
+/* POSTs a tools/call of execute_code: request id id, arguments args and _meta meta (JSON texts;
+ * meta may be NULL). */
+static void post_execute(const char *sid, const char *version, const char *id, const char *args, const char *meta,
+                         http_resp *r)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
+             "\"arguments\":%s%s%s}}",
+             id, args, meta ? ",\"_meta\":" : "", meta ? meta : "");
+    mcp_post(sid, version, NULL, body, r);
+}
+
+/* Fails the test unless the answer's Content-Type starts with type. */
+static void expect_content_type(const http_resp *r, const char *type)
+{
+    const char *ct = http_header(r, "content-type");
+    cr_assert(ct != NULL && strncmp(ct, type, strlen(type)) == 0, "%s", r->head);
+}
+
 Test(mcp, initialize_assigns_an_unguessable_session_and_negotiates)
 {
     http_resp r;
@@ -107,14 +137,9 @@ Test(mcp, initialize_assigns_an_unguessable_session_and_negotiates)
 
 Test(mcp, session_header_missing_is_400_unknown_is_404)
 {
-    http_resp r;
-    mcp_post(NULL, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", &r);
-    expect_rpc_error(&r, 400, -32600);
-    http_resp_dispose(&r);
-    mcp_post("m_00000000000000000000000000000000", NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
-             &r);
-    expect_rpc_error(&r, 404, -32600);
-    http_resp_dispose(&r);
+    post_expect_error(NULL, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 400, -32600);
+    post_expect_error("m_00000000000000000000000000000000", NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+                      404, -32600);
 }
 
 /* A 2026-07-28 client probes with server/discover; the answer must be a 400 whose body is not a
@@ -138,9 +163,7 @@ Test(mcp, origin_is_validated)
     char *sid = initialize("2025-06-18");
     http_resp r;
     const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
-    mcp_post(sid, NULL, ACCEPT "Origin: https://evil.example\r\n", ping, &r);
-    expect_rpc_error(&r, 403, -32600);
-    http_resp_dispose(&r);
+    post_expect_error(sid, NULL, ACCEPT "Origin: https://evil.example\r\n", ping, 403, -32600);
     mcp_post(sid, NULL, ACCEPT "Origin: http://localhost.evil.example\r\n", ping, &r);
     cr_assert_eq(r.status, 403, "%s", r.body);
     http_resp_dispose(&r);
@@ -174,9 +197,7 @@ Test(mcp, protocol_version_header_is_checked)
 {
     char *sid = initialize("2025-06-18");
     http_resp r;
-    mcp_post(sid, "2024-13-99", NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &r);
-    expect_rpc_error(&r, 400, -32600);
-    http_resp_dispose(&r);
+    post_expect_error(sid, "2024-13-99", NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 400, -32600);
     mcp_post(sid, "2025-06-18", NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &r);
     cr_assert_eq(r.status, 200, "%s", r.body);
     cr_assert(json_is_object(json_object_get(r.json, "result")));
@@ -203,9 +224,7 @@ Test(mcp, accept_and_content_type_are_checked)
     char *sid = initialize("2025-06-18");
     http_resp r;
     const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
-    mcp_post(sid, NULL, "Accept: text/html\r\n", ping, &r);
-    expect_rpc_error(&r, 406, -32600);
-    http_resp_dispose(&r);
+    post_expect_error(sid, NULL, "Accept: text/html\r\n", ping, 406, -32600);
     mcp_post(sid, NULL, "Accept: application/json\r\n", ping, &r);
     cr_assert_eq(r.status, 406, "%s", r.body);
     http_resp_dispose(&r);
@@ -224,29 +243,19 @@ Test(mcp, malformed_input_gets_jsonrpc_errors)
 {
     char *sid = initialize("2025-06-18");
     http_resp r;
-    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",", &r);
-    expect_rpc_error(&r, 400, -32700);
-    http_resp_dispose(&r);
-    mcp_post(sid, NULL, NULL, "42", &r);
-    expect_rpc_error(&r, 400, -32600);
-    http_resp_dispose(&r);
-    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", &r);
-    expect_rpc_error(&r, 400, -32600);
-    http_resp_dispose(&r);
-    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"no/such\"}", &r);
-    expect_rpc_error(&r, 200, -32601);
-    http_resp_dispose(&r);
-    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[1]}", &r);
-    expect_rpc_error(&r, 400, -32602);
-    http_resp_dispose(&r);
-    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}",
-             &r);
-    expect_rpc_error(&r, 200, -32602);
-    http_resp_dispose(&r);
-    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\",\"params\":{\"level\":9}}",
-             &r);
-    expect_rpc_error(&r, 200, -32602);
-    http_resp_dispose(&r);
+    static const struct {
+        const char *body;
+        int status, code;
+    } bad[] = {
+        {"{\"jsonrpc\":\"2.0\",", 400, -32700},
+        {"42", 400, -32600},
+        {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", 400, -32600},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"no/such\"}", 200, -32601},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[1]}", 400, -32602},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}", 200, -32602},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\",\"params\":{\"level\":9}}", 200, -32602}};
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+        post_expect_error(sid, NULL, NULL, bad[k].body, bad[k].status, bad[k].code);
     /* Over max-body: h2o's own 413 is rewritten into a JSON-RPC error. */
     size_t n = 100 * 1024;
     char *big = xmalloc(n + 1);
@@ -270,9 +279,7 @@ Test(mcp, batches_only_under_2025_03_26)
                         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"list_sessions\"}}]";
     char *modern = initialize("2025-06-18");
     http_resp r;
-    mcp_post(modern, NULL, NULL, batch, &r);
-    expect_rpc_error(&r, 400, -32600);
-    http_resp_dispose(&r);
+    post_expect_error(modern, NULL, NULL, batch, 400, -32600);
 
     char *old = initialize("2025-03-26");
     mcp_post(old, "2025-03-26", NULL, batch, &r);
@@ -292,9 +299,7 @@ Test(mcp, batches_only_under_2025_03_26)
     mcp_post(old, "2025-03-26", NULL, "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}]", &r);
     cr_assert_eq(r.status, 202, "%s", r.body);
     http_resp_dispose(&r);
-    mcp_post(old, "2025-03-26", NULL, "[]", &r);
-    expect_rpc_error(&r, 400, -32600);
-    http_resp_dispose(&r);
+    post_expect_error(old, "2025-03-26", NULL, "[]", 400, -32600);
     free(modern);
     free(old);
 }
@@ -326,12 +331,9 @@ Test(mcp, execute_code_answers_json_with_structured_content_and_image)
 {
     char *sid = initialize("2025-06-18");
     http_resp r;
-    mcp_post(sid, "2025-06-18", NULL,
-             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
-             "\"arguments\":{\"code\":\"print('hello')\"}}}",
-             &r);
+    post_execute(sid, "2025-06-18", "5", "{\"code\":\"print('hello')\"}", NULL, &r);
     cr_assert_eq(r.status, 200, "%s", r.body);
-    cr_assert(strncmp(http_header(&r, "content-type"), "application/json", 16) == 0, "%s", r.head);
+    expect_content_type(&r, "application/json");
     json_t *res = json_object_get(r.json, "result");
     cr_assert(json_is_false(json_object_get(res, "isError")), "%s", r.body);
     json_t *sc = json_object_get(res, "structuredContent");
@@ -359,10 +361,7 @@ Test(mcp, execute_code_answers_json_with_structured_content_and_image)
     http_resp_dispose(&r);
 
     /* The second call runs in the same bound session. */
-    mcp_post(sid, "2025-06-18", NULL,
-             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
-             "\"arguments\":{\"code\":\"RAISE\"}}}",
-             &r);
+    post_execute(sid, "2025-06-18", "6", "{\"code\":\"RAISE\"}", NULL, &r);
     res = json_object_get(r.json, "result");
     cr_assert(json_is_true(json_object_get(res, "isError")), "%s", r.body);
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "structuredContent"), "session_id")), first);
@@ -372,12 +371,9 @@ Test(mcp, execute_code_answers_json_with_structured_content_and_image)
     cr_assert_eq(http_json(h.port, "POST", "/sessions", "{}", &r), 0);
     char *rest = xstrdup(json_string_value(json_object_get(r.json, "session_id")));
     http_resp_dispose(&r);
-    char body[512];
-    snprintf(body, sizeof(body),
-             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
-             "\"arguments\":{\"code\":\"x\",\"session_id\":\"%s\"}}}",
-             rest);
-    mcp_post(sid, "2025-06-18", NULL, body, &r);
+    char args[256];
+    snprintf(args, sizeof(args), "{\"code\":\"x\",\"session_id\":\"%s\"}", rest);
+    post_execute(sid, "2025-06-18", "7", args, NULL, &r);
     res = json_object_get(r.json, "result");
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(res, "structuredContent"), "session_id")), rest);
     http_resp_dispose(&r);
@@ -410,12 +406,9 @@ Test(mcp, progress_token_turns_the_answer_into_sse_and_replays)
 {
     char *sid = initialize("2025-11-25");
     http_resp r;
-    mcp_post(sid, "2025-11-25", NULL,
-             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
-             "\"arguments\":{\"code\":\"print('hello')\"},\"_meta\":{\"progressToken\":\"tok\"}}}",
-             &r);
+    post_execute(sid, "2025-11-25", "9", "{\"code\":\"print('hello')\"}", "{\"progressToken\":\"tok\"}", &r);
     cr_assert_eq(r.status, 200, "%s", r.body);
-    cr_assert(strncmp(http_header(&r, "content-type"), "text/event-stream", 17) == 0, "%s", r.head);
+    expect_content_type(&r, "text/event-stream");
     json_t *ids = json_array();
     json_t *msgs = sse_messages(r.body, ids);
     size_t n = json_array_size(msgs);
@@ -458,11 +451,8 @@ Test(mcp, log_messages_follow_set_level)
              &r);
     cr_assert_eq(r.status, 200, "%s", r.body);
     http_resp_dispose(&r);
-    mcp_post(sid, NULL, NULL,
-             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
-             "\"arguments\":{\"code\":\"1\"}}}",
-             &r);
-    cr_assert(strncmp(http_header(&r, "content-type"), "text/event-stream", 17) == 0, "%s", r.head);
+    post_execute(sid, NULL, "2", "{\"code\":\"1\"}", NULL, &r);
+    expect_content_type(&r, "text/event-stream");
     json_t *msgs = sse_messages(r.body, NULL);
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(msgs, 0), "method")), "notifications/message");
     cr_assert_eq(json_integer_value(json_object_get(json_array_get(msgs, json_array_size(msgs) - 1), "id")), 2);
@@ -479,10 +469,7 @@ typedef struct cancel_args {
 static void *run_forever(void *p)
 {
     cancel_args *a = p;
-    mcp_post(a->sid, NULL, NULL,
-             "{\"jsonrpc\":\"2.0\",\"id\":\"long\",\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
-             "\"arguments\":{\"code\":\"FOREVER\"},\"_meta\":{\"progressToken\":1}}}",
-             &a->resp);
+    post_execute(a->sid, NULL, "\"long\"", "{\"code\":\"FOREVER\"}", "{\"progressToken\":1}", &a->resp);
     return NULL;
 }
 
@@ -550,9 +537,7 @@ Test(mcp, get_opens_a_stream_and_delete_ends_the_session)
     while (read(fd, buf, sizeof(buf)) > 0)
         ;
     close(fd);
-    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &r);
-    expect_rpc_error(&r, 404, -32600);
-    http_resp_dispose(&r);
+    post_expect_error(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 404, -32600);
     cr_assert_eq(http_do(h.port, "DELETE", "/mcp", headers, NULL, 0, &r), 0);
     cr_assert_eq(r.status, 404, "%s", r.body);
     http_resp_dispose(&r);
@@ -586,10 +571,9 @@ Test(mcp, resources_list_and_read)
         cr_assert(strstr(json_string_value(json_object_get(c, "text")), rest) != NULL, "%s", r.body);
         http_resp_dispose(&r);
     }
-    mcp_post(sid, NULL, NULL,
-             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{\"uri\":\"runbox://nope\"}}", &r);
-    expect_rpc_error(&r, 200, -32002);
-    http_resp_dispose(&r);
+    post_expect_error(sid, NULL, NULL,
+                      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{\"uri\":\"runbox://nope\"}}",
+                      200, -32002);
     free(rest);
     free(sid);
 }

@@ -5,7 +5,6 @@
  */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,46 +17,17 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "support_store.h"
 
-static char dir[64];
-static char db_path[128];
 static char err[RB_ERR_LEN];
 
 static void setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/runbox-test-store-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(db_path, sizeof(db_path), "%s/runbox.db", dir);
+    sup_tmpdir_open("store");
     err[0] = '\0';
 }
 
-static void teardown(void)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char p[512];
-        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-TestSuite(store, .init = setup, .fini = teardown);
-
-static store *open_ok(void)
-{
-    store *st = NULL;
-    rb_err e = store_open(db_path, &st, err);
-    cr_assert_eq(e, RB_OK, "store_open: %s", err);
-    cr_assert_not_null(st);
-    return st;
-}
+TestSuite(store, .init = setup, .fini = sup_tmpdir_close);
 
 static json_t *session_doc(const char *id, int64_t created, json_t *ended)
 {
@@ -101,7 +71,7 @@ static void ids_of(json_t *list, const char *key, char *buf, size_t len)
 
 Test(store, session_round_trip_and_upsert)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     json_t *doc = session_doc("s1", 1000, NULL);
     /* Members beyond the columns, of every JSON type, kept verbatim. */
     json_object_set_new(doc, "nested", json_pack("{s:[i,f,b,n,s], s:f}", "a", 1, 0.1, 1, "x", "pi", 3.141592653589793));
@@ -152,7 +122,7 @@ Test(store, session_round_trip_and_upsert)
 
 Test(store, unicode_and_large_documents)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     const char *uni = "h\xc3\xa9llo \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x8e\x89 \"quoted\" \\ \n\t";
     json_t *doc = exec_doc("r-\xc3\xa9", "s\xe2\x82\xac", "completed", 10, json_integer(20));
     json_object_set_new(doc, "stdout", json_string(uni));
@@ -201,7 +171,7 @@ Test(store, unicode_and_large_documents)
 
 Test(store, session_list_order_and_include_ended)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     json_t *docs[] = {
         session_doc("a", 100, NULL), session_doc("b", 300, NULL), session_doc("c", 200, json_integer(400)),
         session_doc("d", 200, NULL), /* same created_at as c, inserted later: listed first */
@@ -235,7 +205,7 @@ Test(store, session_list_order_and_include_ended)
 
 Test(store, execution_list_order_and_limit)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     const char *rids[] = {"r3", "r1", "r2", "r4"};
     const int64_t created[] = {30, 10, 20, 40};
     for (int i = 0; i < 4; i++) {
@@ -291,7 +261,7 @@ Test(store, execution_list_order_and_limit)
 
 Test(store, fail_unfinished)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     json_t *q = exec_doc("q", "s", "queued", 1, NULL);
     json_t *r = exec_doc("r", "s", "running", 2, NULL);
     json_object_set_new(r, "started_at", json_integer(3));
@@ -339,7 +309,7 @@ Test(store, fail_unfinished)
 
 Test(store, prune)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     /* Sessions: old ended (pruned), recently ended (kept), live (kept). */
     json_t *s[] = {session_doc("old", 10, json_integer(100)), session_doc("recent", 10, json_integer(5000)),
                    session_doc("live", 10, NULL)};
@@ -388,7 +358,7 @@ Test(store, prune)
 
 Test(store, meta)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     char *v = (char *)1;
     cr_assert_eq(store_meta_get(st, "instance_id", &v, err), RB_ENOTFOUND);
     cr_assert_null(v);
@@ -409,7 +379,7 @@ Test(store, meta)
 
 Test(store, reopen_keeps_data)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     json_t *s = session_doc("s1", 1, NULL);
     json_t *x = exec_doc("r1", "s1", "completed", 2, json_integer(3));
     cr_assert_eq(store_session_put(st, s, err), RB_OK, "%s", err);
@@ -418,7 +388,7 @@ Test(store, reopen_keeps_data)
     store_checkpoint(st);
     store_close(st);
 
-    st = open_ok();
+    st = sup_store_open(err);
     json_t *got = NULL;
     cr_assert_eq(store_session_get(st, "s1", &got, err), RB_OK, "%s", err);
     assert_json_eq(got, s);
@@ -434,7 +404,7 @@ Test(store, reopen_keeps_data)
 
     /* The file is a real WAL-mode SQLite database with the schema version set. */
     sqlite3 *db = NULL;
-    cr_assert_eq(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_open_v2(sup_db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *q = NULL;
     cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q, NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
@@ -453,7 +423,7 @@ Test(store, reopen_keeps_data)
 static int committed_executions(void)
 {
     sqlite3 *db = NULL;
-    cr_assert_eq(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_open_v2(sup_db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *q = NULL;
     cr_assert_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM executions", -1, &q, NULL), SQLITE_OK, "%s",
                  sqlite3_errmsg(db));
@@ -466,7 +436,7 @@ static int committed_executions(void)
 
 Test(store, begin_commit_nesting)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     cr_assert_eq(store_commit(st, err), RB_EINTERNAL, "commit without begin");
 
     cr_assert_eq(store_begin(st, err), RB_OK, "%s", err);
@@ -510,7 +480,7 @@ Test(store, begin_commit_nesting)
 
 Test(store, invalid_documents)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     struct {
         const char *json, *member;
     } sessions[] = {
@@ -578,14 +548,14 @@ Test(store, invalid_documents)
 
 Test(store, second_opener_is_refused)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     store *st2 = (store *)1;
-    cr_assert_eq(store_open(db_path, &st2, err), RB_ESTORE);
+    cr_assert_eq(store_open(sup_db_path, &st2, err), RB_ESTORE);
     cr_assert_null(st2);
     char pid[32];
     snprintf(pid, sizeof(pid), "pid %ld", (long)getpid());
     cr_assert(strstr(err, "in use by another runboxd") != NULL, "%s", err);
-    cr_assert(strstr(err, db_path) != NULL, "%s", err);
+    cr_assert(strstr(err, sup_db_path) != NULL, "%s", err);
     cr_assert(strstr(err, pid) != NULL, "%s", err);
 
     /* Another process is refused too. */
@@ -595,7 +565,7 @@ Test(store, second_opener_is_refused)
     if (child == 0) {
         store *c = NULL;
         char cerr[RB_ERR_LEN];
-        rb_err e = store_open(db_path, &c, cerr);
+        rb_err e = store_open(sup_db_path, &c, cerr);
         _exit(e == RB_ESTORE && c == NULL && strstr(cerr, "in use") != NULL ? 0 : 1);
     }
     int status = 0;
@@ -604,71 +574,71 @@ Test(store, second_opener_is_refused)
 
     /* Once the first closes, the database opens again. */
     store_close(st);
-    st = open_ok();
+    st = sup_store_open(err);
     store_close(st);
 }
 
 Test(store, corrupt_and_foreign_files)
 {
     /* A text file. */
-    FILE *f = fopen(db_path, "w");
+    FILE *f = fopen(sup_db_path, "w");
     cr_assert_not_null(f);
     for (int i = 0; i < 200; i++)
         fputs("this is not a database at all, just some text\n", f);
     fclose(f);
     store *st = (store *)1;
-    cr_assert_eq(store_open(db_path, &st, err), RB_ESTORE);
+    cr_assert_eq(store_open(sup_db_path, &st, err), RB_ESTORE);
     cr_assert_null(st);
-    cr_assert(strstr(err, db_path) != NULL, "%s", err);
+    cr_assert(strstr(err, sup_db_path) != NULL, "%s", err);
     cr_assert(strstr(err, "not a database") != NULL, "%s", err);
-    unlink(db_path);
+    unlink(sup_db_path);
 
     /* A real runbox database whose schema page is overwritten. */
-    st = open_ok();
+    st = sup_store_open(err);
     json_t *s = session_doc("s1", 1, NULL);
     cr_assert_eq(store_session_put(st, s, err), RB_OK, "%s", err);
     json_decref(s);
     store_close(st);
-    int fd = open(db_path, O_WRONLY);
+    int fd = open(sup_db_path, O_WRONLY);
     cr_assert_geq(fd, 0);
     char junk[3900];
     memset(junk, 0xA5, sizeof(junk));
     cr_assert_eq(pwrite(fd, junk, sizeof(junk), 100), (ssize_t)sizeof(junk));
     close(fd);
-    rb_err e = store_open(db_path, &st, err);
+    rb_err e = store_open(sup_db_path, &st, err);
     cr_assert_eq(e, RB_ESTORE, "a corrupt schema page must fail at open");
-    cr_assert(strstr(err, db_path) != NULL, "%s", err);
+    cr_assert(strstr(err, sup_db_path) != NULL, "%s", err);
     cr_log_info("corrupt file: %s", err);
-    unlink(db_path);
+    unlink(sup_db_path);
 
     /* Another program's SQLite database. */
     sqlite3 *db = NULL;
-    cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_open(sup_db_path, &db), SQLITE_OK);
     cr_assert_eq(sqlite3_exec(db, "CREATE TABLE foo(x)", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
-    cr_assert_eq(store_open(db_path, &st, err), RB_ESTORE);
+    cr_assert_eq(store_open(sup_db_path, &st, err), RB_ESTORE);
     cr_assert(strstr(err, "another program") != NULL, "%s", err);
-    unlink(db_path);
+    unlink(sup_db_path);
 
     /* A runbox database from a newer runboxd. */
-    st = open_ok();
+    st = sup_store_open(err);
     store_close(st);
-    cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_open(sup_db_path, &db), SQLITE_OK);
     cr_assert_eq(sqlite3_exec(db, "PRAGMA user_version=999", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
-    cr_assert_eq(store_open(db_path, &st, err), RB_ESTORE);
+    cr_assert_eq(store_open(sup_db_path, &st, err), RB_ESTORE);
     cr_assert(strstr(err, "upgrade runboxd") != NULL, "%s", err);
 }
 
 Test(store, missing_directory_is_named)
 {
     char path[256];
-    snprintf(path, sizeof(path), "%s/no/such/runbox.db", dir);
+    snprintf(path, sizeof(path), "%s/no/such/runbox.db", sup_dir);
     store *st = (store *)1;
     cr_assert_eq(store_open(path, &st, err), RB_ESTORE);
     cr_assert_null(st);
     char missing[200];
-    snprintf(missing, sizeof(missing), "directory %s/no/such ", dir);
+    snprintf(missing, sizeof(missing), "directory %s/no/such ", sup_dir);
     cr_assert(strstr(err, missing) != NULL, "%s", err);
     struct stat sb;
     cr_assert_neq(stat(path, &sb), 0, "nothing created");
@@ -702,10 +672,10 @@ static off_t file_size(const char *path)
 /* Autocheckpoint is off: writes stay in the WAL until store_checkpoint copies them back. */
 Test(store, checkpoint_is_manual)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     char wal[160];
-    snprintf(wal, sizeof(wal), "%s-wal", db_path);
-    off_t before = file_size(db_path);
+    snprintf(wal, sizeof(wal), "%s-wal", sup_db_path);
+    off_t before = file_size(sup_db_path);
     char rid[32];
     for (int i = 0; i < 1500; i++) { /* > 1000 pages: past SQLite's default autocheckpoint */
         snprintf(rid, sizeof(rid), "r%d", i);
@@ -714,10 +684,10 @@ Test(store, checkpoint_is_manual)
         cr_assert_eq(store_execution_put(st, d, err), RB_OK, "%s", err);
         json_decref(d);
     }
-    cr_assert_eq(file_size(db_path), before, "the main file changed without a checkpoint");
+    cr_assert_eq(file_size(sup_db_path), before, "the main file changed without a checkpoint");
     cr_assert_gt(file_size(wal), 1000 * 4096);
     store_checkpoint(st);
-    cr_assert_gt(file_size(db_path), before, "store_checkpoint did not copy the WAL back");
+    cr_assert_gt(file_size(sup_db_path), before, "store_checkpoint did not copy the WAL back");
     store_close(st);
 }
 
@@ -731,7 +701,7 @@ static double now_us(void)
 /* Prints put/get latency; asserts only correctness (the machine is noisy). */
 Test(store, put_latency_benchmark)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     enum { N = 2000 };
     char rid[32];
     json_t *doc = exec_doc("r", "s", "queued", 1, NULL);

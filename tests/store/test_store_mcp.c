@@ -5,7 +5,6 @@
  */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,45 +13,17 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "support_store.h"
 
-static char dir[64];
-static char db_path[128];
 static char err[RB_ERR_LEN];
 
 static void setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/runbox-test-store-mcp-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(db_path, sizeof(db_path), "%s/runbox.db", dir);
+    sup_tmpdir_open("store-mcp");
     err[0] = '\0';
 }
 
-static void teardown(void)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char p[512];
-        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-TestSuite(store_mcp, .init = setup, .fini = teardown);
-
-static store *open_ok(void)
-{
-    store *st = NULL;
-    rb_err e = store_open(db_path, &st, err);
-    cr_assert_eq(e, RB_OK, "store_open: %s", err);
-    return st;
-}
+TestSuite(store_mcp, .init = setup, .fini = sup_tmpdir_close);
 
 static json_t *mcp_doc(const char *id, int64_t created, json_t *ended)
 {
@@ -63,13 +34,13 @@ static json_t *mcp_doc(const char *id, int64_t created, json_t *ended)
 
 Test(store_mcp, put_get_roundtrip_survives_reopen)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     json_t *d = mcp_doc("m_1", 1000, NULL);
     json_object_set_new(json_object_get(d, "bound"), "python", json_string("s_abc"));
     cr_assert_eq(store_mcp_session_put(st, d, err), RB_OK, "%s", err);
     store_close(st);
 
-    st = open_ok();
+    st = sup_store_open(err);
     json_t *got = NULL;
     cr_assert_eq(store_mcp_session_get(st, "m_1", &got, err), RB_OK, "%s", err);
     cr_assert(json_equal(got, d), "stored document differs");
@@ -89,7 +60,7 @@ Test(store_mcp, put_get_roundtrip_survives_reopen)
 
 Test(store_mcp, unknown_is_not_found)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     json_t *got = (json_t *)1;
     cr_assert_eq(store_mcp_session_get(st, "m_nope", &got, err), RB_ENOTFOUND);
     cr_assert_null(got);
@@ -99,7 +70,7 @@ Test(store_mcp, unknown_is_not_found)
 
 Test(store_mcp, validation_names_the_member)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     json_t *d = json_pack("{s:i, s:i}", "created_at", 1, "last_used_at", 1);
     cr_assert_eq(store_mcp_session_put(st, d, err), RB_EINVAL);
     cr_assert(strstr(err, "mcp_session_id") != NULL, "%s", err);
@@ -127,7 +98,7 @@ Test(store_mcp, validation_names_the_member)
 
 Test(store_mcp, list_live_and_all_newest_first)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     json_t *a = mcp_doc("m_a", 100, NULL), *b = mcp_doc("m_b", 200, json_integer(300)), *c = mcp_doc("m_c", 300, NULL);
     cr_assert_eq(store_mcp_session_put(st, a, err), RB_OK, "%s", err);
     cr_assert_eq(store_mcp_session_put(st, b, err), RB_OK, "%s", err);
@@ -153,7 +124,7 @@ Test(store_mcp, list_live_and_all_newest_first)
 
 Test(store_mcp, prune_removes_old_ended_only)
 {
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     json_t *old = mcp_doc("m_old", 100, json_integer(200)), *recent = mcp_doc("m_recent", 100, json_integer(5000)),
            *live = mcp_doc("m_live", 100, NULL);
     cr_assert_eq(store_mcp_session_put(st, old, err), RB_OK, "%s", err);
@@ -179,7 +150,7 @@ Test(store_mcp, prune_removes_old_ended_only)
 Test(store_mcp, migrates_a_version_1_database)
 {
     sqlite3 *db = NULL;
-    cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_open(sup_db_path, &db), SQLITE_OK);
     const char *v1 = "CREATE TABLE sessions (session_id TEXT PRIMARY KEY NOT NULL, status TEXT NOT NULL,"
                      " container_id TEXT, created_at INTEGER NOT NULL, last_used_at INTEGER NOT NULL,"
                      " ended_at INTEGER, doc TEXT NOT NULL);"
@@ -196,7 +167,7 @@ Test(store_mcp, migrates_a_version_1_database)
     cr_assert_eq(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
     sqlite3_close(db);
 
-    store *st = open_ok();
+    store *st = sup_store_open(err);
     char *v = NULL;
     cr_assert_eq(store_meta_get(st, "instance", &v, err), RB_OK, "%s", err);
     cr_assert_str_eq(v, "i_kept");
@@ -206,7 +177,7 @@ Test(store_mcp, migrates_a_version_1_database)
     json_decref(d);
     store_close(st);
 
-    cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_open(sup_db_path, &db), SQLITE_OK);
     sqlite3_stmt *q = NULL;
     cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
