@@ -119,34 +119,39 @@ static void rules_add(json_t *rules, const char *name)
         json_array_append_new(rules, json_string(name));
 }
 
-/* Applies the rules file: "name" adds, "-name" removes, '#' starts a comment. */
-static rb_err load_file(policy *p, const char *path, char *err)
+/* Reads the rules file at path into b (whose maximum is POLICY_FILE_MAX). */
+static rb_err read_file(const char *path, rb_buf *b, char *err)
 {
     rb_err e = RB_OK;
-    rb_buf b;
-    rb_buf_init(&b, POLICY_FILE_MAX);
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return rb_fail(RB_EIO, err, "code-policy-file: cannot open '%s': %s", path, strerror(errno));
     char chunk[8192];
     size_t n;
     while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (rb_buf_append(&b, chunk, n) != RB_OK) {
+        if (rb_buf_append(b, chunk, n) != RB_OK) {
             e = rb_fail(RB_EINVAL, err, "code-policy-file: '%s' is larger than %d bytes", path, POLICY_FILE_MAX);
             goto cleanup;
         }
     }
-    if (ferror(f)) {
+    if (ferror(f))
         e = rb_fail(RB_EIO, err, "code-policy-file: cannot read '%s'", path);
-        goto cleanup;
-    }
+cleanup:
+    fclose(f);
+    return e;
+}
+
+/* Applies the rules file's text[0..len) (untrusted: any bytes): "name" adds, "-name" removes,
+ * '#' starts a comment. path only names the file in err. */
+static rb_err parse_rules(policy *p, const char *text, size_t len_all, const char *path, char *err)
+{
     size_t pos = 0;
     int lineno = 0;
-    while (pos < b.len) {
+    while (pos < len_all) {
         lineno++;
-        const char *line = b.data + pos;
-        const char *nl = memchr(line, '\n', b.len - pos);
-        size_t len = nl ? (size_t)(nl - line) : b.len - pos;
+        const char *line = text + pos;
+        const char *nl = memchr(line, '\n', len_all - pos);
+        size_t len = nl ? (size_t)(nl - line) : len_all - pos;
         pos += len + (nl ? 1 : 0);
         const char *hash = memchr(line, '#', len);
         if (hash != NULL)
@@ -159,15 +164,18 @@ static rb_err load_file(policy *p, const char *path, char *err)
             len--;
         if (len == 0)
             continue;
+        if (memchr(line, '\0', len) != NULL)
+            return rb_fail(RB_EINVAL, err, "code-policy-file: %s line %d contains a NUL byte; is it a text file?",
+                           path, lineno);
         int remove = line[0] == '-';
         char *name = xstrndup(line + remove, len - (size_t)remove);
         if (!policy_rule_name_ok(name)) {
-            e = rb_fail(RB_EINVAL, err,
-                        "code-policy-file: %s line %d: '%.100s' is not a rule name (import:MODULE, builtin:NAME, "
-                        "name:NAME, attr:NAME or open:write)",
-                        path, lineno, name);
+            rb_err e = rb_fail(RB_EINVAL, err,
+                               "code-policy-file: %s line %d: '%.100s' is not a rule name (import:MODULE, "
+                               "builtin:NAME, name:NAME, attr:NAME or open:write)",
+                               path, lineno, name);
             free(name);
-            goto cleanup;
+            return e;
         }
         if (remove) {
             int i = rules_index(p->rules, name);
@@ -175,17 +183,13 @@ static rb_err load_file(policy *p, const char *path, char *err)
                 json_array_remove(p->rules, (size_t)i);
         } else if (json_array_size(p->rules) >= POLICY_RULES_MAX) {
             free(name);
-            e = rb_fail(RB_EINVAL, err, "code-policy-file: %s has more than %d rules", path, POLICY_RULES_MAX);
-            goto cleanup;
+            return rb_fail(RB_EINVAL, err, "code-policy-file: %s has more than %d rules", path, POLICY_RULES_MAX);
         } else {
             rules_add(p->rules, name);
         }
         free(name);
     }
-cleanup:
-    fclose(f);
-    rb_buf_dispose(&b);
-    return e;
+    return RB_OK;
 }
 
 /* Each item of --code-policy-overridable is a rule name or a prefix ending in '*'. */
@@ -217,7 +221,8 @@ static rb_err check_overridable(const char *s, char *err)
     return RB_OK;
 }
 
-rb_err policy_new(const rb_config *cfg, policy **out, char *err)
+rb_err policy__new_text(const rb_config *cfg, const char *rules, size_t len, const char *path, policy **out,
+                        char *err)
 {
     policy *p = xcalloc(1, sizeof(*p));
     p->mode = xstrdup(cfg->code_policy ? cfg->code_policy : "off");
@@ -230,8 +235,8 @@ rb_err policy_new(const rb_config *cfg, policy **out, char *err)
     if (strict)
         for (size_t i = 0; preset_strict[i] != NULL; i++)
             rules_add(p->rules, preset_strict[i]);
-    if (strcmp(p->mode, "off") != 0 && cfg->code_policy_file != NULL) {
-        rb_err e = load_file(p, cfg->code_policy_file, err);
+    if (strcmp(p->mode, "off") != 0 && rules != NULL) {
+        rb_err e = parse_rules(p, rules, len, path ? path : "(rules)", err);
         if (e != RB_OK) {
             policy_free(p);
             return e;
@@ -246,6 +251,21 @@ rb_err policy_new(const rb_config *cfg, policy **out, char *err)
     }
     *out = p;
     return RB_OK;
+}
+
+rb_err policy_new(const rb_config *cfg, policy **out, char *err)
+{
+    const char *path = cfg->code_policy_file;
+    /* an "off" policy never reads its file, so a missing one is not an error */
+    if (path == NULL || cfg->code_policy == NULL || strcmp(cfg->code_policy, "off") == 0)
+        return policy__new_text(cfg, NULL, 0, NULL, out, err);
+    rb_buf b;
+    rb_buf_init(&b, POLICY_FILE_MAX);
+    rb_err e = read_file(path, &b, err);
+    if (e == RB_OK)
+        e = policy__new_text(cfg, b.data != NULL ? b.data : "", b.len, path, out, err);
+    rb_buf_dispose(&b);
+    return e;
 }
 
 void policy_free(policy *p)

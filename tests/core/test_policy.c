@@ -2,9 +2,11 @@
  * test_policy.c: core/policy.c without Docker: the presets, the operator's rules file (adding,
  * removing, bad lines named by line), which rules callers may turn off (--code-policy-overridable)
  * and the rule list sent with an execution (policy_rules_for), plus the config keys' validation.
- * The check itself runs in the runner and is tested in tests/runner/test_policy.py.
+ * The check itself runs in the runner and is tested in tests/runner/test_policy.py. Also replays
+ * the libFuzzer seed corpus of the rules-file parser (tests/fuzz/corpus/policy/, fuzz_policy.c).
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,4 +257,77 @@ Test(policy, config_keys)
     cr_assert_eq(config_set(&cfg, "code-policy", "off", err), RB_OK);
     cr_assert_eq(config_validate(&cfg, err), RB_EINVAL, "a file with the policy off is a mistake");
     config_dispose(&cfg);
+}
+
+Test(policy, rules_text_matches_file)
+{
+    /* the buffer entry point behind policy_new: same rules, same errors (named by path) */
+    char err[RB_ERR_LEN];
+    rb_config cfg;
+    config_init(&cfg);
+    cr_assert_eq(config_set(&cfg, "code-policy", "custom", err), RB_OK, "%s", err);
+    policy *p = NULL;
+    static const char text[] = "import:requests\n-import:requests\nbuiltin:print # c\r\n";
+    cr_assert_eq(policy__new_text(&cfg, text, sizeof(text) - 1, "r.txt", &p, err), RB_OK, "%s", err);
+    json_t *rules = active(p);
+    cr_assert_eq(json_array_size(rules), 1);
+    cr_assert(has(rules, "builtin:print"));
+    json_decref(rules);
+    policy_free(p);
+    p = NULL;
+    cr_assert_eq(policy__new_text(&cfg, "x\nimport os", 11, "r.txt", &p, err), RB_EINVAL);
+    cr_assert_null(p);
+    cr_assert(strstr(err, "r.txt line 1") != NULL, "%s", err);
+    /* a NUL inside a line is refused, not read as a shorter rule */
+    static const char nul[] = "builtin:print\nimport:os\0junk\n";
+    cr_assert_eq(policy__new_text(&cfg, nul, sizeof(nul) - 1, "r.txt", &p, err), RB_EINVAL);
+    cr_assert_null(p);
+    cr_assert(strstr(err, "line 2 contains a NUL") != NULL, "%s", err);
+    config_dispose(&cfg);
+}
+
+Test(policy, fuzz_corpus_replay)
+{
+    const char *dir = RB_SOURCE_DIR "/tests/fuzz/corpus/policy";
+    DIR *dp = opendir(dir);
+    cr_assert_not_null(dp, "no seed corpus at %s", dir);
+    struct dirent *de;
+    int files = 0, accepted = 0;
+    while ((de = readdir(dp)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        static const char *const modes[] = {"custom", "default", "strict", "off"};
+        for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+            char err[RB_ERR_LEN];
+            rb_config cfg;
+            config_init(&cfg);
+            cr_assert_eq(config_set(&cfg, "code-policy", modes[m], err), RB_OK, "%s", err);
+            cr_assert_eq(config_set(&cfg, "code-policy-file", path, err), RB_OK, "%s", err);
+            policy *p = NULL;
+            rb_err e = policy_new(&cfg, &p, err);
+            cr_assert(e == RB_OK || e == RB_EINVAL, "%s (%s): %s", de->d_name, modes[m], rb_strerror(e));
+            if (e == RB_OK) {
+                json_t *rules = active(p);
+                size_t i;
+                json_t *v;
+                json_array_foreach(rules, i, v)
+                {
+                    cr_expect(policy_rule_name_ok(json_string_value(v)), "%s: %s", de->d_name, json_string_value(v));
+                }
+                json_decref(rules);
+                json_decref(policy_describe(p));
+                policy_free(p);
+                accepted++;
+            } else {
+                cr_expect(strstr(err, de->d_name) != NULL, "%s: %s", de->d_name, err);
+            }
+            config_dispose(&cfg);
+        }
+        files++;
+    }
+    closedir(dp);
+    cr_assert_geq(files, 10);
+    cr_assert_gt(accepted, 0);
 }
