@@ -2,7 +2,6 @@
  * test_codec.c: core/codec.c: base64 both ways, UTF-8 validation, hex and percent-encoding, and
  * a replay of the libFuzzer seed corpus in tests/fuzz/corpus/codec/ (tests/fuzz/fuzz_codec.c).
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "core/codec.h"
+#include "tests/common/corpus.h"
 
 Test(codec, base64_encode_rfc4648_vectors)
 {
@@ -88,83 +88,52 @@ Test(codec, percent_round_trip)
     cr_expect_null(codec_percent_decode("a%00b"));
 }
 
-/* The whole file at path in a buffer of exactly its size plus a NUL (heap, the caller frees it). */
-static char *slurp(const char *path, size_t *len)
+/* Invariants of the codecs on one seed (the fuzz_codec target checks the same ones). */
+static void check_codec_seed(void *data, const char *seed, const char *path, const char *t, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (cap - n - 1 == 0) {
-            cr_assert_lt(cap, (size_t)1 << 20, "%s is too large for a seed", path);
-            cap *= 2;
-            buf = realloc(buf, cap);
-            cr_assert_not_null(buf);
-        }
+    (void)data;
+    (void)path;
+    char err[RB_ERR_LEN];
+
+    /* base64: whatever decodes re-encodes and decodes to the same bytes; any bytes round-trip */
+    char *out = NULL;
+    size_t outlen = 0;
+    if (codec_base64_decode(t, len, &out, &outlen, err) == RB_OK) {
+        cr_expect_eq(out[outlen], '\0', "%s", seed);
+        char *enc = codec_base64_encode(out, outlen), *back = NULL;
+        size_t backlen = 0;
+        cr_assert_eq(codec_base64_decode(enc, strlen(enc), &back, &backlen, err), RB_OK, "%s", seed);
+        cr_expect(backlen == outlen && memcmp(back, out, outlen) == 0, "%s", seed);
+        free(back);
+        free(enc);
+        free(out);
+    } else {
+        cr_expect_neq(err[0], '\0', "%s", seed);
     }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    char *enc = codec_base64_encode(t, len), *dec = NULL;
+    size_t declen = 0;
+    cr_assert_eq(codec_base64_decode(enc, strlen(enc), &dec, &declen, err), RB_OK, "%s", seed);
+    cr_expect(declen == len && memcmp(dec, t, len) == 0, "%s", seed);
+    free(dec);
+    free(enc);
+
+    /* percent-encoding of the text up to its first NUL round-trips; decoding never grows it */
+    char *pd = codec_percent_decode(t);
+    if (pd != NULL)
+        cr_expect_leq(strlen(pd), strlen(t), "%s", seed);
+    free(pd);
+    char *pe = codec_percent_encode(t, "/");
+    char *pb = codec_percent_decode(pe);
+    cr_assert_not_null(pb, "%s", seed);
+    cr_expect_str_eq(pb, t, "%s", seed);
+    free(pb);
+    free(pe);
+
+    (void)codec_utf8_text(t, len);
 }
 
 Test(codec, fuzz_corpus_replay)
 {
-    const char *dir = RB_SOURCE_DIR "/tests/fuzz/corpus/codec";
-    DIR *dp = opendir(dir);
-    cr_assert_not_null(dp, "no seed corpus at %s", dir);
-    struct dirent *de;
-    int files = 0;
-    while ((de = readdir(dp)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        size_t len;
-        char *t = slurp(path, &len);
-        char err[RB_ERR_LEN];
-
-        /* base64: whatever decodes re-encodes and decodes to the same bytes; any bytes round-trip */
-        char *out = NULL;
-        size_t outlen = 0;
-        if (codec_base64_decode(t, len, &out, &outlen, err) == RB_OK) {
-            cr_expect_eq(out[outlen], '\0', "%s", de->d_name);
-            char *enc = codec_base64_encode(out, outlen), *back = NULL;
-            size_t backlen = 0;
-            cr_assert_eq(codec_base64_decode(enc, strlen(enc), &back, &backlen, err), RB_OK, "%s", de->d_name);
-            cr_expect(backlen == outlen && memcmp(back, out, outlen) == 0, "%s", de->d_name);
-            free(back);
-            free(enc);
-            free(out);
-        } else {
-            cr_expect_neq(err[0], '\0', "%s", de->d_name);
-        }
-        char *enc = codec_base64_encode(t, len), *dec = NULL;
-        size_t declen = 0;
-        cr_assert_eq(codec_base64_decode(enc, strlen(enc), &dec, &declen, err), RB_OK, "%s", de->d_name);
-        cr_expect(declen == len && memcmp(dec, t, len) == 0, "%s", de->d_name);
-        free(dec);
-        free(enc);
-
-        /* percent-encoding of the text up to its first NUL round-trips; decoding never grows it */
-        char *pd = codec_percent_decode(t);
-        if (pd != NULL)
-            cr_expect_leq(strlen(pd), strlen(t), "%s", de->d_name);
-        free(pd);
-        char *pe = codec_percent_encode(t, "/");
-        char *pb = codec_percent_decode(pe);
-        cr_assert_not_null(pb, "%s", de->d_name);
-        cr_expect_str_eq(pb, t, "%s", de->d_name);
-        free(pb);
-        free(pe);
-
-        (void)codec_utf8_text(t, len);
-        free(t);
-        files++;
-    }
-    closedir(dp);
+    int files = corpus_each("codec", check_codec_seed, NULL);
     cr_assert_geq(files, 10);
 }

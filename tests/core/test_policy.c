@@ -6,7 +6,6 @@
  * the libFuzzer seed corpus of the rules-file parser (tests/fuzz/corpus/policy/, fuzz_policy.c).
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include "core/config.h"
 #include "core/policy.h"
+#include "tests/common/corpus.h"
 
 static char rules_path[64];
 
@@ -286,48 +286,45 @@ Test(policy, rules_text_matches_file)
     config_dispose(&cfg);
 }
 
+/* Every mode loads a seed as a rules file: valid rules or a clean RB_EINVAL naming the file. */
+static void check_policy_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)
+{
+    int *accepted = data;
+    (void)buf;
+    (void)len;
+    static const char *const modes[] = {"custom", "default", "strict", "off"};
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        char err[RB_ERR_LEN];
+        rb_config cfg;
+        config_init(&cfg);
+        cr_assert_eq(config_set(&cfg, "code-policy", modes[m], err), RB_OK, "%s", err);
+        cr_assert_eq(config_set(&cfg, "code-policy-file", path, err), RB_OK, "%s", err);
+        policy *p = NULL;
+        rb_err e = policy_new(&cfg, &p, err);
+        cr_assert(e == RB_OK || e == RB_EINVAL, "%s (%s): %s", seed, modes[m], rb_strerror(e));
+        if (e == RB_OK) {
+            json_t *rules = active(p);
+            size_t i;
+            json_t *v;
+            json_array_foreach(rules, i, v)
+            {
+                cr_expect(policy_rule_name_ok(json_string_value(v)), "%s: %s", seed, json_string_value(v));
+            }
+            json_decref(rules);
+            json_decref(policy_describe(p));
+            policy_free(p);
+            (*accepted)++;
+        } else {
+            cr_expect(strstr(err, seed) != NULL, "%s: %s", seed, err);
+        }
+        config_dispose(&cfg);
+    }
+}
+
 Test(policy, fuzz_corpus_replay)
 {
-    const char *dir = RB_SOURCE_DIR "/tests/fuzz/corpus/policy";
-    DIR *dp = opendir(dir);
-    cr_assert_not_null(dp, "no seed corpus at %s", dir);
-    struct dirent *de;
-    int files = 0, accepted = 0;
-    while ((de = readdir(dp)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        static const char *const modes[] = {"custom", "default", "strict", "off"};
-        for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
-            char err[RB_ERR_LEN];
-            rb_config cfg;
-            config_init(&cfg);
-            cr_assert_eq(config_set(&cfg, "code-policy", modes[m], err), RB_OK, "%s", err);
-            cr_assert_eq(config_set(&cfg, "code-policy-file", path, err), RB_OK, "%s", err);
-            policy *p = NULL;
-            rb_err e = policy_new(&cfg, &p, err);
-            cr_assert(e == RB_OK || e == RB_EINVAL, "%s (%s): %s", de->d_name, modes[m], rb_strerror(e));
-            if (e == RB_OK) {
-                json_t *rules = active(p);
-                size_t i;
-                json_t *v;
-                json_array_foreach(rules, i, v)
-                {
-                    cr_expect(policy_rule_name_ok(json_string_value(v)), "%s: %s", de->d_name, json_string_value(v));
-                }
-                json_decref(rules);
-                json_decref(policy_describe(p));
-                policy_free(p);
-                accepted++;
-            } else {
-                cr_expect(strstr(err, de->d_name) != NULL, "%s: %s", de->d_name, err);
-            }
-            config_dispose(&cfg);
-        }
-        files++;
-    }
-    closedir(dp);
+    int accepted = 0;
+    int files = corpus_each("policy", check_policy_seed, &accepted);
     cr_assert_geq(files, 10);
     cr_assert_gt(accepted, 0);
 }

@@ -4,12 +4,12 @@
  * and a replay of the libFuzzer seed corpus in tests/fuzz/corpus/demux/.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "docker/docker.h"
+#include "tests/common/corpus.h"
 
 typedef struct sink {
     rb_buf out[3];
@@ -208,24 +208,19 @@ Test(demux, huge_length_is_an_error)
 }
 
 /* The same invariant the fuzzer checks: whole or split, the same bytes and the same result. */
-static void replay(const char *path)
+/* Feeding a seed whole and in steps of 1..9 bytes gives the same frames and the same error. */
+static void replay(void *data, const char *seed, const char *path, const char *buf, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    rb_buf in;
-    rb_buf_init(&in, 1 << 20);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        cr_assert_eq(rb_buf_append(&in, chunk, n), RB_OK, "%s is too big for a seed", path);
-    fclose(f);
+    int *bad = data;
+    if (strcmp(seed, "bad_stream") == 0 || strcmp(seed, "huge_length") == 0)
+        (*bad)++;
     sink whole;
     sink_init(&whole);
-    rb_err ew = feed_steps(in.data != NULL ? in.data : "", in.len, in.len > 0 ? in.len : 1, &whole);
+    rb_err ew = feed_steps(buf, len, len > 0 ? len : 1, &whole);
     for (size_t step = 1; step <= 9; step++) {
         sink s;
         sink_init(&s);
-        rb_err e = feed_steps(in.data != NULL ? in.data : "", in.len, step, &s);
+        rb_err e = feed_steps(buf, len, step, &s);
         cr_assert_eq(e, ew, "%s: step %zu gives %s, whole gives %s", path, step, rb_strerror(e), rb_strerror(ew));
         for (int i = 0; i < 3; i++) {
             cr_assert_eq(s.out[i].len, whole.out[i].len, "%s: stream %d, step %zu", path, i, step);
@@ -234,29 +229,14 @@ static void replay(const char *path)
         }
         sink_dispose(&s);
     }
-    cr_assert_leq(whole.out[0].len + whole.out[1].len + whole.out[2].len, in.len);
+    cr_assert_leq(whole.out[0].len + whole.out[1].len + whole.out[2].len, len);
     sink_dispose(&whole);
-    rb_buf_dispose(&in);
 }
 
 Test(demux, fuzz_corpus_replay)
 {
-    const char *dir = RB_SOURCE_DIR "/tests/fuzz/corpus/demux";
-    DIR *dp = opendir(dir);
-    cr_assert_not_null(dp, "no seed corpus at %s", dir);
-    int files = 0, bad = 0;
-    struct dirent *de;
-    while ((de = readdir(dp)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        replay(path);
-        files++;
-        if (strcmp(de->d_name, "bad_stream") == 0 || strcmp(de->d_name, "huge_length") == 0)
-            bad++;
-    }
-    closedir(dp);
-    cr_assert_geq(files, 5, "only %d seeds in %s", files, dir);
+    int bad = 0;
+    int files = corpus_each("demux", replay, &bad);
+    cr_assert_geq(files, 5, "only %d seeds in tests/fuzz/corpus/demux", files);
     cr_assert_eq(bad, 2, "expected seeds are missing");
 }

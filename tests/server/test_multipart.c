@@ -4,7 +4,6 @@
  * of server/rest.c over real HTTP against the fake file calls (support_fake_files.c): raw and
  * multipart uploads, list, download headers, delete, and their errors.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "server/multipart.h"
 #include "tests/server/harness.h"
 #include "tests/server/support_fake_files.h"
+#include "tests/common/corpus.h"
 
 typedef struct parts {
     int n;
@@ -144,53 +144,27 @@ Test(multipart, malformed_bodies_are_errors)
     rb_buf_dispose(&b);
 }
 
-static char *slurp(const char *path, size_t *len)
+/* The first line of a seed is the Content-Type, the rest the body (as in fuzz_multipart). */
+static void check_multipart_seed(void *data, const char *seed, const char *path, const char *in, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    rb_buf b;
-    rb_buf_init(&b, 1 << 24);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        rb_buf_append(&b, chunk, n);
-    fclose(f);
-    *len = b.len;
-    return b.data ? b.data : xstrdup("");
+    int *ok = data;
+    (void)path;
+    const char *nl = memchr(in, '\n', len);
+    if (nl == NULL) /* the fuzzer ignores such inputs too */
+        return;
+    char boundary[MULTIPART_BOUNDARY_MAX + 1], err[RB_ERR_LEN];
+    if (multipart_boundary(in, (size_t)(nl - in), boundary, err) == RB_OK) {
+        parts ps = {0};
+        rb_err e = multipart_parse(nl + 1, len - (size_t)(nl + 1 - in), boundary, collect, &ps, err);
+        cr_assert(e == RB_OK || e == RB_EINVAL, "%s: %s", seed, rb_strerror(e));
+        *ok += e == RB_OK;
+    }
 }
 
 Test(multipart, fuzz_corpus_replay)
 {
-    const char *dir = RB_SOURCE_DIR "/tests/fuzz/corpus/multipart";
-    DIR *dp = opendir(dir);
-    cr_assert_not_null(dp, "no seed corpus at %s", dir);
-    struct dirent *de;
-    int files = 0, ok = 0;
-    while ((de = readdir(dp)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        size_t len;
-        char *in = slurp(path, &len);
-        char *nl = memchr(in, '\n', len);
-        if (nl == NULL) { /* the fuzzer ignores such inputs too */
-            free(in);
-            files++;
-            continue;
-        }
-        char boundary[MULTIPART_BOUNDARY_MAX + 1], err[RB_ERR_LEN];
-        if (multipart_boundary(in, (size_t)(nl - in), boundary, err) == RB_OK) {
-            parts ps = {0};
-            rb_err e = multipart_parse(nl + 1, len - (size_t)(nl + 1 - in), boundary, collect, &ps, err);
-            cr_assert(e == RB_OK || e == RB_EINVAL, "%s: %s", de->d_name, rb_strerror(e));
-            ok += e == RB_OK;
-        }
-        free(in);
-        files++;
-    }
-    closedir(dp);
-    cr_assert_geq(files, 4);
+    int ok = 0;
+    cr_assert_geq(corpus_each("multipart", check_multipart_seed, &ok), 4);
     cr_assert_geq(ok, 2);
 }
 
