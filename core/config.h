@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/rb.h"
+#include "base/base.h"
 
 #define RB_DEFAULT_LISTEN "127.0.0.1:8080"
 #define RB_DEFAULT_DB "runbox.db"

@@ -20,7 +20,7 @@
 #include <uv.h>
 
 #include "core/config.h"
-#include "core/rb.h"
+#include "base/base.h"
 
 typedef struct rb_core rb_core;
 

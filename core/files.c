@@ -19,7 +19,7 @@
 #include <strings.h>
 
 #include "core/internal.h"
-#include "core/tar.h"
+#include "base/tar.h"
 
 #define WORKSPACE "/workspace"
 #define HELPER_OUTPUT_MAX (8u * 1024 * 1024)

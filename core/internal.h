@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "base/map.h"
 #include "core/core.h"
 #include "docker/docker.h"
 #include "store/store.h"
@@ -18,19 +19,6 @@
 #define RB_HANDSHAKE_MS 20000
 #define RB_BACKSTOP_EXTRA_MS 10000
 
-/* A string-keyed hash map of borrowed values (keys are copied). */
-typedef struct rb_map {
-    struct rb_map_slot *slots;
-    size_t cap, len, used;
-} rb_map;
-void map_init(rb_map *m);
-void map_dispose(rb_map *m);
-void *map_get(const rb_map *m, const char *key);
-void map_put(rb_map *m, const char *key, void *value);
-void map_del(rb_map *m, const char *key);
-/** Iteration: *pos starts at 0; returns the next value or NULL at the end. Safe against
- * map_del of the returned key while iterating. */
-void *map_next(const rb_map *m, size_t *pos);
 
 typedef struct session session;
 typedef struct execution execution;

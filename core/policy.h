@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "core/config.h"
-#include "core/rb.h"
+#include "base/base.h"
 
 typedef struct policy policy;
 

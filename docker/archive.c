@@ -4,14 +4,14 @@
  * and waits (used by the dependency installer), exec (short helper commands inside a sandbox)
  * and volumes. Thin wrappers over docker_request
  * and docker_request_raw: they check and escape their arguments and build the path. Tar
- * building and parsing live in core/tar.c; this file never looks inside the bytes.
+ * building and parsing live in base/tar.c; this file never looks inside the bytes.
  */
 #include "docker/docker_private.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/codec.h"
+#include "base/codec.h"
 
 #define ARCHIVE_PATH_MAX 4096
 

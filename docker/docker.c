@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <curl/curl.h>
 
-#include "core/codec.h"
+#include "base/codec.h"
 
 #define DOCKER_BODY_MAX (8u * 1024 * 1024)
 #define DOCKER_MAX_CONNECTIONS 16L

@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "core/rb.h"
+#include "base/base.h"
 
 typedef struct docker docker;
 typedef struct docker_req docker_req;

@@ -17,7 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "core/codec.h"
+#include "base/codec.h"
 #include "server/mcp.h"
 #include "server/rest.h"
 #include "server/sse.h"

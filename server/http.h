@@ -14,7 +14,7 @@
 
 #include "core/config.h"
 #include "core/core.h"
-#include "core/rb.h"
+#include "base/base.h"
 
 typedef struct rb_server rb_server;
 

@@ -10,7 +10,7 @@
 
 #include "core/config.h"
 #include "core/core.h"
-#include "core/rb.h"
+#include "base/base.h"
 #include "server/http.h"
 
 /* After a stop signal, connections get this long to finish before the process exits anyway. */

@@ -2,14 +2,14 @@
  * mcp_files.c: the MCP file, package and dependency tools (upload_file, download_file,
  * list_files, get_packages, install_dependencies) and the file resources
  * runbox://sessions/{session_id}/files[/{path}] (server/mcp_internal.h). Files travel as text
- * when they are small UTF-8, as image content or as base64 blobs otherwise (core/codec.h does
+ * when they are small UTF-8, as image content or as base64 blobs otherwise (base/codec.h does
  * the encoding); core moves the bytes in and out of the sandbox.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/codec.h"
+#include "base/codec.h"
 #include "server/mcp_internal.h"
 
 #define MCP_FILE_TEXT_MAX (256u * 1024) /* download_file: UTF-8 files up to this come back as text */

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "core/rb.h"
+#include "base/base.h"
 
 #define MULTIPART_BOUNDARY_MAX 70 /* RFC 2046 */
 #define MULTIPART_MAX_PARTS 64

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/codec.h"
+#include "base/codec.h"
 #include "server/multipart.h"
 #include "server/sse.h"
 

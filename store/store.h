@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "core/rb.h"
+#include "base/base.h"
 
 typedef struct store store;
 

@@ -43,7 +43,7 @@ static void raw_cb(void *data, rb_err err, const char *errmsg, int status, const
     }
 }
 
-/* A one-file ustar archive, built by hand so this test does not depend on core/tar.c. */
+/* A one-file ustar archive, built by hand so this test does not depend on base/tar.c. */
 static size_t make_tar(char *out, size_t cap, const char *name, const char *content)
 {
     size_t n = strlen(content);

@@ -1,5 +1,5 @@
 /*
- * fuzz_codec.c: libFuzzer target for the decoders of core/codec.c, which read untrusted bytes
+ * fuzz_codec.c: libFuzzer target for the decoders of base/codec.c, which read untrusted bytes
  * (model-supplied base64, client URIs, file contents tested for UTF-8). The input is fed, from a
  * private exact-size copy so any read past the end is caught, to:
  *   - codec_base64_decode: on success the output is NUL-terminated, no longer than the input
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/codec.h"
+#include "base/codec.h"
 
 /* RFC 3629 by its table of well-formed byte sequences, plus "no NUL". */
 static int utf8_reference(const unsigned char *s, size_t n)

@@ -1,5 +1,5 @@
 /*
- * fuzz_tar.c: libFuzzer target for tar_walk (core/tar.c), the parser of archives that come
+ * fuzz_tar.c: libFuzzer target for tar_walk (base/tar.c), the parser of archives that come
  * back from the Docker archive API (bytes the sandbox controls). Checks memory safety and the
  * walker's promises: every name is non-empty, NUL-terminated within TAR_NAME_MAX, without a
  * leading "./" or '/', and a regular file's data lies inside the input. Built only with clang
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tar.h"
+#include "base/tar.h"
 
 typedef struct bounds {
     const char *base;

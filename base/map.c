@@ -1,11 +1,14 @@
 /*
- * map.c: a small open-addressing hash map from strings to borrowed pointers, for core's
- * in-memory indexes of live sessions and executions. Keys are copied; values are not owned.
+ * map.c: a small open-addressing hash map from strings to borrowed pointers (base/map.h).
+ * Keys are copied; values are not owned.
  */
+#include "base/map.h"
+
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "base/mem.h"
 
 struct rb_map_slot {
     char *key; /* NULL = empty; TOMBSTONE = deleted */

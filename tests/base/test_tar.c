@@ -1,5 +1,5 @@
 /*
- * test_tar.c: core/tar.c: archives built by tar_build_file walk back to the same bytes (short
+ * test_tar.c: base/tar.c: archives built by tar_build_file walk back to the same bytes (short
  * and PAX long names), archives written by GNU tar in every format are read, malformed ones
  * (bad checksum, truncated data, runaway PAX records) are rejected without reading out of
  * bounds, and a replay of the libFuzzer seed corpus in tests/fuzz/corpus/tar/.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tar.h"
+#include "base/tar.h"
 #include "tests/common/corpus.h"
 
 typedef struct seen {

@@ -2,15 +2,15 @@
  * codec: the byte-level encodings several layers share: base64 (the MCP tools carry file bytes
  * in it), UTF-8 validation (whether bytes can travel as a JSON text), hexadecimal and URI
  * percent-encoding (Docker API paths, MCP resource URIs, Content-Disposition). Pure functions
- * over memory: no I/O, no HTTP and no policy; callers decide what the bytes mean. It is part of
- * the base library, so every layer (server/, core/, docker/) may use it.
+ * over memory: no I/O, no HTTP and no policy; callers decide what the bytes mean. It lives in base/,
+ * so every layer (server/, core/, docker/) may use it.
  */
-#ifndef RB_CORE_CODEC_H
-#define RB_CORE_CODEC_H
+#ifndef RB_BASE_CODEC_H
+#define RB_BASE_CODEC_H
 
 #include <stddef.h>
 
-#include "core/rb.h"
+#include "base/err.h"
 
 /** The standard base64 (RFC 4648, '+' '/' and '=' padding) of bytes[0..len), NUL-terminated;
  * the caller frees it. Never returns NULL. */

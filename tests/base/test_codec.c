@@ -1,5 +1,5 @@
 /*
- * test_codec.c: core/codec.c: base64 both ways, UTF-8 validation, hex and percent-encoding, and
+ * test_codec.c: base/codec.c: base64 both ways, UTF-8 validation, hex and percent-encoding, and
  * a replay of the libFuzzer seed corpus in tests/fuzz/corpus/codec/ (tests/fuzz/fuzz_codec.c).
  */
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "core/codec.h"
+#include "base/codec.h"
 #include "tests/common/corpus.h"
 
 Test(codec, base64_encode_rfc4648_vectors)

@@ -1,10 +1,10 @@
 /*
- * tar.c: building and walking tar archives in memory (core/tar.h). Formats: POSIX ustar with
+ * tar.c: building and walking tar archives in memory (base/tar.h). Formats: POSIX ustar with
  * PAX extended headers ('x', 'g') as Go's archive/tar writes them for the Docker engine, and
  * the GNU long-name records ('L', 'K') some tools write. Numbers are octal text or GNU
  * base-256. Everything read from the buffer is bounds-checked before use.
  */
-#include "core/tar.h"
+#include "base/tar.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,15 +4,15 @@
  * parser reads untrusted bytes (whatever the engine, and so the sandbox, put in the archive):
  * every field is bounds-checked, header checksums are verified, sizes may not run past the
  * buffer, and PAX ('x') and GNU long-name ('L', 'K') records are accepted with hard limits.
- * It does no I/O and knows nothing of containers or paths policy (core/files.c decides).
+ * It does no I/O and knows nothing of containers or path policy (its callers decide).
  */
-#ifndef RB_CORE_TAR_H
-#define RB_CORE_TAR_H
+#ifndef RB_BASE_TAR_H
+#define RB_BASE_TAR_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/rb.h"
+#include "base/mem.h"
 
 /** Longest entry name or link target accepted (bytes, without the NUL). */
 #define TAR_NAME_MAX 4096

@@ -1,9 +1,11 @@
 /*
- * codec.c: base64, UTF-8 validation, hexadecimal and percent-encoding (core/codec.h). Every
+ * codec.c: base64, UTF-8 validation, hexadecimal and percent-encoding (base/codec.h). Every
  * decoder here reads untrusted bytes (model-supplied base64, URIs from clients) and checks each
  * one; none reads past the length or NUL it is given.
  */
-#include "core/codec.h"
+#include "base/codec.h"
+
+#include "base/mem.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,0 +1,23 @@
+/*
+ * clock: wall and monotonic clocks in milliseconds, RFC 3339 formatting, and unguessable
+ * random identifiers (session, execution and MCP session ids). Thin wrappers over
+ * clock_gettime, gmtime_r and getrandom.
+ */
+#ifndef RB_BASE_CLOCK_H
+#define RB_BASE_CLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Wall clock in milliseconds since the Unix epoch. */
+int64_t rb_now_ms(void);
+/** Monotonic clock in milliseconds. */
+int64_t rb_mono_ms(void);
+/** Formats epoch milliseconds as RFC 3339 UTC with milliseconds into buf (at least 32 bytes). */
+void rb_time_format(int64_t ms, char *buf, size_t len);
+
+/** Writes a random identifier `<prefix><32 lowercase hex chars>` (unguessable, from getrandom)
+ * into buf, which must hold strlen(prefix) + 33 bytes. */
+void rb_random_id(const char *prefix, char *buf, size_t len);
+
+#endif
