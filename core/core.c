@@ -1,7 +1,7 @@
 /*
  * core.c: the public face of the session manager (core/core.h): start-up and shutdown, idle
  * expiry and retention sweeps, and the session and execution entry points used by REST and
- * MCP alike. Validation of requests is in options.c; the Docker probe and re-adoption of
+ * MCP alike. Validation of requests is in validate.c; the Docker probe and re-adoption of
  * containers after a restart in recovery.c.
  */
 #include <math.h>
@@ -139,7 +139,7 @@ session *session_from_doc(rb_core *c, json_t *doc)
     return s;
 }
 
-rb_err core_new(uv_loop_t *loop, const rb_config *cfg, rb_core **out, char *err)
+rb_err core_new(uv_loop_t *loop, const core_settings *cfg, rb_core **out, char *err)
 {
     rb_core *c = xcalloc(1, sizeof(*c));
     rb_err e;

@@ -19,8 +19,8 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "core/config.h"
 #include "base/base.h"
+#include "core/settings.h"
 
 typedef struct rb_core rb_core;
 
@@ -29,7 +29,7 @@ typedef struct rb_core rb_core;
  * containers labelled as runbox's that no session owns) and starts background timers.
  * cfg is borrowed and must outlive the core. Docker being unreachable is not an error:
  * core keeps retrying and reports it in core_health. */
-rb_err core_new(uv_loop_t *loop, const rb_config *cfg, rb_core **out, char *err);
+rb_err core_new(uv_loop_t *loop, const core_settings *cfg, rb_core **out, char *err);
 /** Number of background Docker operations (container removals) still in flight. A graceful
  * shutdown runs the loop until this is 0 (or a deadline passes) before core_free, which
  * cancels what is left; containers left behind are removed at the next start. */

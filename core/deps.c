@@ -206,7 +206,7 @@ static rb_err check_policy_text(const char *list, const char *key, char *err)
 }
 
 /* Checks one request against the policy; writes the requirement pip will see into out. */
-static rb_err policy_apply(const rb_config *cfg, const req *r, char *out, size_t outlen, char *err)
+static rb_err policy_apply(const core_settings *cfg, const req *r, char *out, size_t outlen, char *err)
 {
     req rule;
     char blockmin[REQ_VER_MAX + 1];
@@ -254,7 +254,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-rb_err deps_parse(const rb_config *cfg, json_t *list, json_t **out, char *err)
+rb_err deps_parse(const core_settings *cfg, json_t *list, json_t **out, char *err)
 {
     *out = NULL;
     if (list == NULL || json_is_null(list))
@@ -469,7 +469,7 @@ static rb_err oneshot_run(rb_core *c, const char *kind, json_t *config, long tim
 }
 
 /* The hardened HostConfig of helper containers. network NULL = none. */
-static json_t *helper_host_config(const rb_config *cfg, const char *network)
+static json_t *helper_host_config(const core_settings *cfg, const char *network)
 {
     json_t *hc = json_pack("{s:s, s:I, s:I, s:I, s:b, s:[s], s:[s,s,s], s:[s], s:{s:s}, s:b, s:{s:s}}", "NetworkMode",
                            network ? network : "none", "Memory", INSTALLER_MEMORY, "MemorySwap", INSTALLER_MEMORY,
@@ -716,7 +716,7 @@ static void installed_cb(void *data, rb_err err, const char *msg, int exit_code,
 /* The CA bundle the installer's pip trusts: the configured file; by default the Docker host's
  * own trust store when runboxd runs on that host (a unix socket), so a host behind a
  * TLS-inspecting proxy installs packages without extra settings; "none" uses the image's. */
-static const char *installer_ca_file(const rb_config *cfg)
+static const char *installer_ca_file(const core_settings *cfg)
 {
     static const char host_bundle[] = "/etc/ssl/certs/ca-certificates.crt";
     if (cfg->deps_ca_file != NULL && cfg->deps_ca_file[0] != '\0')
@@ -726,7 +726,7 @@ static const char *installer_ca_file(const rb_config *cfg)
 
 static rb_err run_installer(inst *in, char *err)
 {
-    const rb_config *cfg = in->c->cfg;
+    const core_settings *cfg = in->c->cfg;
     rb_buf reqs;
     rb_buf_init(&reqs, 64 * 1024);
     size_t i;

@@ -97,7 +97,7 @@ struct session {
 
 struct rb_core {
     uv_loop_t *loop;
-    const rb_config *cfg;
+    const core_settings *cfg;
     store *st;
     docker *dk;
     char instance[RB_ID_LEN];
@@ -195,12 +195,12 @@ const char *files_content_type(const char *name);
 /** Checks a dependencies list (NULL or [] gives *out = NULL) against the syntax runbox accepts
  * and the operator's policy; *out is the sorted list of requirements pip will see (minimum
  * versions added). RB_EINVAL for bad syntax, RB_EFORBIDDEN naming the package and the rule. */
-rb_err deps_parse(const rb_config *cfg, json_t *list, json_t **out, char *err);
+rb_err deps_parse(const core_settings *cfg, json_t *list, json_t **out, char *err);
 /** Installs reqs into s's workspace (at creation, after the sandbox is ready); cb(s) once
  * unless the returned op is cancelled (session_end does that through s->deps_op). */
 rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err);
 
-/* options.c: request validation (messages name the field) */
+/* validate.c: request validation (messages name the field) */
 rb_err core__check_keys(json_t *obj, const char *where, const char *const *allowed, char *err);
 rb_err core__check_timeout(const rb_core *c, json_t *v, const char *field, double *out, char *err);
 /** Fills s's language, options and limits from a POST /sessions body. */

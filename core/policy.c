@@ -221,7 +221,7 @@ static rb_err check_overridable(const char *s, char *err)
     return RB_OK;
 }
 
-rb_err policy__new_text(const rb_config *cfg, const char *rules, size_t len, const char *path, policy **out,
+rb_err policy__new_text(const core_settings *cfg, const char *rules, size_t len, const char *path, policy **out,
                         char *err)
 {
     policy *p = xcalloc(1, sizeof(*p));
@@ -253,7 +253,7 @@ rb_err policy__new_text(const rb_config *cfg, const char *rules, size_t len, con
     return RB_OK;
 }
 
-rb_err policy_new(const rb_config *cfg, policy **out, char *err)
+rb_err policy_new(const core_settings *cfg, policy **out, char *err)
 {
     const char *path = cfg->code_policy_file;
     /* an "off" policy never reads its file, so a missing one is not an error */

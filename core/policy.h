@@ -15,20 +15,20 @@
 
 #include <jansson.h>
 
-#include "core/config.h"
 #include "base/base.h"
+#include "core/settings.h"
 
 typedef struct policy policy;
 
 /** Builds the active rule set from cfg (preset, then the rules file, read here). RB_EINVAL naming
  * the file and line of a bad rule, or RB_EIO when the file cannot be read. *out is owned by the
  * caller (policy_free). A policy that is off is a valid object with no rules. */
-rb_err policy_new(const rb_config *cfg, policy **out, char *err);
+rb_err policy_new(const core_settings *cfg, policy **out, char *err);
 /** policy_new with the rules file's text given as rules[0..len) (any bytes; NULL for no file)
  * instead of read from cfg->code_policy_file; path names it in err (NULL: "(rules)"). Errors
  * and ownership as policy_new. policy_new reads the file and calls this; the fuzzer
  * (tests/fuzz/fuzz_policy.c) and tests call it directly. */
-rb_err policy__new_text(const rb_config *cfg, const char *rules, size_t len, const char *path, policy **out,
+rb_err policy__new_text(const core_settings *cfg, const char *rules, size_t len, const char *path, policy **out,
                         char *err);
 /** Accepts NULL. */
 void policy_free(policy *p);

@@ -206,7 +206,7 @@ void pool_free(pool *p)
 /* The profile a new session fits, or NULL when it asks for anything but the defaults. */
 static profile *profile_for(pool *p, const session *s)
 {
-    const rb_config *cfg = p->c->cfg;
+    const core_settings *cfg = p->c->cfg;
     if (s->memory_bytes != core_default_memory(p->c) || s->cpus != cfg->cpus || s->custom_sandbox)
         return NULL;
     if (s->custom_sandbox) /* pids, tmpfs sizes or network differ from the defaults (parse_sandbox_limits) */

@@ -403,7 +403,7 @@ static void created_cb(void *data, rb_err err, const char *errmsg, int status, j
 static json_t *container_config(rb_core *c, const char *owner, const char *language, int64_t memory_bytes,
                                 double cpus, json_t *env_vars, const session *s)
 {
-    const rb_config *cfg = c->cfg;
+    const core_settings *cfg = c->cfg;
     int pids = s ? s->pids_limit : cfg->pids_limit;
     int64_t ws = s ? s->workspace_bytes : (int64_t)cfg->workspace_size;
     int64_t tmp = s ? s->tmp_bytes : (int64_t)cfg->tmp_size;

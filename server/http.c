@@ -28,7 +28,7 @@ struct rb_server {
     h2o_accept_ctx_t accept_ctx;
     uv_tcp_t listener;
     uv_loop_t *loop;
-    const rb_config *cfg;
+    const server_settings *cfg;
     rb_core *core;
     const http_route *routes;
     size_t nroutes;
@@ -516,7 +516,7 @@ static rb_err parse_listen(const char *listen, struct sockaddr_storage *ss, char
     return rb_fail(RB_EINVAL, err, "listen: '%s' is not an IP address (use e.g. 127.0.0.1:8080 or [::1]:8080)", host);
 }
 
-rb_err server_start(uv_loop_t *loop, const rb_config *cfg, rb_core *core, rb_server **out, char *err)
+rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, rb_server **out, char *err)
 {
     struct sockaddr_storage ss;
     rb_err e = parse_listen(cfg->listen, &ss, err);

@@ -12,9 +12,9 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "core/config.h"
-#include "core/core.h"
 #include "base/base.h"
+#include "core/core.h"
+#include "server/settings.h"
 
 typedef struct rb_server rb_server;
 
@@ -26,7 +26,7 @@ typedef struct rb_server rb_server;
 typedef struct http_call {
     rb_server *server;
     rb_core *core;
-    const rb_config *cfg;
+    const server_settings *cfg;
     h2o_req_t *req;
     const char *params[HTTP_MAX_PARAMS];
 } http_call;
@@ -46,7 +46,7 @@ typedef struct http_route {
  * every protocol (REST now, MCP later). cfg and core are borrowed and must outlive the server.
  * RB_EINVAL for a bad address, RB_EIO when it cannot bind (then *out is untouched, nothing
  * to free). On success *out is owned by the caller: server_stop, run the loop, server_free. */
-rb_err server_start(uv_loop_t *loop, const rb_config *cfg, rb_core *core, rb_server **out, char *err);
+rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, rb_server **out, char *err);
 /** The port actually bound (useful with port 0). */
 int server_port(const rb_server *s);
 /** The address actually bound, as "host:port" (borrowed, valid until server_stop). */

@@ -84,7 +84,7 @@ static int is_local_origin(const char *o)
     return 0;
 }
 
-static int origin_allowed(const rb_config *cfg, const char *origin, size_t len)
+static int origin_allowed(const server_settings *cfg, const char *origin, size_t len)
 {
     if (origin == NULL)
         return 1;
@@ -443,7 +443,7 @@ const http_route *mcp_routes(size_t *n)
     return routes;
 }
 
-rb_err mcp_server_new(rb_server *s, rb_core *core, const rb_config *cfg, mcp_server **out, char *err)
+rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err)
 {
     json_t *tools = NULL;
     rb_err e = mcp__tools_load(&tools, err);

@@ -23,7 +23,7 @@ const http_route *mcp_routes(size_t *n);
 
 /** Creates the MCP state of server s (opens core/mcp's registry on core). RB_ESTORE when the
  * registry cannot be loaded. Borrowed pointers must outlive it. */
-rb_err mcp_server_new(rb_server *s, rb_core *core, const rb_config *cfg, mcp_server **out, char *err);
+rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err);
 /** Drops requests in flight without answering them and closes the registry (its timer closes
  * on the next loop turn). Call from server_stop, before core_free. A second call does nothing. */
 void mcp_server_stop(mcp_server *ms);

@@ -106,7 +106,7 @@ struct mcp_call {
 struct mcp_server {
     rb_server *server;
     rb_core *core;
-    const rb_config *cfg;
+    const server_settings *cfg;
     core_mcp *cm;
     mcp_rt *rts;
     json_t *tools;

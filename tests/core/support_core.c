@@ -10,8 +10,14 @@
 #include <unistd.h>
 
 uv_loop_t sup_loop;
-rb_config sup_cfg;
+core_settings sup_cfg;
 static char dir[64];
+
+void sup_set(char **field, const char *value)
+{
+    free(*field);
+    *field = value != NULL ? strdup(value) : NULL;
+}
 
 void sup_fixture_open(const char *name, rb_log_level level)
 {
@@ -20,7 +26,7 @@ void sup_fixture_open(const char *name, rb_log_level level)
     cr_assert_not_null(mkdtemp(dir));
     snprintf(dbpath, sizeof(dbpath), "%s/test.db", dir);
     uv_loop_init(&sup_loop);
-    config_init(&sup_cfg);
+    core_settings_init(&sup_cfg);
     free(sup_cfg.db_path);
     sup_cfg.db_path = strdup(dbpath);
     sup_cfg.idle_timeout = 0;
@@ -32,7 +38,7 @@ void sup_fixture_close(void)
 {
     uv_run(&sup_loop, UV_RUN_DEFAULT); /* let handles close */
     uv_loop_close(&sup_loop);
-    config_dispose(&sup_cfg);
+    core_settings_dispose(&sup_cfg);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     (void)!system(cmd);

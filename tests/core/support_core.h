@@ -1,6 +1,6 @@
 /*
  * support_core.h: what the Docker-backed core/ tests (test_core.c, test_pool.c) share: a fresh
- * loop, config and SQLite file per test, running the loop until a flag is set or a deadline
+ * loop, settings and SQLite file per test, running the loop until a flag is set or a deadline
  * passes, and synchronous wrappers over the asynchronous core calls that fail the test when a
  * call does. Every core/ test binary links this file; the tests without Docker just do not call
  * it. Names carry the sup_ prefix so that they cannot clash with a test file's statics.
@@ -15,7 +15,10 @@
 
 /** The loop and config of the running test, set up by sup_fixture_open. */
 extern uv_loop_t sup_loop;
-extern rb_config sup_cfg;
+extern core_settings sup_cfg;
+
+/** Replaces the heap string *field (a core_settings member) by a copy of value. */
+void sup_set(char **field, const char *value);
 
 /** Makes /tmp/runbox-<name>-XXXXXX with a database path in it, inits sup_loop and sup_cfg
  * (defaults, that database, no idle timeout, a 1 s grace) and sets the log level. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "tests/core/support_core.h"
 
 static rb_err norm(const char *in, int root, char *out, size_t outlen)
 {
@@ -91,16 +92,16 @@ Test(paths, files_written_from_an_untrusted_runner)
 
 /* ---- dependencies ---------------------------------------------------------------------- */
 
-static rb_config cfg;
+static core_settings cfg;
 
 static void deps_setup(void)
 {
-    config_init(&cfg);
+    core_settings_init(&cfg);
 }
 
 static void deps_teardown(void)
 {
-    config_dispose(&cfg);
+    core_settings_dispose(&cfg);
 }
 
 TestSuite(deps, .init = deps_setup, .fini = deps_teardown);
@@ -142,7 +143,7 @@ Test(deps, blocklist_allowlist_and_minimum_versions)
 {
     json_t *out = NULL;
     char err[RB_ERR_LEN];
-    cr_assert_eq(config_set(&cfg, "deps-block", "evil, numpy<1.20", err), RB_OK);
+    sup_set(&cfg.deps_block, "evil, numpy<1.20");
     cr_assert_eq(parse("[\"EVIL==1.0\"]", &out, err), RB_EFORBIDDEN);
     cr_assert(strstr(err, "'evil'") && strstr(err, "deps-block"), "%s", err);
     cr_assert_eq(parse("[\"numpy==1.19.9\"]", &out, err), RB_EFORBIDDEN);
@@ -158,7 +159,7 @@ Test(deps, blocklist_allowlist_and_minimum_versions)
     cr_assert_eq(parse("[\"numpy==1.100\"]", &out, err), RB_OK, "numeric, not text, comparison: %s", err);
     json_decref(out);
 
-    cr_assert_eq(config_set(&cfg, "deps-allow", "requests>=2.31, numpy", err), RB_OK);
+    sup_set(&cfg.deps_allow, "requests>=2.31, numpy");
     cr_assert_eq(parse("[\"flask\"]", &out, err), RB_EFORBIDDEN);
     cr_assert(strstr(err, "'flask'") && strstr(err, "allowlist"), "%s", err);
     cr_assert_eq(parse("[\"requests==2.30.9\"]", &out, err), RB_EFORBIDDEN);
@@ -166,13 +167,13 @@ Test(deps, blocklist_allowlist_and_minimum_versions)
     cr_assert_eq(parse("[\"requests==2.31\", \"numpy==1.24\"]", &out, err), RB_OK, "%s", err);
     json_decref(out);
 
-    cr_assert_eq(config_set(&cfg, "deps-allow", "requests>>2", err), RB_OK);
+    sup_set(&cfg.deps_allow, "requests>>2");
     cr_assert_eq(parse("[\"requests\"]", &out, err), RB_EINVAL);
     cr_assert(strstr(err, "deps-allow") != NULL, "%s", err);
 
     free(cfg.deps_allow);
     cfg.deps_allow = NULL;
-    cr_assert_eq(config_set(&cfg, "deps-network", "none", err), RB_OK);
+    sup_set(&cfg.deps_network, "none");
     cr_assert_eq(parse("[\"requests\"]", &out, err), RB_EFORBIDDEN);
     cr_assert(strstr(err, "disabled") != NULL, "%s", err);
 }

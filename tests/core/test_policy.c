@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/config.h"
 #include "core/policy.h"
+#include "tests/core/support_core.h"
 #include "tests/common/corpus.h"
 
 static char rules_path[64];
@@ -36,19 +36,19 @@ static void remove_rules(void)
 
 static policy *make(const char *mode, const char *file_text, const char *overridable, rb_err want, char *err)
 {
-    rb_config cfg;
-    config_init(&cfg);
-    cr_assert_eq(config_set(&cfg, "code-policy", mode, err), RB_OK, "%s", err);
+    core_settings cfg;
+    core_settings_init(&cfg);
+    sup_set(&cfg.code_policy, mode);
     if (file_text != NULL) {
         write_rules(file_text);
-        cr_assert_eq(config_set(&cfg, "code-policy-file", rules_path, err), RB_OK, "%s", err);
+        sup_set(&cfg.code_policy_file, rules_path);
     }
     if (overridable != NULL)
-        cr_assert_eq(config_set(&cfg, "code-policy-overridable", overridable, err), RB_OK, "%s", err);
+        sup_set(&cfg.code_policy_overridable, overridable);
     policy *p = NULL;
     rb_err e = policy_new(&cfg, &p, err);
     cr_assert_eq(e, want, "policy_new: %d %s", e, e ? err : "");
-    config_dispose(&cfg);
+    core_settings_dispose(&cfg);
     remove_rules();
     return p;
 }
@@ -162,13 +162,13 @@ Test(policy, file_errors_name_the_line)
     cr_assert_null(p);
     cr_assert(strstr(err, "line 2") != NULL && strstr(err, "import os") != NULL, "%s", err);
 
-    rb_config cfg;
-    config_init(&cfg);
-    cr_assert_eq(config_set(&cfg, "code-policy", "strict", err), RB_OK);
-    cr_assert_eq(config_set(&cfg, "code-policy-file", "/nonexistent/runbox-rules", err), RB_OK);
+    core_settings cfg;
+    core_settings_init(&cfg);
+    sup_set(&cfg.code_policy, "strict");
+    sup_set(&cfg.code_policy_file, "/nonexistent/runbox-rules");
     cr_assert_eq(policy_new(&cfg, &p, err), RB_EIO);
     cr_assert(strstr(err, "/nonexistent/runbox-rules") != NULL, "%s", err);
-    config_dispose(&cfg);
+    core_settings_dispose(&cfg);
 }
 
 Test(policy, disabling_rules)
@@ -240,32 +240,13 @@ Test(policy, all_and_none)
     cr_assert(strstr(err, "eval") != NULL, "%s", err);
 }
 
-Test(policy, config_keys)
-{
-    char err[RB_ERR_LEN];
-    rb_config cfg;
-    config_init(&cfg);
-    cr_assert_str_eq(cfg.code_policy, "off");
-    cr_assert_eq(config_validate(&cfg, err), RB_OK, "%s", err);
-    cr_assert_eq(config_set(&cfg, "code-policy", "lenient", err), RB_OK);
-    cr_assert_eq(config_validate(&cfg, err), RB_EINVAL);
-    cr_assert(strstr(err, "code-policy") != NULL, "%s", err);
-    cr_assert_eq(config_set(&cfg, "code-policy", "custom", err), RB_OK);
-    cr_assert_eq(config_validate(&cfg, err), RB_EINVAL, "custom needs a file");
-    cr_assert_eq(config_set(&cfg, "code-policy-file", "/etc/runbox/rules", err), RB_OK);
-    cr_assert_eq(config_validate(&cfg, err), RB_OK, "%s", err);
-    cr_assert_eq(config_set(&cfg, "code-policy", "off", err), RB_OK);
-    cr_assert_eq(config_validate(&cfg, err), RB_EINVAL, "a file with the policy off is a mistake");
-    config_dispose(&cfg);
-}
-
 Test(policy, rules_text_matches_file)
 {
     /* the buffer entry point behind policy_new: same rules, same errors (named by path) */
     char err[RB_ERR_LEN];
-    rb_config cfg;
-    config_init(&cfg);
-    cr_assert_eq(config_set(&cfg, "code-policy", "custom", err), RB_OK, "%s", err);
+    core_settings cfg;
+    core_settings_init(&cfg);
+    sup_set(&cfg.code_policy, "custom");
     policy *p = NULL;
     static const char text[] = "import:requests\n-import:requests\nbuiltin:print # c\r\n";
     cr_assert_eq(policy__new_text(&cfg, text, sizeof(text) - 1, "r.txt", &p, err), RB_OK, "%s", err);
@@ -283,7 +264,7 @@ Test(policy, rules_text_matches_file)
     cr_assert_eq(policy__new_text(&cfg, nul, sizeof(nul) - 1, "r.txt", &p, err), RB_EINVAL);
     cr_assert_null(p);
     cr_assert(strstr(err, "line 2 contains a NUL") != NULL, "%s", err);
-    config_dispose(&cfg);
+    core_settings_dispose(&cfg);
 }
 
 /* Every mode loads a seed as a rules file: valid rules or a clean RB_EINVAL naming the file. */
@@ -295,10 +276,10 @@ static void check_policy_seed(void *data, const char *seed, const char *path, co
     static const char *const modes[] = {"custom", "default", "strict", "off"};
     for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
         char err[RB_ERR_LEN];
-        rb_config cfg;
-        config_init(&cfg);
-        cr_assert_eq(config_set(&cfg, "code-policy", modes[m], err), RB_OK, "%s", err);
-        cr_assert_eq(config_set(&cfg, "code-policy-file", path, err), RB_OK, "%s", err);
+        core_settings cfg;
+        core_settings_init(&cfg);
+        sup_set(&cfg.code_policy, modes[m]);
+        sup_set(&cfg.code_policy_file, path);
         policy *p = NULL;
         rb_err e = policy_new(&cfg, &p, err);
         cr_assert(e == RB_OK || e == RB_EINVAL, "%s (%s): %s", seed, modes[m], rb_strerror(e));
@@ -317,7 +298,7 @@ static void check_policy_seed(void *data, const char *seed, const char *path, co
         } else {
             cr_expect(strstr(err, seed) != NULL, "%s: %s", seed, err);
         }
-        config_dispose(&cfg);
+        core_settings_dispose(&cfg);
     }
 }
 

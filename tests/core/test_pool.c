@@ -288,19 +288,3 @@ Test(pool, size_zero_disables_the_pool)
     json_decref(s);
     close_core(c);
 }
-
-Test(pool, config_keys_are_validated)
-{
-    char err[RB_ERR_LEN];
-    rb_config k;
-    config_init(&k);
-    cr_assert_eq(k.pool_size, RB_DEFAULT_POOL_SIZE);
-    cr_assert_eq(config_set(&k, "pool-size", "5", err), RB_OK, "%s", err);
-    cr_assert_eq(k.pool_size, 5);
-    cr_assert_eq(config_validate(&k, err), RB_OK, "%s", err);
-    cr_assert_eq(config_set(&k, "pool-size", "-1", err), RB_OK, "%s", err);
-    cr_assert_eq(config_validate(&k, err), RB_EINVAL);
-    cr_assert(strstr(err, "pool-size") != NULL, "%s", err);
-    cr_assert_eq(config_set(&k, "pool-size", "many", err), RB_EINVAL);
-    config_dispose(&k);
-}

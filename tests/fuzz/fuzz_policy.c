@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config.h"
+#include "core/settings.h"
 #include "core/policy.h"
 
 static void check_rules(const policy *p)
@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
         memcpy(copy, in, n);
     static const char *const modes[] = {"custom", "default", "strict", "off"};
     for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
-        rb_config cfg;
+        core_settings cfg;
         memset(&cfg, 0, sizeof(cfg));
         cfg.code_policy = (char *)modes[m];
         cfg.code_policy_overridable = (char *)"*";

@@ -10,7 +10,7 @@
 #include <semaphore.h>
 #include <uv.h>
 
-#include "core/config.h"
+#include "core/settings.h"
 #include "core/core.h"
 #include "server/http.h"
 
@@ -19,7 +19,8 @@ typedef struct harness {
     uv_loop_t loop;
     uv_async_t stop;
     sem_t ready, done;
-    rb_config cfg;
+    server_settings cfg;     /* the server's settings (defaults, listen 127.0.0.1:0) */
+    core_settings core_cfg;  /* what the fake core reads: max_sessions = 3 */
     rb_core *core;
     rb_server *server;
     int port;

@@ -61,7 +61,7 @@ struct fake_exec {
 
 struct rb_core {
     uv_loop_t *loop;
-    const rb_config *cfg;
+    const core_settings *cfg;
     fake_session *sessions;
     fake_exec *execs;
     core_op *ops;
@@ -79,7 +79,7 @@ static json_t *time_or_null(int64_t ms)
     return json_string(buf);
 }
 
-rb_err core_new(uv_loop_t *loop, const rb_config *cfg, rb_core **out, char *err)
+rb_err core_new(uv_loop_t *loop, const core_settings *cfg, rb_core **out, char *err)
 {
     (void)err;
     rb_core *c = xcalloc(1, sizeof(*c));

@@ -1,5 +1,5 @@
 /*
- * test_config.c: core/config.c: defaults validate, sizes and durations with suffixes, bad
+ * test_config.c: daemon/config.c: defaults validate, sizes and durations with suffixes, bad
  * values and unknown keys name the key, the environment is read, and flags applied after the
  * environment win.
  */
@@ -8,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "core/config.h"
+#include "daemon/config.h"
 
 Test(config, defaults_are_valid)
 {
@@ -16,8 +16,8 @@ Test(config, defaults_are_valid)
     char err[RB_ERR_LEN];
     config_init(&c);
     cr_assert_eq(config_validate(&c, err), RB_OK, "%s", err);
-    cr_assert_str_eq(c.listen, RB_DEFAULT_LISTEN);
-    cr_assert_eq(c.max_body, (size_t)RB_DEFAULT_MAX_BODY);
+    cr_assert_str_eq(c.server.listen, RB_DEFAULT_LISTEN);
+    cr_assert_eq(c.server.max_body, (size_t)RB_DEFAULT_MAX_BODY);
     config_dispose(&c);
 }
 
@@ -27,19 +27,19 @@ Test(config, sizes_accept_suffixes)
     char err[RB_ERR_LEN];
     config_init(&c);
     cr_assert_eq(config_set(&c, "max-body", "2048", err), RB_OK);
-    cr_assert_eq(c.max_body, 2048u);
+    cr_assert_eq(c.server.max_body, 2048u);
     cr_assert_eq(config_set(&c, "max-body", "512k", err), RB_OK);
-    cr_assert_eq(c.max_body, 512u * 1024);
+    cr_assert_eq(c.server.max_body, 512u * 1024);
     cr_assert_eq(config_set(&c, "max-body", "2M", err), RB_OK);
-    cr_assert_eq(c.max_body, 2u << 20);
+    cr_assert_eq(c.server.max_body, 2u << 20);
     cr_assert_eq(config_set(&c, "output-limit", "1g", err), RB_OK);
-    cr_assert_eq(c.output_limit, (size_t)1 << 30);
+    cr_assert_eq(c.core.output_limit, (size_t)1 << 30);
     cr_assert_eq(config_set(&c, "output-limit", "64KiB", err), RB_OK);
-    cr_assert_eq(c.output_limit, 64u * 1024);
+    cr_assert_eq(c.core.output_limit, 64u * 1024);
     cr_assert_eq(config_set(&c, "memory", "1g", err), RB_OK);
-    cr_assert_eq(c.memory_mb, 1024);
+    cr_assert_eq(c.core.memory_mb, 1024);
     cr_assert_eq(config_set(&c, "memory", "256", err), RB_OK);
-    cr_assert_eq(c.memory_mb, 256);
+    cr_assert_eq(c.core.memory_mb, 256);
     cr_assert_eq(config_set(&c, "max-body", "12x", err), RB_EINVAL);
     cr_assert(strstr(err, "max-body") != NULL, "%s", err);
     cr_assert_eq(config_set(&c, "max-body", "-1", err), RB_EINVAL);
@@ -53,17 +53,17 @@ Test(config, durations_and_numbers)
     char err[RB_ERR_LEN];
     config_init(&c);
     cr_assert_eq(config_set(&c, "timeout", "2.5", err), RB_OK);
-    cr_assert_float_eq(c.default_timeout, 2.5, 1e-9);
+    cr_assert_float_eq(c.core.default_timeout, 2.5, 1e-9);
     cr_assert_eq(config_set(&c, "max-timeout", "2h", err), RB_OK);
-    cr_assert_float_eq(c.max_timeout, 7200.0, 1e-9);
+    cr_assert_float_eq(c.core.max_timeout, 7200.0, 1e-9);
     cr_assert_eq(config_set(&c, "idle-timeout", "5m", err), RB_OK);
-    cr_assert_eq(c.idle_timeout, 300);
+    cr_assert_eq(c.core.idle_timeout, 300);
     cr_assert_eq(config_set(&c, "retention", "1d", err), RB_OK);
-    cr_assert_eq(c.retention, 86400);
+    cr_assert_eq(c.core.retention, 86400);
     cr_assert_eq(config_set(&c, "cpus", "1.5", err), RB_OK);
-    cr_assert_float_eq(c.cpus, 1.5, 1e-9);
+    cr_assert_float_eq(c.core.cpus, 1.5, 1e-9);
     cr_assert_eq(config_set(&c, "max-sessions", "7", err), RB_OK);
-    cr_assert_eq(c.max_sessions, 7);
+    cr_assert_eq(c.core.max_sessions, 7);
     cr_assert_eq(config_set(&c, "max-sessions", "7.5", err), RB_EINVAL);
     cr_assert(strstr(err, "max-sessions") != NULL);
     cr_assert_eq(config_set(&c, "timeout", "soon", err), RB_EINVAL);
@@ -71,7 +71,7 @@ Test(config, durations_and_numbers)
     cr_assert_eq(config_set(&c, "cpus", "nan", err), RB_EINVAL);
     cr_assert_eq(config_set(&c, "log-level", "loud", err), RB_EINVAL);
     cr_assert_eq(config_set(&c, "grace-ms", "500", err), RB_OK);
-    cr_assert_eq(c.grace_ms, 500);
+    cr_assert_eq(c.core.grace_ms, 500);
     config_dispose(&c);
 }
 
@@ -119,12 +119,12 @@ Test(config, env_then_flags_win)
     setenv("RUNBOX_GRACE_MS", "250", 1);
     config_init(&c);
     cr_assert_eq(config_load_env(&c, err), RB_OK, "%s", err);
-    cr_assert_eq(c.max_body, 4096u);
-    cr_assert_str_eq(c.image, "from-env");
-    cr_assert_eq(c.grace_ms, 250);
+    cr_assert_eq(c.server.max_body, 4096u);
+    cr_assert_str_eq(c.core.image, "from-env");
+    cr_assert_eq(c.core.grace_ms, 250);
     /* flags are applied after the environment */
     cr_assert_eq(config_set(&c, "image", "from-flag", err), RB_OK);
-    cr_assert_str_eq(c.image, "from-flag");
+    cr_assert_str_eq(c.core.image, "from-flag");
     config_dispose(&c);
 
     setenv("RUNBOX_MAX_SESSIONS", "many", 1);
@@ -149,6 +149,42 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 42); /* every key of core/config.c (keys table) */
+    cr_assert_eq(n, 42); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
+}
+
+/* Moved from the policy and pool tests when configuration moved to daemon/. */
+Test(config, code_policy_keys)
+{
+    char err[RB_ERR_LEN];
+    rb_config cfg;
+    config_init(&cfg);
+    cr_assert_str_eq(cfg.core.code_policy, "off");
+    cr_assert_eq(config_validate(&cfg, err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&cfg, "code-policy", "lenient", err), RB_OK);
+    cr_assert_eq(config_validate(&cfg, err), RB_EINVAL);
+    cr_assert(strstr(err, "code-policy") != NULL, "%s", err);
+    cr_assert_eq(config_set(&cfg, "code-policy", "custom", err), RB_OK);
+    cr_assert_eq(config_validate(&cfg, err), RB_EINVAL, "custom needs a file");
+    cr_assert_eq(config_set(&cfg, "code-policy-file", "/etc/runbox/rules", err), RB_OK);
+    cr_assert_eq(config_validate(&cfg, err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&cfg, "code-policy", "off", err), RB_OK);
+    cr_assert_eq(config_validate(&cfg, err), RB_EINVAL, "a file with the policy off is a mistake");
+    config_dispose(&cfg);
+}
+
+Test(config, pool_keys_are_validated)
+{
+    char err[RB_ERR_LEN];
+    rb_config k;
+    config_init(&k);
+    cr_assert_eq(k.core.pool_size, RB_DEFAULT_POOL_SIZE);
+    cr_assert_eq(config_set(&k, "pool-size", "5", err), RB_OK, "%s", err);
+    cr_assert_eq(k.core.pool_size, 5);
+    cr_assert_eq(config_validate(&k, err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&k, "pool-size", "-1", err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&k, err), RB_EINVAL);
+    cr_assert(strstr(err, "pool-size") != NULL, "%s", err);
+    cr_assert_eq(config_set(&k, "pool-size", "many", err), RB_EINVAL);
+    config_dispose(&k);
 }

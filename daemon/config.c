@@ -1,11 +1,11 @@
 /*
- * config.c: runboxd's configuration (core/config.h). One table describes every key: its flag
+ * config.c: runboxd's configuration (daemon/config.h). One table describes every key: its flag
  * name, environment variable, help text and how its text is parsed into the struct. Sizes take
  * plain bytes or k/m/g suffixes (powers of 1024); durations take seconds (floats allowed) or
  * s/m/h/d suffixes. This module reads only the strings it is given and the environment; it
  * does no other I/O and holds no state of its own.
  */
-#include "core/config.h"
+#include "daemon/config.h"
 
 #include <errno.h>
 #include <math.h>
@@ -27,71 +27,71 @@ typedef struct key_def {
 #define OFF(f) offsetof(rb_config, f)
 
 static const key_def keys[] = {
-    {"listen", "RUNBOX_LISTEN", K_STR, OFF(listen), "HOST:PORT to listen on (port 0 picks a free port)"},
-    {"db", "RUNBOX_DB", K_STR, OFF(db_path), "path of the SQLite database file"},
-    {"image", "RUNBOX_IMAGE", K_STR, OFF(image), "Docker image of the sandboxes"},
-    {"docker-socket", "RUNBOX_DOCKER_SOCKET", K_STR, OFF(docker_socket), "path of the Docker Engine socket"},
-    {"max-body", "RUNBOX_MAX_BODY", K_SIZE, OFF(max_body), "largest request body (bytes, or k/m/g suffix)"},
-    {"output-limit", "RUNBOX_OUTPUT_LIMIT", K_SIZE, OFF(output_limit),
+    {"listen", "RUNBOX_LISTEN", K_STR, OFF(server.listen), "HOST:PORT to listen on (port 0 picks a free port)"},
+    {"db", "RUNBOX_DB", K_STR, OFF(core.db_path), "path of the SQLite database file"},
+    {"image", "RUNBOX_IMAGE", K_STR, OFF(core.image), "Docker image of the sandboxes"},
+    {"docker-socket", "RUNBOX_DOCKER_SOCKET", K_STR, OFF(core.docker_socket), "path of the Docker Engine socket"},
+    {"max-body", "RUNBOX_MAX_BODY", K_SIZE, OFF(server.max_body), "largest request body (bytes, or k/m/g suffix)"},
+    {"output-limit", "RUNBOX_OUTPUT_LIMIT", K_SIZE, OFF(core.output_limit),
      "stdout+stderr bytes kept per execution (bytes, or k/m/g suffix)"},
-    {"timeout", "RUNBOX_TIMEOUT", K_SECS, OFF(default_timeout), "default execution timeout (seconds)"},
-    {"max-timeout", "RUNBOX_MAX_TIMEOUT", K_SECS, OFF(max_timeout), "largest execution timeout a caller may ask (seconds)"},
-    {"idle-timeout", "RUNBOX_IDLE_TIMEOUT", K_ISECS, OFF(idle_timeout),
+    {"timeout", "RUNBOX_TIMEOUT", K_SECS, OFF(core.default_timeout), "default execution timeout (seconds)"},
+    {"max-timeout", "RUNBOX_MAX_TIMEOUT", K_SECS, OFF(core.max_timeout), "largest execution timeout a caller may ask (seconds)"},
+    {"idle-timeout", "RUNBOX_IDLE_TIMEOUT", K_ISECS, OFF(core.idle_timeout),
      "seconds before an idle session is removed (0 = never)"},
-    {"retention", "RUNBOX_RETENTION", K_ISECS, OFF(retention), "seconds that ended sessions and results are kept"},
-    {"memory", "RUNBOX_MEMORY", K_MIB, OFF(memory_mb), "default sandbox memory (MiB, or k/m/g suffix)"},
-    {"max-memory", "RUNBOX_MAX_MEMORY", K_MIB, OFF(max_memory_mb), "largest sandbox memory a caller may ask (MiB)"},
-    {"cpus", "RUNBOX_CPUS", K_NUM, OFF(cpus), "default CPUs per sandbox"},
-    {"max-cpus", "RUNBOX_MAX_CPUS", K_NUM, OFF(max_cpus), "largest CPUs per sandbox a caller may ask"},
-    {"pids-limit", "RUNBOX_PIDS_LIMIT", K_INT, OFF(pids_limit), "processes per sandbox"},
-    {"max-sessions", "RUNBOX_MAX_SESSIONS", K_INT, OFF(max_sessions), "live sessions at once"},
-    {"grace", "RUNBOX_GRACE_MS", K_INT, OFF(grace_ms),
+    {"retention", "RUNBOX_RETENTION", K_ISECS, OFF(core.retention), "seconds that ended sessions and results are kept"},
+    {"memory", "RUNBOX_MEMORY", K_MIB, OFF(core.memory_mb), "default sandbox memory (MiB, or k/m/g suffix)"},
+    {"max-memory", "RUNBOX_MAX_MEMORY", K_MIB, OFF(core.max_memory_mb), "largest sandbox memory a caller may ask (MiB)"},
+    {"cpus", "RUNBOX_CPUS", K_NUM, OFF(core.cpus), "default CPUs per sandbox"},
+    {"max-cpus", "RUNBOX_MAX_CPUS", K_NUM, OFF(core.max_cpus), "largest CPUs per sandbox a caller may ask"},
+    {"pids-limit", "RUNBOX_PIDS_LIMIT", K_INT, OFF(core.pids_limit), "processes per sandbox"},
+    {"max-sessions", "RUNBOX_MAX_SESSIONS", K_INT, OFF(core.max_sessions), "live sessions at once"},
+    {"grace", "RUNBOX_GRACE_MS", K_INT, OFF(core.grace_ms),
      "milliseconds an interrupted worker gets before it is killed"},
-    {"max-queue", "RUNBOX_MAX_QUEUE", K_INT, OFF(max_queue), "queued executions per session"},
+    {"max-queue", "RUNBOX_MAX_QUEUE", K_INT, OFF(core.max_queue), "queued executions per session"},
     {"log-level", "RUNBOX_LOG_LEVEL", K_LEVEL, OFF(log_level), "debug, info, warn or error"},
-    {"allowed-origins", "RUNBOX_ALLOWED_ORIGINS", K_STR, OFF(allowed_origins),
+    {"allowed-origins", "RUNBOX_ALLOWED_ORIGINS", K_STR, OFF(server.allowed_origins),
      "comma-separated Origins (e.g. https://app.example.com) allowed to call /mcp besides localhost; * = any"},
-    {"deps-network", "RUNBOX_DEPS_NETWORK", K_STR, OFF(deps_network),
+    {"deps-network", "RUNBOX_DEPS_NETWORK", K_STR, OFF(core.deps_network),
      "Docker network of the dependency installer (no user code runs there); none disables package installs"},
-    {"deps-allow", "RUNBOX_DEPS_ALLOW", K_STR, OFF(deps_allow),
+    {"deps-allow", "RUNBOX_DEPS_ALLOW", K_STR, OFF(core.deps_allow),
      "comma-separated packages that may be installed, each optionally with a minimum (name>=version); empty = any"},
-    {"deps-block", "RUNBOX_DEPS_BLOCK", K_STR, OFF(deps_block),
+    {"deps-block", "RUNBOX_DEPS_BLOCK", K_STR, OFF(core.deps_block),
      "comma-separated packages that may not be installed (name), or not below a version (name<version)"},
-    {"deps-index-url", "RUNBOX_DEPS_INDEX_URL", K_STR, OFF(deps_index_url), "pip index URL for the installer"},
-    {"deps-ca-file", "RUNBOX_DEPS_CA_FILE", K_STR, OFF(deps_ca_file),
+    {"deps-index-url", "RUNBOX_DEPS_INDEX_URL", K_STR, OFF(core.deps_index_url), "pip index URL for the installer"},
+    {"deps-ca-file", "RUNBOX_DEPS_CA_FILE", K_STR, OFF(core.deps_ca_file),
      "CA bundle (a path on the Docker host) the installer's pip trusts; empty = the host's "
      "/etc/ssl/certs/ca-certificates.crt when present, none = the image's own"},
-    {"max-upload", "RUNBOX_MAX_UPLOAD", K_SIZE, OFF(max_upload),
+    {"max-upload", "RUNBOX_MAX_UPLOAD", K_SIZE, OFF(core.max_upload),
      "largest file upload to a session's /workspace (bytes, or k/m/g suffix)"},
-    {"max-download", "RUNBOX_MAX_DOWNLOAD", K_SIZE, OFF(max_download),
+    {"max-download", "RUNBOX_MAX_DOWNLOAD", K_SIZE, OFF(core.max_download),
      "largest file download from a session's /workspace (bytes, or k/m/g suffix)"},
-    {"mcp-image-limit", "RUNBOX_MCP_IMAGE_LIMIT", K_SIZE, OFF(mcp_image_limit),
+    {"mcp-image-limit", "RUNBOX_MCP_IMAGE_LIMIT", K_SIZE, OFF(server.mcp_image_limit),
      "PNG size above which MCP results link to the image instead of inlining it (bytes, or k/m/g suffix)"},
-    {"pool-size", "RUNBOX_POOL_SIZE", K_INT, OFF(pool_size),
+    {"pool-size", "RUNBOX_POOL_SIZE", K_INT, OFF(core.pool_size),
      "warm python sandboxes (default limits) kept started for fast session creation; 0 disables the pool"},
-    {"pool-bash-size", "RUNBOX_POOL_BASH_SIZE", K_INT, OFF(pool_bash_size), "warm bash sandboxes kept started"},
-    {"max-pids-limit", "RUNBOX_MAX_PIDS_LIMIT", K_INT, OFF(max_pids_limit),
+    {"pool-bash-size", "RUNBOX_POOL_BASH_SIZE", K_INT, OFF(core.pool_bash_size), "warm bash sandboxes kept started"},
+    {"max-pids-limit", "RUNBOX_MAX_PIDS_LIMIT", K_INT, OFF(core.max_pids_limit),
      "largest processes per sandbox a caller may ask"},
-    {"workspace-size", "RUNBOX_WORKSPACE_SIZE", K_SIZE, OFF(workspace_size),
+    {"workspace-size", "RUNBOX_WORKSPACE_SIZE", K_SIZE, OFF(core.workspace_size),
      "size of each sandbox's /workspace (in memory; bytes, or k/m/g suffix)"},
-    {"max-workspace-size", "RUNBOX_MAX_WORKSPACE_SIZE", K_SIZE, OFF(max_workspace_size),
+    {"max-workspace-size", "RUNBOX_MAX_WORKSPACE_SIZE", K_SIZE, OFF(core.max_workspace_size),
      "largest /workspace a caller may ask"},
-    {"tmp-size", "RUNBOX_TMP_SIZE", K_SIZE, OFF(tmp_size), "size of each sandbox's /tmp (in memory)"},
-    {"max-tmp-size", "RUNBOX_MAX_TMP_SIZE", K_SIZE, OFF(max_tmp_size), "largest /tmp a caller may ask"},
-    {"open-files", "RUNBOX_OPEN_FILES", K_INT, OFF(open_files), "open files per sandbox process (RLIMIT_NOFILE)"},
-    {"file-size", "RUNBOX_FILE_SIZE", K_SIZE, OFF(file_size),
+    {"tmp-size", "RUNBOX_TMP_SIZE", K_SIZE, OFF(core.tmp_size), "size of each sandbox's /tmp (in memory)"},
+    {"max-tmp-size", "RUNBOX_MAX_TMP_SIZE", K_SIZE, OFF(core.max_tmp_size), "largest /tmp a caller may ask"},
+    {"open-files", "RUNBOX_OPEN_FILES", K_INT, OFF(core.open_files), "open files per sandbox process (RLIMIT_NOFILE)"},
+    {"file-size", "RUNBOX_FILE_SIZE", K_SIZE, OFF(core.file_size),
      "largest file a sandbox process may write (RLIMIT_FSIZE; bytes, or k/m/g suffix)"},
-    {"code-policy", "RUNBOX_CODE_POLICY", K_STR, OFF(code_policy),
+    {"code-policy", "RUNBOX_CODE_POLICY", K_STR, OFF(core.code_policy),
      "optional check of Python cells before they run: off, default, strict or custom (only --code-policy-file); "
      "a guard rail, not a security boundary"},
-    {"code-policy-file", "RUNBOX_CODE_POLICY_FILE", K_STR, OFF(code_policy_file),
+    {"code-policy-file", "RUNBOX_CODE_POLICY_FILE", K_STR, OFF(core.code_policy_file),
      "file of code policy rules, one per line: a rule name (import:requests) adds it, -name removes it; # comments"},
-    {"code-policy-overridable", "RUNBOX_CODE_POLICY_OVERRIDABLE", K_STR, OFF(code_policy_overridable),
+    {"code-policy-overridable", "RUNBOX_CODE_POLICY_OVERRIDABLE", K_STR, OFF(core.code_policy_overridable),
      "code policy rules callers may turn off per execution (disabled_rules): *, none, or a comma list "
      "(a trailing * matches a prefix, e.g. import:*)"},
-    {"allow-network", "RUNBOX_ALLOW_NETWORK", K_BOOL, OFF(allow_network),
+    {"allow-network", "RUNBOX_ALLOW_NETWORK", K_BOOL, OFF(core.allow_network),
      "let sessions ask for network access (execution_options.network: true); off: every sandbox has none"},
-    {"egress-network", "RUNBOX_EGRESS_NETWORK", K_STR, OFF(egress_network),
+    {"egress-network", "RUNBOX_EGRESS_NETWORK", K_STR, OFF(core.egress_network),
      "Docker network that sessions with network: true join (when --allow-network is on)"},
 };
 
@@ -99,58 +99,19 @@ static const key_def keys[] = {
 
 void config_init(rb_config *cfg)
 {
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->listen = xstrdup(RB_DEFAULT_LISTEN);
-    cfg->db_path = xstrdup(RB_DEFAULT_DB);
-    cfg->image = xstrdup(RB_DEFAULT_IMAGE);
-    cfg->docker_socket = xstrdup(RB_DEFAULT_DOCKER_SOCKET);
-    cfg->max_body = RB_DEFAULT_MAX_BODY;
-    cfg->output_limit = RB_DEFAULT_OUTPUT_LIMIT;
-    cfg->default_timeout = RB_DEFAULT_TIMEOUT_S;
-    cfg->max_timeout = RB_DEFAULT_MAX_TIMEOUT_S;
-    cfg->idle_timeout = RB_DEFAULT_IDLE_TIMEOUT_S;
-    cfg->retention = RB_DEFAULT_RETENTION_S;
-    cfg->memory_mb = RB_DEFAULT_MEMORY_MB;
-    cfg->max_memory_mb = RB_DEFAULT_MAX_MEMORY_MB;
-    cfg->cpus = RB_DEFAULT_CPUS;
-    cfg->max_cpus = RB_DEFAULT_MAX_CPUS;
-    cfg->pids_limit = RB_DEFAULT_PIDS_LIMIT;
-    cfg->max_sessions = RB_DEFAULT_MAX_SESSIONS;
-    cfg->grace_ms = RB_DEFAULT_GRACE_MS;
-    cfg->max_queue = RB_DEFAULT_MAX_QUEUE;
+    server_settings_init(&cfg->server);
+    core_settings_init(&cfg->core);
     cfg->log_level = xstrdup("info");
-    cfg->allowed_origins = NULL;
-    cfg->mcp_image_limit = RB_DEFAULT_MCP_IMAGE_LIMIT;
-    cfg->max_upload = RB_DEFAULT_MAX_UPLOAD;
-    cfg->deps_network = xstrdup("bridge");
-    cfg->max_download = RB_DEFAULT_MAX_DOWNLOAD;
-    cfg->pool_size = RB_DEFAULT_POOL_SIZE;
-    cfg->pool_bash_size = RB_DEFAULT_POOL_BASH_SIZE;
-    cfg->max_pids_limit = RB_DEFAULT_MAX_PIDS_LIMIT;
-    cfg->workspace_size = RB_DEFAULT_WORKSPACE_SIZE;
-    cfg->max_workspace_size = RB_DEFAULT_MAX_WORKSPACE_SIZE;
-    cfg->tmp_size = RB_DEFAULT_TMP_SIZE;
-    cfg->max_tmp_size = RB_DEFAULT_MAX_TMP_SIZE;
-    cfg->open_files = RB_DEFAULT_OPEN_FILES;
-    cfg->file_size = RB_DEFAULT_FILE_SIZE;
-    cfg->allow_network = 0;
-    cfg->egress_network = xstrdup(RB_DEFAULT_EGRESS_NETWORK);
-    cfg->code_policy = xstrdup(RB_DEFAULT_CODE_POLICY);
-    cfg->code_policy_file = NULL;
-    cfg->code_policy_overridable = xstrdup(RB_DEFAULT_CODE_POLICY_OVERRIDABLE);
 }
 
 void config_dispose(rb_config *cfg)
 {
     if (cfg == NULL)
         return;
-    for (size_t i = 0; i < NKEYS; i++) {
-        if (keys[i].kind == K_STR || keys[i].kind == K_LEVEL) {
-            char **p = (char **)((char *)cfg + keys[i].offset);
-            free(*p);
-            *p = NULL;
-        }
-    }
+    server_settings_dispose(&cfg->server);
+    core_settings_dispose(&cfg->core);
+    free(cfg->log_level);
+    cfg->log_level = NULL;
 }
 
 static const key_def *find_key(const char *key)
@@ -364,70 +325,70 @@ static int listen_ok(const char *s)
 rb_err config_validate(const rb_config *cfg, char *err)
 {
     rb_log_level lvl;
-    if (cfg->listen == NULL || !listen_ok(cfg->listen))
+    if (cfg->server.listen == NULL || !listen_ok(cfg->server.listen))
         return rb_fail(RB_EINVAL, err, "listen: '%s' is not HOST:PORT (e.g. 127.0.0.1:8080)",
-                       cfg->listen ? cfg->listen : "");
-    if (cfg->db_path == NULL || cfg->db_path[0] == '\0')
+                       cfg->server.listen ? cfg->server.listen : "");
+    if (cfg->core.db_path == NULL || cfg->core.db_path[0] == '\0')
         return rb_fail(RB_EINVAL, err, "db: a database path is required");
-    if (cfg->image == NULL || cfg->image[0] == '\0')
+    if (cfg->core.image == NULL || cfg->core.image[0] == '\0')
         return rb_fail(RB_EINVAL, err, "image: an image name is required");
-    if (cfg->docker_socket == NULL || cfg->docker_socket[0] == '\0')
+    if (cfg->core.docker_socket == NULL || cfg->core.docker_socket[0] == '\0')
         return rb_fail(RB_EINVAL, err, "docker-socket: a socket path is required");
-    if (cfg->max_body == 0)
+    if (cfg->server.max_body == 0)
         return rb_fail(RB_EINVAL, err, "max-body: must be at least 1 byte");
-    if (cfg->output_limit == 0)
+    if (cfg->core.output_limit == 0)
         return rb_fail(RB_EINVAL, err, "output-limit: must be at least 1 byte");
-    if (!(cfg->max_timeout > 0))
+    if (!(cfg->core.max_timeout > 0))
         return rb_fail(RB_EINVAL, err, "max-timeout: must be more than 0 seconds");
-    if (!(cfg->default_timeout > 0) || cfg->default_timeout > cfg->max_timeout)
-        return rb_fail(RB_EINVAL, err, "timeout: must be more than 0 and at most max-timeout (%g s)", cfg->max_timeout);
-    if (cfg->idle_timeout < 0)
+    if (!(cfg->core.default_timeout > 0) || cfg->core.default_timeout > cfg->core.max_timeout)
+        return rb_fail(RB_EINVAL, err, "timeout: must be more than 0 and at most max-timeout (%g s)", cfg->core.max_timeout);
+    if (cfg->core.idle_timeout < 0)
         return rb_fail(RB_EINVAL, err, "idle-timeout: must not be negative");
-    if (cfg->retention < 0)
+    if (cfg->core.retention < 0)
         return rb_fail(RB_EINVAL, err, "retention: must not be negative");
-    if (cfg->max_memory_mb <= 0)
+    if (cfg->core.max_memory_mb <= 0)
         return rb_fail(RB_EINVAL, err, "max-memory: must be at least 1 MiB");
-    if (cfg->memory_mb <= 0 || cfg->memory_mb > cfg->max_memory_mb)
+    if (cfg->core.memory_mb <= 0 || cfg->core.memory_mb > cfg->core.max_memory_mb)
         return rb_fail(RB_EINVAL, err, "memory: must be at least 1 MiB and at most max-memory (%d MiB)",
-                       cfg->max_memory_mb);
-    if (!(cfg->max_cpus > 0))
+                       cfg->core.max_memory_mb);
+    if (!(cfg->core.max_cpus > 0))
         return rb_fail(RB_EINVAL, err, "max-cpus: must be more than 0");
-    if (!(cfg->cpus > 0) || cfg->cpus > cfg->max_cpus)
-        return rb_fail(RB_EINVAL, err, "cpus: must be more than 0 and at most max-cpus (%g)", cfg->max_cpus);
-    if (cfg->pids_limit <= 0)
+    if (!(cfg->core.cpus > 0) || cfg->core.cpus > cfg->core.max_cpus)
+        return rb_fail(RB_EINVAL, err, "cpus: must be more than 0 and at most max-cpus (%g)", cfg->core.max_cpus);
+    if (cfg->core.pids_limit <= 0)
         return rb_fail(RB_EINVAL, err, "pids-limit: must be at least 1");
-    if (cfg->max_sessions <= 0)
+    if (cfg->core.max_sessions <= 0)
         return rb_fail(RB_EINVAL, err, "max-sessions: must be at least 1");
-    if (cfg->grace_ms < 0)
+    if (cfg->core.grace_ms < 0)
         return rb_fail(RB_EINVAL, err, "grace: must not be negative");
-    if (cfg->max_queue <= 0)
+    if (cfg->core.max_queue <= 0)
         return rb_fail(RB_EINVAL, err, "max-queue: must be at least 1");
     if (cfg->log_level == NULL || rb_log_parse_level(cfg->log_level, &lvl) != 0)
         return rb_fail(RB_EINVAL, err, "log-level: must be one of debug, info, warn, error");
-    if (cfg->pool_size < 0 || cfg->pool_size > 64)
+    if (cfg->core.pool_size < 0 || cfg->core.pool_size > 64)
         return rb_fail(RB_EINVAL, err, "pool-size: must be between 0 and 64");
-    if (cfg->pool_bash_size < 0 || cfg->pool_bash_size > 64)
+    if (cfg->core.pool_bash_size < 0 || cfg->core.pool_bash_size > 64)
         return rb_fail(RB_EINVAL, err, "pool-bash-size: must be between 0 and 64");
-    if (cfg->max_pids_limit < cfg->pids_limit)
-        return rb_fail(RB_EINVAL, err, "max-pids-limit: must be at least pids-limit (%d)", cfg->pids_limit);
-    if (cfg->workspace_size < 1024 * 1024 || cfg->workspace_size > cfg->max_workspace_size)
+    if (cfg->core.max_pids_limit < cfg->core.pids_limit)
+        return rb_fail(RB_EINVAL, err, "max-pids-limit: must be at least pids-limit (%d)", cfg->core.pids_limit);
+    if (cfg->core.workspace_size < 1024 * 1024 || cfg->core.workspace_size > cfg->core.max_workspace_size)
         return rb_fail(RB_EINVAL, err, "workspace-size: must be at least 1m and at most max-workspace-size (%zu bytes)",
-                       cfg->max_workspace_size);
-    if (cfg->tmp_size < 1024 * 1024 || cfg->tmp_size > cfg->max_tmp_size)
+                       cfg->core.max_workspace_size);
+    if (cfg->core.tmp_size < 1024 * 1024 || cfg->core.tmp_size > cfg->core.max_tmp_size)
         return rb_fail(RB_EINVAL, err, "tmp-size: must be at least 1m and at most max-tmp-size (%zu bytes)",
-                       cfg->max_tmp_size);
-    if (cfg->open_files < 64)
+                       cfg->core.max_tmp_size);
+    if (cfg->core.open_files < 64)
         return rb_fail(RB_EINVAL, err, "open-files: must be at least 64 (the runner needs a few)");
-    if (cfg->file_size < 1024 * 1024)
+    if (cfg->core.file_size < 1024 * 1024)
         return rb_fail(RB_EINVAL, err, "file-size: must be at least 1m");
-    if (cfg->code_policy == NULL ||
-        (strcmp(cfg->code_policy, "off") != 0 && strcmp(cfg->code_policy, "default") != 0 &&
-         strcmp(cfg->code_policy, "strict") != 0 && strcmp(cfg->code_policy, "custom") != 0))
+    if (cfg->core.code_policy == NULL ||
+        (strcmp(cfg->core.code_policy, "off") != 0 && strcmp(cfg->core.code_policy, "default") != 0 &&
+         strcmp(cfg->core.code_policy, "strict") != 0 && strcmp(cfg->core.code_policy, "custom") != 0))
         return rb_fail(RB_EINVAL, err, "code-policy: '%s' is not one of off, default, strict, custom",
-                       cfg->code_policy ? cfg->code_policy : "");
-    if (strcmp(cfg->code_policy, "custom") == 0 && cfg->code_policy_file == NULL)
+                       cfg->core.code_policy ? cfg->core.code_policy : "");
+    if (strcmp(cfg->core.code_policy, "custom") == 0 && cfg->core.code_policy_file == NULL)
         return rb_fail(RB_EINVAL, err, "code-policy: custom needs --code-policy-file (the rules to apply)");
-    if (strcmp(cfg->code_policy, "off") == 0 && cfg->code_policy_file != NULL)
+    if (strcmp(cfg->core.code_policy, "off") == 0 && cfg->core.code_policy_file != NULL)
         return rb_fail(RB_EINVAL, err,
                        "code-policy-file: set --code-policy to default, strict or custom too (it is off)");
     return RB_OK;

@@ -1,21 +1,19 @@
 /*
- * config: runboxd's one configuration struct. Defaults come from the named macros below, then
- * the environment (RUNBOX_*), then command-line flags; config_validate runs once at start-up
- * and names the bad key. Read-only after start-up. No I/O beyond reading argv/environ.
+ * settings: what the session manager needs to know from its operator: the sandbox image and
+ * Docker socket, the store's path, default and maximum limits per sandbox, timeouts, pool
+ * sizes, dependency installs and the code policy. core_new borrows one core_settings for its
+ * lifetime and reads it only. Where the values come from (flags, environment, a file) is the
+ * daemon's business (daemon/config.c), so core/ can be linked and tested without it: a test
+ * calls core_settings_init and changes the fields it cares about.
  */
-#ifndef RB_CONFIG_H
-#define RB_CONFIG_H
+#ifndef RB_CORE_SETTINGS_H
+#define RB_CORE_SETTINGS_H
 
 #include <stddef.h>
-#include <stdint.h>
 
-#include "base/base.h"
-
-#define RB_DEFAULT_LISTEN "127.0.0.1:8080"
 #define RB_DEFAULT_DB "runbox.db"
 #define RB_DEFAULT_IMAGE "runbox-sandbox:latest"
 #define RB_DEFAULT_DOCKER_SOCKET "/var/run/docker.sock"
-#define RB_DEFAULT_MAX_BODY (1024 * 1024)
 #define RB_DEFAULT_OUTPUT_LIMIT (1024 * 1024)
 #define RB_DEFAULT_TIMEOUT_S 30.0
 #define RB_DEFAULT_MAX_TIMEOUT_S 3600.0
@@ -29,7 +27,6 @@
 #define RB_DEFAULT_MAX_SESSIONS 100
 #define RB_DEFAULT_GRACE_MS 2000
 #define RB_DEFAULT_MAX_QUEUE 100
-#define RB_DEFAULT_MCP_IMAGE_LIMIT (1024 * 1024)
 #define RB_DEFAULT_POOL_SIZE 2
 #define RB_DEFAULT_POOL_BASH_SIZE 0
 #define RB_DEFAULT_MAX_PIDS_LIMIT 1024
@@ -40,18 +37,16 @@
 #define RB_DEFAULT_OPEN_FILES 1024
 #define RB_DEFAULT_FILE_SIZE ((size_t)4 * 1024 * 1024 * 1024)
 #define RB_DEFAULT_EGRESS_NETWORK "bridge"
-
 #define RB_DEFAULT_MAX_UPLOAD (64 * 1024 * 1024)
 #define RB_DEFAULT_MAX_DOWNLOAD (64 * 1024 * 1024)
 #define RB_DEFAULT_CODE_POLICY "off"
 #define RB_DEFAULT_CODE_POLICY_OVERRIDABLE "*"
 
-typedef struct rb_config {
-    char *listen;          /* "host:port"; --listen / RUNBOX_LISTEN */
+/* Field comments name the daemon's flag and environment variable that set each one. */
+typedef struct core_settings {
     char *db_path;         /* --db / RUNBOX_DB */
     char *image;           /* --image / RUNBOX_IMAGE */
     char *docker_socket;   /* --docker-socket / RUNBOX_DOCKER_SOCKET */
-    size_t max_body;       /* --max-body / RUNBOX_MAX_BODY: bytes of a request body (413 beyond) */
     size_t output_limit;   /* --output-limit / RUNBOX_OUTPUT_LIMIT: bytes of stdout+stderr kept per execution */
     double default_timeout;/* --timeout / RUNBOX_TIMEOUT: seconds per execution unless the session/call says */
     double max_timeout;    /* --max-timeout / RUNBOX_MAX_TIMEOUT */
@@ -65,11 +60,6 @@ typedef struct rb_config {
     int max_sessions;      /* --max-sessions / RUNBOX_MAX_SESSIONS: live sessions at once */
     int grace_ms;          /* --grace / RUNBOX_GRACE_MS: after an interrupt, how long before the worker is killed */
     int max_queue;         /* --max-queue / RUNBOX_MAX_QUEUE: queued executions per session */
-    char *log_level;       /* --log-level / RUNBOX_LOG_LEVEL: debug|info|warn|error */
-    char *allowed_origins; /* --allowed-origins / RUNBOX_ALLOWED_ORIGINS: comma-separated origins allowed on /mcp
-                              besides http(s)://localhost, 127.0.0.1 and [::1] (any port); NULL = none; "*" = any */
-    size_t mcp_image_limit;/* --mcp-image-limit / RUNBOX_MCP_IMAGE_LIMIT: PNG bytes above which MCP sends a
-                              resource_link instead of inline image content */
     int pool_size;         /* --pool-size / RUNBOX_POOL_SIZE: warm python sandboxes (default profile) kept ready; 0 = no pool */
     int pool_bash_size;    /* --pool-bash-size / RUNBOX_POOL_BASH_SIZE: warm bash sandboxes kept ready */
     /* Sandbox limits (each session may ask for less, or more up to the max-* value). /workspace
@@ -100,24 +90,13 @@ typedef struct rb_config {
     char *code_policy_overridable; /* --code-policy-overridable / RUNBOX_CODE_POLICY_OVERRIDABLE: rules callers may
                               turn off with disabled_rules: "*" (any), "none", or a comma list (a trailing '*' is a
                               prefix: "import:*") */
-} rb_config;
 
-/** Fills cfg with defaults (heap strings owned by cfg). */
-void config_init(rb_config *cfg);
-/** Frees the strings. */
-void config_dispose(rb_config *cfg);
-/** Sets one key by its flag name without dashes ("listen", "db", "max-body", ...) from text.
- * RB_EINVAL naming the key and the expected form when the value is bad or the key unknown. */
-rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err);
-/** Applies RUNBOX_<KEY> variables from the environment (key upper-cased, '-' -> '_'). */
-rb_err config_load_env(rb_config *cfg, char *err);
-/** Checks cross-field rules (defaults within maxima, positive sizes); names the bad key. */
-rb_err config_validate(const rb_config *cfg, char *err);
+} core_settings;
 
-/** Callback of config_each: flag name ("max-body"), environment variable ("RUNBOX_MAX_BODY"),
- * the current value as text and a one-line description. All strings are borrowed for the call. */
-typedef void (*config_key_cb)(void *data, const char *key, const char *env, const char *value, const char *help);
-/** Calls cb once per key, in a stable order (used by --help). */
-void config_each(const rb_config *cfg, config_key_cb cb, void *data);
+/** Fills s with the defaults above; the string fields are heap copies owned by s (or NULL). */
+void core_settings_init(core_settings *s);
+/** Frees the string fields (each may have been replaced by another heap string or NULL) and
+ * sets them to NULL. Accepts NULL. */
+void core_settings_dispose(core_settings *s);
 
 #endif

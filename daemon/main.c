@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config.h"
-#include "core/core.h"
 #include "base/base.h"
+#include "core/core.h"
+#include "daemon/config.h"
 #include "server/http.h"
 
 /* After a stop signal, connections get this long to finish before the process exits anyway. */
@@ -163,6 +163,8 @@ int main(int argc, char **argv)
         status = 2;
         goto dispose_config;
     }
+    /* The HTTP layer sizes upload bodies by core's limit, so that the two agree. */
+    cfg.server.max_upload = cfg.core.max_upload;
     rb_log_level lvl;
     if (rb_log_parse_level(cfg.log_level, &lvl) == 0)
         rb_log_set_level(lvl);
@@ -170,12 +172,12 @@ int main(int argc, char **argv)
     daemon_state d;
     memset(&d, 0, sizeof(d));
     d.loop = uv_default_loop();
-    if (core_new(d.loop, &cfg, &d.core, err) != RB_OK) {
+    if (core_new(d.loop, &cfg.core, &d.core, err) != RB_OK) {
         fprintf(stderr, "runboxd: %s\n", err);
         rb_error("runboxd: cannot start the core: %s", err);
         goto dispose_config;
     }
-    if (server_start(d.loop, &cfg, d.core, &d.server, err) != RB_OK) {
+    if (server_start(d.loop, &cfg.server, d.core, &d.server, err) != RB_OK) {
         fprintf(stderr, "runboxd: %s\n", err);
         rb_error("runboxd: %s", err);
         core_free(d.core);
@@ -191,8 +193,8 @@ int main(int argc, char **argv)
     uv_timer_init(d.loop, &d.settle);
     d.settle.data = &d;
 
-    rb_info("runboxd %s listening on http://%s (db %s, image %s)", RUNBOX_VERSION, server_address(d.server), cfg.db_path,
-            cfg.image);
+    rb_info("runboxd %s listening on http://%s (db %s, image %s)", RUNBOX_VERSION, server_address(d.server), cfg.core.db_path,
+            cfg.core.image);
     uv_run(d.loop, UV_RUN_DEFAULT);
 
     uv_close((uv_handle_t *)&d.drain, NULL);

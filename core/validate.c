@@ -1,5 +1,5 @@
 /*
- * options.c: validation of what callers ask for when they create sessions and run code:
+ * validate.c: validation of what callers ask for when they create sessions and run code:
  * languages, execution options and sandbox limits within the server's maxima, environment
  * variables, sizes and timeouts. Every message names the field and says what is accepted.
  */
@@ -121,7 +121,7 @@ static rb_err parse_size_opt(json_t *eo, const char *key, int64_t min, int64_t m
  * tmp_size within the server's maxima, and network only when the operator allows it. */
 static rb_err parse_sandbox_limits(rb_core *c, session *s, json_t *eo, char *err)
 {
-    const rb_config *cfg = c->cfg;
+    const core_settings *cfg = c->cfg;
     rb_err e;
     s->pids_limit = cfg->pids_limit;
     s->workspace_bytes = (int64_t)cfg->workspace_size;

@@ -1,0 +1,58 @@
+/*
+ * settings.c: defaults of the session manager's settings (core/settings.h).
+ */
+#include "core/settings.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/mem.h"
+
+void core_settings_init(core_settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->db_path = xstrdup(RB_DEFAULT_DB);
+    s->image = xstrdup(RB_DEFAULT_IMAGE);
+    s->docker_socket = xstrdup(RB_DEFAULT_DOCKER_SOCKET);
+    s->output_limit = RB_DEFAULT_OUTPUT_LIMIT;
+    s->default_timeout = RB_DEFAULT_TIMEOUT_S;
+    s->max_timeout = RB_DEFAULT_MAX_TIMEOUT_S;
+    s->idle_timeout = RB_DEFAULT_IDLE_TIMEOUT_S;
+    s->retention = RB_DEFAULT_RETENTION_S;
+    s->memory_mb = RB_DEFAULT_MEMORY_MB;
+    s->max_memory_mb = RB_DEFAULT_MAX_MEMORY_MB;
+    s->cpus = RB_DEFAULT_CPUS;
+    s->max_cpus = RB_DEFAULT_MAX_CPUS;
+    s->pids_limit = RB_DEFAULT_PIDS_LIMIT;
+    s->max_sessions = RB_DEFAULT_MAX_SESSIONS;
+    s->grace_ms = RB_DEFAULT_GRACE_MS;
+    s->max_queue = RB_DEFAULT_MAX_QUEUE;
+    s->max_upload = RB_DEFAULT_MAX_UPLOAD;
+    s->deps_network = xstrdup("bridge");
+    s->max_download = RB_DEFAULT_MAX_DOWNLOAD;
+    s->pool_size = RB_DEFAULT_POOL_SIZE;
+    s->pool_bash_size = RB_DEFAULT_POOL_BASH_SIZE;
+    s->max_pids_limit = RB_DEFAULT_MAX_PIDS_LIMIT;
+    s->workspace_size = RB_DEFAULT_WORKSPACE_SIZE;
+    s->max_workspace_size = RB_DEFAULT_MAX_WORKSPACE_SIZE;
+    s->tmp_size = RB_DEFAULT_TMP_SIZE;
+    s->max_tmp_size = RB_DEFAULT_MAX_TMP_SIZE;
+    s->open_files = RB_DEFAULT_OPEN_FILES;
+    s->file_size = RB_DEFAULT_FILE_SIZE;
+    s->allow_network = 0;
+    s->egress_network = xstrdup(RB_DEFAULT_EGRESS_NETWORK);
+    s->code_policy = xstrdup(RB_DEFAULT_CODE_POLICY);
+    s->code_policy_file = NULL;
+    s->code_policy_overridable = xstrdup(RB_DEFAULT_CODE_POLICY_OVERRIDABLE);
+}
+
+void core_settings_dispose(core_settings *s)
+{
+    if (s == NULL)
+        return;
+    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+        free(*strs[i]);
+        *strs[i] = NULL;
+    }
+}

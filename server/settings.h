@@ -1,0 +1,34 @@
+/*
+ * settings: what the HTTP layer needs to know from its operator: where to listen, how large a
+ * request body may be, which browser origins may call /mcp and when MCP links to an image
+ * instead of inlining it. server_start borrows one server_settings for its lifetime and reads
+ * it only. Where the values come from is the daemon's business (daemon/config.c).
+ */
+#ifndef RB_SERVER_SETTINGS_H
+#define RB_SERVER_SETTINGS_H
+
+#include <stddef.h>
+
+#define RB_DEFAULT_LISTEN "127.0.0.1:8080"
+#define RB_DEFAULT_MAX_BODY (1024 * 1024)
+#define RB_DEFAULT_MCP_IMAGE_LIMIT (1024 * 1024)
+#define RB_DEFAULT_SERVER_MAX_UPLOAD (64 * 1024 * 1024)
+
+/* Field comments name the daemon's flag and environment variable that set each one. */
+typedef struct server_settings {
+    char *listen;          /* "host:port"; --listen / RUNBOX_LISTEN */
+    size_t max_body;       /* --max-body / RUNBOX_MAX_BODY: bytes of a JSON request body (413 beyond) */
+    size_t max_upload;     /* bytes of an uploaded file's request body (413 beyond): the daemon passes core's
+                              --max-upload here, so the two layers agree */
+    char *allowed_origins; /* --allowed-origins / RUNBOX_ALLOWED_ORIGINS: comma-separated origins allowed on /mcp
+                              besides http(s)://localhost, 127.0.0.1 and [::1] (any port); NULL = none; "*" = any */
+    size_t mcp_image_limit;/* --mcp-image-limit / RUNBOX_MCP_IMAGE_LIMIT: PNG bytes above which MCP sends a
+                              resource_link instead of inline image content */
+} server_settings;
+
+/** Fills s with the defaults above; the string fields are heap copies owned by s (or NULL). */
+void server_settings_init(server_settings *s);
+/** Frees the string fields and sets them to NULL. Accepts NULL. */
+void server_settings_dispose(server_settings *s);
+
+#endif
