@@ -6,7 +6,7 @@
 #   docker build --build-arg BASE=my-mirror/debian:bookworm-slim -t runboxd:latest .
 #
 # Without a registry, scripts/build-server-image builds the same image from a debootstrap root
-# file system and `docker import` (see README.md). compose.yaml runs either.
+# file system and `docker import` (see docs/deployment.md). compose.yaml runs either.
 #
 # The container needs the host's /var/run/docker.sock (it creates the sandboxes there) and a
 # volume for the database; see compose.yaml.
