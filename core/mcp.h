@@ -6,7 +6,7 @@
  * the sandbox used by execute_code without a session_id is created on first use (one per
  * language), kept for the MCP session's lifetime and ended with it.
  *
- * It knows nothing of HTTP or JSON-RPC (server/mcp.c translates); everything runs on the core's
+ * It knows nothing of HTTP or JSON-RPC (server/mcp/mcp.c translates); everything runs on the core's
  * loop. Records cross this interface as jansson objects:
  *   {mcp_session_id, created_at, last_used_at, ended_at (epoch ms or null), protocol_version,
  *    client_info, client_capabilities, log_level, bound: {language: session_id}, end_reason}.

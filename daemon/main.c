@@ -12,6 +12,8 @@
 #include "core/core.h"
 #include "daemon/config.h"
 #include "server/http.h"
+#include "server/mcp/mcp.h"
+#include "server/rest/rest.h"
 
 /* After a stop signal, connections get this long to finish before the process exits anyway. */
 #define DRAIN_MS 3000
@@ -83,17 +85,24 @@ static void on_settle(uv_timer_t *t)
     free_core(d);
 }
 
-static void on_signal(uv_signal_t *sig, int signum)
+/* Stops accepting, ends streams and the core's background work; the loop then winds down. */
+static void begin_shutdown(daemon_state *d)
 {
-    daemon_state *d = sig->data;
     if (d->stopping)
         return;
     d->stopping = 1;
-    rb_info("runboxd: %s received, shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
     server_stop(d->server);
     core_stop(d->core);
     d->settle_deadline = rb_mono_ms() + SETTLE_MS;
     uv_timer_start(&d->settle, on_settle, 0, 10);
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+    daemon_state *d = sig->data;
+    if (!d->stopping)
+        rb_info("runboxd: %s received, shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    begin_shutdown(d);
 }
 
 /* Parses argv into cfg; returns 0 to run, 1 when --help/--version was handled, -1 on error. */
@@ -193,8 +202,18 @@ int main(int argc, char **argv)
     uv_timer_init(d.loop, &d.settle);
     d.settle.data = &d;
 
-    rb_info("runboxd %s listening on http://%s (db %s, image %s)", RUNBOX_VERSION, server_address(d.server), cfg.core.db_path,
-            cfg.core.image);
+    /* Each protocol registers its own routes on the server. */
+    rest_register(d.server);
+    int failed = mcp_register(d.server, d.core, &cfg.server, err) != RB_OK;
+    if (failed) {
+        /* Wind down through the ordinary shutdown path, then exit with an error. */
+        fprintf(stderr, "runboxd: %s\n", err);
+        rb_error("runboxd: cannot start MCP: %s", err);
+        begin_shutdown(&d);
+    } else {
+        rb_info("runboxd %s listening on http://%s (db %s, image %s)", RUNBOX_VERSION, server_address(d.server), cfg.core.db_path,
+                cfg.core.image);
+    }
     uv_run(d.loop, UV_RUN_DEFAULT);
 
     uv_close((uv_handle_t *)&d.drain, NULL);
@@ -203,7 +222,7 @@ int main(int argc, char **argv)
     server_free(d.server);
     uv_loop_close(d.loop);
     rb_info("runboxd: stopped");
-    status = 0;
+    status = failed ? 1 : 0;
 
 dispose_config:
     config_dispose(&cfg);

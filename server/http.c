@@ -1,13 +1,14 @@
 /*
  * http.c: the listener, h2o setup, routing, error table, JSON bodies and access log of runboxd
- * (server/http.h). One h2o handler is registered at "/" and routes by a table of method +
- * pattern so that REST and MCP share the 404/405 rules. Errors that h2o generates itself
+ * (server/http.h). One h2o handler is registered at "/" and routes by the table that protocols
+ * fill with server_register, so that REST and MCP share the 404/405 rules. Errors that h2o generates itself
  * before any handler runs (413 for a body over max-body, 400 for broken framing) go through
  * the host's fallback path; a filter there rewrites them into our JSON error document.
  * It contains no session logic.
  */
 #include "server/http.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,6 @@
 #include <unistd.h>
 
 #include "base/codec.h"
-#include "server/mcp.h"
-#include "server/rest.h"
-#include "server/sse.h"
 
 struct rb_server {
     h2o_globalconf_t globalconf;
@@ -30,15 +28,21 @@ struct rb_server {
     uv_loop_t *loop;
     const server_settings *cfg;
     rb_core *core;
-    const http_route *routes;
+    http_protocol protocols[HTTP_MAX_PROTOCOLS];
+    size_t nprotocols;
+    struct routed *routes; /* every protocol's routes in registration order (heap) */
     size_t nroutes;
-    http_route *route_table; /* REST + MCP routes (heap) */
-    mcp_server *mcp;
     size_t conns;
     int stopping, listener_closed, disposed;
-    h2o_linklist_t sse_streams;
+    h2o_linklist_t streams; /* http_stream_link.link of open event streams */
     int port;
     char address[80];
+};
+
+/* A registered route and the protocol it belongs to. */
+struct routed {
+    http_route route;
+    const http_protocol *protocol;
 };
 
 typedef struct route_handler {
@@ -320,13 +324,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     allow[0] = '\0';
 
     for (size_t i = 0; i < s->nroutes; i++) {
-        const http_route *r = &s->routes[i];
+        const http_route *r = &s->routes[i].route;
         if (!match_route(req, r->pattern, path, NULL))
             continue;
         if (h2o_memis(req->method.base, req->method.len, r->method, strlen(r->method))) {
             http_call *call = h2o_mem_alloc_pool(&req->pool, sizeof(*call));
             memset(call, 0, sizeof(*call));
             call->server = s;
+            call->data = s->routes[i].protocol->data;
             call->core = s->core;
             call->cfg = s->cfg;
             call->req = req;
@@ -400,12 +405,16 @@ static void jsonerr_on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ost
                      (size_t)s->globalconf.max_request_entity_size);
         else
             snprintf(msg, sizeof(msg), "the HTTP request could not be read: %s", req->res.reason ? req->res.reason : "");
-        json_t *doc = error_doc(code_of_status(req->res.status), msg);
-        if (h2o_memis(req->input.path.base, req->input.path.len > 4 ? 4 : req->input.path.len, H2O_STRLIT("/mcp"))) {
-            /* The MCP endpoint answers in JSON-RPC's error shape. */
-            json_decref(doc);
-            doc = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code", -32600, "message", msg);
+        json_t *doc = NULL;
+        for (size_t i = 0; i < s->nprotocols && doc == NULL; i++) {
+            const http_protocol *p = &s->protocols[i];
+            size_t n = p->error_prefix != NULL ? strlen(p->error_prefix) : 0;
+            if (p->error_doc != NULL && n > 0 && req->input.path.len >= n &&
+                memcmp(req->input.path.base, p->error_prefix, n) == 0)
+                doc = p->error_doc(req->res.status, msg);
         }
+        if (doc == NULL)
+            doc = error_doc(code_of_status(req->res.status), msg);
         h2o_iovec_t body = encode(req, doc);
         json_decref(doc);
         h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, H2O_STRLIT("application/json"), 1);
@@ -540,20 +549,7 @@ rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, 
     s->loop = loop;
     s->cfg = cfg;
     s->core = core;
-    size_t nrest = 0, nmcp = 0;
-    const http_route *rest = rest_routes(&nrest), *mcp = mcp_routes(&nmcp);
-    s->route_table = xmalloc((nrest + nmcp) * sizeof(*s->route_table));
-    memcpy(s->route_table, rest, nrest * sizeof(*rest));
-    memcpy(s->route_table + nrest, mcp, nmcp * sizeof(*mcp));
-    s->routes = s->route_table;
-    s->nroutes = nrest + nmcp;
-    if ((e = mcp_server_new(s, core, cfg, &s->mcp, err)) != RB_OK) {
-        close(fd);
-        free(s->route_table);
-        free(s);
-        return e;
-    }
-    h2o_linklist_init_anchor(&s->sse_streams);
+    h2o_linklist_init_anchor(&s->streams);
 
     h2o_config_init(&s->globalconf);
     /* JSON handlers check max_body themselves; file uploads may be larger (max_upload). */
@@ -624,11 +620,14 @@ void server_stop(rb_server *s)
         return;
     s->stopping = 1;
     h2o_context_request_shutdown(&s->ctx);
-    while (!h2o_linklist_is_empty(&s->sse_streams)) {
-        h2o_linklist_t *l = s->sse_streams.next;
-        sse__shutdown(sse__from_link(l));
+    while (!h2o_linklist_is_empty(&s->streams)) {
+        http_stream_link *l = H2O_STRUCT_FROM_MEMBER(http_stream_link, link, s->streams.next);
+        h2o_linklist_unlink(&l->link);
+        l->shutdown(l);
     }
-    mcp_server_stop(s->mcp);
+    for (size_t i = 0; i < s->nprotocols; i++)
+        if (s->protocols[i].stop != NULL)
+            s->protocols[i].stop(s->protocols[i].data);
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
 }
 
@@ -643,22 +642,33 @@ void server_free(rb_server *s)
         return;
     }
     h2o_config_dispose(&s->globalconf);
-    mcp_server_free(s->mcp);
-    free(s->route_table);
+    for (size_t i = 0; i < s->nprotocols; i++)
+        if (s->protocols[i].free != NULL)
+            s->protocols[i].free(s->protocols[i].data);
+    free(s->routes);
     free(s);
 }
 
-void http__sse_link(rb_server *s, h2o_linklist_t *link)
+void server_register(rb_server *s, const http_protocol *p)
 {
-    h2o_linklist_insert(&s->sse_streams, link);
+    assert(s->nprotocols < HTTP_MAX_PROTOCOLS);
+    http_protocol *copy = &s->protocols[s->nprotocols++];
+    *copy = *p;
+    s->routes = xrealloc(s->routes, (s->nroutes + p->nroutes) * sizeof(*s->routes));
+    for (size_t i = 0; i < p->nroutes; i++) {
+        s->routes[s->nroutes + i].route = p->routes[i];
+        s->routes[s->nroutes + i].protocol = copy;
+    }
+    s->nroutes += p->nroutes;
 }
 
-struct mcp_server *http__mcp(rb_server *s)
+void server_track_stream(rb_server *s, http_stream_link *l)
 {
-    return s->mcp;
+    h2o_linklist_insert(&s->streams, &l->link);
 }
 
-int http__stopping(const rb_server *s)
+void server_untrack_stream(http_stream_link *l)
 {
-    return s->stopping;
+    if (h2o_linklist_is_linked(&l->link))
+        h2o_linklist_unlink(&l->link);
 }

@@ -1,9 +1,11 @@
 /*
  * http: runboxd's HTTP front door on libh2o (libuv flavour). It owns the listener, the h2o
- * configuration and context, the route table shared by the REST and MCP handlers, the one
- * error table (rb_err -> HTTP status + JSON error body), the JSON request-body reader
- * (Content-Type, size limit, parse errors with line/column), JSON answers and the access log.
- * It holds no session logic: handlers translate to core/ calls and back.
+ * configuration and context, the router (one table of method + pattern routes that protocols
+ * register, sharing the 404/405 rules), the one error table (rb_err -> HTTP status + JSON error
+ * body), the JSON request-body reader (Content-Type, size limit, parse errors with
+ * line/column), JSON answers and the access log. It knows no protocol: REST (server/rest/),
+ * MCP (server/mcp/) and any later one register themselves with server_register, and the
+ * daemon's main calls their *_register functions in turn. It holds no session logic.
  */
 #ifndef RB_SERVER_HTTP_H
 #define RB_SERVER_HTTP_H
@@ -25,6 +27,7 @@ typedef struct rb_server rb_server;
  * strings in req->pool, in pattern order). The handler must answer (now or later) and return 0. */
 typedef struct http_call {
     rb_server *server;
+    void *data; /* the registering protocol's data (http_protocol.data) */
     rb_core *core;
     const server_settings *cfg;
     h2o_req_t *req;
@@ -42,8 +45,31 @@ typedef struct http_route {
     http_handler_cb handler;
 } http_route;
 
-/** Starts listening on cfg->listen ("host:port", port 0 = any) on loop with the routes of
- * every protocol (REST now, MCP later). cfg and core are borrowed and must outlive the server.
+/** What a protocol module registers: its routes, the data its handlers receive as call->data,
+ * and optional hooks. stop runs from server_stop (in registration order; it must drop work in
+ * flight without answering), free from server_free (both receive data). For HTTP errors that
+ * h2o raises itself before any handler runs (413 over the body limit, 400 for broken framing)
+ * on a path under error_prefix, error_doc (when set) gives the body to send instead of the
+ * JSON error document (a new reference); MCP answers in JSON-RPC's error shape that way. */
+typedef struct http_protocol {
+    const char *name;
+    const http_route *routes;
+    size_t nroutes;
+    void *data;
+    void (*stop)(void *data);
+    void (*free)(void *data);
+    const char *error_prefix;
+    json_t *(*error_doc)(int status, const char *message);
+} http_protocol;
+
+/** Adds a protocol's routes after those registered before (the first matching route wins); p
+ * and its route table are copied, the route strings and data are borrowed. Call after
+ * server_start and before the loop runs, at most HTTP_MAX_PROTOCOLS times. */
+#define HTTP_MAX_PROTOCOLS 8
+void server_register(rb_server *s, const http_protocol *p);
+
+/** Starts listening on cfg->listen ("host:port", port 0 = any) on loop, with no routes until
+ * protocols register (server_register). cfg and core are borrowed and must outlive the server.
  * RB_EINVAL for a bad address, RB_EIO when it cannot bind (then *out is untouched, nothing
  * to free). On success *out is owned by the caller: server_stop, run the loop, server_free. */
 rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, rb_server **out, char *err);
@@ -88,10 +114,15 @@ char *http_pool_strdup(h2o_req_t *req, const char *s, size_t len);
  * No percent-decoding beyond '+'/%XX. */
 const char *http_query_param(h2o_req_t *req, const char *name);
 
-/* For sse.c: server_stop ends the open streams linked here (unlink with h2o_linklist_unlink). */
-void http__sse_link(rb_server *s, h2o_linklist_t *link);
-int http__stopping(const rb_server *s);
-/* For mcp.c: the server's MCP state (server/mcp.h). */
-struct mcp_server *http__mcp(rb_server *s);
+/** A long-lived response (an event stream) that server_stop must end. The owner embeds one,
+ * sets shutdown and tracks it; server_stop untracks each and calls shutdown(l) once. */
+typedef struct http_stream_link {
+    h2o_linklist_t link;
+    void (*shutdown)(struct http_stream_link *l);
+} http_stream_link;
+/** Tracks l (its link must not be tracked already). */
+void server_track_stream(rb_server *s, http_stream_link *l);
+/** Stops tracking l; does nothing if it is not tracked. */
+void server_untrack_stream(http_stream_link *l);
 
 #endif

@@ -18,7 +18,7 @@ struct sse_stream {
     h2o_generator_t gen; /* first: h2o passes it back to proceed/stop */
     h2o_req_t *req;
     rb_server *server;
-    h2o_linklist_t link;
+    http_stream_link link; /* tracked by the server, which ends the stream on server_stop */
     rb_buf pending, sending;
     uint64_t next_id;
     uv_timer_t *heartbeat;
@@ -49,8 +49,7 @@ static void stop_heartbeat(sse_stream *s)
 
 static void detach(sse_stream *s)
 {
-    if (h2o_linklist_is_linked(&s->link))
-        h2o_linklist_unlink(&s->link);
+    server_untrack_stream(&s->link);
     stop_heartbeat(s);
 }
 
@@ -121,6 +120,16 @@ static void on_heartbeat(uv_timer_t *t)
     sse_comment(s, "heartbeat");
 }
 
+/* The server is stopping (it has untracked the stream): tell the owner, then finish. */
+static void on_server_stop(http_stream_link *l)
+{
+    sse_stream *s = H2O_STRUCT_FROM_MEMBER(sse_stream, link, l);
+    notify_close(s);
+    sse_comment(s, "server shutting down");
+    s->ending = 1;
+    flush(s);
+}
+
 sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, void *data)
 {
     sse_stream *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), on_dispose);
@@ -134,7 +143,8 @@ sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, 
     s->next_id = 1;
     rb_buf_init(&s->pending, SSE_MAX_PENDING);
     rb_buf_init(&s->sending, SSE_MAX_PENDING);
-    http__sse_link(server, &s->link);
+    s->link.shutdown = on_server_stop;
+    server_track_stream(server, &s->link);
 
     s->heartbeat = xmalloc(sizeof(*s->heartbeat));
     uv_timer_init(req->conn->ctx->loop, s->heartbeat);
@@ -195,20 +205,6 @@ void sse_send_text(sse_stream *s, const char *id, const char *event, const char 
 void sse_end(sse_stream *s)
 {
     s->on_close = NULL;
-    s->ending = 1;
-    flush(s);
-}
-
-sse_stream *sse__from_link(h2o_linklist_t *link)
-{
-    return H2O_STRUCT_FROM_MEMBER(sse_stream, link, link);
-}
-
-void sse__shutdown(sse_stream *s)
-{
-    h2o_linklist_unlink(&s->link);
-    notify_close(s);
-    sse_comment(s, "server shutting down");
     s->ending = 1;
     flush(s);
 }

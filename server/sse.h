@@ -21,7 +21,8 @@ typedef void (*sse_close_cb)(void *data);
 
 #define SSE_HEARTBEAT_MS 15000
 
-/** Starts a 200 text/event-stream answer on req. The stream lives in req->pool. */
+/** Starts a 200 text/event-stream answer on req. The stream lives in req->pool; server_stop
+ * ends it (on_close runs, then the response finishes). */
 sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, void *data);
 /** Queues one event "id: <n>\nevent: <event>\ndata: <compact JSON>\n\n"; data is borrowed. */
 void sse_send(sse_stream *s, const char *event, json_t *data);
@@ -34,10 +35,5 @@ void sse_comment(sse_stream *s, const char *text);
 /** Ends the stream after what is queued; on_close is not called. The owner must not use s
  * afterwards. */
 void sse_end(sse_stream *s);
-
-/* For http.c. */
-sse_stream *sse__from_link(h2o_linklist_t *link);
-/** Ends the stream because the server stops: calls on_close, then finishes the response. */
-void sse__shutdown(sse_stream *s);
 
 #endif

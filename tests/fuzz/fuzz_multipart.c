@@ -1,5 +1,5 @@
 /*
- * fuzz_multipart.c: libFuzzer target for server/multipart.c, the parser of multipart/form-data
+ * fuzz_multipart.c: libFuzzer target for server/rest/multipart.c, the parser of multipart/form-data
  * upload bodies (untrusted bytes from any HTTP client). The input is a Content-Type value, a
  * newline, then the body. Checks memory safety and that every part handed out lies inside the
  * body. Built only with clang and -DRUNBOX_FUZZ=ON; the seed corpus
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/multipart.h"
+#include "server/rest/multipart.h"
 
 typedef struct bounds {
     const char *base;

@@ -22,7 +22,7 @@ def test_openapi_document_is_valid():
     assert spec["openapi"].startswith("3.1")
 
 
-# Every route runboxd serves (server/rest.c and server/mcp.c route tables), as (path, method).
+# Every route runboxd serves (server/rest/rest.c and server/mcp/mcp.c route tables), as (path, method).
 ROUTES = {
     ("/sessions", "post"), ("/sessions", "get"),
     ("/sessions/{session_id}", "get"), ("/sessions/{session_id}", "delete"),
@@ -49,7 +49,7 @@ def test_every_route_is_described():
 
 
 def test_route_tables_match_the_spec():
-    """The route tables in the C sources (server/rest.c, server/mcp.c), read as text: a route
+    """The route tables in the C sources (server/rest/rest.c, server/mcp/mcp.c), read as text: a route
     added there without a line in openapi.yaml (and in ROUTES above) fails here."""
     served = set()
     for src in sorted((rbtest.ROOT / "server").rglob("*.c")):

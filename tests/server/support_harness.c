@@ -3,6 +3,8 @@
  * a thread; the tests talk to it over loopback with a blocking client.
  */
 #include "tests/server/harness.h"
+#include "server/mcp/mcp.h"
+#include "server/rest/rest.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,8 +36,15 @@ static void *loop_main(void *p)
     uv_loop_init(&h->loop);
     uv_async_init(&h->loop, &h->stop, on_stop);
     h->stop.data = h;
-    if (core_new(&h->loop, &h->core_cfg, &h->core, err) != RB_OK ||
-        server_start(&h->loop, &h->cfg, h->core, &h->server, err) != RB_OK) {
+    /* Assembled as runboxd's main does: the server, then each protocol registers itself. */
+    rb_err e = core_new(&h->loop, &h->core_cfg, &h->core, err);
+    if (e == RB_OK)
+        e = server_start(&h->loop, &h->cfg, h->core, &h->server, err);
+    if (e == RB_OK) {
+        rest_register(h->server);
+        e = mcp_register(h->server, h->core, &h->cfg, err);
+    }
+    if (e != RB_OK) {
         fprintf(stderr, "harness: %s\n", err);
         h->port = -1;
         sem_post(&h->ready);

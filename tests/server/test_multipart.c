@@ -1,7 +1,7 @@
 /*
- * test_multipart.c: server/multipart.c (boundaries, parts, fields, malformed bodies, limits,
+ * test_multipart.c: server/rest/multipart.c (boundaries, parts, fields, malformed bodies, limits,
  * a replay of the libFuzzer seed corpus in tests/fuzz/corpus/multipart/) and the file routes
- * of server/rest.c over real HTTP against the fake file calls (support_fake_files.c): raw and
+ * of server/rest/rest.c over real HTTP against the fake file calls (support_fake_files.c): raw and
  * multipart uploads, list, download headers, delete, and their errors.
  */
 #include <stdio.h>
@@ -10,7 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#include "server/multipart.h"
+#include "server/rest/multipart.h"
 #include "tests/server/harness.h"
 #include "tests/server/support_fake_files.h"
 #include "tests/common/corpus.h"

@@ -9,7 +9,7 @@
 
 #include "server/http.h"
 
-/** The REST routes (static table); *n receives their count. */
-const http_route *rest_routes(size_t *n);
+/** Registers the REST routes on s (server_register); they need no state of their own. */
+void rest_register(rb_server *s);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * mcp_tools.c: the MCP tools (server/mcp_internal.h): their definitions, the tool result
+ * mcp_tools.c: the MCP tools (server/mcp/mcp_internal.h): their definitions, the tool result
  * encodings (text blocks, errors, structured content, an execution's output and images),
  * execute_code with its progress notifications, the session tools, and running session-bound
  * tools in a given session or in the MCP connection's own sandbox. The file, package and
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/mcp_internal.h"
+#include "server/mcp/mcp_internal.h"
 
 /* ---- tool results ---------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * mcp_rpc.c: the JSON-RPC layer of MCP (server/mcp_internal.h): building responses and errors,
+ * mcp_rpc.c: the JSON-RPC layer of MCP (server/mcp/mcp_internal.h): building responses and errors,
  * validating single messages, dispatching the methods of a live session (ping, tools/...,
  * resources/..., logging/setLevel) and client notifications (cancellation), and reading the
  * session and execution resources. Tools run in mcp_tools.c, file resources in mcp_files.c;
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/mcp_internal.h"
+#include "server/mcp/mcp_internal.h"
 
 /* ---- messages -------------------------------------------------------------------------- */
 

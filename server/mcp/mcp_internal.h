@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "core/mcp.h"
-#include "server/mcp.h"
+#include "server/mcp/mcp.h"
 #include "server/sse.h"
 
 #define MCP_MAX_BATCH 64

@@ -18,16 +18,9 @@
 
 typedef struct mcp_server mcp_server;
 
-/** The /mcp routes (POST, GET, DELETE); *n receives their count. */
-const http_route *mcp_routes(size_t *n);
-
-/** Creates the MCP state of server s (opens core/mcp's registry on core). RB_ESTORE when the
- * registry cannot be loaded. Borrowed pointers must outlive it. */
-rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err);
-/** Drops requests in flight without answering them and closes the registry (its timer closes
- * on the next loop turn). Call from server_stop, before core_free. A second call does nothing. */
-void mcp_server_stop(mcp_server *ms);
-/** Frees what mcp_server_stop left. Accepts NULL. */
-void mcp_server_free(mcp_server *ms);
+/** Creates the MCP state of server s and registers the /mcp routes (POST, GET, DELETE) with
+ * it; server_stop and server_free stop and free that state. RB_ESTORE when the MCP session
+ * registry cannot be loaded (nothing is registered then). Borrowed pointers must outlive s. */
+rb_err mcp_register(rb_server *s, rb_core *core, const server_settings *cfg, char *err);
 
 #endif

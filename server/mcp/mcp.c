@@ -1,5 +1,5 @@
 /*
- * mcp.c: MCP over streamable HTTP at /mcp (server/mcp.h), the HTTP side. A POST carries one
+ * mcp.c: MCP over streamable HTTP at /mcp (server/mcp/mcp.h), the HTTP side. A POST carries one
  * JSON-RPC message (or, under 2025-03-26 only, a batch). Requests are answered as
  * application/json unless a notification (progress, log message) has to go first, in which case
  * the answer becomes an SSE stream. Every SSE event gets an id "<boot>-<n>", unique per MCP
@@ -8,12 +8,12 @@
  * running). This file checks Origin and Accept, runs initialize, looks sessions up by
  * Mcp-Session-Id, serves POST, GET and DELETE, and owns the server's lifecycle.
  *
- * The rest of the module (shared declarations in server/mcp_internal.h): mcp_rt.c keeps the
+ * The rest of the module (shared declarations in server/mcp/mcp_internal.h): mcp_rt.c keeps the
  * transport state of live MCP sessions (event logs, streams, posts, calls in flight),
  * mcp_rpc.c classifies and dispatches JSON-RPC messages and reads resources, mcp_tools.c runs
  * the tools and mcp_files.c the file, package and dependency tools and file resources.
  */
-#include "server/mcp.h"
+#include "server/mcp/mcp.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "server/mcp_internal.h"
+#include "server/mcp/mcp_internal.h"
 #include "server/sse.h"
 
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
@@ -142,7 +142,7 @@ static int accepts(const char *accept, const char *type)
 
 static mcp_server *server_of(http_call *hc)
 {
-    return http__mcp(hc->server);
+    return hc->data;
 }
 
 /* The checks every MCP request passes first: the server is running (503) and the Origin is
@@ -437,13 +437,47 @@ static const http_route routes[] = {
     {"DELETE", "/mcp", mcp_delete_handler},
 };
 
-const http_route *mcp_routes(size_t *n)
+static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err);
+static void mcp_server_stop(mcp_server *ms);
+static void mcp_server_free(mcp_server *ms);
+
+/* JSON-RPC's error shape for HTTP errors h2o raises itself on /mcp (413, broken framing). */
+static json_t *jsonrpc_http_error(int status, const char *message)
 {
-    *n = sizeof(routes) / sizeof(routes[0]);
-    return routes;
+    (void)status;
+    return json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code", MCP_ERR_INVALID_REQUEST,
+                     "message", message);
 }
 
-rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err)
+static void stop_cb(void *data)
+{
+    mcp_server_stop(data);
+}
+
+static void free_cb(void *data)
+{
+    mcp_server_free(data);
+}
+
+rb_err mcp_register(rb_server *s, rb_core *core, const server_settings *cfg, char *err)
+{
+    mcp_server *ms;
+    rb_err e = mcp_server_new(s, core, cfg, &ms, err);
+    if (e != RB_OK)
+        return e;
+    http_protocol p = {.name = "mcp",
+                       .routes = routes,
+                       .nroutes = sizeof(routes) / sizeof(routes[0]),
+                       .data = ms,
+                       .stop = stop_cb,
+                       .free = free_cb,
+                       .error_prefix = "/mcp",
+                       .error_doc = jsonrpc_http_error};
+    server_register(s, &p);
+    return RB_OK;
+}
+
+static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err)
 {
     json_t *tools = NULL;
     rb_err e = mcp__tools_load(&tools, err);
@@ -468,7 +502,7 @@ rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, m
     return RB_OK;
 }
 
-void mcp_server_stop(mcp_server *ms)
+static void mcp_server_stop(mcp_server *ms)
 {
     if (ms == NULL || ms->stopped)
         return;
@@ -479,7 +513,7 @@ void mcp_server_stop(mcp_server *ms)
     ms->cm = NULL;
 }
 
-void mcp_server_free(mcp_server *ms)
+static void mcp_server_free(mcp_server *ms)
 {
     if (ms == NULL)
         return;

@@ -1,5 +1,5 @@
 /*
- * mcp_rt.c: the transport state of live MCP sessions (server/mcp_internal.h). mcp_rt is one
+ * mcp_rt.c: the transport state of live MCP sessions (server/mcp/mcp_internal.h). mcp_rt is one
  * live MCP session (heap, freed when the session ends or the server stops); mcp_stream is one
  * SSE stream of it and mcp_event one message in its bounded replay log; mcp_post is one HTTP
  * POST (in req->pool, its dispose hook detaches the calls that still point at it); mcp_call is
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/mcp_internal.h"
+#include "server/mcp/mcp_internal.h"
 #include "server/sse.h"
 
 #define MCP_LOG_MAX_EVENTS 4096

@@ -3,7 +3,7 @@
  * uploads. It works on a body already in memory and hands out parts as pointers into it; it
  * copies nothing and allocates nothing. The body is untrusted: every scan is bounded by the
  * body's length, header blocks and part counts have hard limits, and anything malformed is
- * RB_EINVAL with the reason. It knows nothing of h2o or of files (server/rest.c decides).
+ * RB_EINVAL with the reason. It knows nothing of h2o or of files (server/rest/rest.c decides).
  */
 #ifndef RB_SERVER_MULTIPART_H
 #define RB_SERVER_MULTIPART_H

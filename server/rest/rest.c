@@ -1,16 +1,16 @@
 /*
- * rest.c: REST handlers (server/rest.h). Each handler parses, calls core/, encodes. Work that
+ * rest.c: REST handlers (server/rest/rest.h). Each handler parses, calls core/, encodes. Work that
  * outlives a call (session creation, wait=true, event streams) keeps a small context in
  * req->pool; a pool dispose hook detaches it from core (core_cancel / core_watch_stop) when
  * the request goes away first, so no core callback ever touches a dead request.
  */
-#include "server/rest.h"
+#include "server/rest/rest.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/codec.h"
-#include "server/multipart.h"
+#include "server/rest/multipart.h"
 #include "server/sse.h"
 
 /* Answers a synchronous core call: out on success (status), the error document otherwise. */
@@ -670,8 +670,8 @@ static const http_route routes[] = {
     {"GET", "/packages", packages},
 };
 
-const http_route *rest_routes(size_t *n)
+void rest_register(rb_server *s)
 {
-    *n = sizeof(routes) / sizeof(routes[0]);
-    return routes;
+    http_protocol p = {.name = "rest", .routes = routes, .nroutes = sizeof(routes) / sizeof(routes[0])};
+    server_register(s, &p);
 }

@@ -1,7 +1,7 @@
 /*
  * mcp_files.c: the MCP file, package and dependency tools (upload_file, download_file,
  * list_files, get_packages, install_dependencies) and the file resources
- * runbox://sessions/{session_id}/files[/{path}] (server/mcp_internal.h). Files travel as text
+ * runbox://sessions/{session_id}/files[/{path}] (server/mcp/mcp_internal.h). Files travel as text
  * when they are small UTF-8, as image content or as base64 blobs otherwise (base/codec.h does
  * the encoding); core moves the bytes in and out of the sandbox.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/codec.h"
-#include "server/mcp_internal.h"
+#include "server/mcp/mcp_internal.h"
 
 #define MCP_FILE_TEXT_MAX (256u * 1024) /* download_file: UTF-8 files up to this come back as text */
 #define MCP_FILE_MAX (8u * 1024 * 1024) /* largest file download_file and resources/read return */

@@ -1,11 +1,11 @@
 /*
- * multipart.c: multipart/form-data parsing (server/multipart.h). Delimiters are found with
+ * multipart.c: multipart/form-data parsing (server/rest/multipart.h). Delimiters are found with
  * memmem bounded by the body's end; a header block must end within MULTIPART_HEADERS_MAX
  * bytes; only Content-Disposition (form-data, name, filename) and Content-Type are read.
  * Quoted parameter values are returned as they appear between the quotes (a backslash escape
  * stays in the value: callers reject names that need escaping).
  */
-#include "server/multipart.h"
+#include "server/rest/multipart.h"
 
 #include <string.h>
 #include <strings.h>
