@@ -65,7 +65,7 @@ static const char *const migrations[] = {
     "CREATE INDEX executions_by_session ON executions(session_id, created_at);"
     "CREATE INDEX executions_by_completed ON executions(completed_at) WHERE completed_at IS NOT NULL;"
     "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
-    /* 2: MCP sessions (core/mcp.c) */
+    /* 2: MCP sessions (core/mcp_sessions.c) */
     "CREATE TABLE mcp_sessions ("
     "  mcp_session_id TEXT PRIMARY KEY NOT NULL,"
     "  created_at INTEGER NOT NULL,"

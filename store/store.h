@@ -64,7 +64,7 @@ rb_err store_execution_list(store *st, const char *session_id, int limit, json_t
 rb_err store_execution_fail_unfinished(store *st, const char *message, int *changed, char *err);
 
 /*
- * MCP sessions (records of core/mcp.c). A document must have string "mcp_session_id" and
+ * MCP sessions (records of core/mcp_sessions.c). A document must have string "mcp_session_id" and
  * integer "created_at" and "last_used_at" (epoch ms); "ended_at" (integer or null) is also
  * mapped to a column. All other members (protocol version, client info, bound sandbox
  * sessions, log level) are kept verbatim.

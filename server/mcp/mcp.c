@@ -178,7 +178,7 @@ static mcp_rt *session_of(http_call *hc, json_t **rec)
         return NULL;
     }
     char err[RB_ERR_LEN];
-    if (core_mcp_session_touch(ms->cm, sid, rec, err) != RB_OK) {
+    if (mcp_sessions_touch(ms->cm, sid, rec, err) != RB_OK) {
         reject(hc->req, 404, NULL, MCP_ERR_INVALID_REQUEST, err);
         return NULL;
     }
@@ -209,7 +209,7 @@ static int handle_initialize(http_call *hc, json_t *msg)
                              json_object_get(params, "capabilities"));
     json_t *rec = NULL;
     char err[RB_ERR_LEN];
-    rb_err e = core_mcp_session_create(ms->cm, info, &rec, err);
+    rb_err e = mcp_sessions_create(ms->cm, info, &rec, err);
     json_decref(info);
     if (e != RB_OK)
         return reject(hc->req, 500, id, MCP_ERR_INTERNAL, err);
@@ -425,7 +425,7 @@ static int mcp_delete_handler(http_call *hc)
     if (sid == NULL || len == 0)
         return reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST,
                       "Bad Request: the Mcp-Session-Id header names the session to end");
-    if (core_mcp_session_end(ms->cm, sid, "ended by the client (HTTP DELETE)", err) != RB_OK)
+    if (mcp_sessions_end(ms->cm, sid, "ended by the client (HTTP DELETE)", err) != RB_OK)
         return reject(req, 404, NULL, MCP_ERR_INVALID_REQUEST, err);
     mcp__send_empty(req, 204, "No Content");
     return 0;
@@ -488,13 +488,13 @@ static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings 
     ms->core = core;
     ms->cfg = cfg;
     ms->tools = tools;
-    e = core_mcp_new(core, &ms->cm, err);
+    e = mcp_sessions_new(core, &ms->cm, err);
     if (e != RB_OK) {
         json_decref(tools);
         free(ms);
         return e;
     }
-    core_mcp_on_end(ms->cm, mcp__on_session_ended, ms);
+    mcp_sessions_on_detach(ms->cm, mcp__on_session_detached, ms);
     char rnd[40];
     rb_random_id("", rnd, sizeof(rnd));
     snprintf(ms->boot, sizeof(ms->boot), "%.8s", rnd);
@@ -507,9 +507,8 @@ static void mcp_server_stop(mcp_server *ms)
     if (ms == NULL || ms->stopped)
         return;
     ms->stopped = 1;
-    while (ms->rts != NULL)
-        mcp__rt_free(ms->rts, 0, "the server is stopping");
-    core_mcp_free(ms->cm);
+    /* Hands every session's transport state back (mcp__on_session_detached) to be dropped. */
+    mcp_sessions_free(ms->cm);
     ms->cm = NULL;
 }
 

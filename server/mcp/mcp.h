@@ -6,7 +6,7 @@
  * (runbox://sessions, runbox://sessions/{id} and CodeBox-AI's aliases, a session's files as
  * runbox://sessions/{id}/files[/{path}]), ping,
  * logging, progress and cancellation. MCP session records and their bound sandboxes are
- * core/mcp.c's; what lives here is transport state only (SSE streams, the per-session event
+ * core/mcp_sessions.c's; what lives here is transport state only (SSE streams, the per-session event
  * log used for Last-Event-ID replay, requests in flight).
  */
 #ifndef RB_SERVER_MCP_H

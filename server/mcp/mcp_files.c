@@ -300,7 +300,7 @@ json_t *mcp__read_file_resource(mcp_rt *rt, mcp_post *post, json_t *id, const ch
     char err[RB_ERR_LEN];
     const char *sid = uri + 18, *slash = strchr(sid, '/');
     const char *rest = slash + 6; /* after "/files" */
-    if (slash - sid >= CORE_MCP_ID_LEN)
+    if (slash - sid >= MCP_SESSIONS_ID_LEN)
         return resource_error(id, RB_ENOTFOUND, "no such session", uri);
     char *path = NULL;
     if (*rest == '/' && rest[1] != '\0') {

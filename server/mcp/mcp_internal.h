@@ -5,8 +5,10 @@
  * mcp_rpc.c (JSON-RPC messages, dispatch and resources), mcp_tools.c (tools) and mcp_files.c
  * (file, package and dependency tools, file resources).
  *
- * Ownership: an mcp_rt is owned by its mcp_server (ms->rts), an mcp_call and an mcp_stream by
- * their mcp_rt; an mcp_post lives in its request's pool. JSON arguments are borrowed and
+ * Ownership: an mcp_rt is attached to its MCP session in core's one registry of MCP sessions
+ * (mcp_sessions_attach, found again with mcp_sessions_transport) and freed when the registry
+ * hands it back (mcp__on_session_detached); an mcp_call and an mcp_stream are owned by their
+ * mcp_rt; an mcp_post lives in its request's pool. JSON arguments are borrowed and
  * results are new references unless a contract says "stolen".
  */
 #ifndef RB_SERVER_MCP_INTERNAL_H
@@ -14,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "core/mcp.h"
+#include "core/mcp_sessions.h"
 #include "server/mcp/mcp.h"
 #include "server/sse.h"
 
@@ -54,7 +56,7 @@ typedef struct mcp_stream {
 
 struct mcp_rt {
     mcp_server *ms;
-    char id[CORE_MCP_ID_LEN];
+    char id[MCP_SESSIONS_ID_LEN];
     char version[16];
     uint64_t next_seq, next_stream;
     mcp_event *log_head, *log_tail;
@@ -62,7 +64,6 @@ struct mcp_rt {
     mcp_stream *streams;
     size_t nstreams;
     mcp_call *calls;
-    mcp_rt *next;
 };
 
 struct mcp_post {
@@ -90,7 +91,7 @@ struct mcp_call {
     json_t *timeout;
     core_op *op;
     core_watch *watch;
-    char exec_id[CORE_MCP_ID_LEN];
+    char exec_id[MCP_SESSIONS_ID_LEN];
     int cancelled, replaced;
     /* file and dependency tools, and file resource reads */
     int resource;                     /* answer as resources/read, not as a tool result */
@@ -98,7 +99,7 @@ struct mcp_call {
     char *uri;                        /* resources/read: the URI asked for */
     char *upload;                     /* upload_file: the decoded bytes */
     size_t upload_len;
-    char session_id[CORE_MCP_ID_LEN]; /* the session the file operation runs in */
+    char session_id[MCP_SESSIONS_ID_LEN]; /* the session the file operation runs in */
     char bound_language[8];           /* language of this connection's sandbox to use without session_id */
     mcp_call *next;
 };
@@ -107,8 +108,7 @@ struct mcp_server {
     rb_server *server;
     rb_core *core;
     const server_settings *cfg;
-    core_mcp *cm;
-    mcp_rt *rts;
+    mcp_sessions *cm;
     json_t *tools;
     char boot[12];
     int stopped;
@@ -158,8 +158,10 @@ mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec);
 /** Ends a runtime: calls in flight are answered with an error why (deliver) or dropped silently
  * (server stopping), streams are ended, memory freed. */
 void mcp__rt_free(mcp_rt *rt, int deliver, const char *why);
-/** core_mcp_on_end callback (data: the mcp_server): frees the ended session's runtime. */
-void mcp__on_session_ended(void *data, const char *id);
+/** mcp_sessions_on_detach callback (data: the mcp_server, transport: an mcp_rt): frees the
+ * runtime of a session that ended, answering its calls in flight, or dropping them silently
+ * when the server is stopping. */
+void mcp__on_session_detached(void *data, const char *id, void *transport);
 
 /* ---- mcp_rpc.c ---- */
 

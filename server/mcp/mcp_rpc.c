@@ -60,8 +60,8 @@ static json_t *read_resource(mcp_server *ms, const char *uri, json_t **error)
         sid = uri + 10;
     } else if (strncmp(uri, "runbox://executions/", 20) == 0) {
         const char *p = uri + 20, *slash = strchr(p, '/');
-        if (slash != NULL && strncmp(slash, "/files/", 7) == 0 && slash - p < CORE_MCP_ID_LEN) {
-            char rid[CORE_MCP_ID_LEN];
+        if (slash != NULL && strncmp(slash, "/files/", 7) == 0 && slash - p < MCP_SESSIONS_ID_LEN) {
+            char rid[MCP_SESSIONS_ID_LEN];
             snprintf(rid, sizeof(rid), "%.*s", (int)(slash - p), p);
             char *end;
             unsigned long idx = strtoul(slash + 7, &end, 10);
@@ -172,7 +172,7 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
                                   NULL);
         char err[RB_ERR_LEN];
         json_t *v = json_string(level);
-        rb_err e = core_mcp_session_set(ms->cm, rt->id, "log_level", v, err);
+        rb_err e = mcp_sessions_set(ms->cm, rt->id, "log_level", v, err);
         json_decref(v);
         if (e != RB_OK)
             return mcp__rpc_error(id, MCP_ERR_INTERNAL, err, NULL);

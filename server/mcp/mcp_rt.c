@@ -8,6 +8,7 @@
  * methods or tools (mcp_rpc.c, mcp_tools.c) nor of HTTP routing (mcp.c).
  */
 #include <stdio.h>
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,7 +183,7 @@ mcp_call *mcp__call_new(mcp_rt *rt, mcp_post *post, json_t *id)
     rt->calls = call;
     if (post->ncalls < MCP_MAX_BATCH)
         post->calls[post->ncalls++] = call;
-    core_mcp_session_hold(rt->ms->cm, rt->id, +1);
+    mcp_sessions_hold(rt->ms->cm, rt->id, +1);
     return call;
 }
 
@@ -203,7 +204,7 @@ static void call_detach(mcp_call *call)
     if (call->post != NULL)
         post_forget(call->post, call);
     if (!rt->ms->stopped)
-        core_mcp_session_hold(rt->ms->cm, rt->id, -1);
+        mcp_sessions_hold(rt->ms->cm, rt->id, -1);
     json_decref(call->id);
     json_decref(call->args);
     json_decref(call->progress_token);
@@ -273,23 +274,18 @@ void mcp__call_log(mcp_call *call, int level, const char *fmt, ...)
 
 /* ---- runtimes -------------------------------------------------------------------------- */
 
-static mcp_rt *rt_find(mcp_server *ms, const char *id)
-{
-    for (mcp_rt *rt = ms->rts; rt != NULL; rt = rt->next)
-        if (strcmp(rt->id, id) == 0)
-            return rt;
-    return NULL;
-}
-
 mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec)
 {
-    mcp_rt *rt = rt_find(ms, id);
+    mcp_rt *rt = mcp_sessions_transport(ms->cm, id);
     if (rt == NULL) {
         rt = xcalloc(1, sizeof(*rt));
         rt->ms = ms;
         snprintf(rt->id, sizeof(rt->id), "%s", id);
-        rt->next = ms->rts;
-        ms->rts = rt;
+        char err[RB_ERR_LEN];
+        /* The caller has just touched the live session, so this cannot fail. */
+        rb_err e = mcp_sessions_attach(ms->cm, id, rt, err);
+        assert(e == RB_OK);
+        (void)e;
     }
     const char *v = json_string_value(json_object_get(rec, "protocol_version"));
     snprintf(rt->version, sizeof(rt->version), "%s", v ? v : "2025-03-26");
@@ -300,13 +296,6 @@ mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec)
  * (server stopping), streams are ended, memory freed. */
 void mcp__rt_free(mcp_rt *rt, int deliver, const char *why)
 {
-    mcp_server *ms = rt->ms;
-    for (mcp_rt **pp = &ms->rts; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == rt) {
-            *pp = rt->next;
-            break;
-        }
-    }
     while (rt->calls != NULL) {
         mcp_call *call = rt->calls;
         if (deliver) {
@@ -331,10 +320,9 @@ void mcp__rt_free(mcp_rt *rt, int deliver, const char *why)
     free(rt);
 }
 
-void mcp__on_session_ended(void *data, const char *id)
+void mcp__on_session_detached(void *data, const char *id, void *transport)
 {
     mcp_server *ms = data;
-    mcp_rt *rt = rt_find(ms, id);
-    if (rt != NULL)
-        mcp__rt_free(rt, !ms->stopped, "the MCP session has ended");
+    (void)id;
+    mcp__rt_free(transport, !ms->stopped, ms->stopped ? "the server is stopping" : "the MCP session has ended");
 }

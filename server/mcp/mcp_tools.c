@@ -238,7 +238,7 @@ static void session_ready(mcp_call *call, const char *session_id)
         mcp__files_start(call, session_id);
 }
 
-/* core_mcp_bound_session's answer: this connection's sandbox is ready (or could not start). */
+/* mcp_sessions_bound_sandbox's answer: this connection's sandbox is ready (or could not start). */
 static void on_bound(void *data, rb_err e, const char *msg, json_t *body)
 {
     mcp_call *call = data;
@@ -253,7 +253,7 @@ static void on_bound(void *data, rb_err e, const char *msg, json_t *body)
     if (call->replaced)
         mcp__call_log(call, 3, "the earlier sandbox of this MCP session had ended; a new one was started");
     const char *sid = json_string_value(json_object_get(body, "session_id"));
-    char id[CORE_MCP_ID_LEN];
+    char id[MCP_SESSIONS_ID_LEN];
     snprintf(id, sizeof(id), "%s", sid ? sid : "");
     json_decref(body);
     if (call->cancelled) {
@@ -273,8 +273,8 @@ json_t *mcp__with_session(mcp_call *call, const char *language)
         session_ready(call, json_string_value(sid));
         return NULL;
     }
-    char bound[CORE_MCP_ID_LEN];
-    rb_err e = core_mcp_bound_session(call->ms->cm, call->rt->id, language, bound, on_bound, call, &call->op, err);
+    char bound[MCP_SESSIONS_ID_LEN];
+    rb_err e = mcp_sessions_bound_sandbox(call->ms->cm, call->rt->id, language, bound, on_bound, call, &call->op, err);
     if (e != RB_OK) {
         call->op = NULL;
         return mcp__tool_core_error(e, err);

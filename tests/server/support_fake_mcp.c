@@ -1,5 +1,5 @@
 /*
- * support_fake_mcp.c: an in-memory stand-in for core/mcp.h over the fake core, so the server/
+ * support_fake_mcp.c: an in-memory stand-in for core/mcp_sessions.h over the fake core, so the server/
  * unit tests link and can drive /mcp without SQLite. Records live in a list; no idle expiry.
  * Bound sandboxes are created with the fake core's core_session_create.
  */
@@ -7,48 +7,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/mcp.h"
+#include "core/mcp_sessions.h"
 
 typedef struct fake_rec {
-    char id[CORE_MCP_ID_LEN];
+    char id[MCP_SESSIONS_ID_LEN];
     json_t *doc;
     int ended;
+    void *transport;
     struct fake_rec *next;
 } fake_rec;
 
 typedef struct fake_bind {
-    core_mcp *m;
-    char id[CORE_MCP_ID_LEN];
+    mcp_sessions *m;
+    char id[MCP_SESSIONS_ID_LEN];
     char lang[8];
     core_cb cb;
     void *data;
     struct fake_bind *next;
 } fake_bind;
 
-struct core_mcp {
+struct mcp_sessions {
     rb_core *core;
     fake_rec *recs;
     fake_bind *binds;
-    core_mcp_ended_cb on_end;
-    void *on_end_data;
+    mcp_sessions_detach_cb on_detach;
+    void *on_detach_data;
 };
 
-rb_err core_mcp_new(rb_core *c, core_mcp **out, char *err)
+rb_err mcp_sessions_new(rb_core *c, mcp_sessions **out, char *err)
 {
     (void)err;
-    core_mcp *m = xcalloc(1, sizeof(*m));
+    mcp_sessions *m = xcalloc(1, sizeof(*m));
     m->core = c;
     *out = m;
     return RB_OK;
 }
 
-void core_mcp_free(core_mcp *m)
+void mcp_sessions_free(mcp_sessions *m)
 {
     if (m == NULL)
         return;
     while (m->recs != NULL) {
         fake_rec *r = m->recs;
         m->recs = r->next;
+        if (r->transport != NULL && m->on_detach != NULL)
+            m->on_detach(m->on_detach_data, r->id, r->transport);
         json_decref(r->doc);
         free(r);
     }
@@ -60,13 +63,13 @@ void core_mcp_free(core_mcp *m)
     free(m);
 }
 
-void core_mcp_on_end(core_mcp *m, core_mcp_ended_cb cb, void *data)
+void mcp_sessions_on_detach(mcp_sessions *m, mcp_sessions_detach_cb cb, void *data)
 {
-    m->on_end = cb;
-    m->on_end_data = data;
+    m->on_detach = cb;
+    m->on_detach_data = data;
 }
 
-rb_err core_mcp_session_create(core_mcp *m, json_t *info, json_t **out, char *err)
+rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *err)
 {
     (void)err;
     fake_rec *r = xcalloc(1, sizeof(*r));
@@ -79,7 +82,7 @@ rb_err core_mcp_session_create(core_mcp *m, json_t *info, json_t **out, char *er
     return RB_OK;
 }
 
-static fake_rec *find(core_mcp *m, const char *id, char *err)
+static fake_rec *find(mcp_sessions *m, const char *id, char *err)
 {
     for (fake_rec *r = m->recs; r != NULL; r = r->next)
         if (strcmp(r->id, id) == 0) {
@@ -93,7 +96,7 @@ static fake_rec *find(core_mcp *m, const char *id, char *err)
     return NULL;
 }
 
-rb_err core_mcp_session_touch(core_mcp *m, const char *id, json_t **out, char *err)
+rb_err mcp_sessions_touch(mcp_sessions *m, const char *id, json_t **out, char *err)
 {
     fake_rec *r = find(m, id, err);
     if (r == NULL)
@@ -103,7 +106,7 @@ rb_err core_mcp_session_touch(core_mcp *m, const char *id, json_t **out, char *e
     return RB_OK;
 }
 
-rb_err core_mcp_session_set(core_mcp *m, const char *id, const char *key, json_t *value, char *err)
+rb_err mcp_sessions_set(mcp_sessions *m, const char *id, const char *key, json_t *value, char *err)
 {
     fake_rec *r = find(m, id, err);
     if (r == NULL)
@@ -112,14 +115,14 @@ rb_err core_mcp_session_set(core_mcp *m, const char *id, const char *key, json_t
     return RB_OK;
 }
 
-void core_mcp_session_hold(core_mcp *m, const char *id, int delta)
+void mcp_sessions_hold(mcp_sessions *m, const char *id, int delta)
 {
     (void)m;
     (void)id;
     (void)delta;
 }
 
-rb_err core_mcp_session_end(core_mcp *m, const char *id, const char *reason, char *err)
+rb_err mcp_sessions_end(mcp_sessions *m, const char *id, const char *reason, char *err)
 {
     (void)reason;
     fake_rec *r = find(m, id, err);
@@ -134,15 +137,34 @@ rb_err core_mcp_session_end(core_mcp *m, const char *id, const char *reason, cha
         core_session_delete(m->core, json_string_value(sid), &o, NULL);
         json_decref(o);
     }
-    if (m->on_end != NULL)
-        m->on_end(m->on_end_data, id);
+    void *transport = r->transport;
+    r->transport = NULL;
+    if (transport != NULL && m->on_detach != NULL)
+        m->on_detach(m->on_detach_data, id, transport);
+    return RB_OK;
+}
+
+void *mcp_sessions_transport(const mcp_sessions *m, const char *id)
+{
+    fake_rec *r = find((mcp_sessions *)m, id, NULL);
+    return r != NULL ? r->transport : NULL;
+}
+
+rb_err mcp_sessions_attach(mcp_sessions *m, const char *id, void *transport, char *err)
+{
+    fake_rec *r = find(m, id, err);
+    if (r == NULL)
+        return RB_ENOTFOUND;
+    if (r->transport != NULL)
+        return rb_fail(RB_ECONFLICT, err, "MCP session %s has a transport attached already", id);
+    r->transport = transport;
     return RB_OK;
 }
 
 static void bound_cb(void *data, rb_err e, const char *msg, json_t *body)
 {
     fake_bind *b = data;
-    core_mcp *m = b->m;
+    mcp_sessions *m = b->m;
     for (fake_bind **pp = &m->binds; *pp != NULL; pp = &(*pp)->next)
         if (*pp == b) {
             *pp = b->next;
@@ -161,7 +183,7 @@ static void bound_cb(void *data, rb_err e, const char *msg, json_t *body)
     free(b);
 }
 
-rb_err core_mcp_bound_session(core_mcp *m, const char *id, const char *language, char *session_id, core_cb cb,
+rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const char *id, const char *language, char *session_id, core_cb cb,
                               void *data, core_op **handle, char *err)
 {
     session_id[0] = '\0';
@@ -170,7 +192,7 @@ rb_err core_mcp_bound_session(core_mcp *m, const char *id, const char *language,
         return RB_ENOTFOUND;
     const char *sid = json_string_value(json_object_get(json_object_get(r->doc, "bound"), language));
     if (sid != NULL) {
-        snprintf(session_id, CORE_MCP_ID_LEN, "%s", sid);
+        snprintf(session_id, MCP_SESSIONS_ID_LEN, "%s", sid);
         return RB_OK;
     }
     fake_bind *b = xcalloc(1, sizeof(*b));

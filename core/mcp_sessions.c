@@ -1,12 +1,12 @@
 /*
- * core/mcp.c: MCP session records (core/mcp.h). Live records are kept in a map (loaded from the
+ * core/mcp_sessions.c: MCP session records (core/mcp_sessions.h). Live records are kept in a map (loaded from the
  * store at start-up, so they survive restarts) and written through to the store; a touch is
- * written at most once a second per session (and flushed on core_mcp_free). A timer ends
+ * written at most once a second per session (and flushed on mcp_sessions_free). A timer ends
  * sessions idle for the configured idle-timeout. The bound sandbox sessions are ordinary core
  * sessions created through core_session_create; concurrent first uses of one MCP session join
  * a single creation instead of starting two sandboxes.
  */
-#include "core/mcp.h"
+#include "core/mcp_sessions.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,32 +24,33 @@ typedef struct mcp_rec mcp_rec;
 
 /* A bound-session creation under way, joined by every caller that asks meanwhile. */
 typedef struct bind_wait {
-    core_mcp *m;
+    mcp_sessions *m;
     mcp_rec *rec; /* NULL once the MCP session ended */
     int lang;
     int replaced;
     core_op *create_op;
     core_op **waiters;
     size_t nwaiters;
-    struct bind_wait *next; /* core_mcp's list */
+    struct bind_wait *next; /* mcp_sessions's list */
 } bind_wait;
 
 struct mcp_rec {
-    char id[CORE_MCP_ID_LEN];
+    char id[MCP_SESSIONS_ID_LEN];
     json_t *doc;
     int holds;
     int dirty;
     int64_t persisted_at;
     bind_wait *pending[MCP_LANGS];
+    void *transport; /* the transport layer's state for this session, or NULL */
 };
 
-struct core_mcp {
+struct mcp_sessions {
     rb_core *core;
     rb_map live; /* mcp_rec by id */
     uv_timer_t *sweep;
     bind_wait *waits;
-    core_mcp_ended_cb on_end;
-    void *on_end_data;
+    mcp_sessions_detach_cb on_detach;
+    void *on_detach_data;
 };
 
 static int lang_index(const char *language)
@@ -60,7 +61,7 @@ static int lang_index(const char *language)
     return -1;
 }
 
-static rb_err persist(core_mcp *m, mcp_rec *r, char *err)
+static rb_err persist(mcp_sessions *m, mcp_rec *r, char *err)
 {
     rb_err e = store_mcp_session_put(m->core->st, r->doc, err);
     if (e == RB_OK) {
@@ -90,7 +91,7 @@ static void rec_free(mcp_rec *r)
 }
 
 /* Whether the sandbox session sid is live (not ended or dead); *busy says if it is running code. */
-static int sandbox_live(core_mcp *m, const char *sid, int *busy)
+static int sandbox_live(mcp_sessions *m, const char *sid, int *busy)
 {
     json_t *s = NULL;
     if (busy != NULL)
@@ -105,7 +106,7 @@ static int sandbox_live(core_mcp *m, const char *sid, int *busy)
     return live;
 }
 
-static void end_rec(core_mcp *m, mcp_rec *r, const char *reason)
+static void end_rec(mcp_sessions *m, mcp_rec *r, const char *reason)
 {
     char err[RB_ERR_LEN];
     json_object_set_new(r->doc, "ended_at", json_integer(rb_now_ms()));
@@ -124,14 +125,15 @@ static void end_rec(core_mcp *m, mcp_rec *r, const char *reason)
     }
     rb_info("mcp session %s ended: %s", r->id, reason);
     map_del(&m->live, r->id);
-    char id[CORE_MCP_ID_LEN];
+    char id[MCP_SESSIONS_ID_LEN];
     snprintf(id, sizeof(id), "%s", r->id);
+    void *transport = r->transport;
     rec_free(r);
-    if (m->on_end != NULL)
-        m->on_end(m->on_end_data, id);
+    if (transport != NULL && m->on_detach != NULL)
+        m->on_detach(m->on_detach_data, id, transport);
 }
 
-static int expired(const core_mcp *m, const mcp_rec *r, int64_t now)
+static int expired(const mcp_sessions *m, const mcp_rec *r, int64_t now)
 {
     int idle = m->core->cfg->idle_timeout;
     if (idle <= 0 || r->holds > 0)
@@ -145,7 +147,7 @@ static int expired(const core_mcp *m, const mcp_rec *r, int64_t now)
 
 static void sweep_cb(uv_timer_t *t)
 {
-    core_mcp *m = t->data;
+    mcp_sessions *m = t->data;
     int64_t now = rb_now_ms();
     size_t pos = 0;
     mcp_rec *r;
@@ -169,13 +171,13 @@ static void sweep_cb(uv_timer_t *t)
     }
 }
 
-rb_err core_mcp_new(rb_core *c, core_mcp **out, char *err)
+rb_err mcp_sessions_new(rb_core *c, mcp_sessions **out, char *err)
 {
     json_t *list = NULL;
     rb_err e = store_mcp_session_list(c->st, 0, &list, err);
     if (e != RB_OK)
         return e;
-    core_mcp *m = xcalloc(1, sizeof(*m));
+    mcp_sessions *m = xcalloc(1, sizeof(*m));
     m->core = c;
     map_init(&m->live);
     size_t i;
@@ -183,7 +185,7 @@ rb_err core_mcp_new(rb_core *c, core_mcp **out, char *err)
     json_array_foreach(list, i, doc)
     {
         const char *id = json_string_value(json_object_get(doc, "mcp_session_id"));
-        if (id == NULL || strlen(id) >= CORE_MCP_ID_LEN)
+        if (id == NULL || strlen(id) >= MCP_SESSIONS_ID_LEN)
             continue;
         mcp_rec *r = rec_new(doc);
         r->persisted_at = rb_now_ms();
@@ -211,7 +213,7 @@ static void wait_free(bind_wait *w)
     free(w);
 }
 
-static void wait_unlink(core_mcp *m, bind_wait *w)
+static void wait_unlink(mcp_sessions *m, bind_wait *w)
 {
     for (bind_wait **pp = &m->waits; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == w) {
@@ -221,7 +223,7 @@ static void wait_unlink(core_mcp *m, bind_wait *w)
     }
 }
 
-void core_mcp_free(core_mcp *m)
+void mcp_sessions_free(mcp_sessions *m)
 {
     if (m == NULL)
         return;
@@ -242,21 +244,40 @@ void core_mcp_free(core_mcp *m)
         if (r->dirty && persist(m, r, err) != RB_OK)
             rb_error("mcp session %s: cannot save: %s", r->id, err);
         map_del(&m->live, r->id);
+        if (r->transport != NULL && m->on_detach != NULL)
+            m->on_detach(m->on_detach_data, r->id, r->transport);
         rec_free(r);
     }
     map_dispose(&m->live);
     free(m);
 }
 
-void core_mcp_on_end(core_mcp *m, core_mcp_ended_cb cb, void *data)
+void mcp_sessions_on_detach(mcp_sessions *m, mcp_sessions_detach_cb cb, void *data)
 {
-    m->on_end = cb;
-    m->on_end_data = data;
+    m->on_detach = cb;
+    m->on_detach_data = data;
 }
 
-rb_err core_mcp_session_create(core_mcp *m, json_t *info, json_t **out, char *err)
+void *mcp_sessions_transport(const mcp_sessions *m, const char *id)
 {
-    char id[CORE_MCP_ID_LEN];
+    mcp_rec *r = map_get(&m->live, id);
+    return r != NULL ? r->transport : NULL;
+}
+
+rb_err mcp_sessions_attach(mcp_sessions *m, const char *id, void *transport, char *err)
+{
+    mcp_rec *r = map_get(&m->live, id);
+    if (r == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "MCP session %s is not live", id);
+    if (r->transport != NULL)
+        return rb_fail(RB_ECONFLICT, err, "MCP session %s has a transport attached already", id);
+    r->transport = transport;
+    return RB_OK;
+}
+
+rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *err)
+{
+    char id[MCP_SESSIONS_ID_LEN];
     rb_random_id("m_", id, sizeof(id));
     int64_t now = rb_now_ms();
     json_t *pv = json_object_get(info, "protocol_version");
@@ -279,7 +300,7 @@ rb_err core_mcp_session_create(core_mcp *m, json_t *info, json_t **out, char *er
 }
 
 /* The live record for id, or NULL with RB_ENOTFOUND text in err (ended or unknown). */
-static mcp_rec *find(core_mcp *m, const char *id, char *err)
+static mcp_rec *find(mcp_sessions *m, const char *id, char *err)
 {
     mcp_rec *r = id != NULL ? map_get(&m->live, id) : NULL;
     if (r != NULL)
@@ -296,7 +317,7 @@ static mcp_rec *find(core_mcp *m, const char *id, char *err)
     return NULL;
 }
 
-rb_err core_mcp_session_touch(core_mcp *m, const char *id, json_t **out, char *err)
+rb_err mcp_sessions_touch(mcp_sessions *m, const char *id, json_t **out, char *err)
 {
     mcp_rec *r = find(m, id, err);
     if (r == NULL)
@@ -321,7 +342,7 @@ rb_err core_mcp_session_touch(core_mcp *m, const char *id, json_t **out, char *e
     return RB_OK;
 }
 
-rb_err core_mcp_session_set(core_mcp *m, const char *id, const char *key, json_t *value, char *err)
+rb_err mcp_sessions_set(mcp_sessions *m, const char *id, const char *key, json_t *value, char *err)
 {
     static const char *const reserved[] = {"mcp_session_id", "created_at", "last_used_at", "ended_at", "bound",
                                            "end_reason", NULL};
@@ -335,7 +356,7 @@ rb_err core_mcp_session_set(core_mcp *m, const char *id, const char *key, json_t
     return persist(m, r, err);
 }
 
-void core_mcp_session_hold(core_mcp *m, const char *id, int delta)
+void mcp_sessions_hold(mcp_sessions *m, const char *id, int delta)
 {
     mcp_rec *r = id != NULL ? map_get(&m->live, id) : NULL;
     if (r == NULL)
@@ -350,7 +371,7 @@ void core_mcp_session_hold(core_mcp *m, const char *id, int delta)
     }
 }
 
-rb_err core_mcp_session_end(core_mcp *m, const char *id, const char *reason, char *err)
+rb_err mcp_sessions_end(mcp_sessions *m, const char *id, const char *reason, char *err)
 {
     mcp_rec *r = find(m, id, err);
     if (r == NULL)
@@ -364,7 +385,7 @@ rb_err core_mcp_session_end(core_mcp *m, const char *id, const char *reason, cha
 static void bound_created_cb(void *data, rb_err e, const char *msg, json_t *body)
 {
     bind_wait *w = data;
-    core_mcp *m = w->m;
+    mcp_sessions *m = w->m;
     char err[RB_ERR_LEN];
     wait_unlink(m, w);
     const char *sid = json_string_value(json_object_get(body, "session_id"));
@@ -412,7 +433,7 @@ static core_op *wait_join(bind_wait *w, core_cb cb, void *data)
     return op;
 }
 
-rb_err core_mcp_bound_session(core_mcp *m, const char *id, const char *language, char *session_id, core_cb cb,
+rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const char *id, const char *language, char *session_id, core_cb cb,
                               void *data, core_op **handle, char *err)
 {
     session_id[0] = '\0';
@@ -429,7 +450,7 @@ rb_err core_mcp_bound_session(core_mcp *m, const char *id, const char *language,
     int replaced = 0;
     if (sid != NULL) {
         if (sandbox_live(m, sid, NULL)) {
-            snprintf(session_id, CORE_MCP_ID_LEN, "%s", sid);
+            snprintf(session_id, MCP_SESSIONS_ID_LEN, "%s", sid);
             return RB_OK;
         }
         replaced = 1;
