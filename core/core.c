@@ -16,7 +16,6 @@
 #define CHECKPOINT_MS 30000
 #define PRUNE_EVERY_MS (3600 * 1000)
 
-json_t *core_session_doc_to_api(rb_core *c, json_t *doc);
 
 void core_json_time(json_t *obj, const char *key, int64_t ms)
 {
@@ -405,7 +404,7 @@ rb_err core_session_get(rb_core *c, const char *session_id, json_t **out, char *
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", session_id);
     if (e != RB_OK)
         return e;
-    *out = core_session_doc_to_api(c, doc);
+    *out = session_doc_to_api(c, doc);
     json_decref(doc);
     return RB_OK;
 }

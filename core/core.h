@@ -54,15 +54,19 @@ typedef void (*core_cb)(void *data, rb_err err, const char *msg, json_t *body);
  * status: "starting" | "ready" | "busy" | "ended" | "dead".
  */
 
+/** A pending asynchronous operation, owned by core; see core_cancel. */
+typedef struct core_op core_op;
+
 /** Creates a session: opts is the POST /sessions body ({language?, execution_options?}),
  * validated here (RB_EINVAL says which field). Answers with the session object once its
  * sandbox is ready. RB_EUNAVAILABLE when Docker is unreachable, RB_EBUSY at max_sessions.
  * *handle (may be NULL) lets the caller detach with core_cancel if it goes away. */
-typedef struct core_op core_op;
 rb_err core_session_create(rb_core *c, json_t *opts, core_cb cb, void *data, core_op **handle, char *err);
 /** Detaches the callback of a pending operation (the work itself goes on; cb never runs). */
 void core_cancel(core_op *op);
 
+/** The session object of session_id, live or ended (*out a new reference); RB_ENOTFOUND for an
+ * unknown id (or one past retention). */
 rb_err core_session_get(rb_core *c, const char *session_id, json_t **out, char *err);
 /** {sessions: [...]} of live sessions (not ended). */
 rb_err core_session_list(rb_core *c, json_t **out, char *err);

@@ -115,10 +115,21 @@ struct rb_core {
 };
 
 /* session.c */
+/** The API object of s ({session_id, language, status, created_at, ..., expires_at}; new
+ * reference), derived from its stored document so that live and ended sessions look alike. */
 json_t *session_to_api(const session *s);
+/** The document stored for s (times as epoch ms; new reference). */
 json_t *session_to_doc(const session *s);
+/** The API object of a stored session document (doc is borrowed; new reference). */
+json_t *session_doc_to_api(rb_core *c, json_t *doc);
+/** A session rebuilt from its stored document after a restart (not yet in the live map, no
+ * sandbox); NULL when doc lacks a usable session_id. The caller owns it (session_free). */
 session *session_from_doc(rb_core *c, json_t *doc);
+/** Writes s's document to the store now and clears its dirty flag; a store failure is logged
+ * (the in-memory state stays authoritative). */
 void session_persist(session *s);
+/** Frees s's memory (cancelling its dependency install's callback); the caller has already
+ * unlinked it from the maps and closed its sandbox. Accepts NULL. */
 void session_free(session *s);
 /** Ends s: cancels its queue, fails its running execution with reason, closes the sandbox,
  * removes the container in the background, persists and drops it from the live map. */
@@ -127,15 +138,23 @@ void session_end(session *s, const char *status, const char *reason);
 void session_pump(session *s);
 
 /* execution.c */
+/** A new queued execution of code (copied) in s with timeout seconds and a fresh e_ id; not yet
+ * in any map or queue. The caller owns it until execution_finish. */
 execution *execution_new(rb_core *c, session *s, const char *code, double timeout);
+/** Frees ex and closes its backstop timer (its watches must be gone). Accepts NULL. */
 void execution_free(execution *ex);
+/** {request_id, session_id, status, created_at, started_at, completed_at} of a live execution
+ * (new reference). */
 json_t *execution_status_api(const execution *ex);
-/** Converts a stored document to the API status object / result document. */
+/** The API status object of a stored execution document (doc borrowed; new reference). */
 json_t *execution_doc_status_api(json_t *doc);
+/** The API result document of a stored execution document (doc borrowed; new reference). */
 json_t *execution_doc_result_api(json_t *doc);
+/** The document stored for ex: status, times, outputs, error, flags (new reference). */
 json_t *execution_to_doc(const execution *ex);
 /** All output items so far, including the growing stream item (new reference). */
 json_t *execution_outputs(const execution *ex);
+/** Marks ex running now and tells its watchers ("status" event). */
 void execution_set_running(execution *ex);
 /** Adds a runner event (stream/display/result/error) to the outputs and tells watchers. */
 void execution_add_event(execution *ex, json_t *event);
@@ -145,8 +164,13 @@ void execution_finish(execution *ex, const char *status, const char *reset_reaso
 /** Finishes with an error item {ename, evalue}. */
 void execution_fail(execution *ex, const char *status, const char *ename, const char *evalue, int reset,
                     const char *reset_reason);
+/** Queues event (payload borrowed, a reference is kept) for w and schedules delivery on the
+ * loop; nothing is delivered from inside this call. Does nothing once w is stopped. */
 void watch_emit(core_watch *w, const char *event, json_t *payload);
+/** watch_emit to every watch of ex. */
 void watches_emit(execution *ex, const char *event, json_t *payload);
+/** Starts the zero-delay timer that delivers queued watch events, unless it is running or the
+ * core is closing. */
 void watch_dispatch_schedule(rb_core *c);
 
 /* sandbox.c: a session's container and the runner protocol over its attach stream. */
@@ -201,12 +225,18 @@ rb_err deps_parse(const core_settings *cfg, json_t *list, json_t **out, char *er
 rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err);
 
 /* validate.c: request validation (messages name the field) */
+/** RB_EINVAL naming the first member of obj that is not in allowed (a NULL-terminated list) and
+ * where it was (e.g. "execution_options"), listing the allowed ones. */
 rb_err core__check_keys(json_t *obj, const char *where, const char *const *allowed, char *err);
+/** Reads a timeout in seconds from v into *out: RB_EINVAL naming field unless v is a number
+ * greater than 0 and at most the server's max-timeout. */
 rb_err core__check_timeout(const rb_core *c, json_t *v, const char *field, double *out, char *err);
 /** Fills s's language, options and limits from a POST /sessions body. */
 rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err);
 
 /* recovery.c: the Docker probe and re-adoption of containers after a restart */
+/** (Re)arms the Docker probe to run in ms milliseconds; the probe pings the engine, records
+ * whether it answers (core_health) and, on the first answer, recovers the stored sessions. */
 void core__probe_start(rb_core *c, uint64_t ms);
 
 /* core.c */
@@ -215,6 +245,7 @@ void core_json_time(json_t *obj, const char *key, int64_t ms);
 /** Sets obj[key] to epoch milliseconds ms as an integer, or to null when ms <= 0 (not yet or
  * never: the form of optional times in stored documents). */
 void core_json_ms(json_t *obj, const char *key, int64_t ms);
+/** The server's default sandbox memory in bytes (settings memory_mb). */
 int64_t core_default_memory(const rb_core *c);
 
 #endif

@@ -26,7 +26,7 @@ json_t *session_to_doc(const session *s)
 }
 
 /* The API object is derived from the stored document, so live and ended sessions look alike. */
-static json_t *doc_to_api(rb_core *c, json_t *doc)
+json_t *session_doc_to_api(rb_core *c, json_t *doc)
 {
     json_t *out = json_object();
     json_object_set(out, "session_id", json_object_get(doc, "session_id"));
@@ -60,15 +60,9 @@ static json_t *doc_to_api(rb_core *c, json_t *doc)
 json_t *session_to_api(const session *s)
 {
     json_t *doc = session_to_doc(s);
-    json_t *out = doc_to_api(s->core, doc);
+    json_t *out = session_doc_to_api(s->core, doc);
     json_decref(doc);
     return out;
-}
-
-json_t *core_session_doc_to_api(rb_core *c, json_t *doc);
-json_t *core_session_doc_to_api(rb_core *c, json_t *doc)
-{
-    return doc_to_api(c, doc);
 }
 
 void session_persist(session *s)

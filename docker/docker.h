@@ -70,15 +70,20 @@ void docker_req_cancel(docker_req *r);
  * range this client supports (1.41 .. 1.47), for later calls. body is the /version JSON. */
 rb_err docker_ping_version(docker *d, docker_cb cb, void *data, char *err);
 
-/* Convenience wrappers over docker_request (same contract). */
+/* Convenience wrappers over docker_request (same contract; the name says the Engine API call). */
+/** POST /containers/create?name=name (name may be NULL) with config; the answer is {Id, Warnings}. */
 rb_err docker_container_create(docker *d, const char *name, json_t *config, docker_cb cb, void *data, char *err);
+/** POST /containers/{id}/start. */
 rb_err docker_container_start(docker *d, const char *id, docker_cb cb, void *data, char *err);
+/** POST /containers/{id}/kill?signal=signal ("KILL", "INT", ...). */
 rb_err docker_container_kill(docker *d, const char *id, const char *signal, docker_cb cb, void *data, char *err);
 /** DELETE /containers/{id}?force=1&v=1 */
 rb_err docker_container_remove(docker *d, const char *id, docker_cb cb, void *data, char *err);
+/** GET /containers/{id}/json. */
 rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *data, char *err);
 /** GET /containers/json?all=1&filters={"label":[label]} ; label like "runbox.instance" or "k=v". */
 rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *data, char *err);
+/** GET /images/{name}/json (RB_ENOTFOUND when the engine lacks the image). */
 rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *data, char *err);
 
 /*
@@ -155,7 +160,10 @@ typedef struct docker_demux {
     int stream;
 } docker_demux;
 typedef void (*docker_demux_cb)(void *data, int stream, const char *buf, size_t len);
+/** Resets m to expect a frame header. */
 void docker_demux_init(docker_demux *m);
+/** Feeds len bytes of the multiplexed stream; cb runs once per payload piece (a frame may be
+ * split over several calls and pieces). RB_EIO for a malformed header (m must then be reset). */
 rb_err docker_demux_feed(docker_demux *m, const char *buf, size_t len, docker_demux_cb cb, void *data);
 
 #endif

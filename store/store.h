@@ -27,6 +27,8 @@ void store_close(store *st);
 /** Groups the writes that follow into one transaction until store_commit (nesting counted:
  * only the outermost pair acts). Used by core to batch an execution's writes. */
 rb_err store_begin(store *st, char *err);
+/** Ends the transaction store_begin opened (the outermost commit writes; RB_ESTORE on failure,
+ * after which the writes since store_begin are rolled back). */
 rb_err store_commit(store *st, char *err);
 
 /*
@@ -54,6 +56,7 @@ rb_err store_session_delete(store *st, const char *session_id, char *err);
 /** Inserts or replaces the execution with doc's request_id. Its session_id and created_at cannot
  * change once stored (RB_EINVAL). */
 rb_err store_execution_put(store *st, json_t *doc, char *err);
+/** The stored document of request_id (*out a new reference); RB_ENOTFOUND when absent. */
 rb_err store_execution_get(store *st, const char *request_id, json_t **out, char *err);
 /** Executions of one session in creation order, without "code"-independent filtering: out is
  * an array of documents (the full documents; limit caps the count, newest kept, 0 = all). */
@@ -86,6 +89,7 @@ rb_err store_prune(store *st, int64_t before_ms, int *deleted, char *err);
 /** A small key/value table for server-wide facts (the instance id that labels containers).
  * store_meta_get: RB_ENOTFOUND when absent; *out is a new heap string (free()). */
 rb_err store_meta_get(store *st, const char *key, char **out, char *err);
+/** Sets key to value (both copied), replacing an earlier value. */
 rb_err store_meta_put(store *st, const char *key, const char *value, char *err);
 
 /** Runs a passive WAL checkpoint (call from a timer so autocheckpoint never stalls a request). */
