@@ -12,9 +12,9 @@
  * three needed to write as root and hand files to uid 1000, no-new-privileges, pids and memory
  * limits), runs pip isolated from the workspace (HOME and cwd in /tmp, PIP_CONFIG_FILE
  * /dev/null, python -I) so files user code left in /workspace cannot steer pip, and accepts
- * wheels only (--only-binary :all:: no setup.py runs). Requirements are checked here first
- * against a strict syntax (no options, URLs or paths) and the operator's policy (deps-allow,
- * deps-block, with minimum versions); errors name the package and the rule.
+ * wheels only (--only-binary :all:: no setup.py runs). Requirements are checked first by
+ * core/requirements.c against a strict syntax (no options, URLs or paths) and the operator's
+ * policy (deps-allow, deps-block, with minimum versions); errors name the package and the rule.
  *
  * GET /packages runs one short container without network that lists the image's
  * distributions with importlib.metadata; the answer is cached per image id.
@@ -24,10 +24,8 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "core/requirements.h"
 
-#define DEPS_MAX 50
-#define REQ_NAME_MAX 100
-#define REQ_VER_MAX 60
 #define ONESHOT_OUTPUT_MAX (2u * 1024 * 1024)
 #define INSTALL_TIMEOUT_MS (15L * 60 * 1000)
 #define PACKAGES_TIMEOUT_MS (2L * 60 * 1000)
@@ -36,285 +34,6 @@
 #define EXIT_PIP_FAILED 4
 #define EXIT_COLLISION 3
 #define SITE_DIR "/workspace/.runbox/site-packages"
-
-/* ---- requirements and policy ------------------------------------------------------------- */
-
-typedef struct req {
-    char name[REQ_NAME_MAX + 1]; /* normalised: lower case, runs of -_. as '-' */
-    char op[3];                  /* "", "==", ">=", "<=", "~=", "!=", ">", "<" */
-    char ver[REQ_VER_MAX + 1];
-} req;
-
-static int is_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-/* Parses "name", "name==1.2", "name >= 1.0" (PEP 508 subset: one specifier, no extras, no
- * markers, no URLs). 0 on success. */
-static int parse_req(const char *s, req *r)
-{
-    memset(r, 0, sizeof(*r));
-    while (*s == ' ')
-        s++;
-    size_t n = 0;
-    if (!is_alnum(*s))
-        return -1;
-    int sep = 0;
-    for (; is_alnum(*s) || *s == '-' || *s == '_' || *s == '.'; s++) {
-        if (!is_alnum(*s)) {
-            sep = 1;
-            continue;
-        }
-        if (n + 2 > REQ_NAME_MAX)
-            return -1;
-        if (sep && n > 0)
-            r->name[n++] = '-';
-        sep = 0;
-        r->name[n++] = (*s >= 'A' && *s <= 'Z') ? (char)(*s - 'A' + 'a') : *s;
-    }
-    r->name[n] = '\0';
-    while (*s == ' ')
-        s++;
-    if (*s == '\0')
-        return 0;
-    static const char *const ops[] = {"==", ">=", "<=", "~=", "!=", ">", "<"};
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        size_t k = strlen(ops[i]);
-        if (strncmp(s, ops[i], k) == 0 && (k == 2 || s[1] != '=')) {
-            memcpy(r->op, ops[i], k + 1);
-            s += k;
-            break;
-        }
-    }
-    if (r->op[0] == '\0')
-        return -1;
-    while (*s == ' ')
-        s++;
-    size_t v = 0;
-    for (; *s && *s != ' '; s++) {
-        if (!(is_alnum(*s) || *s == '.' || *s == '*' || *s == '+' || *s == '!' || *s == '-' || *s == '_') ||
-            v >= REQ_VER_MAX)
-            return -1;
-        r->ver[v++] = *s;
-    }
-    r->ver[v] = '\0';
-    while (*s == ' ')
-        s++;
-    return (v == 0 || *s != '\0') ? -1 : 0;
-}
-
-/* Compares dotted versions by their numeric release parts ("2.10" > "2.9"); parts that are
- * not numbers compare as text. <0, 0, >0. */
-static int vercmp(const char *a, const char *b)
-{
-    while (*a || *b) {
-        long x = 0, y = 0;
-        int dx = 0, dy = 0;
-        while (*a >= '0' && *a <= '9' && x < 100000000) {
-            x = x * 10 + (*a++ - '0');
-            dx = 1;
-        }
-        while (*b >= '0' && *b <= '9' && y < 100000000) {
-            y = y * 10 + (*b++ - '0');
-            dy = 1;
-        }
-        if (dx && dy && x != y)
-            return x < y ? -1 : 1;
-        if (!dx && dy)
-            return -1; /* "1.0rc1" vs "1.0.1": treat the shorter release as older */
-        if (dx && !dy && *b)
-            return 1;
-        if (*a != *b) {
-            if (*a == '.' && *b == '\0')
-                return 1;
-            if (*b == '.' && *a == '\0')
-                return -1;
-            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-        }
-        if (*a)
-            a++;
-        if (*b)
-            b++;
-    }
-    return 0;
-}
-
-/* Calls fn for each comma-separated entry of a policy list ("a, b>=1.2, c<3"); stops when fn
- * returns non-zero and returns that value. */
-static int policy_each(const char *list, int (*fn)(void *data, const char *entry), void *data)
-{
-    if (list == NULL)
-        return 0;
-    char tok[REQ_NAME_MAX + REQ_VER_MAX + 16];
-    while (*list) {
-        const char *comma = strchr(list, ',');
-        size_t n = comma ? (size_t)(comma - list) : strlen(list);
-        snprintf(tok, sizeof(tok), "%.*s", (int)(n < sizeof(tok) - 1 ? n : sizeof(tok) - 1), list);
-        int r = (n > 0 && n < sizeof(tok) - 1) ? fn(data, tok) : (n == 0 ? 0 : fn(data, ""));
-        if (r != 0)
-            return r;
-        list += n;
-        if (*list == ',')
-            list++;
-    }
-    return 0;
-}
-
-typedef struct find_rule {
-    const char *name;
-    req *hit;
-} find_rule;
-
-static int match_rule(void *data, const char *entry)
-{
-    find_rule *f = data;
-    req r;
-    if (parse_req(entry, &r) != 0 || strcmp(r.name, f->name) != 0)
-        return 0;
-    *f->hit = r;
-    return 1;
-}
-
-/* Finds name's rule in a policy list. */
-static int policy_find(const char *list, const char *name, req *hit)
-{
-    find_rule f = {name, hit};
-    return policy_each(list, match_rule, &f);
-}
-
-static int bad_rule(void *data, const char *entry)
-{
-    req r;
-    (void)data;
-    while (*entry == ' ')
-        entry++;
-    if (*entry == '\0')
-        return 0;
-    return parse_req(entry, &r) != 0 || (r.op[0] && strcmp(r.op, ">=") != 0 && strcmp(r.op, "<") != 0);
-}
-
-/* RB_EINVAL naming key when a policy list has an entry that is not "name", "name>=V" or "name<V". */
-static rb_err check_policy_text(const char *list, const char *key, char *err)
-{
-    if (policy_each(list, bad_rule, NULL) != 0)
-        return rb_fail(RB_EINVAL, err,
-                       "the server's %s setting is malformed: entries must be 'name', 'name>=version' or "
-                       "'name<version', separated by commas; ask the operator to fix it",
-                       key);
-    return RB_OK;
-}
-
-/* Checks one request against the policy; writes the requirement pip will see into out. */
-static rb_err policy_apply(const rb_config *cfg, const req *r, char *out, size_t outlen, char *err)
-{
-    req rule;
-    char blockmin[REQ_VER_MAX + 1];
-    /* blocklist: "name" blocks it; "name<V" blocks versions below V (a minimum version) */
-    if (policy_find(cfg->deps_block, r->name, &rule)) {
-        if (rule.op[0] == '\0')
-            return rb_fail(RB_EFORBIDDEN, err, "package '%s' is blocked by the server's policy (deps-block rule '%s')",
-                           r->name, rule.name);
-    }
-    int allowed = cfg->deps_allow == NULL || cfg->deps_allow[0] == '\0';
-    req arule;
-    int has_allow = policy_find(cfg->deps_allow, r->name, &arule);
-    if (!allowed && !has_allow)
-        return rb_fail(RB_EFORBIDDEN, err,
-                       "package '%s' is not on the server's allowlist (deps-allow); ask the operator to add it",
-                       r->name);
-    /* the minimum version: the larger of the allow rule's ">=V" and the block rule's "<V" */
-    const char *min = NULL;
-    char rulebuf[256] = "";
-    if (has_allow && strcmp(arule.op, ">=") == 0) {
-        min = arule.ver;
-        snprintf(rulebuf, sizeof(rulebuf), "deps-allow rule '%s>=%s'", arule.name, arule.ver);
-    }
-    if (policy_find(cfg->deps_block, r->name, &rule) && strcmp(rule.op, "<") == 0 &&
-        (min == NULL || vercmp(rule.ver, min) > 0)) {
-        snprintf(blockmin, sizeof(blockmin), "%s", rule.ver);
-        min = blockmin;
-        snprintf(rulebuf, sizeof(rulebuf), "deps-block rule '%s<%s'", rule.name, rule.ver);
-    }
-    if (min != NULL && (strcmp(r->op, "==") == 0 || strcmp(r->op, "<=") == 0 || strcmp(r->op, "<") == 0) &&
-        strchr(r->ver, '*') == NULL && vercmp(r->ver, min) < (strcmp(r->op, "<") == 0 ? 1 : 0))
-        return rb_fail(RB_EFORBIDDEN, err, "package '%s%s%s' is older than the minimum version %s set by the %s",
-                       r->name, r->op, r->ver, min, rulebuf);
-    if (min != NULL && r->op[0] != '\0')
-        snprintf(out, outlen, "%s%s%s,>=%s", r->name, r->op, r->ver, min);
-    else if (min != NULL)
-        snprintf(out, outlen, "%s>=%s", r->name, min);
-    else
-        snprintf(out, outlen, "%s%s%s", r->name, r->op, r->ver);
-    return RB_OK;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-rb_err deps_parse(const rb_config *cfg, json_t *list, json_t **out, char *err)
-{
-    *out = NULL;
-    if (list == NULL || json_is_null(list))
-        return RB_OK;
-    if (!json_is_array(list))
-        return rb_fail(RB_EINVAL, err, "dependencies: must be a list of requirement strings such as \"requests==2.32.3\"");
-    size_t n = json_array_size(list);
-    if (n == 0)
-        return RB_OK;
-    if (n > DEPS_MAX)
-        return rb_fail(RB_EINVAL, err, "dependencies: at most %d packages", DEPS_MAX);
-    if (cfg->deps_network == NULL || cfg->deps_network[0] == '\0' || strcmp(cfg->deps_network, "none") == 0)
-        return rb_fail(RB_EFORBIDDEN, err,
-                       "installing packages is disabled on this server (deps-network is none); use the preinstalled "
-                       "packages (GET /packages)");
-    rb_err e;
-    if ((e = check_policy_text(cfg->deps_allow, "deps-allow", err)) != RB_OK ||
-        (e = check_policy_text(cfg->deps_block, "deps-block", err)) != RB_OK)
-        return e;
-    char **reqs = xcalloc(n, sizeof(char *));
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v)
-    {
-        const char *s = json_string_value(v);
-        req r;
-        if (s == NULL || strlen(s) > 200 || parse_req(s, &r) != 0) {
-            e = rb_fail(RB_EINVAL, err,
-                        "dependencies[%zu]: '%.80s' is not a requirement runbox accepts: give a package name with at "
-                        "most one version specifier, e.g. \"requests==2.32.3\" or \"numpy>=1.26\" (no options, URLs, "
-                        "extras or markers)",
-                        i, s ? s : "(not a string)");
-            break;
-        }
-        for (size_t k = 0; k < i; k++) {
-            req prev;
-            parse_req(reqs[k], &prev);
-            if (strcmp(prev.name, r.name) == 0) {
-                e = rb_fail(RB_EINVAL, err, "dependencies: package '%s' is listed twice", r.name);
-                break;
-            }
-        }
-        if (e != RB_OK)
-            break;
-        char line[REQ_NAME_MAX + 2 * REQ_VER_MAX + 16];
-        if ((e = policy_apply(cfg, &r, line, sizeof(line), err)) != RB_OK)
-            break;
-        reqs[i] = xstrdup(line);
-    }
-    if (e == RB_OK) {
-        qsort(reqs, n, sizeof(char *), cmp_str);
-        *out = json_array();
-        for (i = 0; i < n; i++)
-            json_array_append_new(*out, json_string(reqs[i]));
-    }
-    for (i = 0; i < n; i++)
-        free(reqs[i]);
-    free(reqs);
-    return e;
-}
 
 /* ---- one-shot containers -------------------------------------------------------------------- */
 
@@ -833,13 +552,9 @@ static void image_inspected(void *data, rb_err err, const char *errmsg, int stat
 
 static int volume_name_ok(const char *s)
 {
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
     size_t n = strlen(s);
-    if (n == 0 || n > 128)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!is_alnum(s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
-            return 0;
-    return 1;
+    return n > 0 && n <= 128 && strspn(s, chars) == n;
 }
 
 static void container_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
@@ -925,7 +640,7 @@ rb_err core_dependencies_install(rb_core *c, const char *session_id, json_t *bod
     if (list == NULL && json_is_object(body))
         list = json_object_get(body, "packages");
     json_t *reqs = NULL;
-    rb_err e = deps_parse(c->cfg, list, &reqs, err);
+    rb_err e = requirements_parse(c->cfg, list, &reqs, err);
     if (e != RB_OK)
         return e;
     if (reqs == NULL)
