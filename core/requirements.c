@@ -103,18 +103,24 @@ int requirements_version_compare(const char *a, const char *b)
 
 /* ---- the operator's policy lists ----------------------------------------------------------- */
 
-/* Calls fn for each comma-separated entry of a policy list ("a, b>=1.2, c<3"); stops when fn
- * returns non-zero and returns that value. */
+/* Calls fn for each non-empty comma-separated entry of a policy list ("a, b>=1.2, c<3"), with
+ * NULL for an entry too long to be a rule; stops when fn returns non-zero and returns that
+ * value. */
 static int each_rule(const char *list, int (*fn)(void *data, const char *entry), void *data)
 {
     if (list == NULL)
         return 0;
     char tok[REQUIREMENTS_NAME_MAX + REQUIREMENTS_VERSION_MAX + 16];
     while (*list) {
-        const char *comma = strchr(list, ',');
-        size_t n = comma ? (size_t)(comma - list) : strlen(list);
-        snprintf(tok, sizeof(tok), "%.*s", (int)(n < sizeof(tok) - 1 ? n : sizeof(tok) - 1), list);
-        int r = (n > 0 && n < sizeof(tok) - 1) ? fn(data, tok) : (n == 0 ? 0 : fn(data, ""));
+        size_t n = strcspn(list, ",");
+        int r = 0;
+        if (n >= sizeof(tok)) {
+            r = fn(data, NULL);
+        } else if (n > 0) {
+            memcpy(tok, list, n);
+            tok[n] = '\0';
+            r = fn(data, tok);
+        }
         if (r != 0)
             return r;
         list += n;
@@ -133,7 +139,7 @@ static int match_rule(void *data, const char *entry)
 {
     rule_search *f = data;
     requirement r;
-    if (requirements_parse_one(entry, &r) != RB_OK || strcmp(r.name, f->name) != 0)
+    if (entry == NULL || requirements_parse_one(entry, &r) != RB_OK || strcmp(r.name, f->name) != 0)
         return 0;
     *f->hit = r;
     return 1;
@@ -146,26 +152,52 @@ static int find_rule(const char *list, const char *name, requirement *hit)
     return each_rule(list, match_rule, &f);
 }
 
+typedef struct rule_check {
+    const char *list;
+    const char *op; /* the operator this list applies besides a bare name */
+    const char *name;
+    int count;
+} rule_check;
+
+static int count_rule(void *data, const char *entry)
+{
+    rule_check *k = data;
+    requirement r;
+    if (entry != NULL && requirements_parse_one(entry, &r) == RB_OK && strcmp(r.name, k->name) == 0)
+        k->count++;
+    return 0;
+}
+
+/* Whether an entry is one the policy would not apply as written: too long, not a requirement,
+ * an operator other than the list's, or a second rule for a package (only the first is read). */
 static int bad_rule(void *data, const char *entry)
 {
+    rule_check *k = data;
     requirement r;
-    (void)data;
+    if (entry == NULL)
+        return 1;
     while (*entry == ' ')
         entry++;
     if (*entry == '\0')
         return 0;
-    return requirements_parse_one(entry, &r) != RB_OK ||
-           (r.op[0] && strcmp(r.op, ">=") != 0 && strcmp(r.op, "<") != 0);
+    if (requirements_parse_one(entry, &r) != RB_OK || (r.op[0] && strcmp(r.op, k->op) != 0))
+        return 1;
+    k->name = r.name;
+    k->count = 0;
+    each_rule(k->list, count_rule, k);
+    return k->count != 1;
 }
 
-/* RB_EINVAL naming key when a policy list has an entry that is not "name", "name>=V" or "name<V". */
-static rb_err check_rules(const char *list, const char *key, char *err)
+/* RB_EINVAL naming key when a policy list has an entry that is not "name" or "name<op>V", or
+ * two rules for one package. */
+static rb_err check_rules(const char *list, const char *key, const char *op, char *err)
 {
-    if (each_rule(list, bad_rule, NULL) != 0)
+    rule_check k = {list, op, NULL, 0};
+    if (each_rule(list, bad_rule, &k) != 0)
         return rb_fail(RB_EINVAL, err,
-                       "the server's %s setting is malformed: entries must be 'name', 'name>=version' or "
-                       "'name<version', separated by commas; ask the operator to fix it",
-                       key);
+                       "the server's %s setting is malformed: entries must be 'name' or 'name%sversion', one per "
+                       "package, separated by commas; ask the operator to fix it",
+                       key, op);
     return RB_OK;
 }
 
@@ -239,8 +271,8 @@ rb_err requirements_parse(const rb_config *cfg, json_t *list, json_t **out, char
                        "installing packages is disabled on this server (deps-network is none); use the preinstalled "
                        "packages (GET /packages)");
     rb_err e;
-    if ((e = check_rules(cfg->deps_allow, "deps-allow", err)) != RB_OK ||
-        (e = check_rules(cfg->deps_block, "deps-block", err)) != RB_OK)
+    if ((e = check_rules(cfg->deps_allow, "deps-allow", ">=", err)) != RB_OK ||
+        (e = check_rules(cfg->deps_block, "deps-block", "<", err)) != RB_OK)
         return e;
     requirement *parsed = xcalloc(n, sizeof(*parsed));
     char **lines = xcalloc(n, sizeof(char *));

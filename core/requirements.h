@@ -49,8 +49,10 @@ int requirements_version_compare(const char *a, const char *b);
  * above and cfg's policy. On RB_OK *out is NULL for NULL, null or [], otherwise a new array
  * (owned by the caller) of the requirements pip will see, normalised, with the policy's minimum
  * version added (",>=V"), sorted. Errors (with *out NULL): RB_EINVAL for a malformed list,
- * requirement or duplicate package, or a malformed deps-allow/deps-block setting (naming it);
- * RB_EFORBIDDEN when installs are disabled, or naming the package and the rule that forbids it. */
+ * requirement or duplicate package, or a malformed deps-allow/deps-block setting, naming it (an
+ * entry the policy would not apply as written: not "name" or the list's "name>=V" / "name<V",
+ * a second rule for one package, or too long to read); RB_EFORBIDDEN when installs are
+ * disabled, or naming the package and the rule that forbids it. */
 rb_err requirements_parse(const rb_config *cfg, json_t *list, json_t **out, char *err);
 
 #endif

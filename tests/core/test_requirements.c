@@ -377,3 +377,33 @@ Test(rules, malformed_settings_are_named)
     set("deps-block", "pkg[x]");
     fails("[\"requests\"]", RB_EINVAL, "deps-block", NULL);
 }
+
+/* Each entry must mean something in its list: a rule the policy would silently ignore (an
+ * operator it does not apply there, a second rule for the same package, an entry too long to
+ * read) is reported, not skipped. */
+Test(rules, rules_that_would_be_ignored_are_malformed)
+{
+    set("deps-block", "numpy>=2"); /* "not from 2 on" is not a rule deps-block applies */
+    fails("[\"numpy==3.0\"]", RB_EINVAL, "deps-block", "malformed", NULL);
+    set("deps-block", "numpy");
+    set("deps-allow", "numpy<2"); /* nor is an upper bound on the allowlist */
+    fails("[\"requests\"]", RB_EINVAL, "deps-allow", "malformed", NULL);
+    set("deps-allow", "requests");
+
+    set("deps-block", "evil<2, evil"); /* the second rule would never be read */
+    fails("[\"evil==3\"]", RB_EINVAL, "deps-block", "malformed", NULL);
+    set("deps-block", "numpy");
+    set("deps-allow", "requests, Requests>=2.31");
+    fails("[\"requests==2.0\"]", RB_EINVAL, "deps-allow", "malformed", NULL);
+    set("deps-allow", "requests");
+
+    char *entry = repeat(' ', 300, "evil");
+    set("deps-block", entry);
+    fails("[\"evil\"]", RB_EINVAL, "deps-block", "malformed", NULL);
+    free(entry);
+    entry = repeat(' ', 300, "requests");
+    set("deps-block", "evil");
+    set("deps-allow", entry);
+    fails("[\"requests\"]", RB_EINVAL, "deps-allow", "malformed", NULL);
+    free(entry);
+}
