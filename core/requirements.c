@@ -29,9 +29,10 @@ rb_err requirements_parse_one(const char *s, requirement *r)
             sep = 1;
             continue;
         }
-        if (n + 2 > REQUIREMENTS_NAME_MAX)
+        int dash = sep && n > 0;
+        if (n + (size_t)dash + 1 > REQUIREMENTS_NAME_MAX)
             return RB_EINVAL;
-        if (sep && n > 0)
+        if (dash)
             r->name[n++] = '-';
         sep = 0;
         r->name[n++] = (*s >= 'A' && *s <= 'Z') ? (char)(*s - 'A' + 'a') : *s;

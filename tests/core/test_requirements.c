@@ -128,11 +128,22 @@ Test(requirement, bad_specifiers)
 
 Test(requirement, length_limits)
 {
-    char *s = repeat('a', REQUIREMENTS_NAME_MAX - 1, "");
+    char *s = repeat('a', REQUIREMENTS_NAME_MAX, "");
+    accepts(s, s, "", "");
+    free(s);
+    s = repeat('a', REQUIREMENTS_NAME_MAX - 2, "-b");
     accepts(s, s, "", "");
     free(s);
     s = repeat('a', REQUIREMENTS_NAME_MAX + 1, "");
     refuses(s);
+    free(s);
+    s = repeat('a', REQUIREMENTS_NAME_MAX - 1, "-b");
+    refuses(s);
+    free(s);
+    s = repeat('a', REQUIREMENTS_NAME_MAX, "___"); /* separators at the end do not count */
+    requirement r;
+    cr_assert_eq(requirements_parse_one(s, &r), RB_OK);
+    cr_assert_eq(strlen(r.name), REQUIREMENTS_NAME_MAX);
     free(s);
     s = repeat('a', 5000, "==1");
     refuses(s);
