@@ -24,180 +24,15 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "core/oneshot.h"
 #include "core/requirements.h"
 
-#define ONESHOT_OUTPUT_MAX (2u * 1024 * 1024)
 #define INSTALL_TIMEOUT_MS (15L * 60 * 1000)
 #define PACKAGES_TIMEOUT_MS (2L * 60 * 1000)
-#define INSTALLER_MEMORY ((json_int_t)1024 * 1024 * 1024)
 #define EXIT_CACHE_MISS 10
 #define EXIT_PIP_FAILED 4
 #define EXIT_COLLISION 3
 #define SITE_DIR "/workspace/.runbox/site-packages"
-
-/* ---- one-shot containers -------------------------------------------------------------------- */
-
-typedef void (*oneshot_cb)(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out);
-
-typedef struct oneshot {
-    rb_core *c;
-    char *id;
-    long timeout_ms;
-    int exit_code;
-    rb_err err;
-    char msg[RB_ERR_LEN];
-    rb_buf out[3];
-    oneshot_cb cb;
-    void *data;
-} oneshot;
-
-static void oneshot_free(oneshot *o)
-{
-    for (int i = 0; i < 3; i++)
-        rb_buf_dispose(&o->out[i]);
-    free(o->id);
-    free(o);
-}
-
-static void os_removed(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    oneshot *o = data;
-    (void)status;
-    (void)body;
-    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
-        rb_warn("container %.12s: could not remove it: %s", o->id, errmsg);
-    if (o->err == RB_OK && err == RB_ECANCELED)
-        o->err = rb_fail(RB_ECANCELED, o->msg, "runboxd is shutting down");
-    o->cb(o->data, o->err, o->err == RB_OK ? NULL : o->msg, o->exit_code, o->out);
-    oneshot_free(o);
-}
-
-/* Removes the container, then reports o's outcome. */
-static void os_finish(oneshot *o)
-{
-    char err[RB_ERR_LEN];
-    if (o->id == NULL || docker_container_remove(o->c->dk, o->id, os_removed, o, err) != RB_OK) {
-        o->cb(o->data, o->err, o->err == RB_OK ? NULL : o->msg, o->exit_code, o->out);
-        oneshot_free(o);
-    }
-}
-
-static void os_fail(oneshot *o, rb_err e, const char *what, const char *errmsg)
-{
-    o->err = e;
-    snprintf(o->msg, sizeof(o->msg), "%.60s: %.440s", what, errmsg ? errmsg : "no detail");
-    os_finish(o);
-}
-
-static void os_demux(void *data, int stream, const char *buf, size_t len)
-{
-    oneshot *o = data;
-    if (stream >= 1 && stream <= 2 && rb_buf_append(&o->out[stream], buf, len) != RB_OK) {
-        /* keep the tail of stderr (pip's error is at the end) */
-        rb_buf *b = &o->out[stream];
-        size_t drop = b->len / 2;
-        rb_buf_consume(b, drop);
-        rb_buf_append(b, buf, len < b->max - b->len ? len : b->max - b->len);
-    }
-}
-
-static void os_logs(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
-{
-    oneshot *o = data;
-    (void)status;
-    if (err == RB_OK) {
-        docker_demux dm;
-        docker_demux_init(&dm);
-        docker_demux_feed(&dm, body, len, os_demux, o);
-    } else if (err != RB_ETOOBIG) {
-        os_fail(o, err, "cannot read the helper container's output", errmsg);
-        return;
-    }
-    os_finish(o);
-}
-
-static void os_waited(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    oneshot *o = data;
-    char e2[RB_ERR_LEN];
-    (void)status;
-    if (err != RB_OK) {
-        os_fail(o, err == RB_ETIMEDOUT ? RB_ETIMEDOUT : err, "the helper container did not finish", errmsg);
-        return;
-    }
-    json_t *code = json_object_get(body, "StatusCode");
-    o->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
-    if (docker_container_logs(o->c->dk, o->id, ONESHOT_OUTPUT_MAX * 2, os_logs, o, e2) != RB_OK)
-        os_fail(o, RB_EIO, "cannot read the helper container's output", e2);
-}
-
-static void os_started(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    oneshot *o = data;
-    char e2[RB_ERR_LEN];
-    (void)status;
-    (void)body;
-    if (err != RB_OK) {
-        os_fail(o, err, "cannot start the helper container", errmsg);
-        return;
-    }
-    if (docker_container_wait(o->c->dk, o->id, o->timeout_ms, os_waited, o, e2) != RB_OK)
-        os_fail(o, RB_EIO, "cannot wait for the helper container", e2);
-}
-
-static void os_created(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    oneshot *o = data;
-    char e2[RB_ERR_LEN];
-    (void)status;
-    const char *id = json_string_value(json_object_get(body, "Id"));
-    if (err != RB_OK || id == NULL) {
-        if (err == RB_ENOTFOUND)
-            snprintf(e2, sizeof(e2), "the image '%s' does not exist; build it with docker/build-images",
-                     o->c->cfg->image);
-        os_fail(o, err == RB_ENOTFOUND ? RB_EUNAVAILABLE : (err != RB_OK ? err : RB_EIO),
-                "cannot create the helper container", err == RB_ENOTFOUND ? e2 : errmsg);
-        return;
-    }
-    o->id = xstrdup(id);
-    if (docker_container_start(o->c->dk, o->id, os_started, o, e2) != RB_OK)
-        os_fail(o, RB_EIO, "cannot start the helper container", e2);
-}
-
-/* Runs a container to completion: create (config borrowed), start, wait, read its output,
- * remove. cb once with the exit code and the demultiplexed output (out[1] stdout, out[2]
- * stderr, each capped at ONESHOT_OUTPUT_MAX bytes, keeping the tail). */
-static rb_err oneshot_run(rb_core *c, const char *kind, json_t *config, long timeout_ms, oneshot_cb cb, void *data,
-                          char *err)
-{
-    oneshot *o = xcalloc(1, sizeof(*o));
-    o->c = c;
-    o->cb = cb;
-    o->data = data;
-    o->timeout_ms = timeout_ms;
-    o->exit_code = -1;
-    for (int i = 0; i < 3; i++)
-        rb_buf_init(&o->out[i], ONESHOT_OUTPUT_MAX);
-    char name[80], rnd[RB_ID_LEN];
-    rb_random_id("", rnd, sizeof(rnd));
-    snprintf(name, sizeof(name), "runbox-%s-%.16s", kind, rnd);
-    rb_err e = docker_container_create(c->dk, name, config, os_created, o, err);
-    if (e != RB_OK)
-        oneshot_free(o);
-    return e;
-}
-
-/* The hardened HostConfig of helper containers. network NULL = none. */
-static json_t *helper_host_config(const rb_config *cfg, const char *network)
-{
-    json_t *hc = json_pack("{s:s, s:I, s:I, s:I, s:b, s:[s], s:[s,s,s], s:[s], s:{s:s}, s:b, s:{s:s}}", "NetworkMode",
-                           network ? network : "none", "Memory", INSTALLER_MEMORY, "MemorySwap", INSTALLER_MEMORY,
-                           "PidsLimit", (json_int_t)256, "ReadonlyRootfs", 1, "CapDrop", "ALL", "CapAdd", "CHOWN",
-                           "DAC_OVERRIDE", "FOWNER", "SecurityOpt", "no-new-privileges", "Tmpfs", "/tmp",
-                           "rw,nosuid,nodev,size=1g", "Init", 1, "LogConfig", "Type", "json-file");
-    (void)cfg;
-    return hc;
-}
 
 /* ---- the image's packages --------------------------------------------------------------------- */
 
@@ -273,7 +108,7 @@ static void pkg_inspected(void *data, rb_err err, const char *errmsg, int status
     json_t *cfg = json_pack("{s:s, s:[s,s,s,s], s:s, s:{s:s, s:s}, s:b, s:o}", "Image", p->c->cfg->image, "Cmd",
                             "python3", "-I", "-c", packages_py, "User", "1000", "Labels", "runbox.instance",
                             p->c->instance, "runbox.managed", "1", "NetworkDisabled", 1, "HostConfig",
-                            helper_host_config(p->c->cfg, NULL));
+                            oneshot_host_config(NULL));
     json_array_clear(json_object_get(json_object_get(cfg, "HostConfig"), "CapAdd"));
     rb_err e = oneshot_run(p->c, "packages", cfg, PACKAGES_TIMEOUT_MS, pkg_listed, p, msg);
     json_decref(cfg);
@@ -466,7 +301,7 @@ static rb_err run_installer(inst *in, char *err)
     rb_buf_dispose(&reqs);
     if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
         json_array_append_new(env, json_sprintf("PIP_INDEX_URL=%s", cfg->deps_index_url));
-    json_t *hc = helper_host_config(cfg, in->online ? cfg->deps_network : NULL);
+    json_t *hc = oneshot_host_config(in->online ? cfg->deps_network : NULL);
     json_t *binds = json_array();
     json_array_append_new(binds, json_sprintf("%s:/cache", in->cache_volume));
     json_array_append_new(binds, json_sprintf("%s:/target", in->workspace_volume));
