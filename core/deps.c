@@ -1,5 +1,5 @@
 /*
- * deps.c: Python dependencies for sessions, and the image's preinstalled packages.
+ * deps.c: Python dependencies for sessions.
  *
  * User code never runs with network because of a dependency: an installer container (same
  * image, network on, no user code) runs pip into a cache volume per requirement set and
@@ -15,9 +15,6 @@
  * wheels only (--only-binary :all:: no setup.py runs). Requirements are checked first by
  * core/requirements.c against a strict syntax (no options, URLs or paths) and the operator's
  * policy (deps-allow, deps-block, with minimum versions); errors name the package and the rule.
- *
- * GET /packages runs one short container without network that lists the image's
- * distributions with importlib.metadata; the answer is cached per image id.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,113 +25,10 @@
 #include "core/requirements.h"
 
 #define INSTALL_TIMEOUT_MS (15L * 60 * 1000)
-#define PACKAGES_TIMEOUT_MS (2L * 60 * 1000)
 #define EXIT_CACHE_MISS 10
 #define EXIT_PIP_FAILED 4
 #define EXIT_COLLISION 3
 #define SITE_DIR "/workspace/.runbox/site-packages"
-
-/* ---- the image's packages --------------------------------------------------------------------- */
-
-static const char packages_py[] =
-    "import json,sys,importlib.metadata as m\n"
-    "seen={}\n"
-    "for d in m.distributions():\n"
-    "  n=d.metadata['Name']\n"
-    "  if n and n.lower() not in seen: seen[n.lower()]={'name':n,'version':d.version}\n"
-    "print(json.dumps({'python':sys.version.split()[0],"
-    "'packages':sorted(seen.values(),key=lambda p:p['name'].lower())}))\n";
-
-static json_t *packages_cache;   /* {image_id, answer} of the last listing */
-
-typedef struct pkg_op {
-    rb_core *c;
-    core_op *op;
-    char *image_id;
-} pkg_op;
-
-static void pkg_done(pkg_op *p, rb_err e, const char *msg, json_t *body)
-{
-    if (!p->op->cancelled)
-        p->op->cb(p->op->data, e, e == RB_OK ? NULL : msg, body);
-    else
-        json_decref(body);
-    free(p->op);
-    free(p->image_id);
-    free(p);
-}
-
-static void pkg_listed(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out)
-{
-    pkg_op *p = data;
-    char m2[RB_ERR_LEN];
-    if (err != RB_OK) {
-        pkg_done(p, err, msg, NULL);
-        return;
-    }
-    json_t *doc = json_loadb(out[1].data ? out[1].data : "", out[1].len, 0, NULL);
-    if (exit_code != 0 || !json_is_array(json_object_get(doc, "packages"))) {
-        snprintf(m2, sizeof(m2), "listing the image's packages failed (exit code %d): %.200s", exit_code,
-                 out[2].data ? out[2].data : "");
-        json_decref(doc);
-        pkg_done(p, RB_EIO, m2, NULL);
-        return;
-    }
-    json_object_set_new(doc, "image", json_string(p->c->cfg->image));
-    json_object_set_new(doc, "image_id", json_string(p->image_id));
-    json_decref(packages_cache);
-    packages_cache = json_pack("{s:s, s:O}", "image_id", p->image_id, "answer", doc);
-    pkg_done(p, RB_OK, NULL, doc);
-}
-
-static void pkg_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    pkg_op *p = data;
-    char msg[RB_ERR_LEN];
-    (void)status;
-    const char *id = json_string_value(json_object_get(body, "Id"));
-    if (err != RB_OK || id == NULL) {
-        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image '%s': %s", p->c->cfg->image,
-                 errmsg ? errmsg : "no id");
-        pkg_done(p, err == RB_ENOTFOUND || err == RB_OK ? RB_EUNAVAILABLE : err, msg, NULL);
-        return;
-    }
-    p->image_id = xstrdup(id);
-    const char *cached = json_string_value(json_object_get(packages_cache, "image_id"));
-    if (cached != NULL && strcmp(cached, id) == 0) {
-        pkg_done(p, RB_OK, NULL, json_deep_copy(json_object_get(packages_cache, "answer")));
-        return;
-    }
-    json_t *cfg = json_pack("{s:s, s:[s,s,s,s], s:s, s:{s:s, s:s}, s:b, s:o}", "Image", p->c->cfg->image, "Cmd",
-                            "python3", "-I", "-c", packages_py, "User", "1000", "Labels", "runbox.instance",
-                            p->c->instance, "runbox.managed", "1", "NetworkDisabled", 1, "HostConfig",
-                            oneshot_host_config(NULL));
-    json_array_clear(json_object_get(json_object_get(cfg, "HostConfig"), "CapAdd"));
-    rb_err e = oneshot_run(p->c, "packages", cfg, PACKAGES_TIMEOUT_MS, pkg_listed, p, msg);
-    json_decref(cfg);
-    if (e != RB_OK)
-        pkg_done(p, e, msg, NULL);
-}
-
-rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char *err)
-{
-    if (!c->docker_ok)
-        return rb_fail(RB_EUNAVAILABLE, err, "Docker is not reachable (%s)", c->docker_error);
-    pkg_op *p = xcalloc(1, sizeof(*p));
-    p->c = c;
-    p->op = xcalloc(1, sizeof(*p->op));
-    p->op->cb = cb;
-    p->op->data = data;
-    rb_err e = docker_image_inspect(c->dk, c->cfg->image, pkg_inspected, p, err);
-    if (e != RB_OK) {
-        free(p->op);
-        free(p);
-        return e;
-    }
-    if (handle != NULL)
-        *handle = p->op;
-    return RB_OK;
-}
 
 /* ---- installing into a session ------------------------------------------------------------------ */
 
