@@ -1,5 +1,7 @@
 /*
- * deps.c: Python dependencies for sessions.
+ * deps.c: the dependency installer: Python packages a caller asks for, installed into a
+ * session's workspace, at creation (deps_session_install, core/internal.h) or later
+ * (core_dependencies_install, core/core.h).
  *
  * User code never runs with network because of a dependency: an installer container (same
  * image, network on, no user code) runs pip into a cache volume per requirement set and
@@ -8,13 +10,15 @@
  * PYTHONPATH; the runner invalidates import caches before each cell). A later session asking
  * for the same set is served from the cache by an installer with no network at all.
  *
- * The installer is hardened like a sandbox (read-only root, all capabilities dropped but the
- * three needed to write as root and hand files to uid 1000, no-new-privileges, pids and memory
- * limits), runs pip isolated from the workspace (HOME and cwd in /tmp, PIP_CONFIG_FILE
- * /dev/null, python -I) so files user code left in /workspace cannot steer pip, and accepts
- * wheels only (--only-binary :all:: no setup.py runs). Requirements are checked first by
- * core/requirements.c against a strict syntax (no options, URLs or paths) and the operator's
- * policy (deps-allow, deps-block, with minimum versions); errors name the package and the rule.
+ * The installer is a one-shot container (core/oneshot.h) hardened like a sandbox (read-only
+ * root, all capabilities dropped but the three needed to write as root and hand files to uid
+ * 1000, no-new-privileges, pids and memory limits), runs pip isolated from the workspace (HOME
+ * and cwd in /tmp, PIP_CONFIG_FILE /dev/null, python -I) so files user code left in /workspace
+ * cannot steer pip, and accepts wheels only (--only-binary :all:: no setup.py runs).
+ *
+ * Not here: the requirement syntax and the operator's deps-allow / deps-block policy
+ * (core/requirements.c, checked before anything starts), and the image's preinstalled
+ * packages (core/packages.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +33,6 @@
 #define EXIT_PIP_FAILED 4
 #define EXIT_COLLISION 3
 #define SITE_DIR "/workspace/.runbox/site-packages"
-
-/* ---- installing into a session ------------------------------------------------------------------ */
 
 /* The installer: RUNBOX_REQS holds the requirements, one a line; /cache is the set's cache
  * volume, /target the session's workspace volume. Exit 10 = not cached (offline pass), 4 =
@@ -59,45 +61,47 @@ static const char install_sh[] =
     "cp -R /cache/site/. /target/.runbox/site-packages/ || exit 5\n"
     "chown -R 1000:1000 /target/.runbox\n";
 
-typedef struct inst {
+/* One install in flight: inspect the sandbox (its workspace volume), inspect the image (its
+ * id keys the cache), create the cache volume, run the installer offline, and online when the
+ * cache misses. */
+typedef struct install_job {
     rb_core *c;
-    core_op *op;
-    sandbox_ready_cb scb; /* creation-time install: reports to the session */
-    session *s;
+    core_op *op;               /* the caller's handle; cancelled = report to no one */
+    sandbox_ready_cb scb;      /* creation-time install: reports to the session s */
+    session *s;                /* NULL for core_dependencies_install, which reports through op */
     char session_id[RB_ID_LEN];
-    char *container;
-    json_t *reqs;
+    char *container;           /* the session's sandbox container */
+    json_t *reqs;              /* the normalised requirement list (core/requirements.h) */
     char *workspace_volume;
-    char *image_id;
     char cache_volume[96];
-    int online;
+    int online;                /* the second pass: the cache missed, pip downloads */
     int64_t started;
-} inst;
+} install_job;
 
-static void inst_done(inst *in, rb_err e, const char *msg, int cached)
+/* Reports the outcome (unless cancelled) and frees job. */
+static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
 {
-    if (in->scb != NULL) {
-        if (!in->op->cancelled)
-            in->scb(in->s, e, msg);
-    } else if (!in->op->cancelled) {
+    if (job->scb != NULL) {
+        if (!job->op->cancelled)
+            job->scb(job->s, e, msg);
+    } else if (!job->op->cancelled) {
         json_t *body = NULL;
         if (e == RB_OK)
-            body = json_pack("{s:s, s:O, s:b, s:s, s:I}", "session_id", in->session_id, "dependencies", in->reqs,
+            body = json_pack("{s:s, s:O, s:b, s:s, s:I}", "session_id", job->session_id, "dependencies", job->reqs,
                              "cached", cached, "site_packages", SITE_DIR, "duration_ms",
-                             (json_int_t)(rb_mono_ms() - in->started));
-        in->op->cb(in->op->data, e, e == RB_OK ? NULL : msg, body);
+                             (json_int_t)(rb_mono_ms() - job->started));
+        job->op->cb(job->op->data, e, e == RB_OK ? NULL : msg, body);
     }
-    json_decref(in->reqs);
-    free(in->container);
-    free(in->workspace_volume);
-    free(in->image_id);
-    free(in->op);
-    free(in);
+    json_decref(job->reqs);
+    free(job->container);
+    free(job->workspace_volume);
+    free(job->op);
+    free(job);
 }
 
-static rb_err run_installer(inst *in, char *err);
+static rb_err run_installer(install_job *job, char *err);
 
-static void ignore_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_cache_dropped(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
     (void)data;
     (void)status;
@@ -107,7 +111,7 @@ static void ignore_cb(void *data, rb_err err, const char *errmsg, int status, js
 }
 
 /* The last non-empty lines of pip's output, on one line, for the error message. */
-static void tail_lines(const rb_buf *b, char *out, size_t outlen)
+static void last_lines(const rb_buf *b, char *out, size_t outlen)
 {
     size_t n = b->len, end = n, lines = 0;
     while (end > 0 && (b->data[end - 1] == '\n' || b->data[end - 1] == ' '))
@@ -128,38 +132,37 @@ static void tail_lines(const rb_buf *b, char *out, size_t outlen)
     out[o] = '\0';
 }
 
-static void installed_cb(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out)
+static void on_installer_exited(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out)
 {
-    inst *in = data;
+    install_job *job = data;
     char m2[RB_ERR_LEN], tail[300];
     if (err != RB_OK) {
         snprintf(m2, sizeof(m2), "installing dependencies failed: %s", msg);
-        inst_done(in, err, m2, 0);
+        job_finish(job, err, m2, 0);
         return;
     }
-    if (exit_code == EXIT_CACHE_MISS && !in->online) {
-        in->online = 1;
-        if (run_installer(in, m2) != RB_OK)
-            inst_done(in, RB_EIO, m2, 0);
+    if (exit_code == EXIT_CACHE_MISS && !job->online) {
+        job->online = 1;
+        if (run_installer(job, m2) != RB_OK)
+            job_finish(job, RB_EIO, m2, 0);
         return;
     }
     if (exit_code != 0) {
-        tail_lines(&out[2], tail, sizeof(tail));
+        last_lines(&out[2], tail, sizeof(tail));
         if (exit_code == EXIT_PIP_FAILED) /* nothing useful is cached: drop the volume (best effort) */
-            docker_volume_remove(in->c->dk, in->cache_volume, ignore_cb, NULL, m2);
+            docker_volume_remove(job->c->dk, job->cache_volume, on_cache_dropped, NULL, m2);
         if (exit_code == EXIT_PIP_FAILED)
             snprintf(m2, sizeof(m2), "pip could not install the dependencies (wheels only, from %s): %s",
-                     in->c->cfg->deps_index_url ? in->c->cfg->deps_index_url : "the default index", tail);
+                     job->c->cfg->deps_index_url ? job->c->cfg->deps_index_url : "the default index", tail);
         else
             snprintf(m2, sizeof(m2), "the dependency installer failed (exit code %d): %s", exit_code, tail);
-        inst_done(in, exit_code == EXIT_PIP_FAILED ? RB_EINVAL : RB_EIO, m2, 0);
+        job_finish(job, exit_code == EXIT_PIP_FAILED ? RB_EINVAL : RB_EIO, m2, 0);
         return;
     }
-    rb_info("session %s: dependencies installed (%s): %zu packages", in->session_id,
-            in->online ? "downloaded" : "from cache", json_array_size(in->reqs));
-    inst_done(in, RB_OK, NULL, !in->online);
+    rb_info("session %s: dependencies installed (%s): %zu packages", job->session_id,
+            job->online ? "downloaded" : "from cache", json_array_size(job->reqs));
+    job_finish(job, RB_OK, NULL, !job->online);
 }
-
 
 /* The CA bundle the installer's pip trusts: the configured file; by default the Docker host's
  * own trust store when runboxd runs on that host (a unix socket), so a host behind a
@@ -172,14 +175,14 @@ static const char *installer_ca_file(const rb_config *cfg)
     return access(host_bundle, R_OK) == 0 ? host_bundle : NULL;
 }
 
-static rb_err run_installer(inst *in, char *err)
+static rb_err run_installer(install_job *job, char *err)
 {
-    const rb_config *cfg = in->c->cfg;
+    const rb_config *cfg = job->c->cfg;
     rb_buf reqs;
     rb_buf_init(&reqs, 64 * 1024);
     size_t i;
     json_t *v;
-    json_array_foreach(in->reqs, i, v)
+    json_array_foreach(job->reqs, i, v)
     {
         if (i > 0)
             rb_buf_append(&reqs, "\n", 1);
@@ -188,17 +191,17 @@ static rb_err run_installer(inst *in, char *err)
     rb_buf_append(&reqs, "", 1);
     json_t *env = json_array();
     json_array_append_new(env, json_sprintf("RUNBOX_REQS=%s", reqs.data));
-    json_array_append_new(env, json_sprintf("RUNBOX_OFFLINE=%d", in->online ? 0 : 1));
+    json_array_append_new(env, json_sprintf("RUNBOX_OFFLINE=%d", job->online ? 0 : 1));
     json_array_append_new(env, json_string("HOME=/tmp"));
     json_array_append_new(env, json_string("PIP_CONFIG_FILE=/dev/null"));
     json_array_append_new(env, json_string("PYTHONDONTWRITEBYTECODE=1"));
     rb_buf_dispose(&reqs);
     if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
         json_array_append_new(env, json_sprintf("PIP_INDEX_URL=%s", cfg->deps_index_url));
-    json_t *hc = oneshot_host_config(in->online ? cfg->deps_network : NULL);
+    json_t *hc = oneshot_host_config(job->online ? cfg->deps_network : NULL);
     json_t *binds = json_array();
-    json_array_append_new(binds, json_sprintf("%s:/cache", in->cache_volume));
-    json_array_append_new(binds, json_sprintf("%s:/target", in->workspace_volume));
+    json_array_append_new(binds, json_sprintf("%s:/cache", job->cache_volume));
+    json_array_append_new(binds, json_sprintf("%s:/target", job->workspace_volume));
     const char *ca = installer_ca_file(cfg);
     if (ca != NULL) {
         json_array_append_new(binds, json_sprintf("%s:/etc/runbox-ca.pem:ro", ca));
@@ -207,16 +210,16 @@ static rb_err run_installer(inst *in, char *err)
     json_object_set_new(hc, "Binds", binds);
     json_t *conf = json_pack("{s:s, s:[s,s,s], s:s, s:o, s:s, s:{s:s, s:s, s:s}, s:b, s:o}", "Image", cfg->image,
                              "Cmd", "sh", "-c", install_sh, "User", "0", "Env", env, "WorkingDir", "/tmp", "Labels",
-                             "runbox.instance", in->c->instance, "runbox.managed", "1", "runbox.deps-for",
-                             in->session_id, "NetworkDisabled", !in->online, "HostConfig", hc);
-    rb_err e = oneshot_run(in->c, "deps", conf, INSTALL_TIMEOUT_MS, installed_cb, in, err);
+                             "runbox.instance", job->c->instance, "runbox.managed", "1", "runbox.deps-for",
+                             job->session_id, "NetworkDisabled", !job->online, "HostConfig", hc);
+    rb_err e = oneshot_run(job->c, "deps", conf, INSTALL_TIMEOUT_MS, on_installer_exited, job, err);
     json_decref(conf);
     return e;
 }
 
 /* FNV-1a, 64 bits, with a seed: two of them name a cache volume. Collisions cannot mix sets
  * up: the installer compares the stored requirement list before using a cache. */
-static uint64_t fnv(const char *s, uint64_t seed)
+static uint64_t fnv1a64(const char *s, uint64_t seed)
 {
     uint64_t h = 1469598103934665603ull ^ seed;
     for (; *s; s++) {
@@ -226,57 +229,57 @@ static uint64_t fnv(const char *s, uint64_t seed)
     return h;
 }
 
-static void volume_ready(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_cache_volume_created(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
-    inst *in = data;
+    install_job *job = data;
     char msg[RB_ERR_LEN];
     (void)status;
     (void)body;
     if (err != RB_OK) {
         snprintf(msg, sizeof(msg), "cannot create the dependency cache volume: %s", errmsg);
-        inst_done(in, err, msg, 0);
+        job_finish(job, err, msg, 0);
         return;
     }
-    if (run_installer(in, msg) != RB_OK)
-        inst_done(in, RB_EIO, msg, 0);
+    if (run_installer(job, msg) != RB_OK)
+        job_finish(job, RB_EIO, msg, 0);
 }
 
-static void image_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_image_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
-    inst *in = data;
+    install_job *job = data;
     char msg[RB_ERR_LEN];
     (void)status;
     const char *id = json_string_value(json_object_get(body, "Id"));
     if (err != RB_OK || id == NULL) {
         snprintf(msg, sizeof(msg), "cannot inspect the sandbox image: %s", errmsg ? errmsg : "no id");
-        inst_done(in, err != RB_OK ? err : RB_EIO, msg, 0);
+        job_finish(job, err != RB_OK ? err : RB_EIO, msg, 0);
         return;
     }
-    char *text = json_dumps(in->reqs, JSON_COMPACT);
+    char *text = json_dumps(job->reqs, JSON_COMPACT);
     char *key = xasprintf("%s\n%s", id, text);
     free(text);
-    snprintf(in->cache_volume, sizeof(in->cache_volume), "runbox-deps-%016llx%016llx",
-             (unsigned long long)fnv(key, 0), (unsigned long long)fnv(key, 0x9e3779b97f4a7c15ull));
+    snprintf(job->cache_volume, sizeof(job->cache_volume), "runbox-deps-%016llx%016llx",
+             (unsigned long long)fnv1a64(key, 0), (unsigned long long)fnv1a64(key, 0x9e3779b97f4a7c15ull));
     free(key);
     /* the set as a label, so that operators (and tests) can see what a cache holds */
     rb_buf set;
     rb_buf_init(&set, 2048);
     size_t i;
     json_t *v;
-    json_array_foreach(in->reqs, i, v)
+    json_array_foreach(job->reqs, i, v)
     {
         if ((i > 0 && rb_buf_append(&set, ",", 1) != RB_OK) ||
             rb_buf_append(&set, json_string_value(v), json_string_length(v)) != RB_OK)
             break;
     }
-    json_t *vol = json_pack("{s:s, s:{s:s, s:s, s:s%, s:s}}", "Name", in->cache_volume, "Labels", "runbox.managed", "1",
-                            "runbox.deps", "1", "runbox.deps.set", set.data ? set.data : "", set.len, "runbox.deps.image",
-                            id);
+    json_t *vol = json_pack("{s:s, s:{s:s, s:s, s:s%, s:s}}", "Name", job->cache_volume, "Labels", "runbox.managed",
+                            "1", "runbox.deps", "1", "runbox.deps.set", set.data ? set.data : "", set.len,
+                            "runbox.deps.image", id);
     rb_buf_dispose(&set);
-    rb_err e = docker_volume_create(in->c->dk, vol, volume_ready, in, msg);
+    rb_err e = docker_volume_create(job->c->dk, vol, on_cache_volume_created, job, msg);
     json_decref(vol);
     if (e != RB_OK)
-        inst_done(in, e, msg, 0);
+        job_finish(job, e, msg, 0);
 }
 
 static int volume_name_ok(const char *s)
@@ -286,14 +289,14 @@ static int volume_name_ok(const char *s)
     return n > 0 && n <= 128 && strspn(s, chars) == n;
 }
 
-static void container_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_sandbox_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
-    inst *in = data;
+    install_job *job = data;
     char msg[RB_ERR_LEN];
     (void)status;
     if (err != RB_OK) {
         snprintf(msg, sizeof(msg), "cannot inspect the session's sandbox: %s", errmsg);
-        inst_done(in, err == RB_ENOTFOUND ? RB_ECONFLICT : err, msg, 0);
+        job_finish(job, err == RB_ENOTFOUND ? RB_ECONFLICT : err, msg, 0);
         return;
     }
     size_t i;
@@ -304,52 +307,54 @@ static void container_inspected(void *data, rb_err err, const char *errmsg, int 
         const char *name = json_string_value(json_object_get(m, "Name"));
         const char *type = json_string_value(json_object_get(m, "Type"));
         if (dst && name && type && strcmp(dst, "/workspace") == 0 && strcmp(type, "volume") == 0)
-            in->workspace_volume = xstrdup(name);
+            job->workspace_volume = xstrdup(name);
     }
-    if (in->workspace_volume == NULL || !volume_name_ok(in->workspace_volume)) {
-        inst_done(in, RB_ECONFLICT,
-                  "the session's /workspace is not a Docker volume, so packages cannot be installed into it (the "
-                  "session was created by an older runboxd); create a new session",
-                  0);
+    if (job->workspace_volume == NULL || !volume_name_ok(job->workspace_volume)) {
+        job_finish(job, RB_ECONFLICT,
+                   "the session's /workspace is not a Docker volume, so packages cannot be installed into it (the "
+                   "session was created by an older runboxd); create a new session",
+                   0);
         return;
     }
-    if (docker_image_inspect(in->c->dk, in->c->cfg->image, image_inspected, in, msg) != RB_OK)
-        inst_done(in, RB_EIO, msg, 0);
+    if (docker_image_inspect(job->c->dk, job->c->cfg->image, on_image_inspected, job, msg) != RB_OK)
+        job_finish(job, RB_EIO, msg, 0);
 }
 
-static rb_err install_start(rb_core *c, session *s, json_t *reqs, inst **out, char *err)
+/* Starts installing reqs (borrowed) into s's workspace; on RB_OK *out is the running job, whose
+ * caller sets how it reports (scb, or op->cb). */
+static rb_err job_start(rb_core *c, session *s, json_t *reqs, install_job **out, char *err)
 {
     if (s->container_id == NULL)
         return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
-    inst *in = xcalloc(1, sizeof(*in));
-    in->c = c;
-    in->s = s;
-    in->op = xcalloc(1, sizeof(*in->op));
-    snprintf(in->session_id, sizeof(in->session_id), "%s", s->id);
-    in->container = xstrdup(s->container_id);
-    in->reqs = json_incref(reqs);
-    in->started = rb_mono_ms();
-    rb_err e = docker_container_inspect(c->dk, in->container, container_inspected, in, err);
+    install_job *job = xcalloc(1, sizeof(*job));
+    job->c = c;
+    job->s = s;
+    job->op = xcalloc(1, sizeof(*job->op));
+    snprintf(job->session_id, sizeof(job->session_id), "%s", s->id);
+    job->container = xstrdup(s->container_id);
+    job->reqs = json_incref(reqs);
+    job->started = rb_mono_ms();
+    rb_err e = docker_container_inspect(c->dk, job->container, on_sandbox_inspected, job, err);
     if (e != RB_OK) {
-        json_decref(in->reqs);
-        free(in->container);
-        free(in->op);
-        free(in);
+        json_decref(job->reqs);
+        free(job->container);
+        free(job->op);
+        free(job);
         return e;
     }
-    *out = in;
+    *out = job;
     return RB_OK;
 }
 
 rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err)
 {
-    inst *in = NULL;
-    rb_err e = install_start(s->core, s, reqs, &in, err);
+    install_job *job = NULL;
+    rb_err e = job_start(s->core, s, reqs, &job, err);
     if (e != RB_OK)
         return e;
-    in->scb = cb;
+    job->scb = cb;
     if (handle != NULL)
-        *handle = in->op;
+        *handle = job->op;
     return RB_OK;
 }
 
@@ -375,15 +380,15 @@ rb_err core_dependencies_install(rb_core *c, const char *session_id, json_t *bod
     if (reqs == NULL)
         return rb_fail(RB_EINVAL, err, "dependencies: give at least one package, e.g. {\"dependencies\": "
                                        "[\"requests==2.32.3\"]}");
-    inst *in = NULL;
-    e = install_start(c, s, reqs, &in, err);
+    install_job *job = NULL;
+    e = job_start(c, s, reqs, &job, err);
     json_decref(reqs);
     if (e != RB_OK)
         return e;
-    in->s = NULL;
-    in->op->cb = cb;
-    in->op->data = data;
+    job->s = NULL;
+    job->op->cb = cb;
+    job->op->data = data;
     if (handle != NULL)
-        *handle = in->op;
+        *handle = job->op;
     return RB_OK;
 }
