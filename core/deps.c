@@ -1,5 +1,7 @@
 /*
- * deps.c: Python dependencies for sessions, and the image's preinstalled packages.
+ * deps.c: the dependency installer: Python packages a caller asks for, installed into a
+ * session's workspace, at creation (deps_session_install, core/internal.h) or later
+ * (core_dependencies_install, core/core.h).
  *
  * User code never runs with network because of a dependency: an installer container (same
  * image, network on, no user code) runs pip into a cache volume per requirement set and
@@ -8,581 +10,29 @@
  * PYTHONPATH; the runner invalidates import caches before each cell). A later session asking
  * for the same set is served from the cache by an installer with no network at all.
  *
- * The installer is hardened like a sandbox (read-only root, all capabilities dropped but the
- * three needed to write as root and hand files to uid 1000, no-new-privileges, pids and memory
- * limits), runs pip isolated from the workspace (HOME and cwd in /tmp, PIP_CONFIG_FILE
- * /dev/null, python -I) so files user code left in /workspace cannot steer pip, and accepts
- * wheels only (--only-binary :all:: no setup.py runs). Requirements are checked here first
- * against a strict syntax (no options, URLs or paths) and the operator's policy (deps-allow,
- * deps-block, with minimum versions); errors name the package and the rule.
+ * The installer is a one-shot container (core/oneshot.h) hardened like a sandbox (read-only
+ * root, all capabilities dropped but the three needed to write as root and hand files to uid
+ * 1000, no-new-privileges, pids and memory limits), runs pip isolated from the workspace (HOME
+ * and cwd in /tmp, PIP_CONFIG_FILE /dev/null, python -I) so files user code left in /workspace
+ * cannot steer pip, and accepts wheels only (--only-binary :all:: no setup.py runs).
  *
- * GET /packages runs one short container without network that lists the image's
- * distributions with importlib.metadata; the answer is cached per image id.
+ * Not here: the requirement syntax and the operator's deps-allow / deps-block policy
+ * (core/requirements.c, checked before anything starts), and the image's preinstalled
+ * packages (core/packages.c).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "core/oneshot.h"
+#include "core/requirements.h"
 
-#define DEPS_MAX 50
-#define REQ_NAME_MAX 100
-#define REQ_VER_MAX 60
-#define ONESHOT_OUTPUT_MAX (2u * 1024 * 1024)
 #define INSTALL_TIMEOUT_MS (15L * 60 * 1000)
-#define PACKAGES_TIMEOUT_MS (2L * 60 * 1000)
-#define INSTALLER_MEMORY ((json_int_t)1024 * 1024 * 1024)
 #define EXIT_CACHE_MISS 10
 #define EXIT_PIP_FAILED 4
 #define EXIT_COLLISION 3
 #define SITE_DIR "/workspace/.runbox/site-packages"
-
-/* ---- requirements and policy ------------------------------------------------------------- */
-
-typedef struct req {
-    char name[REQ_NAME_MAX + 1]; /* normalised: lower case, runs of -_. as '-' */
-    char op[3];                  /* "", "==", ">=", "<=", "~=", "!=", ">", "<" */
-    char ver[REQ_VER_MAX + 1];
-} req;
-
-static int is_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-/* Parses "name", "name==1.2", "name >= 1.0" (PEP 508 subset: one specifier, no extras, no
- * markers, no URLs). 0 on success. */
-static int parse_req(const char *s, req *r)
-{
-    memset(r, 0, sizeof(*r));
-    while (*s == ' ')
-        s++;
-    size_t n = 0;
-    if (!is_alnum(*s))
-        return -1;
-    int sep = 0;
-    for (; is_alnum(*s) || *s == '-' || *s == '_' || *s == '.'; s++) {
-        if (!is_alnum(*s)) {
-            sep = 1;
-            continue;
-        }
-        if (n + 2 > REQ_NAME_MAX)
-            return -1;
-        if (sep && n > 0)
-            r->name[n++] = '-';
-        sep = 0;
-        r->name[n++] = (*s >= 'A' && *s <= 'Z') ? (char)(*s - 'A' + 'a') : *s;
-    }
-    r->name[n] = '\0';
-    while (*s == ' ')
-        s++;
-    if (*s == '\0')
-        return 0;
-    static const char *const ops[] = {"==", ">=", "<=", "~=", "!=", ">", "<"};
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        size_t k = strlen(ops[i]);
-        if (strncmp(s, ops[i], k) == 0 && (k == 2 || s[1] != '=')) {
-            memcpy(r->op, ops[i], k + 1);
-            s += k;
-            break;
-        }
-    }
-    if (r->op[0] == '\0')
-        return -1;
-    while (*s == ' ')
-        s++;
-    size_t v = 0;
-    for (; *s && *s != ' '; s++) {
-        if (!(is_alnum(*s) || *s == '.' || *s == '*' || *s == '+' || *s == '!' || *s == '-' || *s == '_') ||
-            v >= REQ_VER_MAX)
-            return -1;
-        r->ver[v++] = *s;
-    }
-    r->ver[v] = '\0';
-    while (*s == ' ')
-        s++;
-    return (v == 0 || *s != '\0') ? -1 : 0;
-}
-
-/* Compares dotted versions by their numeric release parts ("2.10" > "2.9"); parts that are
- * not numbers compare as text. <0, 0, >0. */
-static int vercmp(const char *a, const char *b)
-{
-    while (*a || *b) {
-        long x = 0, y = 0;
-        int dx = 0, dy = 0;
-        while (*a >= '0' && *a <= '9' && x < 100000000) {
-            x = x * 10 + (*a++ - '0');
-            dx = 1;
-        }
-        while (*b >= '0' && *b <= '9' && y < 100000000) {
-            y = y * 10 + (*b++ - '0');
-            dy = 1;
-        }
-        if (dx && dy && x != y)
-            return x < y ? -1 : 1;
-        if (!dx && dy)
-            return -1; /* "1.0rc1" vs "1.0.1": treat the shorter release as older */
-        if (dx && !dy && *b)
-            return 1;
-        if (*a != *b) {
-            if (*a == '.' && *b == '\0')
-                return 1;
-            if (*b == '.' && *a == '\0')
-                return -1;
-            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-        }
-        if (*a)
-            a++;
-        if (*b)
-            b++;
-    }
-    return 0;
-}
-
-/* Calls fn for each comma-separated entry of a policy list ("a, b>=1.2, c<3"); stops when fn
- * returns non-zero and returns that value. */
-static int policy_each(const char *list, int (*fn)(void *data, const char *entry), void *data)
-{
-    if (list == NULL)
-        return 0;
-    char tok[REQ_NAME_MAX + REQ_VER_MAX + 16];
-    while (*list) {
-        const char *comma = strchr(list, ',');
-        size_t n = comma ? (size_t)(comma - list) : strlen(list);
-        snprintf(tok, sizeof(tok), "%.*s", (int)(n < sizeof(tok) - 1 ? n : sizeof(tok) - 1), list);
-        int r = (n > 0 && n < sizeof(tok) - 1) ? fn(data, tok) : (n == 0 ? 0 : fn(data, ""));
-        if (r != 0)
-            return r;
-        list += n;
-        if (*list == ',')
-            list++;
-    }
-    return 0;
-}
-
-typedef struct find_rule {
-    const char *name;
-    req *hit;
-} find_rule;
-
-static int match_rule(void *data, const char *entry)
-{
-    find_rule *f = data;
-    req r;
-    if (parse_req(entry, &r) != 0 || strcmp(r.name, f->name) != 0)
-        return 0;
-    *f->hit = r;
-    return 1;
-}
-
-/* Finds name's rule in a policy list. */
-static int policy_find(const char *list, const char *name, req *hit)
-{
-    find_rule f = {name, hit};
-    return policy_each(list, match_rule, &f);
-}
-
-static int bad_rule(void *data, const char *entry)
-{
-    req r;
-    (void)data;
-    while (*entry == ' ')
-        entry++;
-    if (*entry == '\0')
-        return 0;
-    return parse_req(entry, &r) != 0 || (r.op[0] && strcmp(r.op, ">=") != 0 && strcmp(r.op, "<") != 0);
-}
-
-/* RB_EINVAL naming key when a policy list has an entry that is not "name", "name>=V" or "name<V". */
-static rb_err check_policy_text(const char *list, const char *key, char *err)
-{
-    if (policy_each(list, bad_rule, NULL) != 0)
-        return rb_fail(RB_EINVAL, err,
-                       "the server's %s setting is malformed: entries must be 'name', 'name>=version' or "
-                       "'name<version', separated by commas; ask the operator to fix it",
-                       key);
-    return RB_OK;
-}
-
-/* Checks one request against the policy; writes the requirement pip will see into out. */
-static rb_err policy_apply(const core_settings *cfg, const req *r, char *out, size_t outlen, char *err)
-{
-    req rule;
-    char blockmin[REQ_VER_MAX + 1];
-    /* blocklist: "name" blocks it; "name<V" blocks versions below V (a minimum version) */
-    if (policy_find(cfg->deps_block, r->name, &rule)) {
-        if (rule.op[0] == '\0')
-            return rb_fail(RB_EFORBIDDEN, err, "package '%s' is blocked by the server's policy (deps-block rule '%s')",
-                           r->name, rule.name);
-    }
-    int allowed = cfg->deps_allow == NULL || cfg->deps_allow[0] == '\0';
-    req arule;
-    int has_allow = policy_find(cfg->deps_allow, r->name, &arule);
-    if (!allowed && !has_allow)
-        return rb_fail(RB_EFORBIDDEN, err,
-                       "package '%s' is not on the server's allowlist (deps-allow); ask the operator to add it",
-                       r->name);
-    /* the minimum version: the larger of the allow rule's ">=V" and the block rule's "<V" */
-    const char *min = NULL;
-    char rulebuf[256] = "";
-    if (has_allow && strcmp(arule.op, ">=") == 0) {
-        min = arule.ver;
-        snprintf(rulebuf, sizeof(rulebuf), "deps-allow rule '%s>=%s'", arule.name, arule.ver);
-    }
-    if (policy_find(cfg->deps_block, r->name, &rule) && strcmp(rule.op, "<") == 0 &&
-        (min == NULL || vercmp(rule.ver, min) > 0)) {
-        snprintf(blockmin, sizeof(blockmin), "%s", rule.ver);
-        min = blockmin;
-        snprintf(rulebuf, sizeof(rulebuf), "deps-block rule '%s<%s'", rule.name, rule.ver);
-    }
-    if (min != NULL && (strcmp(r->op, "==") == 0 || strcmp(r->op, "<=") == 0 || strcmp(r->op, "<") == 0) &&
-        strchr(r->ver, '*') == NULL && vercmp(r->ver, min) < (strcmp(r->op, "<") == 0 ? 1 : 0))
-        return rb_fail(RB_EFORBIDDEN, err, "package '%s%s%s' is older than the minimum version %s set by the %s",
-                       r->name, r->op, r->ver, min, rulebuf);
-    if (min != NULL && r->op[0] != '\0')
-        snprintf(out, outlen, "%s%s%s,>=%s", r->name, r->op, r->ver, min);
-    else if (min != NULL)
-        snprintf(out, outlen, "%s>=%s", r->name, min);
-    else
-        snprintf(out, outlen, "%s%s%s", r->name, r->op, r->ver);
-    return RB_OK;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-rb_err deps_parse(const core_settings *cfg, json_t *list, json_t **out, char *err)
-{
-    *out = NULL;
-    if (list == NULL || json_is_null(list))
-        return RB_OK;
-    if (!json_is_array(list))
-        return rb_fail(RB_EINVAL, err, "dependencies: must be a list of requirement strings such as \"requests==2.32.3\"");
-    size_t n = json_array_size(list);
-    if (n == 0)
-        return RB_OK;
-    if (n > DEPS_MAX)
-        return rb_fail(RB_EINVAL, err, "dependencies: at most %d packages", DEPS_MAX);
-    if (cfg->deps_network == NULL || cfg->deps_network[0] == '\0' || strcmp(cfg->deps_network, "none") == 0)
-        return rb_fail(RB_EFORBIDDEN, err,
-                       "installing packages is disabled on this server (deps-network is none); use the preinstalled "
-                       "packages (GET /packages)");
-    rb_err e;
-    if ((e = check_policy_text(cfg->deps_allow, "deps-allow", err)) != RB_OK ||
-        (e = check_policy_text(cfg->deps_block, "deps-block", err)) != RB_OK)
-        return e;
-    char **reqs = xcalloc(n, sizeof(char *));
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v)
-    {
-        const char *s = json_string_value(v);
-        req r;
-        if (s == NULL || strlen(s) > 200 || parse_req(s, &r) != 0) {
-            e = rb_fail(RB_EINVAL, err,
-                        "dependencies[%zu]: '%.80s' is not a requirement runbox accepts: give a package name with at "
-                        "most one version specifier, e.g. \"requests==2.32.3\" or \"numpy>=1.26\" (no options, URLs, "
-                        "extras or markers)",
-                        i, s ? s : "(not a string)");
-            break;
-        }
-        for (size_t k = 0; k < i; k++) {
-            req prev;
-            parse_req(reqs[k], &prev);
-            if (strcmp(prev.name, r.name) == 0) {
-                e = rb_fail(RB_EINVAL, err, "dependencies: package '%s' is listed twice", r.name);
-                break;
-            }
-        }
-        if (e != RB_OK)
-            break;
-        char line[REQ_NAME_MAX + 2 * REQ_VER_MAX + 16];
-        if ((e = policy_apply(cfg, &r, line, sizeof(line), err)) != RB_OK)
-            break;
-        reqs[i] = xstrdup(line);
-    }
-    if (e == RB_OK) {
-        qsort(reqs, n, sizeof(char *), cmp_str);
-        *out = json_array();
-        for (i = 0; i < n; i++)
-            json_array_append_new(*out, json_string(reqs[i]));
-    }
-    for (i = 0; i < n; i++)
-        free(reqs[i]);
-    free(reqs);
-    return e;
-}
-
-/* ---- one-shot containers -------------------------------------------------------------------- */
-
-typedef void (*oneshot_cb)(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out);
-
-typedef struct oneshot {
-    rb_core *c;
-    char *id;
-    long timeout_ms;
-    int exit_code;
-    rb_err err;
-    char msg[RB_ERR_LEN];
-    rb_buf out[3];
-    oneshot_cb cb;
-    void *data;
-} oneshot;
-
-static void oneshot_free(oneshot *o)
-{
-    for (int i = 0; i < 3; i++)
-        rb_buf_dispose(&o->out[i]);
-    free(o->id);
-    free(o);
-}
-
-static void os_removed(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    oneshot *o = data;
-    (void)status;
-    (void)body;
-    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
-        rb_warn("container %.12s: could not remove it: %s", o->id, errmsg);
-    if (o->err == RB_OK && err == RB_ECANCELED)
-        o->err = rb_fail(RB_ECANCELED, o->msg, "runboxd is shutting down");
-    o->cb(o->data, o->err, o->err == RB_OK ? NULL : o->msg, o->exit_code, o->out);
-    oneshot_free(o);
-}
-
-/* Removes the container, then reports o's outcome. */
-static void os_finish(oneshot *o)
-{
-    char err[RB_ERR_LEN];
-    if (o->id == NULL || docker_container_remove(o->c->dk, o->id, os_removed, o, err) != RB_OK) {
-        o->cb(o->data, o->err, o->err == RB_OK ? NULL : o->msg, o->exit_code, o->out);
-        oneshot_free(o);
-    }
-}
-
-static void os_fail(oneshot *o, rb_err e, const char *what, const char *errmsg)
-{
-    o->err = e;
-    snprintf(o->msg, sizeof(o->msg), "%.60s: %.440s", what, errmsg ? errmsg : "no detail");
-    os_finish(o);
-}
-
-static void os_demux(void *data, int stream, const char *buf, size_t len)
-{
-    oneshot *o = data;
-    if (stream >= 1 && stream <= 2 && rb_buf_append(&o->out[stream], buf, len) != RB_OK) {
-        /* keep the tail of stderr (pip's error is at the end) */
-        rb_buf *b = &o->out[stream];
-        size_t drop = b->len / 2;
-        rb_buf_consume(b, drop);
-        rb_buf_append(b, buf, len < b->max - b->len ? len : b->max - b->len);
-    }
-}
-
-static void os_logs(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
-{
-    oneshot *o = data;
-    (void)status;
-    if (err == RB_OK) {
-        docker_demux dm;
-        docker_demux_init(&dm);
-        docker_demux_feed(&dm, body, len, os_demux, o);
-    } else if (err != RB_ETOOBIG) {
-        os_fail(o, err, "cannot read the helper container's output", errmsg);
-        return;
-    }
-    os_finish(o);
-}
-
-static void os_waited(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    oneshot *o = data;
-    char e2[RB_ERR_LEN];
-    (void)status;
-    if (err != RB_OK) {
-        os_fail(o, err == RB_ETIMEDOUT ? RB_ETIMEDOUT : err, "the helper container did not finish", errmsg);
-        return;
-    }
-    json_t *code = json_object_get(body, "StatusCode");
-    o->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
-    if (docker_container_logs(o->c->dk, o->id, ONESHOT_OUTPUT_MAX * 2, os_logs, o, e2) != RB_OK)
-        os_fail(o, RB_EIO, "cannot read the helper container's output", e2);
-}
-
-static void os_started(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    oneshot *o = data;
-    char e2[RB_ERR_LEN];
-    (void)status;
-    (void)body;
-    if (err != RB_OK) {
-        os_fail(o, err, "cannot start the helper container", errmsg);
-        return;
-    }
-    if (docker_container_wait(o->c->dk, o->id, o->timeout_ms, os_waited, o, e2) != RB_OK)
-        os_fail(o, RB_EIO, "cannot wait for the helper container", e2);
-}
-
-static void os_created(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    oneshot *o = data;
-    char e2[RB_ERR_LEN];
-    (void)status;
-    const char *id = json_string_value(json_object_get(body, "Id"));
-    if (err != RB_OK || id == NULL) {
-        if (err == RB_ENOTFOUND)
-            snprintf(e2, sizeof(e2), "the image '%s' does not exist; build it with docker/build-images",
-                     o->c->cfg->image);
-        os_fail(o, err == RB_ENOTFOUND ? RB_EUNAVAILABLE : (err != RB_OK ? err : RB_EIO),
-                "cannot create the helper container", err == RB_ENOTFOUND ? e2 : errmsg);
-        return;
-    }
-    o->id = xstrdup(id);
-    if (docker_container_start(o->c->dk, o->id, os_started, o, e2) != RB_OK)
-        os_fail(o, RB_EIO, "cannot start the helper container", e2);
-}
-
-/* Runs a container to completion: create (config borrowed), start, wait, read its output,
- * remove. cb once with the exit code and the demultiplexed output (out[1] stdout, out[2]
- * stderr, each capped at ONESHOT_OUTPUT_MAX bytes, keeping the tail). */
-static rb_err oneshot_run(rb_core *c, const char *kind, json_t *config, long timeout_ms, oneshot_cb cb, void *data,
-                          char *err)
-{
-    oneshot *o = xcalloc(1, sizeof(*o));
-    o->c = c;
-    o->cb = cb;
-    o->data = data;
-    o->timeout_ms = timeout_ms;
-    o->exit_code = -1;
-    for (int i = 0; i < 3; i++)
-        rb_buf_init(&o->out[i], ONESHOT_OUTPUT_MAX);
-    char name[80], rnd[RB_ID_LEN];
-    rb_random_id("", rnd, sizeof(rnd));
-    snprintf(name, sizeof(name), "runbox-%s-%.16s", kind, rnd);
-    rb_err e = docker_container_create(c->dk, name, config, os_created, o, err);
-    if (e != RB_OK)
-        oneshot_free(o);
-    return e;
-}
-
-/* The hardened HostConfig of helper containers. network NULL = none. */
-static json_t *helper_host_config(const core_settings *cfg, const char *network)
-{
-    json_t *hc = json_pack("{s:s, s:I, s:I, s:I, s:b, s:[s], s:[s,s,s], s:[s], s:{s:s}, s:b, s:{s:s}}", "NetworkMode",
-                           network ? network : "none", "Memory", INSTALLER_MEMORY, "MemorySwap", INSTALLER_MEMORY,
-                           "PidsLimit", (json_int_t)256, "ReadonlyRootfs", 1, "CapDrop", "ALL", "CapAdd", "CHOWN",
-                           "DAC_OVERRIDE", "FOWNER", "SecurityOpt", "no-new-privileges", "Tmpfs", "/tmp",
-                           "rw,nosuid,nodev,size=1g", "Init", 1, "LogConfig", "Type", "json-file");
-    (void)cfg;
-    return hc;
-}
-
-/* ---- the image's packages --------------------------------------------------------------------- */
-
-static const char packages_py[] =
-    "import json,sys,importlib.metadata as m\n"
-    "seen={}\n"
-    "for d in m.distributions():\n"
-    "  n=d.metadata['Name']\n"
-    "  if n and n.lower() not in seen: seen[n.lower()]={'name':n,'version':d.version}\n"
-    "print(json.dumps({'python':sys.version.split()[0],"
-    "'packages':sorted(seen.values(),key=lambda p:p['name'].lower())}))\n";
-
-static json_t *packages_cache;   /* {image_id, answer} of the last listing */
-
-typedef struct pkg_op {
-    rb_core *c;
-    core_op *op;
-    char *image_id;
-} pkg_op;
-
-static void pkg_done(pkg_op *p, rb_err e, const char *msg, json_t *body)
-{
-    if (!p->op->cancelled)
-        p->op->cb(p->op->data, e, e == RB_OK ? NULL : msg, body);
-    else
-        json_decref(body);
-    free(p->op);
-    free(p->image_id);
-    free(p);
-}
-
-static void pkg_listed(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out)
-{
-    pkg_op *p = data;
-    char m2[RB_ERR_LEN];
-    if (err != RB_OK) {
-        pkg_done(p, err, msg, NULL);
-        return;
-    }
-    json_t *doc = json_loadb(out[1].data ? out[1].data : "", out[1].len, 0, NULL);
-    if (exit_code != 0 || !json_is_array(json_object_get(doc, "packages"))) {
-        snprintf(m2, sizeof(m2), "listing the image's packages failed (exit code %d): %.200s", exit_code,
-                 out[2].data ? out[2].data : "");
-        json_decref(doc);
-        pkg_done(p, RB_EIO, m2, NULL);
-        return;
-    }
-    json_object_set_new(doc, "image", json_string(p->c->cfg->image));
-    json_object_set_new(doc, "image_id", json_string(p->image_id));
-    json_decref(packages_cache);
-    packages_cache = json_pack("{s:s, s:O}", "image_id", p->image_id, "answer", doc);
-    pkg_done(p, RB_OK, NULL, doc);
-}
-
-static void pkg_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    pkg_op *p = data;
-    char msg[RB_ERR_LEN];
-    (void)status;
-    const char *id = json_string_value(json_object_get(body, "Id"));
-    if (err != RB_OK || id == NULL) {
-        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image '%s': %s", p->c->cfg->image,
-                 errmsg ? errmsg : "no id");
-        pkg_done(p, err == RB_ENOTFOUND || err == RB_OK ? RB_EUNAVAILABLE : err, msg, NULL);
-        return;
-    }
-    p->image_id = xstrdup(id);
-    const char *cached = json_string_value(json_object_get(packages_cache, "image_id"));
-    if (cached != NULL && strcmp(cached, id) == 0) {
-        pkg_done(p, RB_OK, NULL, json_deep_copy(json_object_get(packages_cache, "answer")));
-        return;
-    }
-    json_t *cfg = json_pack("{s:s, s:[s,s,s,s], s:s, s:{s:s, s:s}, s:b, s:o}", "Image", p->c->cfg->image, "Cmd",
-                            "python3", "-I", "-c", packages_py, "User", "1000", "Labels", "runbox.instance",
-                            p->c->instance, "runbox.managed", "1", "NetworkDisabled", 1, "HostConfig",
-                            helper_host_config(p->c->cfg, NULL));
-    json_array_clear(json_object_get(json_object_get(cfg, "HostConfig"), "CapAdd"));
-    rb_err e = oneshot_run(p->c, "packages", cfg, PACKAGES_TIMEOUT_MS, pkg_listed, p, msg);
-    json_decref(cfg);
-    if (e != RB_OK)
-        pkg_done(p, e, msg, NULL);
-}
-
-rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char *err)
-{
-    if (!c->docker_ok)
-        return rb_fail(RB_EUNAVAILABLE, err, "Docker is not reachable (%s)", c->docker_error);
-    pkg_op *p = xcalloc(1, sizeof(*p));
-    p->c = c;
-    p->op = xcalloc(1, sizeof(*p->op));
-    p->op->cb = cb;
-    p->op->data = data;
-    rb_err e = docker_image_inspect(c->dk, c->cfg->image, pkg_inspected, p, err);
-    if (e != RB_OK) {
-        free(p->op);
-        free(p);
-        return e;
-    }
-    if (handle != NULL)
-        *handle = p->op;
-    return RB_OK;
-}
-
-/* ---- installing into a session ------------------------------------------------------------------ */
 
 /* The installer: RUNBOX_REQS holds the requirements, one a line; /cache is the set's cache
  * volume, /target the session's workspace volume. Exit 10 = not cached (offline pass), 4 =
@@ -611,45 +61,47 @@ static const char install_sh[] =
     "cp -R /cache/site/. /target/.runbox/site-packages/ || exit 5\n"
     "chown -R 1000:1000 /target/.runbox\n";
 
-typedef struct inst {
+/* One install in flight: inspect the sandbox (its workspace volume), inspect the image (its
+ * id keys the cache), create the cache volume, run the installer offline, and online when the
+ * cache misses. */
+typedef struct install_job {
     rb_core *c;
-    core_op *op;
-    sandbox_ready_cb scb; /* creation-time install: reports to the session */
-    session *s;
+    core_op *op;               /* the caller's handle; cancelled = report to no one */
+    sandbox_ready_cb scb;      /* creation-time install: reports to the session s */
+    session *s;                /* NULL for core_dependencies_install, which reports through op */
     char session_id[RB_ID_LEN];
-    char *container;
-    json_t *reqs;
+    char *container;           /* the session's sandbox container */
+    json_t *reqs;              /* the normalised requirement list (core/requirements.h) */
     char *workspace_volume;
-    char *image_id;
     char cache_volume[96];
-    int online;
+    int online;                /* the second pass: the cache missed, pip downloads */
     int64_t started;
-} inst;
+} install_job;
 
-static void inst_done(inst *in, rb_err e, const char *msg, int cached)
+/* Reports the outcome (unless cancelled) and frees job. */
+static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
 {
-    if (in->scb != NULL) {
-        if (!in->op->cancelled)
-            in->scb(in->s, e, msg);
-    } else if (!in->op->cancelled) {
+    if (job->scb != NULL) {
+        if (!job->op->cancelled)
+            job->scb(job->s, e, msg);
+    } else if (!job->op->cancelled) {
         json_t *body = NULL;
         if (e == RB_OK)
-            body = json_pack("{s:s, s:O, s:b, s:s, s:I}", "session_id", in->session_id, "dependencies", in->reqs,
+            body = json_pack("{s:s, s:O, s:b, s:s, s:I}", "session_id", job->session_id, "dependencies", job->reqs,
                              "cached", cached, "site_packages", SITE_DIR, "duration_ms",
-                             (json_int_t)(rb_mono_ms() - in->started));
-        in->op->cb(in->op->data, e, e == RB_OK ? NULL : msg, body);
+                             (json_int_t)(rb_mono_ms() - job->started));
+        job->op->cb(job->op->data, e, e == RB_OK ? NULL : msg, body);
     }
-    json_decref(in->reqs);
-    free(in->container);
-    free(in->workspace_volume);
-    free(in->image_id);
-    free(in->op);
-    free(in);
+    json_decref(job->reqs);
+    free(job->container);
+    free(job->workspace_volume);
+    free(job->op);
+    free(job);
 }
 
-static rb_err run_installer(inst *in, char *err);
+static rb_err run_installer(install_job *job, char *err);
 
-static void ignore_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_cache_dropped(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
     (void)data;
     (void)status;
@@ -659,7 +111,7 @@ static void ignore_cb(void *data, rb_err err, const char *errmsg, int status, js
 }
 
 /* The last non-empty lines of pip's output, on one line, for the error message. */
-static void tail_lines(const rb_buf *b, char *out, size_t outlen)
+static void last_lines(const rb_buf *b, char *out, size_t outlen)
 {
     size_t n = b->len, end = n, lines = 0;
     while (end > 0 && (b->data[end - 1] == '\n' || b->data[end - 1] == ' '))
@@ -680,38 +132,37 @@ static void tail_lines(const rb_buf *b, char *out, size_t outlen)
     out[o] = '\0';
 }
 
-static void installed_cb(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out)
+static void on_installer_exited(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out)
 {
-    inst *in = data;
+    install_job *job = data;
     char m2[RB_ERR_LEN], tail[300];
     if (err != RB_OK) {
         snprintf(m2, sizeof(m2), "installing dependencies failed: %s", msg);
-        inst_done(in, err, m2, 0);
+        job_finish(job, err, m2, 0);
         return;
     }
-    if (exit_code == EXIT_CACHE_MISS && !in->online) {
-        in->online = 1;
-        if (run_installer(in, m2) != RB_OK)
-            inst_done(in, RB_EIO, m2, 0);
+    if (exit_code == EXIT_CACHE_MISS && !job->online) {
+        job->online = 1;
+        if (run_installer(job, m2) != RB_OK)
+            job_finish(job, RB_EIO, m2, 0);
         return;
     }
     if (exit_code != 0) {
-        tail_lines(&out[2], tail, sizeof(tail));
+        last_lines(&out[2], tail, sizeof(tail));
         if (exit_code == EXIT_PIP_FAILED) /* nothing useful is cached: drop the volume (best effort) */
-            docker_volume_remove(in->c->dk, in->cache_volume, ignore_cb, NULL, m2);
+            docker_volume_remove(job->c->dk, job->cache_volume, on_cache_dropped, NULL, m2);
         if (exit_code == EXIT_PIP_FAILED)
             snprintf(m2, sizeof(m2), "pip could not install the dependencies (wheels only, from %s): %s",
-                     in->c->cfg->deps_index_url ? in->c->cfg->deps_index_url : "the default index", tail);
+                     job->c->cfg->deps_index_url ? job->c->cfg->deps_index_url : "the default index", tail);
         else
             snprintf(m2, sizeof(m2), "the dependency installer failed (exit code %d): %s", exit_code, tail);
-        inst_done(in, exit_code == EXIT_PIP_FAILED ? RB_EINVAL : RB_EIO, m2, 0);
+        job_finish(job, exit_code == EXIT_PIP_FAILED ? RB_EINVAL : RB_EIO, m2, 0);
         return;
     }
-    rb_info("session %s: dependencies installed (%s): %zu packages", in->session_id,
-            in->online ? "downloaded" : "from cache", json_array_size(in->reqs));
-    inst_done(in, RB_OK, NULL, !in->online);
+    rb_info("session %s: dependencies installed (%s): %zu packages", job->session_id,
+            job->online ? "downloaded" : "from cache", json_array_size(job->reqs));
+    job_finish(job, RB_OK, NULL, !job->online);
 }
-
 
 /* The CA bundle the installer's pip trusts: the configured file; by default the Docker host's
  * own trust store when runboxd runs on that host (a unix socket), so a host behind a
@@ -724,14 +175,14 @@ static const char *installer_ca_file(const core_settings *cfg)
     return access(host_bundle, R_OK) == 0 ? host_bundle : NULL;
 }
 
-static rb_err run_installer(inst *in, char *err)
+static rb_err run_installer(install_job *job, char *err)
 {
-    const core_settings *cfg = in->c->cfg;
+    const core_settings *cfg = job->c->cfg;
     rb_buf reqs;
     rb_buf_init(&reqs, 64 * 1024);
     size_t i;
     json_t *v;
-    json_array_foreach(in->reqs, i, v)
+    json_array_foreach(job->reqs, i, v)
     {
         if (i > 0)
             rb_buf_append(&reqs, "\n", 1);
@@ -740,17 +191,17 @@ static rb_err run_installer(inst *in, char *err)
     rb_buf_append(&reqs, "", 1);
     json_t *env = json_array();
     json_array_append_new(env, json_sprintf("RUNBOX_REQS=%s", reqs.data));
-    json_array_append_new(env, json_sprintf("RUNBOX_OFFLINE=%d", in->online ? 0 : 1));
+    json_array_append_new(env, json_sprintf("RUNBOX_OFFLINE=%d", job->online ? 0 : 1));
     json_array_append_new(env, json_string("HOME=/tmp"));
     json_array_append_new(env, json_string("PIP_CONFIG_FILE=/dev/null"));
     json_array_append_new(env, json_string("PYTHONDONTWRITEBYTECODE=1"));
     rb_buf_dispose(&reqs);
     if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
         json_array_append_new(env, json_sprintf("PIP_INDEX_URL=%s", cfg->deps_index_url));
-    json_t *hc = helper_host_config(cfg, in->online ? cfg->deps_network : NULL);
+    json_t *hc = oneshot_host_config(job->online ? cfg->deps_network : NULL);
     json_t *binds = json_array();
-    json_array_append_new(binds, json_sprintf("%s:/cache", in->cache_volume));
-    json_array_append_new(binds, json_sprintf("%s:/target", in->workspace_volume));
+    json_array_append_new(binds, json_sprintf("%s:/cache", job->cache_volume));
+    json_array_append_new(binds, json_sprintf("%s:/target", job->workspace_volume));
     const char *ca = installer_ca_file(cfg);
     if (ca != NULL) {
         json_array_append_new(binds, json_sprintf("%s:/etc/runbox-ca.pem:ro", ca));
@@ -759,16 +210,16 @@ static rb_err run_installer(inst *in, char *err)
     json_object_set_new(hc, "Binds", binds);
     json_t *conf = json_pack("{s:s, s:[s,s,s], s:s, s:o, s:s, s:{s:s, s:s, s:s}, s:b, s:o}", "Image", cfg->image,
                              "Cmd", "sh", "-c", install_sh, "User", "0", "Env", env, "WorkingDir", "/tmp", "Labels",
-                             "runbox.instance", in->c->instance, "runbox.managed", "1", "runbox.deps-for",
-                             in->session_id, "NetworkDisabled", !in->online, "HostConfig", hc);
-    rb_err e = oneshot_run(in->c, "deps", conf, INSTALL_TIMEOUT_MS, installed_cb, in, err);
+                             "runbox.instance", job->c->instance, "runbox.managed", "1", "runbox.deps-for",
+                             job->session_id, "NetworkDisabled", !job->online, "HostConfig", hc);
+    rb_err e = oneshot_run(job->c, "deps", conf, INSTALL_TIMEOUT_MS, on_installer_exited, job, err);
     json_decref(conf);
     return e;
 }
 
 /* FNV-1a, 64 bits, with a seed: two of them name a cache volume. Collisions cannot mix sets
  * up: the installer compares the stored requirement list before using a cache. */
-static uint64_t fnv(const char *s, uint64_t seed)
+static uint64_t fnv1a64(const char *s, uint64_t seed)
 {
     uint64_t h = 1469598103934665603ull ^ seed;
     for (; *s; s++) {
@@ -778,78 +229,74 @@ static uint64_t fnv(const char *s, uint64_t seed)
     return h;
 }
 
-static void volume_ready(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_cache_volume_created(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
-    inst *in = data;
+    install_job *job = data;
     char msg[RB_ERR_LEN];
     (void)status;
     (void)body;
     if (err != RB_OK) {
         snprintf(msg, sizeof(msg), "cannot create the dependency cache volume: %s", errmsg);
-        inst_done(in, err, msg, 0);
+        job_finish(job, err, msg, 0);
         return;
     }
-    if (run_installer(in, msg) != RB_OK)
-        inst_done(in, RB_EIO, msg, 0);
+    if (run_installer(job, msg) != RB_OK)
+        job_finish(job, RB_EIO, msg, 0);
 }
 
-static void image_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_image_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
-    inst *in = data;
+    install_job *job = data;
     char msg[RB_ERR_LEN];
     (void)status;
     const char *id = json_string_value(json_object_get(body, "Id"));
     if (err != RB_OK || id == NULL) {
         snprintf(msg, sizeof(msg), "cannot inspect the sandbox image: %s", errmsg ? errmsg : "no id");
-        inst_done(in, err != RB_OK ? err : RB_EIO, msg, 0);
+        job_finish(job, err != RB_OK ? err : RB_EIO, msg, 0);
         return;
     }
-    char *text = json_dumps(in->reqs, JSON_COMPACT);
+    char *text = json_dumps(job->reqs, JSON_COMPACT);
     char *key = xasprintf("%s\n%s", id, text);
     free(text);
-    snprintf(in->cache_volume, sizeof(in->cache_volume), "runbox-deps-%016llx%016llx",
-             (unsigned long long)fnv(key, 0), (unsigned long long)fnv(key, 0x9e3779b97f4a7c15ull));
+    snprintf(job->cache_volume, sizeof(job->cache_volume), "runbox-deps-%016llx%016llx",
+             (unsigned long long)fnv1a64(key, 0), (unsigned long long)fnv1a64(key, 0x9e3779b97f4a7c15ull));
     free(key);
     /* the set as a label, so that operators (and tests) can see what a cache holds */
     rb_buf set;
     rb_buf_init(&set, 2048);
     size_t i;
     json_t *v;
-    json_array_foreach(in->reqs, i, v)
+    json_array_foreach(job->reqs, i, v)
     {
         if ((i > 0 && rb_buf_append(&set, ",", 1) != RB_OK) ||
             rb_buf_append(&set, json_string_value(v), json_string_length(v)) != RB_OK)
             break;
     }
-    json_t *vol = json_pack("{s:s, s:{s:s, s:s, s:s%, s:s}}", "Name", in->cache_volume, "Labels", "runbox.managed", "1",
-                            "runbox.deps", "1", "runbox.deps.set", set.data ? set.data : "", set.len, "runbox.deps.image",
-                            id);
+    json_t *vol = json_pack("{s:s, s:{s:s, s:s, s:s%, s:s}}", "Name", job->cache_volume, "Labels", "runbox.managed",
+                            "1", "runbox.deps", "1", "runbox.deps.set", set.data ? set.data : "", set.len,
+                            "runbox.deps.image", id);
     rb_buf_dispose(&set);
-    rb_err e = docker_volume_create(in->c->dk, vol, volume_ready, in, msg);
+    rb_err e = docker_volume_create(job->c->dk, vol, on_cache_volume_created, job, msg);
     json_decref(vol);
     if (e != RB_OK)
-        inst_done(in, e, msg, 0);
+        job_finish(job, e, msg, 0);
 }
 
 static int volume_name_ok(const char *s)
 {
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
     size_t n = strlen(s);
-    if (n == 0 || n > 128)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!is_alnum(s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
-            return 0;
-    return 1;
+    return n > 0 && n <= 128 && strspn(s, chars) == n;
 }
 
-static void container_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_sandbox_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
-    inst *in = data;
+    install_job *job = data;
     char msg[RB_ERR_LEN];
     (void)status;
     if (err != RB_OK) {
         snprintf(msg, sizeof(msg), "cannot inspect the session's sandbox: %s", errmsg);
-        inst_done(in, err == RB_ENOTFOUND ? RB_ECONFLICT : err, msg, 0);
+        job_finish(job, err == RB_ENOTFOUND ? RB_ECONFLICT : err, msg, 0);
         return;
     }
     size_t i;
@@ -860,52 +307,54 @@ static void container_inspected(void *data, rb_err err, const char *errmsg, int 
         const char *name = json_string_value(json_object_get(m, "Name"));
         const char *type = json_string_value(json_object_get(m, "Type"));
         if (dst && name && type && strcmp(dst, "/workspace") == 0 && strcmp(type, "volume") == 0)
-            in->workspace_volume = xstrdup(name);
+            job->workspace_volume = xstrdup(name);
     }
-    if (in->workspace_volume == NULL || !volume_name_ok(in->workspace_volume)) {
-        inst_done(in, RB_ECONFLICT,
-                  "the session's /workspace is not a Docker volume, so packages cannot be installed into it (the "
-                  "session was created by an older runboxd); create a new session",
-                  0);
+    if (job->workspace_volume == NULL || !volume_name_ok(job->workspace_volume)) {
+        job_finish(job, RB_ECONFLICT,
+                   "the session's /workspace is not a Docker volume, so packages cannot be installed into it (the "
+                   "session was created by an older runboxd); create a new session",
+                   0);
         return;
     }
-    if (docker_image_inspect(in->c->dk, in->c->cfg->image, image_inspected, in, msg) != RB_OK)
-        inst_done(in, RB_EIO, msg, 0);
+    if (docker_image_inspect(job->c->dk, job->c->cfg->image, on_image_inspected, job, msg) != RB_OK)
+        job_finish(job, RB_EIO, msg, 0);
 }
 
-static rb_err install_start(rb_core *c, session *s, json_t *reqs, inst **out, char *err)
+/* Starts installing reqs (borrowed) into s's workspace; on RB_OK *out is the running job, whose
+ * caller sets how it reports (scb, or op->cb). */
+static rb_err job_start(rb_core *c, session *s, json_t *reqs, install_job **out, char *err)
 {
     if (s->container_id == NULL)
         return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
-    inst *in = xcalloc(1, sizeof(*in));
-    in->c = c;
-    in->s = s;
-    in->op = xcalloc(1, sizeof(*in->op));
-    snprintf(in->session_id, sizeof(in->session_id), "%s", s->id);
-    in->container = xstrdup(s->container_id);
-    in->reqs = json_incref(reqs);
-    in->started = rb_mono_ms();
-    rb_err e = docker_container_inspect(c->dk, in->container, container_inspected, in, err);
+    install_job *job = xcalloc(1, sizeof(*job));
+    job->c = c;
+    job->s = s;
+    job->op = xcalloc(1, sizeof(*job->op));
+    snprintf(job->session_id, sizeof(job->session_id), "%s", s->id);
+    job->container = xstrdup(s->container_id);
+    job->reqs = json_incref(reqs);
+    job->started = rb_mono_ms();
+    rb_err e = docker_container_inspect(c->dk, job->container, on_sandbox_inspected, job, err);
     if (e != RB_OK) {
-        json_decref(in->reqs);
-        free(in->container);
-        free(in->op);
-        free(in);
+        json_decref(job->reqs);
+        free(job->container);
+        free(job->op);
+        free(job);
         return e;
     }
-    *out = in;
+    *out = job;
     return RB_OK;
 }
 
 rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err)
 {
-    inst *in = NULL;
-    rb_err e = install_start(s->core, s, reqs, &in, err);
+    install_job *job = NULL;
+    rb_err e = job_start(s->core, s, reqs, &job, err);
     if (e != RB_OK)
         return e;
-    in->scb = cb;
+    job->scb = cb;
     if (handle != NULL)
-        *handle = in->op;
+        *handle = job->op;
     return RB_OK;
 }
 
@@ -925,21 +374,21 @@ rb_err core_dependencies_install(rb_core *c, const char *session_id, json_t *bod
     if (list == NULL && json_is_object(body))
         list = json_object_get(body, "packages");
     json_t *reqs = NULL;
-    rb_err e = deps_parse(c->cfg, list, &reqs, err);
+    rb_err e = requirements_parse(c->cfg, list, &reqs, err);
     if (e != RB_OK)
         return e;
     if (reqs == NULL)
         return rb_fail(RB_EINVAL, err, "dependencies: give at least one package, e.g. {\"dependencies\": "
                                        "[\"requests==2.32.3\"]}");
-    inst *in = NULL;
-    e = install_start(c, s, reqs, &in, err);
+    install_job *job = NULL;
+    e = job_start(c, s, reqs, &job, err);
     json_decref(reqs);
     if (e != RB_OK)
         return e;
-    in->s = NULL;
-    in->op->cb = cb;
-    in->op->data = data;
+    job->s = NULL;
+    job->op->cb = cb;
+    job->op->data = data;
     if (handle != NULL)
-        *handle = in->op;
+        *handle = job->op;
     return RB_OK;
 }

@@ -215,13 +215,11 @@ json_t *files_written_api(json_t *list);
 /** A Content-Type for a file name, from its extension (application/octet-stream by default). */
 const char *files_content_type(const char *name);
 
-/* deps.c */
-/** Checks a dependencies list (NULL or [] gives *out = NULL) against the syntax runbox accepts
- * and the operator's policy; *out is the sorted list of requirements pip will see (minimum
- * versions added). RB_EINVAL for bad syntax, RB_EFORBIDDEN naming the package and the rule. */
-rb_err deps_parse(const core_settings *cfg, json_t *list, json_t **out, char *err);
-/** Installs reqs into s's workspace (at creation, after the sandbox is ready); cb(s) once
- * unless the returned op is cancelled (session_end does that through s->deps_op). */
+/* deps.c: the dependency installer (the list is checked with core/requirements.h first) */
+/** Installs reqs (borrowed; a list from requirements_parse) into s's workspace (at creation,
+ * after the sandbox is ready); cb(s) once unless the returned op is cancelled (session_end does
+ * that through s->deps_op). RB_ECONFLICT when s has no container, or Docker's code; then cb is
+ * never called. *handle stays owned by deps.c, valid until cb runs or the install ends. */
 rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err);
 
 /* validate.c: request validation (messages name the field) */

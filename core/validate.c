@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "core/internal.h"
+#include "core/requirements.h"
 
 
 /* Parses "512m", "1g", "256MiB", "1048576" (bytes) or an integer. */
@@ -177,7 +178,7 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
     }
     snprintf(s->language, sizeof(s->language), "%s", l);
     /* dependencies are installed into the workspace once the sandbox is ready (deps.c) */
-    if ((e = deps_parse(c->cfg, json_object_get(opts, "dependencies"), &s->dependencies, err)) != RB_OK)
+    if ((e = requirements_parse(c->cfg, json_object_get(opts, "dependencies"), &s->dependencies, err)) != RB_OK)
         return e;
     if (s->dependencies != NULL && strcmp(l, "python") != 0)
         return rb_fail(RB_EINVAL, err, "dependencies: Python packages need a python session");

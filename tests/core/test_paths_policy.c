@@ -1,14 +1,15 @@
 /*
- * test_paths_policy.c: the pure rules of core/files.c and core/deps.c, without Docker: path
+ * test_paths_policy.c: the pure rules of core/files.c and core/requirements.c, without Docker: path
  * normalisation and confinement (files_normalize_path), content types, the validation of a
  * runner's files_written list, and dependency requirements against the operator's policy
- * (deps_parse: syntax, blocklist, allowlist, minimum versions, sorting, duplicates).
+ * (requirements_parse: syntax, blocklist, allowlist, minimum versions, sorting, duplicates).
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "core/internal.h"
 #include "tests/core/support_core.h"
+#include "core/requirements.h"
 
 static rb_err norm(const char *in, int root, char *out, size_t outlen)
 {
@@ -110,7 +111,7 @@ static rb_err parse(const char *json, json_t **out, char *err)
 {
     json_t *list = json_loads(json, JSON_DECODE_ANY, NULL);
     cr_assert_not_null(list, "bad test JSON %s", json);
-    rb_err e = deps_parse(&cfg, list, out, err);
+    rb_err e = requirements_parse(&cfg, list, out, err);
     json_decref(list);
     return e;
 }
