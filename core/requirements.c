@@ -271,9 +271,8 @@ rb_err requirements_parse(const core_settings *cfg, json_t *list, json_t **out, 
         return rb_fail(RB_EFORBIDDEN, err,
                        "installing packages is disabled on this server (deps-network is none); use the preinstalled "
                        "packages (GET /packages)");
-    rb_err e;
-    if ((e = check_rules(cfg->deps_allow, "deps-allow", ">=", err)) != RB_OK ||
-        (e = check_rules(cfg->deps_block, "deps-block", "<", err)) != RB_OK)
+    rb_err e = requirements_check_settings(cfg, err);
+    if (e != RB_OK)
         return e;
     requirement *parsed = xcalloc(n, sizeof(*parsed));
     char **lines = xcalloc(n, sizeof(char *));
@@ -315,4 +314,10 @@ rb_err requirements_parse(const core_settings *cfg, json_t *list, json_t **out, 
     free(lines);
     free(parsed);
     return e;
+}
+
+rb_err requirements_check_settings(const core_settings *cfg, char *err)
+{
+    rb_err e = check_rules(cfg->deps_allow, "deps-allow", ">=", err);
+    return e != RB_OK ? e : check_rules(cfg->deps_block, "deps-block", "<", err);
 }

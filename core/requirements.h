@@ -55,4 +55,9 @@ int requirements_version_compare(const char *a, const char *b);
  * disabled, or naming the package and the rule that forbids it. */
 rb_err requirements_parse(const core_settings *cfg, json_t *list, json_t **out, char *err);
 
+/** Checks cfg's deps-allow and deps-block settings alone (the daemon calls it at start-up, so
+ * that a malformed policy stops runboxd instead of failing every install): RB_EINVAL naming
+ * the setting, as requirements_parse would. */
+rb_err requirements_check_settings(const core_settings *cfg, char *err);
+
 #endif

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/requirements.h"
+
 typedef enum key_kind { K_STR, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL } key_kind;
 
 typedef struct key_def {
@@ -388,6 +390,8 @@ rb_err config_validate(const rb_config *cfg, char *err)
                        cfg->core.code_policy ? cfg->core.code_policy : "");
     if (strcmp(cfg->core.code_policy, "custom") == 0 && cfg->core.code_policy_file == NULL)
         return rb_fail(RB_EINVAL, err, "code-policy: custom needs --code-policy-file (the rules to apply)");
+    if (requirements_check_settings(&cfg->core, err) != RB_OK)
+        return RB_EINVAL;
     if (strcmp(cfg->core.code_policy, "off") == 0 && cfg->core.code_policy_file != NULL)
         return rb_fail(RB_EINVAL, err,
                        "code-policy-file: set --code-policy to default, strict or custom too (it is off)");

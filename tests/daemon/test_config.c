@@ -188,3 +188,20 @@ Test(config, pool_keys_are_validated)
     cr_assert_eq(config_set(&k, "pool-size", "many", err), RB_EINVAL);
     config_dispose(&k);
 }
+
+Test(config, malformed_dependency_policy_stops_start_up)
+{
+    char err[RB_ERR_LEN];
+    rb_config c;
+    config_init(&c);
+    cr_assert_eq(config_set(&c, "deps-block", "evil<2, evil", err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL, "a second rule for one package is refused");
+    cr_assert(strstr(err, "deps-block") != NULL, "%s", err);
+    cr_assert_eq(config_set(&c, "deps-block", "evil<2", err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&c, "deps-allow", "requests<2", err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL, "deps-allow takes name>=V, not name<V");
+    cr_assert(strstr(err, "deps-allow") != NULL, "%s", err);
+    cr_assert_eq(config_set(&c, "deps-allow", "requests>=2.31, numpy", err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&c, err), RB_OK, "%s", err);
+    config_dispose(&c);
+}
