@@ -24,6 +24,7 @@ struct sse_stream {
     uv_timer_t *heartbeat;
     sse_close_cb on_close;
     void *data;
+    const char *hint;  /* added to the comment that ends an overflowing stream (in req->pool), or NULL */
     int inflight; /* an h2o_send awaits proceed */
     int ending;   /* finish once pending is written */
     int finished; /* the final h2o_send was made */
@@ -107,9 +108,18 @@ static void append(sse_stream *s, const char *p, size_t n)
     if (s->gone || s->finished || s->ending)
         return;
     if (rb_buf_append(&s->pending, p, n) != RB_OK) {
-        rb_warn("sse: client too slow, %zu bytes unsent; ending the stream", s->pending.len);
+        /* The client reads more slowly than events come: what is unsent is dropped and the
+         * stream ends with a comment saying so. The owner hears of it through on_close once the
+         * response is over, never from inside the sse_* call it is making now. */
+        size_t unsent = s->pending.len + n;
+        rb_warn("sse: client too slow, %zu bytes unsent; ending the stream", unsent);
         rb_buf_reset(&s->pending);
-        notify_close(s);
+        char note[512];
+        int len = snprintf(note, sizeof(note),
+                           ": runbox: the client read too slowly (%zu bytes could not be buffered); the stream ends "
+                           "here%s%s\n\n",
+                           unsent, s->hint != NULL ? "; " : "", s->hint != NULL ? s->hint : "");
+        rb_buf_append(&s->pending, note, len > 0 && (size_t)len < sizeof(note) ? (size_t)len : 0);
         s->ending = 1;
     }
 }
@@ -200,6 +210,12 @@ void sse_send_text(sse_stream *s, const char *id, const char *event, const char 
     append(s, data, len);
     append(s, "\n\n", 2);
     flush(s);
+}
+
+void sse_set_hint(sse_stream *s, const char *hint)
+{
+    s->hint = h2o_mem_alloc_pool(&s->req->pool, strlen(hint) + 1);
+    memcpy((char *)s->hint, hint, strlen(hint) + 1);
 }
 
 void sse_end(sse_stream *s)

@@ -3,7 +3,8 @@
  * at once, buffers events while a write is in flight (h2o allows one h2o_send per proceed),
  * sends a heartbeat comment every 15 s (which is also how a vanished HTTP/1.1 client is
  * noticed), and tells its owner once when the stream ends without the owner asking (client
- * gone, server stopping). It knows nothing of executions; REST and MCP both use it.
+ * gone, server stopping, a client too slow to take what is queued), never from inside one of
+ * the owner's own sse_* calls. It knows nothing of executions; REST and MCP both use it.
  */
 #ifndef RB_SERVER_SSE_H
 #define RB_SERVER_SSE_H
@@ -30,6 +31,9 @@ void sse_send(sse_stream *s, const char *event, json_t *data);
  * SSE clients read as "message"); data is len bytes of text without newlines (MCP uses this
  * for its per-session event ids and replay). */
 void sse_send_text(sse_stream *s, const char *id, const char *event, const char *data, size_t len);
+/** Text (copied) added to the comment that ends the stream if its client reads too slowly
+ * (more than 64 MiB waiting): where to fetch what the stream could not carry. */
+void sse_set_hint(sse_stream *s, const char *hint);
 /** Queues a comment line (": text"). */
 void sse_comment(sse_stream *s, const char *text);
 /** Ends the stream after what is queued; on_close is not called. The owner must not use s

@@ -234,6 +234,9 @@ static int execution_events(http_call *call)
     if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
     ctx->sse = sse_start(call->server, call->req, on_stream_closed, ctx);
+    char hint[160];
+    snprintf(hint, sizeof(hint), "read the whole result with GET /execute/%.64s/results", call->params[0]);
+    sse_set_hint(ctx->sse, hint);
     return 0;
 }
 

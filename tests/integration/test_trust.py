@@ -1,0 +1,42 @@
+"""runboxd holds the line against hostile code and hostile callers (issue 9): each test
+reproduces one finding through the public interface (HTTP, or code run in a sandbox) against a
+real runboxd and the real Docker engine, and checks that runboxd is still alive and the
+answer says what happened."""
+
+from __future__ import annotations
+
+import rbtest
+
+# Two 1600x1600 figures of noise: about 27 MB of base64 PNG, under the 32 MiB display cap. The
+# result document carries the images twice (outputs and files), so an event stream that replays
+# the outputs and then sends the document holds about 80 MB, more than one stream may buffer.
+NOISY_FIGURES = """
+import numpy as np, matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+rng = np.random.default_rng(1)
+for _ in range(2):
+    fig = plt.figure(figsize=(16, 16), dpi=100)
+    fig.figimage(rng.random((1600, 1600, 3)))
+plt.show()
+"""
+
+
+def test_event_stream_larger_than_its_buffer_ends_cleanly(server, session):
+    """Finding 1: an overflowing SSE buffer during "done" crashed runboxd (NULL dereference)."""
+    sid = session["session_id"]
+    done = server.execute(sid, NOISY_FIGURES, timeout=120)
+    assert done["status"] == "completed", done
+    sizes = [len(o["data"]) for o in done["outputs"] if o["type"] == "display"]
+    assert len(sizes) == 2 and sum(sizes) > 20_000_000, sizes
+    rid = done["request_id"]
+    # A plain replay: everything lands in the stream's buffer before the first write completes.
+    with server.get(f"/execute/{rid}/events", stream=True, timeout=(10, 120)) as resp:
+        assert resp.status_code == 200
+        comments, events = rbtest.read_sse(resp)
+    assert server.alive(), "runboxd died:\n" + server.log_tail()
+    # The stream says why it ended early and where the whole result is.
+    assert any("too slow" in c and "/results" in c for c in comments), comments[-3:]
+    assert server.get("/health").status_code == 200
+    again = server.results(rid)
+    assert [len(o["data"]) for o in again["outputs"] if o["type"] == "display"] == sizes
