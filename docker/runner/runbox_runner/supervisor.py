@@ -22,7 +22,7 @@ import stat
 import sys
 import time
 
-from runbox_runner import protocol
+from runbox_runner import bash_worker, protocol
 from runbox_runner.protocol import write_all
 
 VERSION = 1
@@ -33,7 +33,6 @@ READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
 COALESCE_S = 0.02              # small writes are gathered for this long
 IDLE_KEEP = 1024 * 1024        # output written between cells that is kept for the next one
 DEFAULT_MAX_OUTPUT = 1024 * 1024
-CTRL_FD_BASH = 62              # control fd number inside bash
 
 
 def log(msg):
@@ -43,29 +42,6 @@ def log(msg):
         pass
 
 
-BASH_SYNC = b"\x1erunbox-sync\x1e\n"
-BASH_INIT = r"""
-set +o history +H
-PS1= PS2= PS4=
-unset PROMPT_COMMAND
-exec %(fd)d>&%(w)d %(w)d>&- %(r)d<&-
-__rb_done() { printf '{"t":"done","n":%%d,"rc":%%d}\n' "$1" "$2" >&%(fd)d; }
-printf '\036runbox-sync\036\n'; printf '\036runbox-sync\036\n' >&2
-printf '{"t":"hello","pid":%%d}\n' $$ >&%(fd)d
-"""
-
-
-def _bash_quote(code):
-    """$'...' quoting of arbitrary text as one line."""
-    out = []
-    for b in code.encode("utf-8", "surrogateescape"):
-        if b in (0x5c, 0x27) or b < 0x20 or b >= 0x7f:
-            out.append("\\x%02x" % b)
-        else:
-            out.append(chr(b))
-    return "$'" + "".join(out) + "'"
-
-
 class WorkerProc:
     """One worker process with its pipes."""
 
@@ -73,7 +49,7 @@ class WorkerProc:
         import subprocess
         self.language = language
         self.hello = False
-        self.sync = {"stdout": bytearray(), "stderr": bytearray()} if language == "bash" else {}
+        self.startup = bash_worker.StartupFilter() if language == "bash" else None
         self.exit_status = None
         self.reap_next = False    # the last cell was interrupted: its killed children are zombies
         c2w_r, c2w_w = os.pipe()  # commands to the worker
@@ -81,7 +57,7 @@ class WorkerProc:
         for fd in (c2w_w, w2c_r):
             os.set_inheritable(fd, False)
         if language == "bash":
-            argv = ["bash", "--noprofile", "--norc", "--noediting", "-i"]
+            argv = bash_worker.ARGV
             stdin = c2w_r
         else:
             argv = [sys.executable, WORKER_ENTRY, str(c2w_r), str(w2c_w)]
@@ -106,7 +82,7 @@ class WorkerProc:
             except (OSError, AttributeError):
                 pass
         if language == "bash":
-            self.send_raw(BASH_INIT % {"fd": CTRL_FD_BASH, "w": w2c_w, "r": c2w_r})
+            self.send_raw(bash_worker.init_text(c2w_r, w2c_w))
 
     def send_raw(self, text):
         try:
@@ -122,15 +98,14 @@ class WorkerProc:
 
     def execute(self, n, code, limit):
         if self.language == "bash":
-            self.send_raw("eval %s </dev/null %d>&-; __rb_done %d $?\n" % (_bash_quote(code), CTRL_FD_BASH, n))
+            self.send_raw(bash_worker.execute_text(n, code))
         else:
             self.send_msg({"n": n, "code": code, "limit": limit, "reap": self.reap_next})
         self.reap_next = False
 
     def after_interrupt(self, n):
-        # An interactive bash abandons the whole command line on SIGINT, __rb_done included.
         if self.language == "bash":
-            self.send_raw("__rb_done %d 130\n" % n)
+            self.send_raw(bash_worker.interrupt_text(n))
 
     def kill_group_except_leader(self):
         """SIGKILL the processes of the worker's process group but the worker: what a cell
@@ -518,16 +493,8 @@ class Supervisor:
                 pass
 
     def take_output(self, name, data):
-        sync = self.worker.sync.get(name) if self.worker is not None else None
-        if sync is not None:
-            # Before bash's sync mark: start-up noise (job control warnings); dropped.
-            sync.extend(data)
-            i = sync.find(BASH_SYNC)
-            if i < 0:
-                del sync[:-len(BASH_SYNC)]
-                return
-            data = bytes(sync[i + len(BASH_SYNC):])
-            self.worker.sync[name] = None
+        if self.worker is not None and self.worker.startup is not None:
+            data = self.worker.startup.filter(name, data)
             if not data:
                 return
         cell = self.cell
