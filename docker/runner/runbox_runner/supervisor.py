@@ -22,16 +22,13 @@ import stat
 import sys
 import time
 
-from runbox_runner import bash_worker, protocol
+from runbox_runner import bash_worker, capture, protocol
 from runbox_runner.protocol import write_all
 
 VERSION = 1
 RUNNER_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the entry scripts
 WORKER_ENTRY = os.path.join(RUNNER_HOME, "runbox_worker.py")  # runbox_policy.py ships there too
-CHUNK = 64 * 1024              # largest stream event text (UTF-8 bytes)
 READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
-COALESCE_S = 0.02              # small writes are gathered for this long
-IDLE_KEEP = 1024 * 1024        # output written between cells that is kept for the next one
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 
 
@@ -327,29 +324,21 @@ def files_written(before):
 
 
 class Cell:
-    def __init__(self, rid, n, timeout, max_output):
+    """The running cell as the supervisor times it (its output budget is in capture)."""
+
+    def __init__(self, rid, n, timeout):
         self.id = rid
         self.n = n
         self.start = time.monotonic()
         self.deadline = self.start + timeout if timeout else None
         self.kill_at = None
         self.forced = None            # "timeout" / "cancelled" once interrupted
-        self.budget = max_output
-        self.head_left = max_output // 2
-        self.tail_cap = max_output - max_output // 2
-        self.tail = []                # [name, bytearray] segments
-        self.tail_size = 0
-        self.tail_mode = False
-        self.dropped = 0
-        self.first_drop_stream = None
-        self.reported = 0             # dropped bytes already announced by a marker
+        self.files_before = None      # workspace_snapshot() when the cell started
 
 
 class Supervisor:
     def __init__(self):
-        import codecs
         import selectors
-        self.codecs = codecs
         self.language = os.environ.get("RUNBOX_LANGUAGE", "python").strip().lower() or "python"
         if self.language not in ("python", "bash"):
             log("unknown RUNBOX_LANGUAGE %r; using python" % self.language)
@@ -370,14 +359,7 @@ class Supervisor:
         self.worker = None
         self.cell = None
         self.n = 0
-        self.pending = []             # [name, str] stream text not yet sent
-        self.pending_size = 0
-        self.pending_since = None
-        self.decoders = {}
-        self.last_char = {"stdout": "\n", "stderr": "\n"}
-        self.idle_out = []            # output written between cells: [name, bytes]
-        self.idle_size = 0
-        self.idle_dropped = 0
+        self.capture = capture.Capture(self.emit)
         self.lost_state = None        # reason the state was lost between cells
         self.worker_started = 0.0
         self.worker_failures = 0
@@ -412,7 +394,7 @@ class Supervisor:
             pass
         self.oom_base = oom_kills()
         self.worker_started = time.monotonic()
-        self.decoders = {}
+        self.capture.reset_decoders()
         for fd in (self.worker.out_fd, self.worker.err_fd, self.worker.ctrl_fd):
             self.sel.register(fd, 1)  # EVENT_READ
 
@@ -497,125 +479,7 @@ class Supervisor:
             data = self.worker.startup.filter(name, data)
             if not data:
                 return
-        cell = self.cell
-        if cell is None:
-            room = IDLE_KEEP - self.idle_size
-            if room < len(data):
-                self.idle_dropped += len(data) - max(room, 0)
-                data = data[:max(room, 0)]
-            if data:
-                self.idle_out.append((name, data))
-                self.idle_size += len(data)
-            return
-        if not cell.tail_mode:
-            if len(data) <= cell.head_left:
-                cell.head_left -= len(data)
-                self.queue_text(name, data)
-                return
-            cut = cell.head_left
-            while cut > 0 and (data[cut] & 0xC0) == 0x80:
-                cut -= 1  # do not split a UTF-8 character
-            if cut:
-                self.queue_text(name, data[:cut])
-            data = data[cut:]
-            cell.head_left = 0
-            cell.tail_mode = True
-        self.add_tail(cell, name, data)
-
-    def add_tail(self, cell, name, data):
-        if cell.tail and cell.tail[-1][0] == name:
-            cell.tail[-1][1].extend(data)
-        else:
-            cell.tail.append([name, bytearray(data)])
-        cell.tail_size += len(data)
-        excess = cell.tail_size - cell.tail_cap
-        while excess > 0 and cell.tail:
-            seg_name, seg = cell.tail[0]
-            if cell.first_drop_stream is None:
-                cell.first_drop_stream = seg_name
-            if len(seg) <= excess:
-                cell.tail.pop(0)
-                cut = len(seg)
-            else:
-                cut = excess
-                while cut < len(seg) and (seg[cut] & 0xC0) == 0x80:
-                    cut += 1
-                del seg[:cut]
-                if not seg:
-                    cell.tail.pop(0)
-            cell.tail_size -= cut
-            cell.dropped += cut
-            excess -= cut
-
-    def flush_tail(self):
-        cell = self.cell
-        if cell is None or not cell.tail_mode:
-            return
-        if cell.dropped > cell.reported:
-            name = cell.first_drop_stream or "stdout"
-            self.finish_decoders()
-            prefix = "" if self.last_char_of(name) == "\n" else "\n"
-            self.queue_str(name, "%s[... %d bytes of output dropped ...]\n" % (prefix, cell.dropped - cell.reported))
-            self.decoders = {}
-        for name, seg in cell.tail:
-            self.queue_text(name, bytes(seg))
-        cell.tail = []
-        cell.tail_size = 0
-        cell.first_drop_stream = None
-        # Bytes already reported stay counted in cell.dropped; a later overflow adds to them.
-        cell.reported = cell.dropped
-
-    def last_char_of(self, name):
-        for seg_name, text in reversed(self.pending):
-            if seg_name == name and text:
-                return text[-1]
-        return self.last_char[name]
-
-    def queue_text(self, name, data):
-        dec = self.decoders.get(name)
-        if dec is None:
-            dec = self.decoders[name] = self.codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.queue_str(name, dec.decode(data))
-
-    def finish_decoders(self):
-        for name, dec in list(self.decoders.items()):
-            self.queue_str(name, dec.decode(b"", final=True))
-            dec.reset()
-
-    def queue_str(self, name, text):
-        if not text:
-            return
-        if self.pending and self.pending[-1][0] == name:
-            self.pending[-1][1] += text
-        else:
-            self.pending.append([name, text])
-        self.pending_size += len(text)
-        if self.pending_since is None:
-            self.pending_since = time.monotonic()
-        if self.pending_size >= CHUNK:
-            self.flush_pending()
-
-    def flush_pending(self):
-        cell = self.cell
-        for name, text in self.pending:
-            data = text.encode("utf-8", "surrogatepass")
-            start = 0
-            while start < len(data):
-                end = min(start + CHUNK, len(data))
-                while end < len(data) and (data[end] & 0xC0) == 0x80:
-                    end -= 1
-                piece = data[start:end].decode("utf-8", "replace")
-                if cell is not None:
-                    self.emit({"type": "stream", "id": cell.id, "name": name, "text": piece})
-                start = end
-            self.last_char[name] = text[-1]
-        self.pending = []
-        self.pending_size = 0
-        self.pending_since = None
-
-    def flush_all(self):
-        self.flush_tail()
-        self.flush_pending()
+        self.capture.take(name, data)
 
     # ---- requests ----
     def handle_line(self, line):
@@ -668,13 +532,8 @@ class Supervisor:
         if self.language == "python" and not self.policy_allows(rid, code, req.get("policy")):
             return
         self.n += 1
-        self.cell = Cell(rid, self.n, timeout, max_output)
-        self.last_char = {"stdout": "\n", "stderr": "\n"}
-        idle, self.idle_out, self.idle_size = self.idle_out, [], 0
-        self.cell.dropped += self.idle_dropped
-        self.idle_dropped = 0
-        for name, data in idle:
-            self.take_output(name, data)
+        self.cell = Cell(rid, self.n, timeout)
+        self.capture.start(rid, max_output)
         self.cell.files_before = workspace_snapshot()
         self.worker.execute(self.n, code, max_output)
 
@@ -724,17 +583,17 @@ class Supervisor:
     # ---- cell end ----
     def finish_cell(self, status, reset=False, reason=None):
         cell = self.cell
-        self.finish_decoders()
-        self.flush_all()
+        self.capture.finish_decoders()
+        self.capture.flush_all()
         if self.lost_state and not reset:
             reset, reason = True, self.lost_state
         self.lost_state = None
         self.emit({"type": "done", "id": cell.id, "status": status, "reset": reset,
                    "reset_reason": reason, "duration_ms": int((time.monotonic() - cell.start) * 1000),
-                   "dropped": cell.dropped,
-                   "files_written": files_written(getattr(cell, "files_before", None))})
+                   "dropped": self.capture.dropped(),
+                   "files_written": files_written(cell.files_before)})
         self.cell = None
-        self.decoders = {}
+        self.capture.stop()
 
     def on_ctrl(self, msg):
         t = msg.get("t")
@@ -758,7 +617,7 @@ class Supervisor:
                 if rc != 0:
                     status = "error"
                     if cell.forced is None:
-                        self.flush_all()
+                        self.capture.flush_all()
                         self.emit({"type": "error", "id": cell.id, "ename": "ExitCode", "evalue": str(rc),
                                    "traceback": []})
             else:
@@ -768,8 +627,8 @@ class Supervisor:
                 w.reap_next = True
             self.finish_cell(cell.forced or status)
             return
-        self.finish_decoders()
-        self.flush_all()
+        self.capture.finish_decoders()
+        self.capture.flush_all()
         if t == "result":
             self.emit({"type": "result", "id": cell.id, "text": msg.get("text", "")})
         elif t == "display":
@@ -842,7 +701,7 @@ class Supervisor:
         cell = self.cell
         timeout = 1.0
         for t in (cell and cell.deadline if cell and not cell.forced else None,
-                  cell and cell.kill_at, self.pending_since and self.pending_since + COALESCE_S):
+                  cell and cell.kill_at, self.capture.flush_at()):
             if t:
                 timeout = min(timeout, max(0.0, t - now))
         if cell is not None:
@@ -887,8 +746,7 @@ class Supervisor:
                                  "the code did not stop within %g s of the interrupt; the interpreter was "
                                  "restarted and its variables are lost" % self.grace)
                 return
-        if self.pending_since is not None and now - self.pending_since >= COALESCE_S:
-            self.flush_pending()
+        self.capture.flush_if_due(now)
 
     def read_requests(self, stdin):
         try:
