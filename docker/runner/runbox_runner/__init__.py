@@ -6,6 +6,7 @@ The package is split along the trust boundary between runboxd's side and the use
     supervisor     talks to runboxd over stdin/stdout (PROTOCOL.md), starts, times and kills workers
     capture        turns the worker's stdout/stderr bytes into capped, ordered stream events
     bash_worker    how the supervisor drives a persistent bash as the worker
+    container      cgroup memory and OOM kills, stray processes, files a cell wrote
   untrusted (the Python worker process, started as runbox_worker.py, running the user's code):
     python_worker  runs cells in one persistent __main__ namespace
   both:

@@ -9,20 +9,22 @@ control messages (protocol).
 
 The supervisor enforces the cell's timeout (SIGINT to the worker's process group, then after a
 grace period SIGKILL and a fresh worker), the output cap (capture) and the optional code policy
-(runbox_policy), and restarts a worker that dies. This module runs on the trusted side of the
-trust boundary: it never imports or runs user code, and treats everything the worker sends as
-untrusted. It is not the worker: python_worker runs in a process of its own and never imports
-this module. Python standard library only; imports are kept lazy so that the runner starts fast.
+(runbox_policy), and restarts a worker that dies (what it knows of the container around it is
+in container). This module runs on the trusted side of the trust boundary: it never imports or
+runs user code, and treats everything the worker sends as untrusted. It is not the worker:
+python_worker runs in a process of its own and never imports this module. Python standard
+library only; imports are kept lazy so that the runner starts fast.
 """
 
 import json
 import os
 import signal
-import stat
 import sys
 import time
 
 from runbox_runner import bash_worker, capture, protocol
+from runbox_runner.container import (describe_exit, files_written, in_sandbox, kill_strays, make_undumpable,
+                                     oom_kills, workspace_snapshot)
 from runbox_runner.protocol import write_all
 
 VERSION = 1
@@ -171,101 +173,6 @@ class WorkerProc:
         self.proc.returncode = self.exit_status if self.exit_status is not None else -9
 
 
-def describe_exit(status, oom=False):
-    """The worker's end in plain words; oom: the sandbox's memory cgroup killed a process."""
-    if status is None:
-        return "the interpreter stopped"
-    if status < 0:
-        sig = -status
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = "signal %d" % sig
-        if sig == signal.SIGKILL and oom:
-            limit = memory_limit()
-            return ("the interpreter was killed because the sandbox ran out of memory (%s)"
-                    % ("memory_limit is %d MiB" % (limit // (1024 * 1024)) if limit else "see memory_limit"))
-        if sig == signal.SIGSEGV:
-            return ("the interpreter crashed (SIGSEGV, signal 11: a segmentation fault, for instance from a "
-                    "recursion too deep for the C stack after sys.setrecursionlimit)")
-        return "the interpreter was killed by %s (signal %d)" % (name, sig)
-    return "the interpreter exited with code %d" % status
-
-
-_CGROUP_OOM = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
-_CGROUP_LIMIT = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
-
-
-def oom_kills():
-    """How many processes the sandbox's memory cgroup has killed (cgroup v2 or v1), or None."""
-    for path in _CGROUP_OOM:
-        try:
-            with open(path) as f:
-                for line in f:
-                    k, _, v = line.partition(" ")
-                    if k == "oom_kill":
-                        return int(v)
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def memory_limit():
-    """The session's memory limit in bytes (RUNBOX_MEMORY_MB from runboxd, which excludes the
-    tmpfs sizes it adds to the cgroup), else the memory cgroup's limit, else None."""
-    try:
-        return int(os.environ["RUNBOX_MEMORY_MB"]) * 1024 * 1024
-    except (KeyError, ValueError):
-        pass
-    for path in _CGROUP_LIMIT:
-        try:
-            with open(path) as f:
-                v = int(f.read().strip())
-            return v if v < (1 << 60) else None
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def in_sandbox():
-    """True inside a runbox container (set by runboxd), where every other process of the
-    sandbox is the user's and may be killed when the interpreter is replaced."""
-    return os.environ.get("RUNBOX_SANDBOX") == "1" and os.path.exists("/.dockerenv")
-
-
-def kill_strays(keep):
-    """SIGKILL every process of the container but PID 1, this one and the pids in keep:
-    processes that escaped the worker's process group (setsid, daemons, fork bombs)."""
-    me = os.getpid()
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return 0
-    n = 0
-    for name in names:
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        if pid in (1, me) or pid in keep:
-            continue
-        try:
-            os.kill(pid, signal.SIGKILL)
-            n += 1
-        except OSError:
-            pass
-    return n
-
-
-def make_undumpable():
-    """Other processes of the same user (the worker, user code) cannot open this process's
-    /proc/<pid>/fd (the protocol pipes) or ptrace it."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
-    except (OSError, AttributeError):
-        pass
-
-
 def _no_nul(obj):
     """obj with every NUL character in its strings replaced by U+FFFD."""
     if isinstance(obj, str):
@@ -275,52 +182,6 @@ def _no_nul(obj):
     if isinstance(obj, dict):
         return {k: _no_nul(v) for k, v in obj.items()}
     return obj
-
-
-WORKSPACE = "/workspace"
-WORKSPACE_SCAN_MAX = 5000      # entries looked at when listing the files a cell wrote
-FILES_WRITTEN_MAX = 100        # files reported per cell
-
-
-def workspace_snapshot():
-    """{relative path: (mtime_ns, size)} of the regular files under /workspace (symlinks not
-    followed), or None when there are more than WORKSPACE_SCAN_MAX entries (then nothing is
-    reported for the cell rather than a wrong list)."""
-    snap, seen = {}, 0
-    try:
-        for dp, dns, fns in os.walk(WORKSPACE):
-            if dp == WORKSPACE and ".runbox" in dns:
-                dns.remove(".runbox")  # installed packages are not files the cell wrote
-            seen += len(dns) + len(fns)
-            if seen > WORKSPACE_SCAN_MAX:
-                return None
-            for n in fns:
-                p = os.path.join(dp, n)
-                try:
-                    st = os.lstat(p)
-                except OSError:
-                    continue
-                if stat.S_ISREG(st.st_mode):
-                    snap[os.path.relpath(p, WORKSPACE)] = (st.st_mtime_ns, st.st_size)
-    except OSError:
-        return None
-    return snap
-
-
-def files_written(before):
-    """[{path, size, modified (ms)}] of files created or changed since the snapshot before."""
-    if before is None:
-        return []
-    after = workspace_snapshot()
-    if after is None:
-        return []
-    out = []
-    for p in sorted(after):
-        if before.get(p) != after[p]:
-            out.append({"path": p, "size": after[p][1], "modified": after[p][0] // 1000000})
-            if len(out) >= FILES_WRITTEN_MAX:
-                break
-    return out
 
 
 class Cell:
