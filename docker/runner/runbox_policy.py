@@ -1,8 +1,9 @@
 """runbox code policy: checks a Python cell against named rules before it runs.
 
-The supervisor of runner.py calls check() when an execute request carries a rule set (the
-operator turned the optional code policy on; runboxd sends the active rules, see
-docker/runner/PROTOCOL.md). The check uses Python's own parser (ast) and never runs anything.
+The runner's supervisor (runbox_runner/supervisor.py, trusted side) calls check() when an
+execute request carries a rule set (the operator turned the optional code policy on; runboxd
+sends the active rules, see docker/runner/PROTOCOL.md), before the cell reaches the worker. The
+check uses Python's own parser (ast) and never runs anything.
 It is a guard rail against accidents and careless code, NOT a security boundary: Python offers
 countless ways around any such list (the container is the boundary).
 

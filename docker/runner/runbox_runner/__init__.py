@@ -1,0 +1,17 @@
+"""runbox sandbox runner: the code that runs inside every sandbox container.
+
+The package is split along the trust boundary between runboxd's side and the user's code:
+
+  trusted (the supervisor process, started as runner.py):
+    supervisor     talks to runboxd over stdin/stdout (PROTOCOL.md), starts, times and kills workers
+    capture        turns the worker's stdout/stderr bytes into capped, ordered stream events
+    bash_worker    how the supervisor drives a persistent bash as the worker
+    container      cgroup memory and OOM kills, stray processes, files a cell wrote
+  untrusted (the Python worker process, started as runbox_worker.py, running the user's code):
+    python_worker  runs cells in one persistent __main__ namespace
+  both:
+    protocol       the control channel between supervisor and worker (JSON lines over pipes)
+
+The worker side imports nothing but python_worker and protocol; this file imports nothing, so
+that importing the package from the worker loads no supervisor code.
+"""

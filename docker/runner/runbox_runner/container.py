@@ -1,0 +1,154 @@
+"""The container around the supervisor: cgroup memory, other processes, workspace files.
+
+Runs on the trusted side, inside the supervisor. What it reads (the memory cgroup, /proc,
+/workspace) the user's code can change or fill, so every reader is bounded and fails soft. It
+decides nothing: the supervisor calls it to describe a worker's end (describe_exit), to kill
+what escaped the worker's process group (kill_strays, only inside a sandbox), to protect
+itself (make_undumpable) and to list the files a cell wrote (workspace_snapshot,
+files_written). It is not the worker handling (supervisor) and never runs user code.
+"""
+
+import os
+import signal
+import stat
+
+
+def describe_exit(status, oom=False):
+    """The worker's end in plain words; oom: the sandbox's memory cgroup killed a process."""
+    if status is None:
+        return "the interpreter stopped"
+    if status < 0:
+        sig = -status
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "signal %d" % sig
+        if sig == signal.SIGKILL and oom:
+            limit = memory_limit()
+            return ("the interpreter was killed because the sandbox ran out of memory (%s)"
+                    % ("memory_limit is %d MiB" % (limit // (1024 * 1024)) if limit else "see memory_limit"))
+        if sig == signal.SIGSEGV:
+            return ("the interpreter crashed (SIGSEGV, signal 11: a segmentation fault, for instance from a "
+                    "recursion too deep for the C stack after sys.setrecursionlimit)")
+        return "the interpreter was killed by %s (signal %d)" % (name, sig)
+    return "the interpreter exited with code %d" % status
+
+
+_CGROUP_OOM = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+_CGROUP_LIMIT = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def oom_kills():
+    """How many processes the sandbox's memory cgroup has killed (cgroup v2 or v1), or None."""
+    for path in _CGROUP_OOM:
+        try:
+            with open(path) as f:
+                for line in f:
+                    k, _, v = line.partition(" ")
+                    if k == "oom_kill":
+                        return int(v)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def memory_limit():
+    """The session's memory limit in bytes (RUNBOX_MEMORY_MB from runboxd, which excludes the
+    tmpfs sizes it adds to the cgroup), else the memory cgroup's limit, else None."""
+    try:
+        return int(os.environ["RUNBOX_MEMORY_MB"]) * 1024 * 1024
+    except (KeyError, ValueError):
+        pass
+    for path in _CGROUP_LIMIT:
+        try:
+            with open(path) as f:
+                v = int(f.read().strip())
+            return v if v < (1 << 60) else None
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def in_sandbox():
+    """True inside a runbox container (set by runboxd), where every other process of the
+    sandbox is the user's and may be killed when the interpreter is replaced."""
+    return os.environ.get("RUNBOX_SANDBOX") == "1" and os.path.exists("/.dockerenv")
+
+
+def kill_strays(keep):
+    """SIGKILL every process of the container but PID 1, this one and the pids in keep:
+    processes that escaped the worker's process group (setsid, daemons, fork bombs)."""
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    n = 0
+    for name in names:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid in (1, me) or pid in keep:
+            continue
+        try:
+            os.kill(pid, signal.SIGKILL)
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def make_undumpable():
+    """Other processes of the same user (the worker, user code) cannot open this process's
+    /proc/<pid>/fd (the protocol pipes) or ptrace it."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
+WORKSPACE = "/workspace"
+WORKSPACE_SCAN_MAX = 5000      # entries looked at when listing the files a cell wrote
+FILES_WRITTEN_MAX = 100        # files reported per cell
+
+
+def workspace_snapshot():
+    """{relative path: (mtime_ns, size)} of the regular files under /workspace (symlinks not
+    followed), or None when there are more than WORKSPACE_SCAN_MAX entries (then nothing is
+    reported for the cell rather than a wrong list)."""
+    snap, seen = {}, 0
+    try:
+        for dp, dns, fns in os.walk(WORKSPACE):
+            if dp == WORKSPACE and ".runbox" in dns:
+                dns.remove(".runbox")  # installed packages are not files the cell wrote
+            seen += len(dns) + len(fns)
+            if seen > WORKSPACE_SCAN_MAX:
+                return None
+            for n in fns:
+                p = os.path.join(dp, n)
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    snap[os.path.relpath(p, WORKSPACE)] = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return None
+    return snap
+
+
+def files_written(before):
+    """[{path, size, modified (ms)}] of files created or changed since the snapshot before."""
+    if before is None:
+        return []
+    after = workspace_snapshot()
+    if after is None:
+        return []
+    out = []
+    for p in sorted(after):
+        if before.get(p) != after[p]:
+            out.append({"path": p, "size": after[p][1], "modified": after[p][0] // 1000000})
+            if len(out) >= FILES_WRITTEN_MAX:
+                break
+    return out

@@ -1,0 +1,367 @@
+"""The Python worker: the interpreter that runs the user's cells, in the user's own process.
+
+This module runs on the untrusted side of the trust boundary: everything in this process
+(this code included) is within reach of the user's code. It imports nothing of the supervisor
+(only protocol, for the control channel) and holds no secret; the supervisor enforces timeouts,
+output caps and restarts from outside, and the code policy is checked there before a cell gets
+here. It is started by runbox_worker.py with the two control pipes; its fd 1/2 are pipes read
+by the supervisor and its stdin is /dev/null.
+
+What it does: runs each cell in one persistent __main__ namespace, sends the value of a last
+expression (repr), the exception that ended a cell (traceback without the runner's frames, a
+SyntaxError as Python prints it) and the matplotlib figures left open (PNG); keeps stdout and
+stderr of Python code in write order; repairs fd 1/2 and sys.stdout/sys.stderr between cells;
+makes a process forked by user code exit at the end of its cell. Python standard library only;
+imports are kept lazy so that the worker starts fast.
+"""
+
+import json
+import os
+import signal
+import sys
+
+from runbox_runner import protocol
+
+DEPS_SITE = "/workspace/.runbox/site-packages"  # where core/deps.c installs session packages
+TEXT_CAP_MAX = 4 * 1024 * 1024 # largest result text / traceback sent for one cell (characters)
+TEXT_CAP_MIN = 4096            # ... and the least, whatever max_output says
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # frames from here are the runner's
+
+
+class _OrderedStream:
+    """sys.stdout/sys.stderr of the worker: before a write to the other stream than the last
+    one, it waits until the supervisor has read everything written so far (a sync round trip
+    on the control pipes), so stdout and stderr text of Python code arrive in write order."""
+
+    def __init__(self, inner, name, worker):
+        self._inner = inner
+        self._name = name
+        self._worker = worker
+
+    def write(self, s):
+        w = self._worker
+        if w.running and w.last_stream not in (None, self._name) and os.getpid() == w.pid:
+            w.sync()
+        w.last_stream = self._name
+        return self._inner.write(s)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+class _Worker:
+    """The Python interpreter that runs cells in one persistent __main__ namespace."""
+
+    def __init__(self, ctrl_in, ctrl_out, entry):
+        import builtins
+        import types
+        import warnings
+        self.entry = entry
+        self.ctrl_in = os.fdopen(ctrl_in, "rb", buffering=0)
+        self.ctrl_out = ctrl_out
+        self.pid = os.getpid()
+        self.running = False
+        self.last_stream = None
+        self.sync_seq = 0
+        self.text_cap = 1024 * 1024
+        # Copies of the output pipes, so that code that closes or replaces fd 1/2 (os.close(1),
+        # os.dup2) loses its output for that cell only.
+        self.saved_fds = {}
+        for fd in (1, 2):
+            try:
+                st = os.fstat(fd)
+                self.saved_fds[fd] = (os.dup(fd), (st.st_dev, st.st_ino))
+            except OSError:
+                pass
+        sys.stdout = _OrderedStream(sys.stdout, "stdout", self)
+        sys.stderr = _OrderedStream(sys.stderr, "stderr", self)
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = builtins
+        sys.modules["__main__"] = main
+        self.ns = main.__dict__
+        # plt.show() cannot show anything with Agg; figures are sent at the end of the cell.
+        warnings.filterwarnings("ignore", message=".*non-GUI backend.*")
+        warnings.filterwarnings("ignore", message=".*is non-interactive, and thus cannot be shown.*")
+        signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum, frame):
+        if self.running:
+            raise KeyboardInterrupt
+
+    def send(self, msg):
+        if os.getpid() != self.pid:
+            self.child_exit(1)
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except Exception:
+                pass
+        protocol.write_all(self.ctrl_out, protocol.encode(msg))
+
+    def sync(self):
+        self.sync_seq += 1
+        self.send({"t": "sync", "seq": self.sync_seq})
+        while True:
+            line = self.ctrl_in.readline()
+            if not line:
+                return
+            try:
+                if json.loads(line).get("ack") == self.sync_seq:
+                    return
+            except (ValueError, AttributeError):
+                pass
+
+    def child_exit(self, code):
+        """A process forked by user code that ran off the end of its cell (or raised) must not
+        go on as a second worker: it flushes its output and exits."""
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except BaseException:
+                pass
+        os._exit(code)
+
+    def repair_stdio(self):
+        """Before each cell: fd 1/2 back to the output pipes and sys.stdout/sys.stderr back to
+        the runner's streams if earlier code closed or replaced them."""
+        import io
+        for fd, (saved, ident) in self.saved_fds.items():
+            try:
+                st = os.fstat(fd)
+                same = (st.st_dev, st.st_ino) == ident
+            except OSError:
+                same = False
+            if not same:
+                try:
+                    os.dup2(saved, fd)
+                except OSError:
+                    pass
+        for name, fd in (("stdout", 1), ("stderr", 2)):
+            cur = getattr(sys, name)
+            if isinstance(cur, _OrderedStream) and not cur._inner.closed:
+                continue
+            try:
+                raw = io.FileIO(fd, "w", closefd=False)
+                inner = io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True)
+                setattr(sys, name, _OrderedStream(inner, name, self))
+            except (OSError, ValueError):
+                pass
+
+    def reap_zombies(self):
+        """Collects exited children: after an interrupted cell the supervisor killed what the
+        cell left in the worker's process group, and their zombies would hold pids."""
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except (ChildProcessError, OSError):
+                return
+            if pid == 0:
+                return
+
+    def clip(self, text, cap, what):
+        if len(text) <= cap:
+            return text
+        half = cap // 2
+        return "%s\n[... %d characters of the %s dropped ...]\n%s" % (
+            text[:half], len(text) - 2 * half, what, text[-half:])
+
+    def serve(self):
+        self.send({"t": "hello", "pid": os.getpid()})
+        while True:
+            msg = None
+            try:
+                line = self.ctrl_in.readline()
+            except KeyboardInterrupt:
+                continue
+            if not line:
+                return
+            try:
+                msg = json.loads(line)
+                if "ack" in msg:
+                    msg = None  # a sync answer that came after its write was interrupted
+                    continue
+                self.last_stream = None
+                limit = msg.get("limit")
+                if isinstance(limit, int) and not isinstance(limit, bool):
+                    self.text_cap = max(TEXT_CAP_MIN, min(limit, TEXT_CAP_MAX))
+                self.repair_stdio()
+                if msg.get("reap"):
+                    self.reap_zombies()
+                self.run_cell(msg["n"], msg["code"])
+            except KeyboardInterrupt:
+                # An interrupt that arrived just as a cell ended; the done was sent or is lost
+                # and the supervisor copes with both.
+                self.running = False
+                if msg is not None:
+                    try:
+                        self.send({"t": "done", "n": msg["n"], "status": "error"})
+                    except Exception:
+                        pass
+
+    def run_cell(self, n, code):
+        import ast
+        import importlib
+        import linecache
+        # Packages installed while the session runs land in DEPS_SITE (runboxd's installer,
+        # core/deps.c); finders that looked there before must look again.
+        if DEPS_SITE not in sys.path:
+            sys.path.insert(0, DEPS_SITE)
+        importlib.invalidate_caches()
+        filename = "<cell-%d>" % n
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        status = "completed"
+        try:
+            try:
+                try:
+                    tree = ast.parse(code, filename, "exec")
+                    last = None
+                    if tree.body and isinstance(tree.body[-1], ast.Expr):
+                        last = ast.Expression(tree.body.pop().value)
+                    body = compile(tree, filename, "exec")
+                    tail = compile(last, filename, "eval") if last is not None else None
+                except (SyntaxError, ValueError) as e:
+                    e.__traceback__ = None  # shown as Python shows it: no frames of the compiler
+                    e.__context__ = None
+                    raise
+                self.running = True
+                exec(body, self.ns)
+                value = eval(tail, self.ns) if tail is not None else None
+                self.running = False
+                if os.getpid() != self.pid:
+                    self.child_exit(0)
+                if value is not None:
+                    self.ns["_"] = value
+                    self.send({"t": "result", "text": self.clip(self._repr(value), self.text_cap, "result")})
+            except BaseException as e:
+                self.running = False
+                if os.getpid() != self.pid:
+                    if not isinstance(e, SystemExit):
+                        try:
+                            import traceback
+                            te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
+                            self._drop_runner_frames(te, set())
+                            sys.stderr.write("".join(te.format()))
+                        except BaseException:
+                            pass
+                    self.child_exit(0 if isinstance(e, SystemExit) and not e.code else 1)
+                status = "error"
+                self.send_error(e)
+            self.send_figures()
+        finally:
+            self.running = False
+        self.send({"t": "done", "n": n, "status": status})
+
+    def _repr(self, value):
+        try:
+            return repr(value)
+        except BaseException as e:
+            return "<repr() failed: %s: %s>" % (type(e).__name__, e)
+
+    def send_error(self, e):
+        import traceback
+        cap = self.text_cap
+        try:
+            te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
+            self._drop_runner_frames(te, set())
+            lines = self._bounded_lines(te.format(), cap)
+        except BaseException:
+            lines = ["%s: <traceback formatting failed>\n" % type(e).__name__]
+        try:
+            evalue = self.clip(str(e), cap // 4, "message")
+        except BaseException:
+            evalue = "<str() failed>"
+        self.send({"t": "error", "ename": type(e).__name__, "evalue": evalue, "traceback": lines})
+
+    def _bounded_lines(self, gen, cap):
+        """The traceback's lines within about cap characters: the first lines up to half of it,
+        then a marker, then the last lines (kept in a bounded window while the rest streams by)."""
+        import collections
+        head, head_size = [], 0
+        tail, tail_size = collections.deque(), 0
+        dropped_lines = dropped_chars = 0
+        line_cap = max(256, cap // 8)
+        for line in gen:
+            line = self.clip(line, line_cap, "line")
+            if head_size + len(line) <= cap // 2 and not tail and not dropped_lines:
+                head.append(line)
+                head_size += len(line)
+                continue
+            tail.append(line)
+            tail_size += len(line)
+            while tail and tail_size > cap // 2:
+                old = tail.popleft()
+                tail_size -= len(old)
+                dropped_lines += 1
+                dropped_chars += len(old)
+        if dropped_lines:
+            head.append("  [... %d lines (%d characters) of the traceback dropped ...]\n"
+                        % (dropped_lines, dropped_chars))
+        return head + list(tail)
+
+    def _drop_runner_frames(self, te, seen):
+        import traceback
+        if te is None or id(te) in seen:
+            return
+        seen.add(id(te))
+        te.stack = traceback.StackSummary.from_list(
+            [f for f in te.stack if not self._is_runner_file(f.filename)])
+        self._drop_runner_frames(te.__cause__, seen)
+        self._drop_runner_frames(te.__context__, seen)
+        for sub in te.exceptions or ():
+            self._drop_runner_frames(sub, seen)
+
+    def _is_runner_file(self, filename):
+        path = os.path.abspath(filename)
+        return path == self.entry or os.path.dirname(path) == PACKAGE_DIR
+
+    def send_figures(self):
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        try:
+            import base64
+            import io
+            for num in plt.get_fignums():
+                fig = plt.figure(num)
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png", bbox_inches="tight")
+                self.send({"t": "display", "mime": "image/png",
+                           "data": base64.b64encode(buf.getvalue()).decode("ascii")})
+            plt.close("all")
+        except Exception as e:
+            sys.stderr.write("runbox: could not render the figures: %s: %s\n" % (type(e).__name__, e))
+
+
+def _seed_matplotlib():
+    """Copies the font cache built at image build time into MPLCONFIGDIR (a tmpfs)."""
+    seed = os.environ.get("RUNBOX_MPL_SEED")
+    dest = os.environ.get("MPLCONFIGDIR")
+    if not seed or not dest or not os.path.isdir(seed):
+        return
+    try:
+        os.makedirs(dest, exist_ok=True)
+        for name in os.listdir(seed):
+            target = os.path.join(dest, name)
+            if not os.path.exists(target):
+                with open(os.path.join(seed, name), "rb") as src, open(target, "wb") as out:
+                    out.write(src.read())
+    except OSError:
+        pass
+
+
+
+def main(argv, entry):
+    """Runs the worker on the control pipes named by argv (command fd, control fd) until the
+    command pipe closes; entry is the path of the entry script (its frames are the runner's)."""
+    if len(argv) != 2 or not all(a.isdigit() for a in argv):
+        sys.stderr.write("usage: runbox_worker.py COMMAND_FD CONTROL_FD (started by the runner's supervisor)\n")
+        sys.exit(2)
+    ctrl_in, ctrl_out = int(argv[0]), int(argv[1])
+    os.set_inheritable(ctrl_in, False)
+    os.set_inheritable(ctrl_out, False)
+    _seed_matplotlib()
+    _Worker(ctrl_in, ctrl_out, entry).serve()

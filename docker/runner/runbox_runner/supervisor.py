@@ -1,0 +1,641 @@
+"""The supervisor: the sandbox container's main process, runboxd's side of the sandbox.
+
+It reads JSON-line requests on stdin and writes JSON-line events on stdout (PROTOCOL.md); its
+own diagnostics go to stderr. It runs user code in a worker process that holds the session's
+state: a Python interpreter (runbox_worker.py, see python_worker) or a persistent interactive
+bash (RUNBOX_LANGUAGE=bash, see bash_worker). The worker's fd 1/2 are pipes read here (so
+subprocess output is captured too), its stdin is /dev/null, and a separate pipe pair carries
+control messages (protocol).
+
+The supervisor enforces the cell's timeout (SIGINT to the worker's process group, then after a
+grace period SIGKILL and a fresh worker), the output cap (capture) and the optional code policy
+(runbox_policy), and restarts a worker that dies (what it knows of the container around it is
+in container). This module runs on the trusted side of the trust boundary: it never imports or
+runs user code, and treats everything the worker sends as untrusted. It is not the worker:
+python_worker runs in a process of its own and never imports this module. Python standard
+library only; imports are kept lazy so that the runner starts fast.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+from runbox_runner import bash_worker, capture, protocol
+from runbox_runner.container import (describe_exit, files_written, in_sandbox, kill_strays, make_undumpable,
+                                     oom_kills, workspace_snapshot)
+from runbox_runner.protocol import write_all
+
+VERSION = 1
+RUNNER_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the entry scripts
+WORKER_ENTRY = os.path.join(RUNNER_HOME, "runbox_worker.py")  # runbox_policy.py ships there too
+READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
+DEFAULT_MAX_OUTPUT = 1024 * 1024
+
+
+def log(msg):
+    try:
+        os.write(2, ("runner: %s\n" % msg).encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+class WorkerProc:
+    """One worker process with its pipes."""
+
+    def __init__(self, language, env):
+        import subprocess
+        self.language = language
+        self.hello = False
+        self.startup = bash_worker.StartupFilter() if language == "bash" else None
+        self.exit_status = None
+        self.reap_next = False    # the last cell was interrupted: its killed children are zombies
+        c2w_r, c2w_w = os.pipe()  # commands to the worker
+        w2c_r, w2c_w = os.pipe()  # control messages from the worker
+        for fd in (c2w_w, w2c_r):
+            os.set_inheritable(fd, False)
+        if language == "bash":
+            argv = bash_worker.ARGV
+            stdin = c2w_r
+        else:
+            argv = [sys.executable, WORKER_ENTRY, str(c2w_r), str(w2c_w)]
+            stdin = subprocess.DEVNULL
+        self.proc = subprocess.Popen(
+            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(c2w_r, w2c_w), start_new_session=True, env=env, cwd=None)
+        os.close(c2w_r)
+        os.close(w2c_w)
+        self.pid = self.proc.pid
+        self.cmd_fd = c2w_w
+        self.ctrl_fd = w2c_r
+        self.out_fd = self.proc.stdout.fileno()
+        self.err_fd = self.proc.stderr.fileno()
+        self.ctrl_buf = b""
+        self.ctrl_eof = False
+        import fcntl
+        for fd in (self.out_fd, self.err_fd, self.ctrl_fd):
+            os.set_blocking(fd, False)
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, READ_SIZE)
+            except (OSError, AttributeError):
+                pass
+        if language == "bash":
+            self.send_raw(bash_worker.init_text(c2w_r, w2c_w))
+
+    def send_raw(self, text):
+        try:
+            write_all(self.cmd_fd, text.encode("utf-8", "surrogateescape"))
+        except OSError as e:
+            log("cannot write to the worker: %s" % e)
+
+    def send_msg(self, msg):
+        try:
+            write_all(self.cmd_fd, protocol.encode(msg))
+        except OSError as e:
+            log("cannot write to the worker: %s" % e)
+
+    def execute(self, n, code, limit):
+        if self.language == "bash":
+            self.send_raw(bash_worker.execute_text(n, code))
+        else:
+            self.send_msg({"n": n, "code": code, "limit": limit, "reap": self.reap_next})
+        self.reap_next = False
+
+    def after_interrupt(self, n):
+        if self.language == "bash":
+            self.send_raw(bash_worker.interrupt_text(n))
+
+    def kill_group_except_leader(self):
+        """SIGKILL the processes of the worker's process group but the worker: what a cell
+        that was interrupted left running (forked copies, subprocesses)."""
+        for _ in range(20):  # again while a copy forked between the scan and the kill
+            try:
+                names = os.listdir("/proc")
+            except OSError:
+                return
+            killed = 0
+            for name in names:
+                if not name.isdigit() or int(name) == self.pid:
+                    continue
+                try:
+                    with open("/proc/%s/stat" % name, "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                    if fields[0] != b"Z" and int(fields[2]) == self.pid:  # state, pgrp
+                        os.kill(int(name), signal.SIGKILL)
+                        killed += 1
+                except (OSError, IndexError, ValueError):
+                    pass
+            if not killed:
+                return
+
+    def signal_group(self, sig):
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def read_ctrl(self):
+        """Reads what is available; returns the complete messages."""
+        try:
+            data = os.read(self.ctrl_fd, READ_SIZE)
+        except BlockingIOError:
+            return []
+        except OSError:
+            data = b""
+        if not data:
+            self.ctrl_eof = True
+            return []
+        self.ctrl_buf += data
+        msgs = []
+        while True:
+            i = self.ctrl_buf.find(b"\n")
+            if i < 0:
+                break
+            line, self.ctrl_buf = self.ctrl_buf[:i], self.ctrl_buf[i + 1:]
+            try:
+                msgs.append(json.loads(line))
+            except ValueError:
+                log("bad control message from the worker: %r" % line[:200])
+        return msgs
+
+    def close(self):
+        for fd in (self.cmd_fd, self.ctrl_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        for f in (self.proc.stdout, self.proc.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+        self.proc.returncode = self.exit_status if self.exit_status is not None else -9
+
+
+def _no_nul(obj):
+    """obj with every NUL character in its strings replaced by U+FFFD."""
+    if isinstance(obj, str):
+        return obj.replace("\x00", "\ufffd")
+    if isinstance(obj, list):
+        return [_no_nul(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _no_nul(v) for k, v in obj.items()}
+    return obj
+
+
+class Cell:
+    """The running cell as the supervisor times it (its output budget is in capture)."""
+
+    def __init__(self, rid, n, timeout):
+        self.id = rid
+        self.n = n
+        self.start = time.monotonic()
+        self.deadline = self.start + timeout if timeout else None
+        self.kill_at = None
+        self.forced = None            # "timeout" / "cancelled" once interrupted
+        self.files_before = None      # workspace_snapshot() when the cell started
+
+
+class Supervisor:
+    def __init__(self):
+        import selectors
+        self.language = os.environ.get("RUNBOX_LANGUAGE", "python").strip().lower() or "python"
+        if self.language not in ("python", "bash"):
+            log("unknown RUNBOX_LANGUAGE %r; using python" % self.language)
+            self.language = "python"
+        grace = os.environ.get("RUNBOX_GRACE_MS", "")
+        try:
+            self.grace = max(0, int(grace)) / 1000.0 if grace else 2.0
+        except ValueError:
+            self.grace = 2.0
+        self.env = dict(os.environ)
+        self.env.setdefault("MPLBACKEND", "Agg")
+        self.env["PYTHONUNBUFFERED"] = "1"
+        self.env.pop("RUNBOX_GRACE_MS", None)
+        self.sel = selectors.DefaultSelector()
+        self.out = sys.stdout.fileno()
+        self.inbuf = b""
+        self.stdin_eof = False
+        self.worker = None
+        self.cell = None
+        self.n = 0
+        self.capture = capture.Capture(self.emit)
+        self.lost_state = None        # reason the state was lost between cells
+        self.worker_started = 0.0
+        self.worker_failures = 0
+        self.oom_base = None
+
+    # ---- output to runboxd ----
+    def emit(self, obj):
+        text = json.dumps(obj, ensure_ascii=False)
+        if "\\u0000" in text:
+            text = json.dumps(_no_nul(obj), ensure_ascii=False)
+        write_all(self.out, (text + "\n").encode("utf-8", "replace"))
+
+    # ---- worker management ----
+    def start_worker(self):
+        for attempt in range(50):
+            try:
+                self.worker = WorkerProc(self.language, self.env)
+                break
+            except OSError as e:
+                # Out of processes (a fork bomb) or memory: free them and try again.
+                log("cannot start the interpreter: %s" % e)
+                if in_sandbox():
+                    kill_strays(())
+                time.sleep(0.1)
+        else:
+            raise SystemExit("runner: cannot start the interpreter")
+        try:
+            # The worker, not the supervisor, is the one the OOM killer should choose.
+            with open("/proc/%d/oom_score_adj" % self.worker.pid, "w") as f:
+                f.write("1000")
+        except OSError:
+            pass
+        self.oom_base = oom_kills()
+        self.worker_started = time.monotonic()
+        self.capture.reset_decoders()
+        for fd in (self.worker.out_fd, self.worker.err_fd, self.worker.ctrl_fd):
+            self.sel.register(fd, 1)  # EVENT_READ
+
+    def stop_worker(self):
+        w = self.worker
+        if w is None:
+            return
+        w.signal_group(signal.SIGKILL)
+        try:
+            os.kill(w.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if w.exit_status is None:
+            try:
+                _, status = os.waitpid(w.pid, 0)
+                w.exit_status = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:
+                pass
+        for fd in (w.out_fd, w.err_fd, w.ctrl_fd):
+            try:
+                self.sel.unregister(fd)
+            except (KeyError, ValueError):
+                pass
+        w.close()
+        self.worker = None
+
+    def replace_worker(self):
+        self.stop_worker()
+        if in_sandbox():
+            kill_strays(())
+            self.reap()
+        quick = time.monotonic() - self.worker_started < 1.0
+        self.worker_failures = self.worker_failures + 1 if quick else 0
+        if self.worker_failures > 3:
+            time.sleep(min(5.0, 0.2 * self.worker_failures))
+        self.start_worker()
+
+    def reap(self):
+        """Collects exited children (the runner may be PID 1); notes the worker's status."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.worker is not None and pid == self.worker.pid:
+                self.worker.exit_status = os.waitstatus_to_exitcode(status)
+
+    # ---- output handling ----
+    def read_stream(self, fd, name):
+        """Reads one chunk of worker output; returns False at EOF or when nothing was there."""
+        try:
+            data = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if not data:
+            try:
+                self.sel.unregister(fd)
+            except (KeyError, ValueError):
+                pass
+            return False
+        self.take_output(name, data)
+        return True
+
+    def drain(self):
+        w = self.worker
+        if w is None:
+            return
+        for fd, name in ((w.out_fd, "stdout"), (w.err_fd, "stderr")):
+            try:
+                self.sel.get_key(fd)
+            except (KeyError, ValueError):
+                continue
+            while self.read_stream(fd, name):
+                pass
+
+    def take_output(self, name, data):
+        if self.worker is not None and self.worker.startup is not None:
+            data = self.worker.startup.filter(name, data)
+            if not data:
+                return
+        self.capture.take(name, data)
+
+    # ---- requests ----
+    def handle_line(self, line):
+        try:
+            req = json.loads(line)
+        except ValueError as e:
+            self.emit({"type": "error_reply", "id": None, "message": "invalid JSON: %s" % e})
+            return
+        if not isinstance(req, dict):
+            self.emit({"type": "error_reply", "id": None, "message": "a request must be a JSON object"})
+            return
+        rid = req.get("id")
+        op = req.get("op")
+        if op == "ping":
+            # "busy" names a cell still running, e.g. one whose runboxd restarted: the new
+            # runboxd interrupts it and waits for its "done" before sending work.
+            self.emit({"type": "pong", "id": rid, "language": self.language, "version": VERSION,
+                       "worker_pid": self.worker.pid if self.worker else None,
+                       "busy": self.cell.id if self.cell is not None else None})
+        elif op == "execute":
+            self.handle_execute(rid, req)
+        elif op == "interrupt":
+            if self.cell is not None and self.cell.id == rid and self.cell.forced is None:
+                self.interrupt("cancelled")
+        else:
+            self.emit({"type": "error_reply", "id": rid, "message": "unknown op %r" % (op,)})
+
+    def handle_execute(self, rid, req):
+        code = req.get("code")
+        timeout = req.get("timeout")
+        max_output = req.get("max_output", DEFAULT_MAX_OUTPUT)
+        if not isinstance(code, str):
+            self.emit({"type": "error_reply", "id": rid, "message": "execute needs a string 'code'"})
+            return
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or timeout < 0):
+            self.emit({"type": "error_reply", "id": rid, "message": "'timeout' must be a number of seconds >= 0"})
+            return
+        if max_output is None:
+            max_output = DEFAULT_MAX_OUTPUT
+        if isinstance(max_output, bool) or not isinstance(max_output, int) or max_output < 0:
+            self.emit({"type": "error_reply", "id": rid, "message": "'max_output' must be an integer >= 0"})
+            return
+        if self.cell is not None:
+            self.emit({"type": "error", "id": rid, "ename": "RunnerBusy",
+                       "evalue": "another execution is running", "traceback": []})
+            self.emit({"type": "done", "id": rid, "status": "error", "reset": False, "reset_reason": None,
+                       "duration_ms": 0, "dropped": 0})
+            return
+        if self.language == "python" and not self.policy_allows(rid, code, req.get("policy")):
+            return
+        self.n += 1
+        self.cell = Cell(rid, self.n, timeout)
+        self.capture.start(rid, max_output)
+        self.cell.files_before = workspace_snapshot()
+        self.worker.execute(self.n, code, max_output)
+
+    # ---- optional code policy (runbox_policy.py beside the entry scripts) ----
+    def policy_allows(self, rid, code, policy):
+        """Checks a Python cell against the request's rule set ({"rules": [names]}; absent, null
+        or no rules: nothing to check). A refused cell never reaches the worker: the answer is an
+        error PolicyViolation (or PolicyError when the rule set itself is unusable) and a done
+        with status error. The check runs here in the supervisor, out of the user's reach."""
+        if policy is None:
+            return True
+        started = time.monotonic()
+        ename = "PolicyError"
+        try:
+            rules = policy.get("rules") if isinstance(policy, dict) else None
+            if not isinstance(rules, list):
+                raise ValueError("'policy' must be an object like {\"rules\": [\"import:os\"]}")
+            if not rules:
+                return True
+            if RUNNER_HOME not in sys.path:
+                sys.path.insert(0, RUNNER_HOME)
+            import runbox_policy
+            try:
+                found = runbox_policy.check(code, rules)
+            except (RecursionError, MemoryError) as e:
+                raise ValueError("the cell is too deeply nested or too large to be checked (%s)"
+                                 % type(e).__name__) from None
+            if not found:
+                return True
+            ename = "PolicyViolation"
+            evalue, tb = runbox_policy.report(code, found, "<cell-%d>" % (self.n + 1))
+        except Exception as e:  # an unusable rule set refuses the cell (fail closed)
+            evalue = "the code policy could not be applied: %s" % e
+            tb = ["%s: %s\n" % (ename, evalue)]
+        self.emit({"type": "error", "id": rid, "ename": ename, "evalue": evalue, "traceback": tb})
+        self.emit({"type": "done", "id": rid, "status": "error", "reset": False, "reset_reason": None,
+                   "duration_ms": int((time.monotonic() - started) * 1000), "dropped": 0, "files_written": []})
+        return False
+
+    def interrupt(self, status):
+        cell = self.cell
+        cell.forced = status
+        cell.kill_at = time.monotonic() + self.grace
+        self.worker.signal_group(signal.SIGINT)
+        self.worker.after_interrupt(cell.n)
+
+    # ---- cell end ----
+    def finish_cell(self, status, reset=False, reason=None):
+        cell = self.cell
+        self.capture.finish_decoders()
+        self.capture.flush_all()
+        if self.lost_state and not reset:
+            reset, reason = True, self.lost_state
+        self.lost_state = None
+        self.emit({"type": "done", "id": cell.id, "status": status, "reset": reset,
+                   "reset_reason": reason, "duration_ms": int((time.monotonic() - cell.start) * 1000),
+                   "dropped": self.capture.dropped(),
+                   "files_written": files_written(cell.files_before)})
+        self.cell = None
+        self.capture.stop()
+
+    def on_ctrl(self, msg):
+        t = msg.get("t")
+        w = self.worker
+        if t == "hello":
+            w.hello = True
+            self.worker_failures = 0
+            return
+        if t == "sync":
+            w.send_msg({"ack": msg.get("seq")})  # output was drained first
+            return
+        cell = self.cell
+        if cell is None:
+            return
+        if t == "done":
+            if msg.get("n") != cell.n:
+                return  # a stale done (bash after an interrupt)
+            if self.language == "bash":
+                rc = msg.get("rc", 0)
+                status = "completed"
+                if rc != 0:
+                    status = "error"
+                    if cell.forced is None:
+                        self.capture.flush_all()
+                        self.emit({"type": "error", "id": cell.id, "ename": "ExitCode", "evalue": str(rc),
+                                   "traceback": []})
+            else:
+                status = msg.get("status", "completed")
+            if cell.forced is not None:
+                w.kill_group_except_leader()
+                w.reap_next = True
+            self.finish_cell(cell.forced or status)
+            return
+        self.capture.finish_decoders()
+        self.capture.flush_all()
+        if t == "result":
+            self.emit({"type": "result", "id": cell.id, "text": msg.get("text", "")})
+        elif t == "display":
+            self.emit({"type": "display", "id": cell.id, "mime": msg.get("mime"), "data": msg.get("data")})
+        elif t == "error":
+            self.emit({"type": "error", "id": cell.id, "ename": msg.get("ename"), "evalue": msg.get("evalue"),
+                       "traceback": msg.get("traceback", [])})
+
+    def worker_gone(self):
+        """The worker exited or closed its control pipe."""
+        w = self.worker
+        self.drain()
+        # The control pipe closes a moment before the process can be reaped.
+        give_up = time.monotonic() + 1.0
+        while w.exit_status is None and time.monotonic() < give_up:
+            try:
+                pid, status = os.waitpid(w.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid:
+                w.exit_status = os.waitstatus_to_exitcode(status)
+            else:
+                time.sleep(0.005)
+        now_oom = oom_kills()
+        what = describe_exit(w.exit_status, now_oom is not None and self.oom_base is not None
+                             and now_oom > self.oom_base)
+        log("%s (pid %d)" % (what, w.pid))
+        self.replace_worker()
+        reason = "%s; it was restarted and its variables are lost" % what
+        if self.cell is not None:
+            self.finish_cell(self.cell.forced or "error", True, reason)
+        else:
+            self.lost_state = reason
+
+    # ---- main loop ----
+    def run(self):
+        make_undumpable()
+        # User code can signal PID 1 (docker-init forwards SIGTERM here) or this process: neither
+        # may end the session. The container ends when its stdin closes or runboxd removes it
+        # (SIGKILL); `docker stop` takes its grace period.
+        signal.signal(signal.SIGTERM, (lambda s, f: sys.exit(0)) if not in_sandbox() else (lambda s, f: None))
+        if in_sandbox():
+            # The same for the other signals whose default is to end the process. Handlers, not
+            # SIG_IGN, which the worker would inherit; SIGPIPE then shows as EPIPE on a write.
+            for name in ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGPIPE",
+                         "SIGIO", "SIGPWR", "SIGSYS", "SIGTRAP", "SIGXCPU", "SIGXFSZ", "SIGSTKFLT"):
+                sig = getattr(signal, name, None)
+                if sig is not None:
+                    try:
+                        signal.signal(sig, lambda s, f: None)
+                    except (OSError, ValueError):
+                        pass
+        # A handler, not SIG_IGN: an ignored SIGINT would be inherited by the worker's children.
+        signal.signal(signal.SIGINT, lambda s, f: None)
+        if not in_sandbox():
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        self.start_worker()
+        self.emit({"type": "ready", "language": self.language, "version": VERSION})
+        stdin = sys.stdin.fileno()
+        os.set_blocking(stdin, False)
+        self.sel.register(stdin, 1)
+        try:
+            while not self.stdin_eof or self.cell is not None:
+                self.step(stdin)
+        finally:
+            self.stop_worker()
+
+    def step(self, stdin):
+        now = time.monotonic()
+        cell = self.cell
+        timeout = 1.0
+        for t in (cell and cell.deadline if cell and not cell.forced else None,
+                  cell and cell.kill_at, self.capture.flush_at()):
+            if t:
+                timeout = min(timeout, max(0.0, t - now))
+        if cell is not None:
+            timeout = min(timeout, 0.1)  # notice a dead worker even if a child holds its pipes
+        events = self.sel.select(timeout)
+        w = self.worker
+        ctrl_msgs = []
+        for key, _ in events:
+            fd = key.fd
+            if fd == stdin:
+                self.read_requests(stdin)
+            elif w is not None and fd == w.ctrl_fd:
+                ctrl_msgs.extend(w.read_ctrl())
+            elif w is not None and fd == w.out_fd:
+                self.read_stream(fd, "stdout")
+            elif w is not None and fd == w.err_fd:
+                self.read_stream(fd, "stderr")
+        if ctrl_msgs:
+            self.drain()
+            for msg in ctrl_msgs:
+                self.on_ctrl(msg)
+        self.reap()
+        w = self.worker
+        if w is not None and (w.exit_status is not None or w.ctrl_eof):
+            if w.ctrl_eof:
+                try:
+                    self.sel.unregister(w.ctrl_fd)
+                except (KeyError, ValueError):
+                    pass
+            if w.exit_status is not None or w.ctrl_eof:
+                self.worker_gone()
+            return
+        now = time.monotonic()
+        cell = self.cell
+        if cell is not None:
+            if cell.forced is None and cell.deadline is not None and now >= cell.deadline:
+                self.interrupt("timeout")
+            elif cell.kill_at is not None and now >= cell.kill_at:
+                self.drain()
+                self.replace_worker()
+                self.finish_cell(cell.forced, True,
+                                 "the code did not stop within %g s of the interrupt; the interpreter was "
+                                 "restarted and its variables are lost" % self.grace)
+                return
+        self.capture.flush_if_due(now)
+
+    def read_requests(self, stdin):
+        try:
+            data = os.read(stdin, READ_SIZE)
+        except BlockingIOError:
+            return
+        if not data:
+            self.stdin_eof = True
+            self.sel.unregister(stdin)
+            if self.inbuf.strip():
+                self.handle_line(self.inbuf)
+            self.inbuf = b""
+            return
+        self.inbuf += data
+        while True:
+            i = self.inbuf.find(b"\n")
+            if i < 0:
+                break
+            line, self.inbuf = self.inbuf[:i], self.inbuf[i + 1:]
+            if line.strip():
+                self.handle_line(line)
+
+
+def main():
+    """Runs the supervisor until its stdin closes and the last cell is over."""
+    # Keep the protocol stream private: nothing but the supervisor writes to the real stdout.
+    out = os.dup(1)
+    os.dup2(2, 1)
+    sup = Supervisor()
+    sup.out = out
+    sup.run()
