@@ -15,7 +15,7 @@
 #include "server/mcp/mcp.h"
 #include "server/rest/rest.h"
 
-/* After a stop signal, connections get this long to finish before the process exits anyway. */
+/* After a stop signal, open connections get this long to finish what they are doing. */
 #define DRAIN_MS 3000
 /* After a stop signal, background container removals (the warm pool's) get this long. */
 #define SETTLE_MS 5000
@@ -25,9 +25,8 @@ typedef struct daemon_state {
     rb_core *core;
     rb_server *server;
     uv_signal_t sigint, sigterm;
-    uv_timer_t drain;
     uv_timer_t settle;
-    int64_t settle_deadline;
+    int64_t drain_deadline, settle_deadline;
     int stopping;
 } daemon_state;
 
@@ -52,40 +51,43 @@ static void usage(FILE *f)
     config_dispose(&defaults);
 }
 
-static void on_close_free_nothing(uv_handle_t *h)
-{
-    (void)h;
-}
-
-static void on_drain_timeout(uv_timer_t *t)
-{
-    (void)t;
-    rb_warn("runboxd: connections still open after %d ms; exiting", DRAIN_MS);
-    exit(0);
-}
-
-static void free_core(daemon_state *d)
-{
-    core_free(d->core);
-    d->core = NULL;
-    uv_close((uv_handle_t *)&d->sigint, on_close_free_nothing);
-    uv_close((uv_handle_t *)&d->sigterm, on_close_free_nothing);
-    /* The loop ends once every connection has closed; don't wait forever for idle clients. */
-    uv_timer_start(&d->drain, on_drain_timeout, DRAIN_MS, 0);
-    uv_unref((uv_handle_t *)&d->drain);
-}
-
-/* Polls until the core's background removals are done (or the deadline), then frees it. */
+/*
+ * Shutdown, in this order, so that nothing is freed under something still using it:
+ *   1. stop: the server stops accepting, ends event streams and answers 503 to requests that
+ *      still arrive on open connections; the core stops refilling its pool;
+ *   2. drain: requests in flight finish (the core is still there to answer them) and the
+ *      connections close, for at most DRAIN_MS;
+ *   3. free the server, then let the core's background removals settle (SETTLE_MS), then free
+ *      the core (which persists what is dirty), and the loop ends.
+ * Connections still open at the drain deadline (idle keep-alive clients, long waits) are not
+ * waited for: the core is freed and the process exits, so nothing runs after it.
+ */
 static void on_settle(uv_timer_t *t)
 {
     daemon_state *d = t->data;
-    if (core_pending(d->core) > 0 && rb_mono_ms() < d->settle_deadline)
+    int64_t now = rb_mono_ms();
+    if (d->server != NULL) {
+        if (!server_drained(d->server)) {
+            if (now < d->drain_deadline)
+                return;
+            rb_warn("runboxd: connections still open after %d ms; exiting", DRAIN_MS);
+            core_free(d->core);
+            exit(0);
+        }
+        server_free(d->server);
+        d->server = NULL;
+    }
+    if (core_pending(d->core) > 0 && now < d->settle_deadline)
         return;
     uv_timer_stop(t);
-    free_core(d);
+    uv_close((uv_handle_t *)t, NULL);
+    core_free(d->core);
+    d->core = NULL;
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
 }
 
-/* Stops accepting, ends streams and the core's background work; the loop then winds down. */
+/* Starts the shutdown (idempotent). */
 static void begin_shutdown(daemon_state *d)
 {
     if (d->stopping)
@@ -93,6 +95,7 @@ static void begin_shutdown(daemon_state *d)
     d->stopping = 1;
     server_stop(d->server);
     core_stop(d->core);
+    d->drain_deadline = rb_mono_ms() + DRAIN_MS;
     d->settle_deadline = rb_mono_ms() + SETTLE_MS;
     uv_timer_start(&d->settle, on_settle, 0, 10);
 }
@@ -198,7 +201,6 @@ int main(int argc, char **argv)
     d.sigint.data = d.sigterm.data = &d;
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
-    uv_timer_init(d.loop, &d.drain);
     uv_timer_init(d.loop, &d.settle);
     d.settle.data = &d;
 
@@ -214,12 +216,7 @@ int main(int argc, char **argv)
         rb_info("runboxd %s listening on http://%s (db %s, image %s)", RUNBOX_VERSION, server_address(d.server), cfg.core.db_path,
                 cfg.core.image);
     }
-    uv_run(d.loop, UV_RUN_DEFAULT);
-
-    uv_close((uv_handle_t *)&d.drain, NULL);
-    uv_close((uv_handle_t *)&d.settle, NULL);
-    uv_run(d.loop, UV_RUN_NOWAIT);
-    server_free(d.server);
+    uv_run(d.loop, UV_RUN_DEFAULT); /* until on_settle has freed the server and the core */
     uv_loop_close(d.loop);
     rb_info("runboxd: stopped");
     status = failed ? 1 : 0;

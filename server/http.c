@@ -315,9 +315,33 @@ static int match_route(h2o_req_t *req, const char *pattern, h2o_iovec_t path, co
     return s == send;
 }
 
+/* The error document for an error answered outside any handler: in the shape of the protocol
+ * whose error_prefix the path starts with, else the JSON error document. New reference. */
+static json_t *protocol_error_doc(rb_server *s, h2o_req_t *req, int status, const char *code, const char *msg)
+{
+    for (size_t i = 0; i < s->nprotocols; i++) {
+        const http_protocol *p = &s->protocols[i];
+        size_t n = p->error_prefix != NULL ? strlen(p->error_prefix) : 0;
+        if (p->error_doc != NULL && n > 0 && req->input.path.len >= n &&
+            memcmp(req->input.path.base, p->error_prefix, n) == 0)
+            return p->error_doc(status, msg);
+    }
+    return error_doc(code, msg);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     rb_server *s = ((route_handler *)self)->server;
+    if (s->stopping) {
+        /* Requests that reach a keep-alive connection after server_stop: the core is still
+         * there (it is freed after the server), but nothing new is started. */
+        json_t *doc = protocol_error_doc(s, req, 503, "shutting_down",
+                                         "runboxd is stopping; retry in a few seconds, once it has restarted");
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+        http_send_json(req, 503, doc);
+        json_decref(doc);
+        return 0;
+    }
     h2o_iovec_t path = req->path_normalized;
     char allow[128];
     size_t allow_len = 0;
@@ -405,16 +429,7 @@ static void jsonerr_on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ost
                      (size_t)s->globalconf.max_request_entity_size);
         else
             snprintf(msg, sizeof(msg), "the HTTP request could not be read: %s", req->res.reason ? req->res.reason : "");
-        json_t *doc = NULL;
-        for (size_t i = 0; i < s->nprotocols && doc == NULL; i++) {
-            const http_protocol *p = &s->protocols[i];
-            size_t n = p->error_prefix != NULL ? strlen(p->error_prefix) : 0;
-            if (p->error_doc != NULL && n > 0 && req->input.path.len >= n &&
-                memcmp(req->input.path.base, p->error_prefix, n) == 0)
-                doc = p->error_doc(req->res.status, msg);
-        }
-        if (doc == NULL)
-            doc = error_doc(code_of_status(req->res.status), msg);
+        json_t *doc = protocol_error_doc(s, req, req->res.status, code_of_status(req->res.status), msg);
         h2o_iovec_t body = encode(req, doc);
         json_decref(doc);
         h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, H2O_STRLIT("application/json"), 1);
@@ -427,6 +442,15 @@ static void jsonerr_on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ost
         os->sent = 0;
         slot = &os->super.next;
     }
+    h2o_setup_next_ostream(req, slot);
+}
+
+/* While stopping, every answer closes its HTTP/1.1 connection, so that the drain ends as soon
+ * as requests in flight are answered instead of waiting for idle keep-alive clients. */
+static void closing_on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
+{
+    if (((jsonerr_filter *)self)->server->stopping)
+        req->http1_is_persistent = 0;
     h2o_setup_next_ostream(req, slot);
 }
 
@@ -564,6 +588,9 @@ rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, 
     rh->server = s;
     h2o_logger_t *lg = h2o_create_logger(root, sizeof(*lg));
     lg->log_access = log_access;
+    jsonerr_filter *closing = (jsonerr_filter *)h2o_create_filter(root, sizeof(*closing));
+    closing->super.on_setup_ostream = closing_on_setup_ostream;
+    closing->server = s;
 
     jsonerr_filter *f = (jsonerr_filter *)h2o_create_filter(&host->fallback_path, sizeof(*f));
     f->super.on_setup_ostream = jsonerr_on_setup_ostream;
@@ -647,6 +674,11 @@ void server_free(rb_server *s)
             s->protocols[i].free(s->protocols[i].data);
     free(s->routes);
     free(s);
+}
+
+int server_drained(const rb_server *s)
+{
+    return s->disposed;
 }
 
 void server_register(rb_server *s, const http_protocol *p)

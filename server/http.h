@@ -80,6 +80,10 @@ const char *server_address(const rb_server *s);
 /** Stops accepting and ends open event streams; h2o is torn down once the last connection
  * has closed, so run the loop afterwards. Accepts NULL; a second call does nothing. */
 void server_stop(rb_server *s);
+/** Whether the server has stopped and every connection has closed (then server_free frees it
+ * all). After server_stop, requests that still arrive on open connections are answered 503
+ * shutting_down with Retry-After. */
+int server_drained(const rb_server *s);
 /** Frees the server after server_stop and a loop run that closed its connections. If
  * connections were still open, h2o cannot be torn down safely and the memory is left to
  * process exit (a warning is logged). Accepts NULL. */

@@ -46,7 +46,7 @@ ERROR_CODES = {
     429: {"too_many_requests"},
     500: {"store_error", "internal_error"},
     502: {"upstream_error"},
-    503: {"docker_unavailable"},
+    503: {"docker_unavailable", "shutting_down"},
     504: {"timeout"},
 }
 

@@ -40,3 +40,44 @@ def test_event_stream_larger_than_its_buffer_ends_cleanly(server, session):
     assert server.get("/health").status_code == 200
     again = server.results(rid)
     assert [len(o["data"]) for o in again["outputs"] if o["type"] == "display"] == sizes
+
+
+def test_requests_while_stopping_get_503_and_the_core_outlives_them(make_server):
+    """Finding 4: after SIGTERM, runboxd freed the core while keep-alive connections could still
+    reach it. Now it stops, drains, frees the server, then the core; new requests get 503."""
+    import signal
+    import threading
+    import time
+
+    import requests
+
+    s = make_server(["--pool-size", "0"])
+    sid = s.create_session()["session_id"]
+    client = requests.Session()  # one keep-alive connection, used before and after the signal
+    assert client.get(s.url + "/health", timeout=10).status_code == 200
+    inflight: dict = {}
+
+    def run() -> None:
+        try:
+            r = requests.post(s.url + "/execute", json={"session_id": sid, "code": "import time\ntime.sleep(1.5)\n7",
+                                                        "wait": True}, timeout=60)
+            inflight["status"], inflight["body"] = r.status_code, r.json()
+        except requests.RequestException as e:  # noqa: PERF203
+            inflight["error"] = repr(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.5)  # the execution is running
+    s.expect_dead = True
+    s.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    r = client.get(s.url + "/health", timeout=10)
+    err = rbtest.check_error(r, 503, "stopping")
+    assert err["code"] == "shutting_down"
+    assert r.headers.get("retry-after")
+    t.join(60)
+    # The request that was running when the signal came is answered, not cut off.
+    assert inflight.get("status") == 200, inflight
+    assert inflight["body"]["result"] == "7"
+    assert s.proc.wait(30) == 0, s.log_tail()
+    assert not s.sanitizer_reports(), s.sanitizer_reports()
