@@ -52,7 +52,11 @@ static const key_def keys[] = {
     {"max-queue", "RUNBOX_MAX_QUEUE", K_INT, OFF(core.max_queue), "queued executions per session"},
     {"log-level", "RUNBOX_LOG_LEVEL", K_LEVEL, OFF(log_level), "debug, info, warn or error"},
     {"allowed-origins", "RUNBOX_ALLOWED_ORIGINS", K_STR, OFF(server.allowed_origins),
-     "comma-separated Origins (e.g. https://app.example.com) allowed to call /mcp besides localhost; * = any"},
+     "comma-separated browser Origins (e.g. https://app.example.com) allowed to call runboxd besides localhost; "
+     "* = any"},
+    {"allowed-hosts", "RUNBOX_ALLOWED_HOSTS", K_STR, OFF(server.allowed_hosts),
+     "comma-separated Host names runboxd answers to besides localhost, 127.0.0.1, [::1] and the listen address "
+     "(e.g. runbox.internal when behind a proxy or in compose); * = any (no DNS-rebinding defence)"},
     {"deps-network", "RUNBOX_DEPS_NETWORK", K_STR, OFF(core.deps_network),
      "Docker network of the dependency installer (no user code runs there); none disables package installs"},
     {"deps-allow", "RUNBOX_DEPS_ALLOW", K_STR, OFF(core.deps_allow),

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/codec.h"
+#include "server/admit.h"
 
 struct rb_server {
     h2o_globalconf_t globalconf;
@@ -329,18 +330,39 @@ static json_t *protocol_error_doc(rb_server *s, h2o_req_t *req, int status, cons
     return error_doc(code, msg);
 }
 
+/* Answers an error decided before routing, in the shape of the path's protocol. Returns 0. */
+static int refuse(rb_server *s, h2o_req_t *req, int status, const char *code, const char *msg)
+{
+    json_t *doc = protocol_error_doc(s, req, status, code, msg);
+    http_send_json(req, status, doc);
+    json_decref(doc);
+    return 0;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     rb_server *s = ((route_handler *)self)->server;
+    /* HTTP/1.0 may come without Host (h2o then names the default host); browsers, the clients DNS
+     * rebinding drives, always speak HTTP/1.1 or later and send one. */
+    int has_host = req->version >= 0x101;
+    if (!admit_host(s->cfg, has_host ? req->input.authority.base : NULL, has_host ? req->input.authority.len : 0)) {
+        char msg[RB_ERR_LEN];
+        snprintf(msg, sizeof(msg),
+                 "Host '%.*s' is not served here (a DNS-rebinding defence): use localhost or 127.0.0.1, or let the "
+                 "operator allow this name with --allowed-hosts",
+                 (int)(req->input.authority.len > 100 ? 100 : req->input.authority.len), req->input.authority.base);
+        return refuse(s, req, 403, "forbidden", msg);
+    }
+    ssize_t oi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
+    if (oi >= 0 && !admit_origin(s->cfg, req->headers.entries[oi].value.base, req->headers.entries[oi].value.len))
+        return refuse(s, req, 403, "forbidden",
+                      "Forbidden: this browser Origin may not call runboxd (the operator can allow it with "
+                      "--allowed-origins)");
     if (s->stopping) {
         /* Requests that reach a keep-alive connection after server_stop: the core is still
          * there (it is freed after the server), but nothing new is started. */
-        json_t *doc = protocol_error_doc(s, req, 503, "shutting_down",
-                                         "runboxd is stopping; retry in a few seconds, once it has restarted");
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
-        http_send_json(req, 503, doc);
-        json_decref(doc);
-        return 0;
+        return refuse(s, req, 503, "shutting_down", "runboxd is stopping; retry in a few seconds, once it has restarted");
     }
     h2o_iovec_t path = req->path_normalized;
     char allow[128];

@@ -24,5 +24,6 @@ void server_settings_dispose(server_settings *s)
         return;
     free(s->listen);
     free(s->allowed_origins);
-    s->listen = s->allowed_origins = NULL;
+    free(s->allowed_hosts);
+    s->listen = s->allowed_origins = s->allowed_hosts = NULL;
 }

@@ -20,8 +20,10 @@ typedef struct server_settings {
     size_t max_body;       /* --max-body / RUNBOX_MAX_BODY: bytes of a JSON request body (413 beyond) */
     size_t max_upload;     /* bytes of an uploaded file's request body (413 beyond): the daemon passes core's
                               --max-upload here, so the two layers agree */
-    char *allowed_origins; /* --allowed-origins / RUNBOX_ALLOWED_ORIGINS: comma-separated origins allowed on /mcp
+    char *allowed_origins; /* --allowed-origins / RUNBOX_ALLOWED_ORIGINS: comma-separated browser origins allowed
                               besides http(s)://localhost, 127.0.0.1 and [::1] (any port); NULL = none; "*" = any */
+    char *allowed_hosts;   /* --allowed-hosts / RUNBOX_ALLOWED_HOSTS: comma-separated Host names served besides
+                              localhost, 127.0.0.1, [::1] and the listen address; NULL = none; "*" = any */
     size_t mcp_image_limit;/* --mcp-image-limit / RUNBOX_MCP_IMAGE_LIMIT: PNG bytes above which MCP sends a
                               resource_link instead of inline image content */
 } server_settings;

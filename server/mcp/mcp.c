@@ -57,59 +57,6 @@ static const char *header(h2o_req_t *req, const char *name, size_t *len)
 
 /* ---- Origin and Accept ----------------------------------------------------------------- */
 
-static int is_local_origin(const char *o)
-{
-    const char *p;
-    if (strncasecmp(o, "http://", 7) == 0)
-        p = o + 7;
-    else if (strncasecmp(o, "https://", 8) == 0)
-        p = o + 8;
-    else
-        return 0;
-    static const char *const hosts[] = {"localhost", "127.0.0.1", "[::1]"};
-    for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
-        size_t n = strlen(hosts[i]);
-        if (strncasecmp(p, hosts[i], n) != 0)
-            continue;
-        const char *rest = p + n;
-        if (*rest == '\0' || (*rest == '/' && rest[1] == '\0'))
-            return 1;
-        if (*rest != ':' || rest[1] == '\0')
-            continue;
-        for (rest++; *rest != '\0' && *rest != '/'; rest++)
-            if (!isdigit((unsigned char)*rest))
-                return 0;
-        return *rest == '\0' || rest[1] == '\0';
-    }
-    return 0;
-}
-
-static int origin_allowed(const server_settings *cfg, const char *origin, size_t len)
-{
-    if (origin == NULL)
-        return 1;
-    if (is_local_origin(origin))
-        return 1;
-    const char *list = cfg->allowed_origins;
-    while (list != NULL && *list != '\0') {
-        const char *comma = strchr(list, ',');
-        const char *end = comma ? comma : list + strlen(list);
-        const char *a = list;
-        while (a < end && isspace((unsigned char)*a))
-            a++;
-        const char *b = end;
-        while (b > a && (isspace((unsigned char)b[-1]) || b[-1] == '/'))
-            b--;
-        size_t olen = len;
-        while (olen > 0 && origin[olen - 1] == '/')
-            olen--;
-        if ((b - a == 1 && *a == '*') || ((size_t)(b - a) == olen && strncasecmp(a, origin, olen) == 0))
-            return 1;
-        list = comma ? comma + 1 : NULL;
-    }
-    return 0;
-}
-
 /* Whether the Accept header admits type ("application/json"); no header admits everything. */
 static int accepts(const char *accept, const char *type)
 {
@@ -145,20 +92,14 @@ static mcp_server *server_of(http_call *hc)
     return hc->data;
 }
 
-/* The checks every MCP request passes first: the server is running (503) and the Origin is
- * allowed (403). Returns the MCP server, or NULL when the request was answered. */
+/* The check every MCP request passes first: the server is running (503). (Host and Origin are
+ * checked by the router for every route.) Returns the MCP server, or NULL when the request was
+ * answered. */
 static mcp_server *admit(http_call *hc)
 {
     mcp_server *ms = server_of(hc);
     if (ms == NULL || ms->stopped) {
         reject(hc->req, 503, NULL, MCP_ERR_INTERNAL, "the server is shutting down");
-        return NULL;
-    }
-    size_t len = 0;
-    const char *origin = header(hc->req, "origin", &len);
-    if (!origin_allowed(hc->cfg, origin, len)) {
-        reject(hc->req, 403, NULL, MCP_ERR_INVALID_REQUEST,
-               "Forbidden: this Origin may not use the MCP endpoint (allow it with --allowed-origins)");
         return NULL;
     }
     return ms;

@@ -509,7 +509,7 @@ Test(mcp, get_opens_a_stream_and_delete_ends_the_session)
     int fd = http_connect(h.port);
     char req[256];
     int n = snprintf(req, sizeof(req),
-                     "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
+                     "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
     cr_assert_eq(write(fd, req, (size_t)n), n);
     char buf[1024];
     size_t got = 0;

@@ -345,7 +345,7 @@ Test(rest, keep_alive_serves_two_requests)
 {
     int fd = http_connect(h.port);
     cr_assert_geq(fd, 0);
-    const char *req = "GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    const char *req = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
     char buf[8192];
     size_t got = 0;

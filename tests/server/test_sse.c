@@ -124,7 +124,7 @@ Test(sse, cancel_ends_the_stream_with_done)
     int fd = http_connect(h.port);
     cr_assert_geq(fd, 0);
     char req[256];
-    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
     cr_assert_eq(write(fd, req, (size_t)n), n);
     /* wait for a tick, then cancel from another connection */
     char buf[65536];
@@ -160,7 +160,7 @@ Test(sse, client_disconnect_stops_the_watch)
         int fd = http_connect(h.port);
         cr_assert_geq(fd, 0);
         char req[256];
-        int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+        int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
         cr_assert_eq(write(fd, req, (size_t)n), n);
         char buf[4096];
         ssize_t k = read(fd, buf, sizeof(buf) - 1);
@@ -189,7 +189,7 @@ Test(sse, server_stop_ends_open_streams)
     int fd = http_connect(h.port);
     cr_assert_geq(fd, 0);
     char req[256];
-    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
     cr_assert_eq(write(fd, req, (size_t)n), n);
     char buf[65536];
     ssize_t k = read(fd, buf, sizeof(buf) - 1);
