@@ -4,6 +4,7 @@
  * runner's), builds the status and result documents of the public API, persists the final
  * state, and delivers events to watchers. It does not talk to Docker: sandbox.c feeds it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,6 +208,90 @@ void execution_set_running(execution *ex)
     json_decref(st);
 }
 
+/* The most any one result or error text may carry: the cell's output limit, within
+ * [4 KiB, 4 MiB], as the runner clips them (PROTOCOL.md). */
+static size_t item_cap(const execution *ex)
+{
+    size_t cap = ex->core->cfg->output_limit;
+    return cap < 4096 ? 4096 : cap > (4u << 20) ? (4u << 20) : cap;
+}
+
+/* The largest n' <= n such that s[0..n') ends on a UTF-8 character boundary (s[n] readable). */
+static size_t utf8_floor(const char *s, size_t n)
+{
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+/* text (a JSON string) kept whole when within item_cap, else its head and tail around a marker
+ * "[... N bytes of the <what> dropped ...]" (counted in ex->dropped). New reference. */
+static json_t *clip_text(execution *ex, json_t *text, const char *what)
+{
+    const char *s = json_string_value(text);
+    size_t n = json_string_length(text), cap = item_cap(ex);
+    if (n <= cap)
+        return json_incref(text);
+    size_t head = utf8_floor(s, cap / 2), tail_from = n - cap / 2;
+    while (tail_from < n && ((unsigned char)s[tail_from] & 0xC0) == 0x80)
+        tail_from++;
+    size_t gone = tail_from - head;
+    char marker[96];
+    int m = snprintf(marker, sizeof(marker), "\n[... %zu bytes of the %s dropped ...]\n", gone, what);
+    rb_buf b;
+    rb_buf_init(&b, SIZE_MAX / 2);
+    rb_buf_append(&b, s, head);
+    rb_buf_append(&b, marker, (size_t)m);
+    rb_buf_append(&b, s + tail_from, n - tail_from);
+    json_t *out = json_stringn(b.data, b.len);
+    rb_buf_dispose(&b);
+    ex->truncated = 1;
+    ex->dropped += (int64_t)gone;
+    return out != NULL ? out : json_string("");
+}
+
+static json_t *line_or_empty(json_t *line)
+{
+    return json_is_string(line) ? json_incref(line) : json_string("");
+}
+
+/* A traceback (a JSON array of strings; anything else gives []) of at most item_cap bytes and
+ * EXECUTION_TRACEBACK_LINES_MAX lines: beyond that the first and last lines are kept around a
+ * marker line. New reference. */
+static json_t *clip_traceback(execution *ex, json_t *tb)
+{
+    json_t *out = json_array();
+    if (!json_is_array(tb))
+        return out;
+    size_t n = json_array_size(tb), cap = item_cap(ex), total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += json_string_length(json_array_get(tb, i));
+    if (total <= cap && n <= EXECUTION_TRACEBACK_LINES_MAX) {
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(out, line_or_empty(json_array_get(tb, i)));
+        return out;
+    }
+    /* Head lines up to half the budget, tail lines up to the other half. */
+    size_t budget = cap / 2, lines = EXECUTION_TRACEBACK_LINES_MAX / 2, used = 0, head = 0, tail = 0;
+    while (head < n && head < lines && used + json_string_length(json_array_get(tb, head)) <= budget)
+        used += json_string_length(json_array_get(tb, head++));
+    used = 0;
+    while (tail < n - head && tail < lines && used + json_string_length(json_array_get(tb, n - 1 - tail)) <= budget)
+        used += json_string_length(json_array_get(tb, n - 1 - (tail++)));
+    size_t gone = 0;
+    for (size_t i = head; i < n - tail; i++)
+        gone += json_string_length(json_array_get(tb, i));
+    for (size_t i = 0; i < head; i++)
+        json_array_append_new(out, line_or_empty(json_array_get(tb, i)));
+    json_array_append_new(out,
+                          json_sprintf("[... %zu lines (%zu bytes) of the traceback dropped ...]\n", n - head - tail, gone));
+    for (size_t i = n - tail; i < n; i++)
+        json_array_append_new(out, line_or_empty(json_array_get(tb, i)));
+    ex->truncated = 1;
+    ex->dropped += (int64_t)gone;
+    return out;
+}
+
 /* Appends stream text to the outputs, merging with the previous item when it is the same
  * stream, and applies runboxd's backstop cap (the runner caps first; this only guards
  * against a runner that does not). */
@@ -259,13 +344,28 @@ void execution_add_event(execution *ex, json_t *event)
         json_t *text = json_object_get(event, "text");
         if (!json_is_string(text))
             return;
-        item = json_pack("{s:s, s:O}", "type", "result", "text", text);
+        /* A cell has one result; the runner's worker is user code, so more are a flood. */
+        if (ex->results > 0) {
+            ex->truncated = 1;
+            ex->dropped += (int64_t)json_string_length(text);
+            return;
+        }
+        ex->results++;
+        item = json_pack("{s:s, s:o}", "type", "result", "text", clip_text(ex, text, "result"));
     } else if (strcmp(type, "error") == 0) {
         json_t *tb = json_object_get(event, "traceback");
-        const char *ename = json_string_value(json_object_get(event, "ename"));
-        const char *evalue = json_string_value(json_object_get(event, "evalue"));
-        item = json_pack("{s:s, s:s, s:s, s:o}", "type", "error", "ename", ename ? ename : "Error", "evalue",
-                         evalue ? evalue : "", "traceback", json_is_array(tb) ? json_incref(tb) : json_array());
+        json_t *ename = json_object_get(event, "ename"), *evalue = json_object_get(event, "evalue");
+        /* The runner's error and one of runboxd's own (a timeout, a reset) at most. */
+        if (ex->errors >= EXECUTION_ERRORS_MAX) {
+            ex->truncated = 1;
+            ex->dropped += (int64_t)(json_string_length(evalue) + json_string_length(ename));
+            return;
+        }
+        ex->errors++;
+        item = json_pack("{s:s, s:o, s:o, s:o}", "type", "error", "ename",
+                         json_is_string(ename) ? clip_text(ex, ename, "name") : json_string("Error"), "evalue",
+                         json_is_string(evalue) ? clip_text(ex, evalue, "message") : json_string(""), "traceback",
+                         clip_traceback(ex, tb));
         json_decref(ex->error);
         ex->error = json_incref(item);
     } else {

@@ -18,6 +18,10 @@
 #define RB_DISPLAY_BYTES_MAX (32u * 1024 * 1024)
 #define RB_HANDSHAKE_MS 20000
 #define RB_BACKSTOP_EXTRA_MS 10000
+/* Error items kept per execution (the runner's and one of runboxd's own); more are a flood. */
+#define EXECUTION_ERRORS_MAX 2
+/* Traceback lines kept per error item (the first and last halves around a marker). */
+#define EXECUTION_TRACEBACK_LINES_MAX 1000
 
 
 typedef struct session session;
@@ -56,6 +60,7 @@ struct execution {
     json_t *error;        /* error item or NULL */
     size_t stream_bytes;  /* stream text received, for the backstop cap */
     size_t display_bytes;
+    int results, errors;  /* result and error items kept so far (at most 1 and EXECUTION_ERRORS_MAX) */
     int truncated, reset;
     int64_t dropped;
     char *reset_reason;

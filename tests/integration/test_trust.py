@@ -81,3 +81,35 @@ def test_requests_while_stopping_get_503_and_the_core_outlives_them(make_server)
     assert inflight["body"]["result"] == "7"
     assert s.proc.wait(30) == 0, s.log_tail()
     assert not s.sanitizer_reports(), s.sanitizer_reports()
+
+
+# User code writes to its own control pipe (fd named in sys.argv), as the worker does: messages
+# the supervisor forwards to runboxd with the cell's id. 20 results of 8 MiB each.
+FORGED_RESULTS = """
+import json, os, sys
+fd = int(sys.argv[-1])
+line = (json.dumps({"t": "result", "text": "x" * (8 << 20)}) + "\\n").encode()
+for _ in range(20):
+    os.write(fd, line)
+print("sent")
+"""
+
+
+def test_forged_results_are_bounded(make_server):
+    """Finding 2: result and error items were not capped in runboxd, and the worker's own
+    clipping is in user code's reach; 160 MiB of results grew runboxd and the execution's row
+    could no longer be stored (it stayed running)."""
+    s = make_server(["--pool-size", "0"])
+    sid = s.create_session()["session_id"]
+    doc = s.execute(sid, FORGED_RESULTS, timeout=120)
+    assert doc["status"] == "completed", {k: doc[k] for k in ("status", "error")}
+    results = [o for o in doc["outputs"] if o["type"] == "result"]
+    assert len(results) == 1, len(results)
+    assert len(results[0]["text"]) <= (4 << 20) + 200, len(results[0]["text"])
+    assert "dropped" in results[0]["text"]
+    assert doc["truncated"] is True and doc["dropped_bytes"] >= 19 * (8 << 20)
+    # The stored row is readable and the session takes the next cell.
+    assert s.results(doc["request_id"])["status"] == "completed"
+    assert s.execute(sid, "1 + 1")["result"] == "2"
+    rss = rbtest.peak_rss_mb(s.pid)
+    assert rss < rbtest.RSS_LIMIT_MB, f"runboxd peak RSS {rss:.0f} MiB >= {rbtest.RSS_LIMIT_MB} MiB"
