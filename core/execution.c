@@ -411,7 +411,10 @@ void execution_finish(execution *ex, const char *status, const char *reset_reaso
     }
 
     json_t *doc = execution_to_doc(ex);
-    store_begin(c->st, NULL);
+    /* Without a transaction the row is still written, on its own. */
+    int in_tx = store_begin(c->st, err) == RB_OK;
+    if (!in_tx)
+        rb_warn("execution %s: cannot open a transaction (%s); saving without one", ex->id, err);
     if (store_execution_put(c->st, doc, err) != RB_OK)
         rb_error("execution %s: cannot save its result: %s", ex->id, err);
     /* The session row (last_used_at, executions) is written by the next sweep, batched with
@@ -419,7 +422,7 @@ void execution_finish(execution *ex, const char *status, const char *reset_reaso
      * writes one row instead of two. */
     if (s != NULL && strcmp(s->status, "ended") != 0)
         s->dirty = 1;
-    if (store_commit(c->st, err) != RB_OK)
+    if (in_tx && store_commit(c->st, err) != RB_OK)
         rb_error("execution %s: cannot commit its result: %s", ex->id, err);
 
     json_t *result = execution_doc_result_api(doc);

@@ -234,6 +234,10 @@ rb_err core__check_keys(json_t *obj, const char *where, const char *const *allow
 /** Reads a timeout in seconds from v into *out: RB_EINVAL naming field unless v is a number
  * greater than 0 and at most the server's max-timeout. */
 rb_err core__check_timeout(const rb_core *c, json_t *v, const char *field, double *out, char *err);
+/** Parses a size given by a caller: a positive JSON integer (bytes) or a string such as "512m",
+ * "1g", "256MiB", "1048576". Returns 0 with *out in bytes, or -1 for anything else, including
+ * sizes of 9e18 bytes or more. */
+int core__parse_size(json_t *v, int64_t *out);
 /** Fills s's language, options and limits from a POST /sessions body. */
 rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err);
 

@@ -14,8 +14,7 @@
 #include "core/requirements.h"
 
 
-/* Parses "512m", "1g", "256MiB", "1048576" (bytes) or an integer. */
-static int parse_memory(json_t *v, int64_t *out)
+int core__parse_size(json_t *v, int64_t *out)
 {
     if (json_is_integer(v)) {
         *out = json_integer_value(v);
@@ -46,7 +45,11 @@ static int parse_memory(json_t *v, int64_t *out)
         if (strcmp(end, "") != 0 && strcasecmp(end, "b") != 0 && strcasecmp(end, "ib") != 0)
             return -1;
     }
-    *out = (int64_t)(n * mult);
+    /* Beyond what int64 holds the cast would be undefined ("1e300g"): such a size is refused. */
+    double bytes = n * mult;
+    if (!(bytes < 9.0e18))
+        return -1;
+    *out = (int64_t)bytes;
     return 0;
 }
 
@@ -110,7 +113,7 @@ static rb_err parse_size_opt(json_t *eo, const char *key, int64_t min, int64_t m
     json_t *v = json_object_get(eo, key);
     if (v == NULL || json_is_null(v))
         return RB_OK;
-    if (parse_memory(v, out) != 0 || *out < min || *out > max)
+    if (core__parse_size(v, out) != 0 || *out < min || *out > max)
         return rb_fail(RB_EINVAL, err,
                        "'execution_options.%s' must be a size such as \"256m\" or \"1g\", between %lldm and %lldm (the "
                        "server's maximum)",
@@ -201,7 +204,7 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
             goto fail;
         if ((v = json_object_get(eo, "memory_limit")) != NULL && !json_is_null(v)) {
             int64_t max = (int64_t)c->cfg->max_memory_mb * 1024 * 1024;
-            if (parse_memory(v, &s->memory_bytes) != 0 || s->memory_bytes < 16 * 1024 * 1024 ||
+            if (core__parse_size(v, &s->memory_bytes) != 0 || s->memory_bytes < 16 * 1024 * 1024 ||
                 s->memory_bytes > max) {
                 e = rb_fail(RB_EINVAL, err,
                             "'execution_options.memory_limit' must be a size such as \"512m\" or \"1g\", between 16m "

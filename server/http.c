@@ -265,9 +265,7 @@ const char *http_query_param(h2o_req_t *req, const char *name)
             char *out = h2o_mem_alloc_pool(&req->pool, (size_t)(stop - v) + 1);
             size_t o = 0;
             for (const char *p = v; p < stop; p++) {
-                if (*p == '+') {
-                    out[o++] = ' ';
-                } else if (*p == '%' && stop - p >= 3 && codec_hex_value(p[1]) >= 0 && codec_hex_value(p[2]) >= 0) {
+                if (*p == '%' && stop - p >= 3 && codec_hex_value(p[1]) >= 0 && codec_hex_value(p[2]) >= 0) {
                     out[o++] = (char)(codec_hex_value(p[1]) * 16 + codec_hex_value(p[2]));
                     p += 2;
                 } else {

@@ -115,7 +115,7 @@ rb_err http_read_json_value(h2o_req_t *req, size_t max, json_t **out, char *err)
 char *http_pool_strdup(h2o_req_t *req, const char *s, size_t len);
 
 /** Value of a query parameter of req (first occurrence), NUL-terminated in req->pool, or NULL.
- * No percent-decoding beyond '+'/%XX. */
+ * %XX escapes are decoded; '+' stays a '+' (RFC 3986: "c++.txt" is that name; a space is %20). */
 const char *http_query_param(h2o_req_t *req, const char *name);
 
 /** A long-lived response (an event stream) that server_stop must end. The owner embeds one,

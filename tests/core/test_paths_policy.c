@@ -178,3 +178,31 @@ Test(deps, blocklist_allowlist_and_minimum_versions)
     cr_assert_eq(parse("[\"requests\"]", &out, err), RB_EFORBIDDEN);
     cr_assert(strstr(err, "disabled") != NULL, "%s", err);
 }
+
+/* ---- sizes given by callers ------------------------------------------------------------- */
+
+static int size_of(const char *text, int64_t *out)
+{
+    json_t *v = json_string(text);
+    int r = core__parse_size(v, out);
+    json_decref(v);
+    return r;
+}
+
+Test(sizes, parsed_or_refused_never_undefined)
+{
+    int64_t n = 0;
+    cr_assert_eq(size_of("512m", &n), 0);
+    cr_assert_eq(n, 512 * 1024 * 1024);
+    cr_assert_eq(size_of("1.5k", &n), 0);
+    cr_assert_eq(n, 1536);
+    cr_assert_eq(size_of("256MiB", &n), 0);
+    cr_assert_eq(n, 256 * 1024 * 1024);
+    /* past int64: refused, not cast (the cast is undefined behaviour; UBSan flags it) */
+    cr_assert_eq(size_of("1e300g", &n), -1);
+    cr_assert_eq(size_of("9e18", &n), -1);
+    cr_assert_eq(size_of("1e999", &n), -1);
+    cr_assert_eq(size_of("8e18", &n), 0);
+    cr_assert_eq(size_of("0", &n), -1);
+    cr_assert_eq(size_of("12x", &n), -1);
+}

@@ -181,3 +181,20 @@ def test_size_limits(make_server):
     # the session is unharmed
     r = s.post("/execute", {"session_id": sid, "code": "len(open('ok.bin','rb').read())", "wait": True})
     assert r.json()["result"] == str(64 * 1024)
+
+
+def test_plus_in_a_query_path_is_a_plus(server, session):
+    """A '+' in ?path= is the character itself (RFC 3986), as curl sends it: c++.txt was stored
+    as "c  .txt". A space travels as %20."""
+    sid = session["session_id"]
+    r = server.request("POST", f"/sessions/{sid}/files?path=c++.txt", data=b"cpp",
+                       headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 201, r.text
+    r = server.request("POST", f"/sessions/{sid}/files?path=a%20b.txt", data=b"space",
+                       headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 201, r.text
+    names = listing(server, sid)
+    assert "c++.txt" in names and "a b.txt" in names, sorted(names)
+    assert server.get(f"/sessions/{sid}/files/download?path=c%2B%2Bdummy").status_code == 404
+    assert server.get(f"/sessions/{sid}/files/download?path=c++.txt").content == b"cpp"
+    assert server.get(f"/sessions/{sid}/files/download?path=c%2B%2B.txt").content == b"cpp"
