@@ -277,6 +277,19 @@ rb_err mcp_sessions_attach(mcp_sessions *m, const char *id, void *transport, cha
 
 rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *err)
 {
+    if (m->live.len >= (size_t)m->core->cfg->max_mcp_sessions)
+        return rb_fail(RB_EBUSY, err,
+                       "too many MCP sessions are open (max-mcp-sessions %d): end unused ones with DELETE /mcp, or "
+                       "wait for them to expire after the idle timeout",
+                       m->core->cfg->max_mcp_sessions);
+    /* clientInfo and capabilities come from anyone who can reach the port and are kept for the
+     * session's life: a few KiB is plenty for what clients send. */
+    char *text = json_dumps(info, JSON_COMPACT);
+    size_t len = text != NULL ? strlen(text) : 0;
+    free(text);
+    if (len > MCP_SESSIONS_INFO_MAX)
+        return rb_fail(RB_EINVAL, err, "initialize: clientInfo and capabilities take %zu bytes; at most %d are kept",
+                       len, MCP_SESSIONS_INFO_MAX);
     char id[MCP_SESSIONS_ID_LEN];
     rb_random_id("m_", id, sizeof(id));
     int64_t now = rb_now_ms();

@@ -48,8 +48,13 @@ void *mcp_sessions_transport(const mcp_sessions *m, const char *id);
  * the detach callback hands it back. */
 rb_err mcp_sessions_attach(mcp_sessions *m, const char *id, void *transport, char *err);
 
+/** Largest serialised info (clientInfo and capabilities) a session keeps, in bytes. */
+#define MCP_SESSIONS_INFO_MAX 16384
+
 /** Creates an MCP session. info holds what initialize negotiated: {protocol_version,
- * client_info?, client_capabilities?}. *out is the new record. RB_ESTORE if it cannot be saved. */
+ * client_info?, client_capabilities?}. *out is the new record. RB_EBUSY at max-mcp-sessions
+ * live sessions, RB_EINVAL when info serialises to more than MCP_SESSIONS_INFO_MAX bytes,
+ * RB_ESTORE if it cannot be saved. */
 rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *err);
 /** Looks up a live MCP session and marks it used now. RB_ENOTFOUND for an unknown, ended or
  * expired id (err says which). out may be NULL; otherwise *out is a copy of the record. */

@@ -27,6 +27,7 @@ void core_settings_init(core_settings *s)
     s->max_sessions = RB_DEFAULT_MAX_SESSIONS;
     s->grace_ms = RB_DEFAULT_GRACE_MS;
     s->max_queue = RB_DEFAULT_MAX_QUEUE;
+    s->max_mcp_sessions = RB_DEFAULT_MAX_MCP_SESSIONS;
     s->max_upload = RB_DEFAULT_MAX_UPLOAD;
     s->deps_network = xstrdup("bridge");
     s->max_download = RB_DEFAULT_MAX_DOWNLOAD;

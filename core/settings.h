@@ -27,6 +27,7 @@
 #define RB_DEFAULT_MAX_SESSIONS 100
 #define RB_DEFAULT_GRACE_MS 2000
 #define RB_DEFAULT_MAX_QUEUE 100
+#define RB_DEFAULT_MAX_MCP_SESSIONS 1000
 #define RB_DEFAULT_POOL_SIZE 2
 #define RB_DEFAULT_POOL_BASH_SIZE 0
 #define RB_DEFAULT_MAX_PIDS_LIMIT 1024
@@ -59,6 +60,7 @@ typedef struct core_settings {
     int pids_limit;        /* --pids-limit / RUNBOX_PIDS_LIMIT */
     int max_sessions;      /* --max-sessions / RUNBOX_MAX_SESSIONS: live sessions at once */
     int grace_ms;          /* --grace / RUNBOX_GRACE_MS: after an interrupt, how long before the worker is killed */
+    int max_mcp_sessions;  /* --max-mcp-sessions / RUNBOX_MAX_MCP_SESSIONS: live MCP client sessions at once */
     int max_queue;         /* --max-queue / RUNBOX_MAX_QUEUE: queued executions per session */
     int pool_size;         /* --pool-size / RUNBOX_POOL_SIZE: warm python sandboxes (default profile) kept ready; 0 = no pool */
     int pool_bash_size;    /* --pool-bash-size / RUNBOX_POOL_BASH_SIZE: warm bash sandboxes kept ready */

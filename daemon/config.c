@@ -54,6 +54,10 @@ static const key_def keys[] = {
     {"allowed-origins", "RUNBOX_ALLOWED_ORIGINS", K_STR, OFF(server.allowed_origins),
      "comma-separated browser Origins (e.g. https://app.example.com) allowed to call runboxd besides localhost; "
      "* = any"},
+    {"max-streams", "RUNBOX_MAX_STREAMS", K_INT, OFF(server.max_streams),
+     "event streams (GET /execute/{id}/events, GET /mcp) open at once; more get 429"},
+    {"max-mcp-sessions", "RUNBOX_MAX_MCP_SESSIONS", K_INT, OFF(core.max_mcp_sessions),
+     "MCP client sessions kept at once (each ends on DELETE /mcp or after idle-timeout); initialize beyond gets 429"},
     {"allowed-hosts", "RUNBOX_ALLOWED_HOSTS", K_STR, OFF(server.allowed_hosts),
      "comma-separated Host names runboxd answers to besides localhost, 127.0.0.1, [::1] and the listen address "
      "(e.g. runbox.internal when behind a proxy or in compose); * = any (no DNS-rebinding defence)"},
@@ -394,6 +398,10 @@ rb_err config_validate(const rb_config *cfg, char *err)
                        cfg->core.code_policy ? cfg->core.code_policy : "");
     if (strcmp(cfg->core.code_policy, "custom") == 0 && cfg->core.code_policy_file == NULL)
         return rb_fail(RB_EINVAL, err, "code-policy: custom needs --code-policy-file (the rules to apply)");
+    if (cfg->server.max_streams < 1)
+        return rb_fail(RB_EINVAL, err, "max-streams: must be at least 1");
+    if (cfg->core.max_mcp_sessions < 1)
+        return rb_fail(RB_EINVAL, err, "max-mcp-sessions: must be at least 1");
     if (requirements_check_settings(&cfg->core, err) != RB_OK)
         return RB_EINVAL;
     if (strcmp(cfg->core.code_policy, "off") == 0 && cfg->core.code_policy_file != NULL)

@@ -36,6 +36,7 @@ struct rb_server {
     size_t conns;
     int stopping, listener_closed, disposed;
     h2o_linklist_t streams; /* http_stream_link.link of open event streams */
+    size_t nstreams;
     int port;
     char address[80];
 };
@@ -669,7 +670,7 @@ void server_stop(rb_server *s)
     h2o_context_request_shutdown(&s->ctx);
     while (!h2o_linklist_is_empty(&s->streams)) {
         http_stream_link *l = H2O_STRUCT_FROM_MEMBER(http_stream_link, link, s->streams.next);
-        h2o_linklist_unlink(&l->link);
+        server_untrack_stream(l);
         l->shutdown(l);
     }
     for (size_t i = 0; i < s->nprotocols; i++)
@@ -714,13 +715,28 @@ void server_register(rb_server *s, const http_protocol *p)
     s->nroutes += p->nroutes;
 }
 
+int server_stream_room(const rb_server *s, char *err)
+{
+    if (s->nstreams < (size_t)s->cfg->max_streams)
+        return 1;
+    rb_fail(RB_EBUSY, err,
+            "too many event streams are open (max-streams %d): close one, or poll the results instead of streaming "
+            "them",
+            s->cfg->max_streams);
+    return 0;
+}
+
 void server_track_stream(rb_server *s, http_stream_link *l)
 {
     h2o_linklist_insert(&s->streams, &l->link);
+    l->server = s;
+    s->nstreams++;
 }
 
 void server_untrack_stream(http_stream_link *l)
 {
-    if (h2o_linklist_is_linked(&l->link))
+    if (h2o_linklist_is_linked(&l->link)) {
         h2o_linklist_unlink(&l->link);
+        l->server->nstreams--;
+    }
 }

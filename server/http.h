@@ -122,8 +122,12 @@ const char *http_query_param(h2o_req_t *req, const char *name);
  * sets shutdown and tracks it; server_stop untracks each and calls shutdown(l) once. */
 typedef struct http_stream_link {
     h2o_linklist_t link;
+    rb_server *server; /* set by server_track_stream */
     void (*shutdown)(struct http_stream_link *l);
 } http_stream_link;
+/** Whether another long-lived stream may open (fewer than max-streams are tracked); when not,
+ * returns 0 with err saying so and how to do without (the caller answers 429). */
+int server_stream_room(const rb_server *s, char *err);
 /** Tracks l (its link must not be tracked already). */
 void server_track_stream(rb_server *s, http_stream_link *l);
 /** Stops tracking l; does nothing if it is not tracked. */

@@ -16,6 +16,7 @@ void server_settings_init(server_settings *s)
     s->max_upload = RB_DEFAULT_SERVER_MAX_UPLOAD;
     s->allowed_origins = NULL;
     s->mcp_image_limit = RB_DEFAULT_MCP_IMAGE_LIMIT;
+    s->max_streams = RB_DEFAULT_MAX_STREAMS;
 }
 
 void server_settings_dispose(server_settings *s)

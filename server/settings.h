@@ -13,6 +13,7 @@
 #define RB_DEFAULT_MAX_BODY (1024 * 1024)
 #define RB_DEFAULT_MCP_IMAGE_LIMIT (1024 * 1024)
 #define RB_DEFAULT_SERVER_MAX_UPLOAD (64 * 1024 * 1024)
+#define RB_DEFAULT_MAX_STREAMS 64
 
 /* Field comments name the daemon's flag and environment variable that set each one. */
 typedef struct server_settings {
@@ -24,6 +25,8 @@ typedef struct server_settings {
                               besides http(s)://localhost, 127.0.0.1 and [::1] (any port); NULL = none; "*" = any */
     char *allowed_hosts;   /* --allowed-hosts / RUNBOX_ALLOWED_HOSTS: comma-separated Host names served besides
                               localhost, 127.0.0.1, [::1] and the listen address; NULL = none; "*" = any */
+    int max_streams;       /* --max-streams / RUNBOX_MAX_STREAMS: event streams (REST /events, MCP GET) open at
+                              once; each may buffer up to 64 MiB for a slow client (429 beyond) */
     size_t mcp_image_limit;/* --mcp-image-limit / RUNBOX_MCP_IMAGE_LIMIT: PNG bytes above which MCP sends a
                               resource_link instead of inline image content */
 } server_settings;

@@ -152,6 +152,11 @@ static int handle_initialize(http_call *hc, json_t *msg)
     char err[RB_ERR_LEN];
     rb_err e = mcp_sessions_create(ms->cm, info, &rec, err);
     json_decref(info);
+    if (e == RB_EBUSY)
+        h2o_add_header(&hc->req->pool, &hc->req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("60"));
+    if (e == RB_EBUSY || e == RB_EINVAL)
+        return reject(hc->req, e == RB_EBUSY ? 429 : 400, id, e == RB_EBUSY ? MCP_ERR_INVALID_REQUEST : MCP_ERR_PARAMS,
+                      err);
     if (e != RB_OK)
         return reject(hc->req, 500, id, MCP_ERR_INTERNAL, err);
     const char *sid = json_string_value(json_object_get(rec, "mcp_session_id"));
@@ -314,6 +319,18 @@ static int mcp_get_handler(http_call *hc)
     json_decref(rec);
     if (rt == NULL)
         return 0;
+    char err[RB_ERR_LEN];
+    size_t open_gets = 0;
+    for (mcp_stream *o = rt->streams; o != NULL; o = o->next)
+        open_gets += o->standalone && o->sink != NULL;
+    if (open_gets >= MCP_MAX_GET_STREAMS)
+        snprintf(err, sizeof(err),
+                 "Too Many Requests: %d GET streams are already open on this MCP session; close one first",
+                 MCP_MAX_GET_STREAMS);
+    if (open_gets >= MCP_MAX_GET_STREAMS || !server_stream_room(ms->server, err)) {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+        return reject(req, 429, NULL, MCP_ERR_INVALID_REQUEST, err);
+    }
     const char *last = header(req, "last-event-id", &len);
     uint64_t seq = 0;
     mcp_event *from = NULL;

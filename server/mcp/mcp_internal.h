@@ -21,6 +21,8 @@
 #include "server/sse.h"
 
 #define MCP_MAX_BATCH 64
+/* GET (standalone) event streams one MCP session may hold open at once. */
+#define MCP_MAX_GET_STREAMS 4
 #define MCP_ERR_PARSE -32700
 #define MCP_ERR_INVALID_REQUEST -32600
 #define MCP_ERR_METHOD -32601

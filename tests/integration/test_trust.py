@@ -113,3 +113,53 @@ def test_forged_results_are_bounded(make_server):
     assert s.execute(sid, "1 + 1")["result"] == "2"
     rss = rbtest.peak_rss_mb(s.pid)
     assert rss < rbtest.RSS_LIMIT_MB, f"runboxd peak RSS {rss:.0f} MiB >= {rbtest.RSS_LIMIT_MB} MiB"
+
+
+def _mcp_initialize(s, client_info=None):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": client_info or {"name": "t", "version": "1"}}}
+    return s.post("/mcp", body, headers={"Accept": "application/json, text/event-stream"})
+
+
+def test_event_streams_and_mcp_sessions_are_bounded(make_server):
+    """Finding 6: REST event streams, MCP GET streams and MCP initialize records had no count
+    limit, and a clientInfo could be as large as the body limit."""
+    import requests
+
+    s = make_server(["--pool-size", "0", "--max-streams", "3", "--max-mcp-sessions", "2"])
+    sid = s.create_session()["session_id"]
+    rid = s.execute(sid, "import time\ntime.sleep(30)", wait=False)["request_id"]
+    streams = []
+    for _ in range(3):
+        r = requests.get(s.url + f"/execute/{rid}/events", stream=True, timeout=(10, 60))
+        assert r.status_code == 200
+        streams.append(r)
+    r = s.get(f"/execute/{rid}/events", timeout=10)
+    rbtest.check_error(r, 429, "max-streams")
+    assert r.headers.get("retry-after")
+    # Once the execution ends its streams end too, and a new one is admitted.
+    assert s.delete(f"/execute/{rid}").status_code == 200
+    for r in streams:
+        _, events = rbtest.read_sse(r)
+        assert events[-1].event == "done"
+        r.close()
+    r = requests.get(s.url + f"/execute/{rid}/events", stream=True, timeout=(10, 60))
+    assert r.status_code == 200, r.text
+    r.close()
+
+    # MCP: a clientInfo of 100 kB is refused; two sessions at most.
+    r = _mcp_initialize(s, {"name": "x" * 100_000, "version": "1"})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == -32602 and "clientInfo" in r.json()["error"]["message"]
+    ids = []
+    for _ in range(2):
+        r = _mcp_initialize(s)
+        assert r.status_code == 200, r.text
+        ids.append(r.headers["mcp-session-id"])
+    r = _mcp_initialize(s)
+    assert r.status_code == 429, r.text
+    assert "max-mcp-sessions" in r.json()["error"]["message"]
+    s.delete("/mcp", headers={"mcp-session-id": ids.pop(), "MCP-Protocol-Version": "2025-06-18"})
+    assert _mcp_initialize(s).status_code == 200
+    assert s.alive()
