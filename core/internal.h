@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "base/map.h"
+#include "core/backend.h"
 #include "core/core.h"
 #include "docker/docker.h"
 #include "store/store.h"
@@ -99,7 +100,8 @@ struct rb_core {
     uv_loop_t *loop;
     const core_settings *cfg;
     store *st;
-    docker *dk;
+    backend *be;          /* the sandbox backend (backend.h), owned */
+    docker *dk;           /* transitional: backend_docker_client(be), or NULL */
     char instance[RB_ID_LEN];
     rb_map sessions;      /* live sessions (not ended) by id */
     rb_map executions;    /* queued and running executions by id */
