@@ -203,9 +203,6 @@ void sandbox_close(sandbox *sb, int remove);
 void sandbox_remove_container(rb_core *c, const char *container_id);
 
 /* files.c */
-/** Moves HostConfig.Tmpfs["/workspace"] (if any) to a tmpfs-backed anonymous volume with the same
- * options in HostConfig.Mounts, so that the Docker archive API can reach it. */
-void files_workspace_mount(json_t *host_config);
 /** Checks a caller's path and writes the normalised path relative to /workspace ("" for the
  * workspace itself, allowed only with allow_root) into *out (heap). Errors as for core_file_*. */
 rb_err files_normalize_path(const char *path, int allow_root, char **out, char *err);
