@@ -619,7 +619,7 @@ json_t *core_health(rb_core *c)
     }
     return json_pack("{s:s, s:s, s:{s:b, s:s?, s:s?}, s:{s:i, s:i}, s:{s:i, s:i}, s:o}", "status",
                      c->docker_ok ? "ok" : "degraded", "version", RUNBOX_VERSION, "docker", "reachable", c->docker_ok,
-                     "api_version", c->docker_ok ? docker_api_version(c->dk) : NULL, "error",
+                     "api_version", c->docker_ok ? c->api_version : NULL, "error",
                      c->docker_ok ? NULL : c->docker_error, "sessions", "live", live, "busy", busy, "executions",
                      "running", running, "queued", queued, "pool", pool_health(c->pool));
 }

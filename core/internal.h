@@ -108,6 +108,7 @@ struct rb_core {
     int docker_ok, recovered, probing;
     int probed;           /* the first Docker probe has answered (until then, creates are tried) */
     char docker_error[RB_ERR_LEN];
+    char api_version[32]; /* the engine API version the last successful probe reported */
     uv_timer_t *probe_timer, *sweep_timer, *checkpoint_timer, *dispatch_timer;
     core_watch *pending_head, *pending_tail;
     int closing;
