@@ -29,6 +29,13 @@ static json_t *string_list(const char *const *list)
     return a;
 }
 
+/* obj[key] = the list, unless list is NULL (not set). */
+static void set_list(json_t *obj, const char *key, const char *const *list)
+{
+    if (list != NULL)
+        json_object_set_new(obj, key, string_list(list));
+}
+
 static json_t *label_object(const backend_label *labels, size_t n)
 {
     json_t *o = json_object();
@@ -56,12 +63,9 @@ static json_t *host_config(const backend_spec *sp)
                            "Memory", (json_int_t)sp->memory, "MemorySwap", (json_int_t)(sp->memory + sp->swap),
                            "NanoCpus", (json_int_t)sp->nano_cpus, "PidsLimit", (json_int_t)sp->pids_limit,
                            "ReadonlyRootfs", sp->readonly_root != 0, "Init", sp->init != 0);
-    if (sp->cap_drop != NULL)
-        json_object_set_new(hc, "CapDrop", string_list(sp->cap_drop));
-    if (sp->cap_add != NULL)
-        json_object_set_new(hc, "CapAdd", string_list(sp->cap_add));
-    if (sp->security_opt != NULL)
-        json_object_set_new(hc, "SecurityOpt", string_list(sp->security_opt));
+    set_list(hc, "CapDrop", sp->cap_drop);
+    set_list(hc, "CapAdd", sp->cap_add);
+    set_list(hc, "SecurityOpt", sp->security_opt);
     if (sp->n_tmpfs > 0) {
         json_t *tmpfs = json_object();
         for (size_t i = 0; i < sp->n_tmpfs; i++)
@@ -95,12 +99,10 @@ json_t *backend_docker__container_config(const backend_spec *sp)
                              label_object(sp->labels, sp->n_labels), "AttachStdin", 1, "AttachStdout", 1,
                              "AttachStderr", 1, "OpenStdin", 1, "StdinOnce", 0, "Tty", 0, "NetworkDisabled",
                              sp->network == NULL, "HostConfig", host_config(sp));
-    if (sp->cmd != NULL)
-        json_object_set_new(conf, "Cmd", string_list(sp->cmd));
+    set_list(conf, "Cmd", sp->cmd);
+    set_list(conf, "Env", sp->env);
     if (sp->user != NULL)
         json_object_set_new(conf, "User", json_string(sp->user));
-    if (sp->env != NULL)
-        json_object_set_new(conf, "Env", string_list(sp->env));
     if (sp->working_dir != NULL)
         json_object_set_new(conf, "WorkingDir", json_string(sp->working_dir));
     return conf;
@@ -145,21 +147,15 @@ static void done_cb(void *data, rb_err err, const char *errmsg, int status, json
     free(c);
 }
 
-static void raw_done_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
+/* A raw answer: the tar of archive_get, or nothing worth passing on (archive_put). */
+static void raw_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
 {
     call *c = data;
     (void)status;
-    (void)body;
-    (void)len;
-    c->done(c->data, err, errmsg);
-    free(c);
-}
-
-static void bytes_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
-{
-    call *c = data;
-    (void)status;
-    c->bytes(c->data, err, errmsg, err == RB_OK ? body : NULL, err == RB_OK ? len : 0);
+    if (c->bytes != NULL)
+        c->bytes(c->data, err, errmsg, err == RB_OK ? body : NULL, err == RB_OK ? len : 0);
+    else
+        c->done(c->data, err, errmsg);
     free(c);
 }
 
@@ -190,21 +186,15 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, int status, js
     (void)status;
     backend_sandbox_info *items = NULL;
     size_t n = 0;
-    if (err == RB_OK) {
+    if (err == RB_OK)
         items = xcalloc(json_array_size(body) + 1, sizeof(*items));
-        size_t i;
-        json_t *ct;
-        json_array_foreach(body, i, ct)
-        {
-            const char *id = json_string_value(json_object_get(ct, "Id"));
-            if (id == NULL)
-                continue;
-            json_t *labels = json_object_get(ct, "Labels");
-            items[n].id = id;
-            items[n].state = json_string_value(json_object_get(ct, "State"));
-            items[n].labels = json_is_object(labels) ? labels : NULL;
-            n++;
-        }
+    /* containers without an id are skipped: nothing could be done with them */
+    for (size_t i = 0; err == RB_OK && i < json_array_size(body); i++) {
+        json_t *ct = json_array_get(body, i), *labels = json_object_get(ct, "Labels");
+        items[n] = (backend_sandbox_info){json_string_value(json_object_get(ct, "Id")),
+                                          json_string_value(json_object_get(ct, "State")),
+                                          json_is_object(labels) ? labels : NULL};
+        n += items[n].id != NULL;
     }
     c->list(c->data, err, errmsg, items, n);
     free(items);
@@ -255,7 +245,7 @@ static rb_err d_archive_put(void *self, const char *id, const char *dir, const v
 {
     call *c = call_new(self, data);
     c->done = cb;
-    return call_started(c, docker_archive_put(self, id, dir, tar, len, raw_done_cb, c, err));
+    return call_started(c, docker_archive_put(self, id, dir, tar, len, raw_cb, c, err));
 }
 
 static rb_err d_archive_get(void *self, const char *id, const char *path, size_t max, backend_bytes_cb cb,
@@ -263,7 +253,7 @@ static rb_err d_archive_get(void *self, const char *id, const char *path, size_t
 {
     call *c = call_new(self, data);
     c->bytes = cb;
-    return call_started(c, docker_archive_get(self, id, path, max, bytes_cb, c, err));
+    return call_started(c, docker_archive_get(self, id, path, max, raw_cb, c, err));
 }
 
 /* ---- attach: the client's stream, with the same callbacks ------------------------------------ */
@@ -326,16 +316,12 @@ static void exec_demux_cb(void *data, int stream, const char *buf, size_t len)
 
 static void exec_inspected_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
-    exec_op *x = data;
-    char msg[RB_ERR_LEN];
+    char msg[RB_ERR_LEN] = "";
     (void)status;
-    if (err != RB_OK) {
+    if (err != RB_OK)
         snprintf(msg, sizeof(msg), "could not read its exit code: %s", errmsg);
-        exec_finish(x, err, msg, -1);
-        return;
-    }
-    json_t *code = json_object_get(body, "ExitCode");
-    exec_finish(x, RB_OK, NULL, json_is_integer(code) ? (int)json_integer_value(code) : -1);
+    json_t *code = json_object_get(body, "ExitCode"); /* body is NULL after an error */
+    exec_finish(data, err, msg, json_is_integer(code) ? (int)json_integer_value(code) : -1);
 }
 
 static void exec_started_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
