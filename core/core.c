@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/backend_docker.h"
 #include "core/internal.h"
 #include "core/policy.h"
 #include "core/pool.h"
@@ -140,6 +141,11 @@ session *session_from_doc(rb_core *c, json_t *doc)
 
 rb_err core_new(uv_loop_t *loop, const core_settings *cfg, rb_core **out, char *err)
 {
+    return core_new_with_backend(loop, cfg, NULL, out, err);
+}
+
+rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend *be, rb_core **out, char *err)
+{
     rb_core *c = xcalloc(1, sizeof(*c));
     rb_err e;
     c->loop = loop;
@@ -185,8 +191,11 @@ rb_err core_new(uv_loop_t *loop, const core_settings *cfg, rb_core **out, char *
     }
     json_decref(live);
 
-    if ((e = docker_new(loop, cfg->docker_socket, &c->dk, err)) != RB_OK)
+    /* the default backend (core/backend.h): the Docker engine at cfg->docker_socket */
+    if (be == NULL && (e = backend_docker_new(loop, cfg->docker_socket, &be, err)) != RB_OK)
         goto fail_sessions;
+    c->be = be;
+    c->dk = backend_docker_client(be);
     snprintf(c->docker_error, sizeof(c->docker_error), "not probed yet");
     c->pool = pool_new(c);
     c->probe_timer = new_timer(c);
@@ -208,6 +217,7 @@ fail_sessions : {
 fail_store:
     store_close(c->st);
 fail_free:
+    backend_free(be);
     policy_free(c->policy);
     map_dispose(&c->sessions);
     map_dispose(&c->executions);
@@ -264,7 +274,7 @@ void core_free(rb_core *c)
     close_timer(c->checkpoint_timer);
     close_timer(c->dispatch_timer);
     c->dispatch_timer = NULL;
-    docker_free(c->dk);
+    backend_free(c->be);
     store_close(c->st);
     policy_free(c->policy);
     map_dispose(&c->sessions);
@@ -609,7 +619,7 @@ json_t *core_health(rb_core *c)
     }
     return json_pack("{s:s, s:s, s:{s:b, s:s?, s:s?}, s:{s:i, s:i}, s:{s:i, s:i}, s:o}", "status",
                      c->docker_ok ? "ok" : "degraded", "version", RUNBOX_VERSION, "docker", "reachable", c->docker_ok,
-                     "api_version", c->docker_ok ? docker_api_version(c->dk) : NULL, "error",
+                     "api_version", c->docker_ok ? c->api_version : NULL, "error",
                      c->docker_ok ? NULL : c->docker_error, "sessions", "live", live, "busy", busy, "executions",
                      "running", running, "queued", queued, "pool", pool_health(c->pool));
 }

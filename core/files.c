@@ -1,18 +1,17 @@
 /*
  * files.c: files in a session's /workspace (core/core.h, "Files"). Bytes move through the
- * Docker archive API (a one-file tar in, a tar out), so runboxd needs no shared folder with
- * the sandbox. /workspace is a tmpfs-backed Docker volume rather than a tmpfs mount because
- * the archive API sees a running container's volumes but not its tmpfs mounts, and refuses
- * writes elsewhere on a read-only root (files_workspace_mount).
+ * backend's archive calls (a one-file tar in, a tar out), so runboxd needs no shared folder
+ * with the sandbox. /workspace is the sandbox's workspace mount (sandbox.c), which those calls
+ * reach (core/backend.h).
  *
  * Path rules: the caller's path is checked here first (relative to /workspace or absolute
  * under it; no "..", NUL or control characters). Symlinks can only be judged inside the
- * container, so each operation starts with a small Python helper run with exec as the sandbox
- * user: it resolves the path with realpath, refuses one that leaves /workspace (RB_EFORBIDDEN),
- * creates parent folders for uploads, and lists or deletes. Docker itself resolves paths inside
- * the container's root, so even a symlink swapped in between the check and the copy cannot
- * reach the host. Helper output is untrusted (user code may have changed the sandbox): it is
- * size-capped and validated like any input.
+ * container, so each operation starts with a small Python helper run (backend_exec) as the
+ * sandbox user: it resolves the path with realpath, refuses one that leaves /workspace
+ * (RB_EFORBIDDEN), creates parent folders for uploads, and lists or deletes. The engine itself
+ * resolves archive paths inside the container's root (Docker does), so even a symlink swapped
+ * in between the check and the copy cannot reach the host. Helper output is untrusted (user
+ * code may have changed the sandbox): it is size-capped and validated like any input.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -101,8 +100,6 @@ typedef struct fop {
     char *rel;   /* path relative to /workspace ("" = the workspace) */
     char *data;  /* upload bytes */
     size_t len;
-    char exec_id[80];
-    rb_buf out[3];
     json_t *info; /* the helper's answer */
     core_cb cb;
     core_file_cb fcb;
@@ -111,8 +108,6 @@ typedef struct fop {
 
 static void fop_free(fop *f)
 {
-    for (int i = 0; i < 3; i++)
-        rb_buf_dispose(&f->out[i]);
     json_decref(f->info);
     free(f->container);
     free(f->rel);
@@ -223,44 +218,12 @@ const char *files_content_type(const char *name)
     return "application/octet-stream";
 }
 
-/* ---- the workspace volume --------------------------------------------------------------- */
-
-void files_workspace_mount(json_t *host_config)
-{
-    json_t *tmpfs = json_object_get(host_config, "Tmpfs");
-    const char *opts = json_string_value(json_object_get(tmpfs, WORKSPACE));
-    if (opts == NULL)
-        return;
-    /* The local driver mounts a tmpfs with the same options (size, uid, mode, nosuid, ...);
-     * an anonymous volume is removed with its container (DELETE ?v=1). */
-    json_t *m = json_pack("{s:s, s:s, s:{s:{s:s}, s:{s:s, s:{s:s, s:s, s:s}}}}", "Type", "volume", "Target", WORKSPACE,
-                          "VolumeOptions", "Labels", "runbox.managed", "1", "DriverConfig", "Name", "local", "Options",
-                          "type", "tmpfs", "device", "tmpfs", "o", opts);
-    json_t *mounts = json_object_get(host_config, "Mounts");
-    if (!json_is_array(mounts)) {
-        mounts = json_array();
-        json_object_set_new(host_config, "Mounts", mounts);
-    }
-    json_array_append_new(mounts, m);
-    json_object_del(tmpfs, WORKSPACE);
-}
-
 /* ---- the chain: exec helper, then the archive call ---------------------------------------- */
 
-static void demux_cb(void *data, int stream, const char *buf, size_t len)
-{
-    fop *f = data;
-    if (stream >= 0 && stream <= 2)
-        rb_buf_append(&f->out[stream], buf, len);
-}
-
-static void uploaded_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
+static void uploaded_cb(void *data, rb_err err, const char *errmsg)
 {
     fop *f = data;
     char msg[RB_ERR_LEN];
-    (void)status;
-    (void)body;
-    (void)len;
     if (err != RB_OK) {
         if (err != RB_ECANCELED)
             snprintf(msg, sizeof(msg), "could not copy the file into the sandbox: %s", errmsg);
@@ -296,11 +259,10 @@ static int find_first(void *data, const tar_entry *e)
     return 1;
 }
 
-static void downloaded_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
+static void downloaded_cb(void *data, rb_err err, const char *errmsg, const char *body, size_t len)
 {
     fop *f = data;
     char msg[RB_ERR_LEN];
-    (void)status;
     if (err != RB_OK) {
         if (err == RB_ETOOBIG)
             snprintf(msg, sizeof(msg), "the file is larger than the download limit of %zu bytes (max-download)",
@@ -324,16 +286,18 @@ static void downloaded_cb(void *data, rb_err err, const char *errmsg, int status
     free(fc.data);
 }
 
-/* Works out what the helper said and starts the archive step (or answers). */
-static void helper_done(fop *f, int code)
+/* Works out what the helper said (r: its exit code and output) and starts the archive step (or
+ * answers). */
+static void helper_done(fop *f, const backend_exec_result *r)
 {
     char msg[RB_ERR_LEN];
     rb_err e;
     json_error_t jerr;
-    f->info = json_loadb(f->out[1].data ? f->out[1].data : "", f->out[1].len, 0, &jerr);
+    int code = r->exit_code;
+    f->info = json_loadb(r->out, r->out_len, 0, &jerr);
     if (!json_is_object(f->info)) {
         snprintf(msg, sizeof(msg), "the sandbox's file helper failed (exit code %d): %.300s", code,
-                 f->out[2].data ? f->out[2].data : "no output");
+                 r->err_len > 0 ? r->err : "no output");
         for (char *p = msg; *p; p++)
             if (*p == '\n')
                 *p = ' ';
@@ -409,7 +373,7 @@ static void helper_done(fop *f, int code)
         free(f->data);
         f->data = NULL;
         if (e == RB_OK)
-            e = docker_archive_put(f->c->dk, f->container, dir, tar.data, tar.len, uploaded_cb, f, msg);
+            e = backend_archive_put(f->c->be, f->container, dir, tar.data, tar.len, uploaded_cb, f, msg);
         rb_buf_dispose(&tar);
         if (e != RB_OK)
             fail(f, e, msg);
@@ -421,61 +385,25 @@ static void helper_done(fop *f, int code)
         fail(f, RB_EIO, "the sandbox's file helper gave an unusable path");
         return;
     }
-    e = docker_archive_get(f->c->dk, f->container, real, f->c->cfg->max_download + 64 * 1024, downloaded_cb, f, msg);
+    e = backend_archive_get(f->c->be, f->container, real, f->c->cfg->max_download + 64 * 1024, downloaded_cb, f, msg);
     if (e != RB_OK)
         fail(f, e, msg);
 }
 
-static void inspected_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void helper_exited_cb(void *data, rb_err err, const char *errmsg, const backend_exec_result *r)
 {
     fop *f = data;
     char msg[RB_ERR_LEN];
-    (void)status;
     if (err != RB_OK) {
-        snprintf(msg, sizeof(msg), "could not read the file helper's exit code: %s", errmsg);
+        /* RB_ECONFLICT: the container stopped, the session's sandbox is gone */
+        snprintf(msg, sizeof(msg),
+                 err == RB_ECONFLICT ? "could not run the file helper in the sandbox: %s"
+                                     : "the sandbox's file helper failed: %s",
+                 errmsg);
         fail(f, err, msg);
         return;
     }
-    json_t *code = json_object_get(body, "ExitCode");
-    helper_done(f, json_is_integer(code) ? (int)json_integer_value(code) : -1);
-}
-
-static void started_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
-{
-    fop *f = data;
-    char msg[RB_ERR_LEN];
-    (void)status;
-    if (err != RB_OK) {
-        snprintf(msg, sizeof(msg), "the sandbox's file helper failed: %s", errmsg);
-        fail(f, err, msg);
-        return;
-    }
-    docker_demux dm;
-    docker_demux_init(&dm);
-    if (docker_demux_feed(&dm, body, len, demux_cb, f) != RB_OK) {
-        fail(f, RB_EIO, "the sandbox's file helper sent malformed output");
-        return;
-    }
-    if (docker_exec_inspect(f->c->dk, f->exec_id, inspected_cb, f, msg) != RB_OK)
-        fail(f, RB_EIO, msg);
-}
-
-static void created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    fop *f = data;
-    char msg[RB_ERR_LEN];
-    (void)status;
-    const char *id = json_string_value(json_object_get(body, "Id"));
-    if (err != RB_OK || id == NULL || strlen(id) >= sizeof(f->exec_id)) {
-        snprintf(msg, sizeof(msg), "could not run the file helper in the sandbox: %s",
-                 errmsg ? errmsg : "Docker returned no exec id");
-        /* a stopped container answers 409: the session's sandbox is gone */
-        fail(f, err == RB_ECONFLICT || err == RB_ENOTFOUND ? RB_ECONFLICT : (err != RB_OK ? err : RB_EIO), msg);
-        return;
-    }
-    snprintf(f->exec_id, sizeof(f->exec_id), "%s", id);
-    if (docker_exec_start(f->c->dk, f->exec_id, HELPER_OUTPUT_MAX, HELPER_TIMEOUT_MS, started_cb, f, msg) != RB_OK)
-        fail(f, RB_EIO, msg);
+    helper_done(f, r);
 }
 
 /* Starts a file operation in session_id's sandbox: checks the session and path, then creates
@@ -506,17 +434,13 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     f->cb = cb;
     f->fcb = fcb;
     f->cbdata = cbdata;
-    for (int i = 0; i < 3; i++)
-        rb_buf_init(&f->out[i], HELPER_OUTPUT_MAX);
 
     static const char *const ops[] = {"list", "put", "get", "delete"};
     char limit[32];
     snprintf(limit, sizeof(limit), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : c->cfg->max_download);
-    json_t *cfg = json_pack("{s:[s, s, s, s, s, s, s], s:b, s:b, s:b, s:s}", "Cmd", "python3", "-I", "-c", helper_py,
-                            ops[kind], rel, limit, "AttachStdin", 0, "AttachStdout", 1, "AttachStderr", 1, "WorkingDir",
-                            WORKSPACE);
-    e = docker_exec_create(c->dk, f->container, cfg, created_cb, f, err);
-    json_decref(cfg);
+    const char *const argv[] = {"python3", "-I", "-c", helper_py, ops[kind], rel, limit, NULL};
+    backend_exec_spec spec = {argv, NULL, WORKSPACE, HELPER_OUTPUT_MAX, HELPER_TIMEOUT_MS};
+    e = backend_exec(c->be, f->container, &spec, helper_exited_cb, f, err);
     if (e != RB_OK) {
         fop_free(f);
         return e;

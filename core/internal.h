@@ -9,9 +9,17 @@
 #include <uv.h>
 
 #include "base/map.h"
+#include "core/backend.h"
 #include "core/core.h"
-#include "docker/docker.h"
 #include "store/store.h"
+
+/* Transitional: deps.c, oneshot.c and packages.c still call docker/ directly (through
+ * rb_core.dk) until they move to backend.h; CMakeLists.txt defines RB_CORE_DOCKER_TRANSITIONAL
+ * for them alone, so that the rest of core/ cannot reach docker/. */
+#ifdef RB_CORE_DOCKER_TRANSITIONAL
+#include "docker/docker.h"
+#endif
+struct docker;
 
 #define RB_ID_LEN 40
 #define RB_RUNNER_LINE_MAX (16u * 1024 * 1024)
@@ -104,13 +112,15 @@ struct rb_core {
     uv_loop_t *loop;
     const core_settings *cfg;
     store *st;
-    docker *dk;
+    backend *be;          /* the sandbox backend (backend.h), owned */
+    struct docker *dk;    /* transitional, for the dependency modules: backend_docker_client(be) */
     char instance[RB_ID_LEN];
     rb_map sessions;      /* live sessions (not ended) by id */
     rb_map executions;    /* queued and running executions by id */
     int docker_ok, recovered, probing;
     int probed;           /* the first Docker probe has answered (until then, creates are tried) */
     char docker_error[RB_ERR_LEN];
+    char api_version[32]; /* the engine API version the last successful probe reported */
     uv_timer_t *probe_timer, *sweep_timer, *checkpoint_timer, *dispatch_timer;
     core_watch *pending_head, *pending_tail;
     int closing;
@@ -206,9 +216,6 @@ void sandbox_close(sandbox *sb, int remove);
 void sandbox_remove_container(rb_core *c, const char *container_id);
 
 /* files.c */
-/** Moves HostConfig.Tmpfs["/workspace"] (if any) to a tmpfs-backed anonymous volume with the same
- * options in HostConfig.Mounts, so that the Docker archive API can reach it. */
-void files_workspace_mount(json_t *host_config);
 /** Checks a caller's path and writes the normalised path relative to /workspace ("" for the
  * workspace itself, allowed only with allow_root) into *out (heap). Errors as for core_file_*. */
 rb_err files_normalize_path(const char *path, int allow_root, char **out, char *err);

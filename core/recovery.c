@@ -1,8 +1,9 @@
 /*
- * recovery.c: finding runboxd's own containers again. The Docker probe runs at start-up and
- * then periodically; the first time Docker answers, the containers labelled with this
- * instance are matched to stored sessions: live ones are re-attached, the rest removed, and
- * stored sessions whose container is gone are ended with a plain reason.
+ * recovery.c: finding runboxd's own containers again. The probe of the sandbox engine (the
+ * backend's ping) runs at start-up and then periodically; the first time it answers, the
+ * containers labelled with this instance are matched to stored sessions: live ones are
+ * re-attached, the rest removed, and stored sessions whose container is gone are ended with a
+ * plain reason.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,10 @@ static session *session_by_container(rb_core *c, const char *id)
     return NULL;
 }
 
-static void listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_sandbox_info *items, size_t n)
 {
     rb_core *c = data;
     char msg[RB_ERR_LEN];
-    (void)status;
     if (err == RB_ECANCELED)
         return;
     if (err != RB_OK) {
@@ -52,15 +52,10 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, int status, js
         c->recovered = 0;
         return;
     }
-    size_t i;
-    json_t *ct;
-    json_array_foreach(body, i, ct)
-    {
-        const char *id = json_string_value(json_object_get(ct, "Id"));
-        const char *state = json_string_value(json_object_get(ct, "State"));
-        const char *sid = json_string_value(json_object_get(json_object_get(ct, "Labels"), "runbox.session"));
-        if (id == NULL)
-            continue;
+    for (size_t i = 0; i < n; i++) {
+        const char *id = items[i].id;
+        const char *state = items[i].state;
+        const char *sid = json_string_value(json_object_get(items[i].labels, "runbox.session"));
         session *s = sid ? map_get(&c->sessions, sid) : NULL;
         if (s == NULL)
             s = session_by_container(c, id);
@@ -101,17 +96,15 @@ static void recover(rb_core *c)
     char label[80];
     snprintf(label, sizeof(label), "runbox.instance=%s", c->instance);
     c->recovered = 1;
-    if (docker_container_list(c->dk, label, listed_cb, c, err) != RB_OK) {
+    if (backend_list(c->be, label, listed_cb, c, err) != RB_OK) {
         rb_warn("recovery: %s", err);
         c->recovered = 0;
     }
 }
 
-static void probed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void probed_cb(void *data, rb_err err, const char *errmsg, const char *version)
 {
     rb_core *c = data;
-    (void)status;
-    (void)body;
     c->probing = 0;
     if (err == RB_ECANCELED || c->closing)
         return;
@@ -124,8 +117,9 @@ static void probed_cb(void *data, rb_err err, const char *errmsg, int status, js
         core__probe_start(c, PROBE_MS_DOWN);
         return;
     }
+    snprintf(c->api_version, sizeof(c->api_version), "%s", version);
     if (!c->docker_ok)
-        rb_info("Docker is reachable (API %s)", docker_api_version(c->dk));
+        rb_info("Docker is reachable (API %s)", c->api_version);
     c->docker_ok = 1;
     c->docker_error[0] = '\0';
     if (!c->recovered)
@@ -139,7 +133,7 @@ static void probe_timer_cb(uv_timer_t *t)
     char err[RB_ERR_LEN];
     if (c->probing)
         return;
-    if (docker_ping_version(c->dk, probed_cb, c, err) != RB_OK) {
+    if (backend_ping(c->be, probed_cb, c, err) != RB_OK) {
         c->docker_ok = 0;
         c->probed = 1;
         snprintf(c->docker_error, sizeof(c->docker_error), "%s", err);

@@ -2,8 +2,9 @@
  * sandbox.c: a session's container and the runner protocol spoken over its attach stream
  * (docker/runner/PROTOCOL.md): create + start + attach + ping for a new session, attach +
  * ping after a restart, execute and interrupt requests, and turning the runner's JSON lines
- * into execution events. Bytes from the container are untrusted: lines are bounded and
- * malformed ones are dropped.
+ * into execution events. What a sandbox looks like (limits, labels, hardening) is decided here
+ * and handed to the backend as a backend_spec (core/backend.h). Bytes from the container are
+ * untrusted: lines are bounded and malformed ones are dropped.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,10 @@ struct sandbox {
     rb_core *c;
     session *s;           /* NULL once closed */
     char *container_id;
-    docker_attach *att;
+    backend_attach *att;
     sandbox_ready_cb ready_cb;
     int state;
-    int inflight;         /* docker requests whose callbacks still hold this sandbox */
+    int inflight;         /* backend calls whose callbacks still hold this sandbox */
     int opening;          /* attach started, on_open not yet reported */
     rb_buf line;          /* partial stdout line */
     int skipping;         /* dropping the rest of an over-long line */
@@ -57,11 +58,9 @@ struct removal {
     char id[];
 };
 
-static void removed_cb(void *data, rb_err err, const char *msg, int status, json_t *body)
+static void removed_cb(void *data, rb_err err, const char *msg)
 {
     struct removal *r = data;
-    (void)status;
-    (void)body;
     if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
         rb_warn("container %.12s: could not remove it: %s", r->id, msg);
     r->c->pending_ops--;
@@ -74,7 +73,7 @@ void sandbox_remove_container(rb_core *c, const char *container_id)
     struct removal *r = xmalloc(sizeof(*r) + n + 1);
     r->c = c;
     memcpy(r->id, container_id, n + 1);
-    if (docker_container_remove(c->dk, r->id, removed_cb, r, NULL) != RB_OK) {
+    if (backend_remove(c->be, r->id, removed_cb, r, NULL) != RB_OK) {
         free(r);
         return;
     }
@@ -102,7 +101,7 @@ static rb_err send_line(sandbox *sb, json_t *msg, char *err)
         return rb_fail(RB_EINTERNAL, err, "cannot encode a runner request");
     size_t n = strlen(text);
     text[n] = '\n'; /* replace the NUL: json_dumps output is NUL-terminated, we send n+1 bytes */
-    rb_err e = sb->att ? docker_attach_write(sb->att, text, n + 1, err)
+    rb_err e = sb->att ? backend_attach_write(sb->c->be, sb->att, text, n + 1, err)
                        : rb_fail(RB_ECONFLICT, err, "the sandbox is not connected");
     free(text);
     return e;
@@ -320,9 +319,9 @@ static void att_close(void *data, rb_err err, const char *errmsg)
 
 static rb_err start_attach(sandbox *sb, char *err)
 {
-    docker_attach_cbs cbs = {att_open, att_data, att_close};
+    backend_attach_cbs cbs = {att_open, att_data, att_close};
     sb->state = SB_ATTACHING;
-    rb_err e = docker_attach_start(sb->c->dk, sb->container_id, &cbs, sb, &sb->att, err);
+    rb_err e = backend_attach_open(sb->c->be, sb->container_id, &cbs, sb, &sb->att, err);
     if (e == RB_OK) {
         sb->inflight++;
         sb->opening = 1;
@@ -332,12 +331,10 @@ static rb_err start_attach(sandbox *sb, char *err)
 
 /* ---- create ------------------------------------------------------------------------- */
 
-static void started_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void started_cb(void *data, rb_err err, const char *errmsg)
 {
     sandbox *sb = data;
     char msg[RB_ERR_LEN];
-    (void)status;
-    (void)body;
     sb->inflight--;
     if (sb->state == SB_CLOSED) {
         release(sb);
@@ -352,14 +349,12 @@ static void started_cb(void *data, rb_err err, const char *errmsg, int status, j
         finish_ready(sb, RB_EUNAVAILABLE, msg);
 }
 
-static void created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void created_cb(void *data, rb_err err, const char *errmsg, const char *id)
 {
     sandbox *sb = data;
     char msg[RB_ERR_LEN];
-    (void)status;
     sb->inflight--;
-    const char *id = json_string_value(json_object_get(body, "Id"));
-    if (err == RB_OK && id != NULL)
+    if (err == RB_OK)
         sb->container_id = xstrdup(id);
     if (sb->state == SB_CLOSED) {
         if (sb->container_id != NULL)
@@ -367,15 +362,15 @@ static void created_cb(void *data, rb_err err, const char *errmsg, int status, j
         release(sb);
         return;
     }
-    if (err != RB_OK || id == NULL) {
+    if (err != RB_OK) {
         if (err == RB_ENOTFOUND)
             snprintf(msg, sizeof(msg),
                      "the sandbox image '%s' does not exist; build it with docker/build-images (or point --image "
                      "at another image): %s",
                      sb->c->cfg->image, errmsg);
         else
-            snprintf(msg, sizeof(msg), "cannot create the sandbox container: %s", errmsg ? errmsg : "no id returned");
-        finish_ready(sb, err == RB_OK ? RB_EIO : (err == RB_ENOTFOUND ? RB_EUNAVAILABLE : err), msg);
+            snprintf(msg, sizeof(msg), "cannot create the sandbox container: %s", errmsg);
+        finish_ready(sb, err == RB_ENOTFOUND ? RB_EUNAVAILABLE : err, msg);
         return;
     }
     session *s = sb->s;
@@ -385,60 +380,92 @@ static void created_cb(void *data, rb_err err, const char *errmsg, int status, j
         session_persist(s); /* so a crash from here on finds the container by its session */
     }
     sb->state = SB_STARTING;
-    if (docker_container_start(sb->c->dk, id, started_cb, sb, msg) != RB_OK) {
+    if (backend_start(sb->c->be, id, started_cb, sb, msg) != RB_OK) {
         finish_ready(sb, RB_EUNAVAILABLE, msg);
         return;
     }
     sb->inflight++;
 }
 
-/* The container of a sandbox: owner is the session id, or "pool" for a warm pool entry
- * (labels cannot change after creation: a claimed pool container is found by its id).
- * s gives the session's sandbox limits; NULL means the server's defaults (pool). The defaults
- * are the hardening of issue 4: no network, read-only root, non-root user (from the image),
- * all capabilities dropped, no-new-privileges, an init, pids/memory/CPU/open-file/file-size
- * limits, and size-limited tmpfs /workspace and /tmp. tmpfs pages are charged to the
- * container's memory cgroup, so their sizes are added to the memory limit: full disks never
- * starve the interpreter of the memory the session asked for. */
-static json_t *container_config(rb_core *c, const char *owner, const char *language, int64_t memory_bytes,
-                                double cpus, json_t *env_vars, const session *s)
+/* The sandbox of a session: owner is the session id, or "pool" for a warm pool entry (labels
+ * cannot change after creation: a claimed pool container is found by its id). s gives the
+ * session's sandbox limits; NULL means the server's defaults (pool). The defaults are the
+ * hardening of issue 4: no network, read-only root, non-root user (from the image), all
+ * capabilities dropped, no-new-privileges, an init, pids/memory/CPU/open-file/file-size limits,
+ * and size-limited memory-backed /workspace and /tmp. Their pages are charged to the sandbox's
+ * memory, so their sizes are added to the memory limit: full disks never starve the interpreter
+ * of the memory the session asked for. */
+typedef struct sandbox_spec {
+    backend_spec spec;
+    char **env; /* owned, like each string in it */
+    backend_label labels[3];
+    backend_mount tmp;
+    backend_ulimit ulimits[3];
+} sandbox_spec;
+
+static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, const char *language,
+                              int64_t memory_bytes, double cpus, json_t *env_vars, const session *s)
 {
+    static const char *const cap_drop[] = {"ALL", NULL};
+    static const char *const security_opt[] = {"no-new-privileges", NULL};
+    static const backend_label volume_labels[] = {{"runbox.managed", "1"}};
     const core_settings *cfg = c->cfg;
     int pids = s ? s->pids_limit : cfg->pids_limit;
     int64_t ws = s ? s->workspace_bytes : (int64_t)cfg->workspace_size;
     int64_t tmp = s ? s->tmp_bytes : (int64_t)cfg->tmp_size;
     int network = s ? s->network : 0;
-    json_t *env = json_array();
-    json_array_append_new(env, json_sprintf("RUNBOX_LANGUAGE=%s", language));
-    json_array_append_new(env, json_sprintf("RUNBOX_GRACE_MS=%d", cfg->grace_ms));
+    size_t n = 0;
+    ss->env = xcalloc(6 + json_object_size(env_vars), sizeof(*ss->env));
+    ss->env[n++] = xasprintf("RUNBOX_LANGUAGE=%s", language);
+    ss->env[n++] = xasprintf("RUNBOX_GRACE_MS=%d", cfg->grace_ms);
     /* packages installed for the session (deps.c), also for Python subprocesses of user code */
-    json_array_append_new(env, json_string("PYTHONPATH=/workspace/.runbox/site-packages"));
-    json_array_append_new(env, json_string("RUNBOX_SANDBOX=1")); /* the runner may clean up stray processes */
-    json_array_append_new(env, json_sprintf("RUNBOX_MEMORY_MB=%lld", (long long)(memory_bytes / (1024 * 1024))));
+    ss->env[n++] = xstrdup("PYTHONPATH=/workspace/.runbox/site-packages");
+    ss->env[n++] = xstrdup("RUNBOX_SANDBOX=1"); /* the runner may clean up stray processes */
+    ss->env[n++] = xasprintf("RUNBOX_MEMORY_MB=%lld", (long long)(memory_bytes / (1024 * 1024)));
     /* HOME, MPLBACKEND, MPLCONFIGDIR and the rest come from the image (docker/build-images). */
     const char *k;
     json_t *v;
     json_object_foreach(env_vars, k, v)
-        json_array_append_new(env, json_sprintf("%s=%s", k, json_string_value(v)));
+        ss->env[n++] = xasprintf("%s=%s", k, json_string_value(v));
 
-    json_int_t total = (json_int_t)(memory_bytes + ws + tmp);
-    json_t *hc = json_pack(
-        "{s:s, s:I, s:I, s:I, s:I, s:b, s:[s], s:[s], s:{s:o, s:o}, s:b, s:{s:s}, "
-        "s:[{s:s, s:I, s:I}, {s:s, s:I, s:I}, {s:s, s:i, s:i}]}",
-        "NetworkMode", network ? cfg->egress_network : "none", "Memory", total, "MemorySwap", total, "NanoCpus",
-        (json_int_t)(cpus * 1e9), "PidsLimit", (json_int_t)pids, "ReadonlyRootfs", 1, "CapDrop", "ALL", "SecurityOpt",
-        "no-new-privileges", "Tmpfs", "/tmp", json_sprintf("rw,nosuid,nodev,size=%lld", (long long)tmp), "/workspace",
-        json_sprintf("rw,nosuid,nodev,size=%lld,uid=1000,gid=1000,mode=0755", (long long)ws), "Init", 1,
-        "LogConfig", "Type", "none", "Ulimits", "Name", "nofile", "Soft", (json_int_t)cfg->open_files, "Hard",
-        (json_int_t)cfg->open_files, "Name", "fsize", "Soft", (json_int_t)cfg->file_size, "Hard",
-        (json_int_t)cfg->file_size, "Name", "core", "Soft", 0, "Hard", 0);
-    files_workspace_mount(hc); /* /workspace as a volume the archive API can reach (files.c) */
-    json_t *conf = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:b, s:b, s:b, s:b, s:b, s:b, s:s, s:b, s:o}", "Image",
-                             cfg->image, "Env", env, "Labels", "runbox.session", owner, "runbox.instance", c->instance,
-                             "runbox.managed", "1", "AttachStdin", 1, "AttachStdout", 1, "AttachStderr", 1,
-                             "OpenStdin", 1, "StdinOnce", 0, "Tty", 0, "WorkingDir", "/workspace",
-                             "NetworkDisabled", !network, "HostConfig", hc);
-    return conf;
+    ss->labels[0] = (backend_label){"runbox.session", owner};
+    ss->labels[1] = (backend_label){"runbox.instance", c->instance};
+    ss->labels[2] = (backend_label){"runbox.managed", "1"};
+    ss->tmp = (backend_mount){"/tmp", tmp, -1, -1, -1};
+    ss->ulimits[0] = (backend_ulimit){"nofile", (int64_t)cfg->open_files, (int64_t)cfg->open_files};
+    ss->ulimits[1] = (backend_ulimit){"fsize", (int64_t)cfg->file_size, (int64_t)cfg->file_size};
+    ss->ulimits[2] = (backend_ulimit){"core", 0, 0};
+    ss->spec = (backend_spec){
+        .image = cfg->image,
+        .env = (const char *const *)ss->env,
+        .working_dir = "/workspace",
+        .labels = ss->labels,
+        .n_labels = 3,
+        .memory = memory_bytes + ws + tmp,
+        .nano_cpus = (int64_t)(cpus * 1e9),
+        .pids_limit = pids,
+        .readonly_root = 1,
+        .tmpfs = &ss->tmp,
+        .n_tmpfs = 1,
+        /* the files API reaches /workspace (files.c) */
+        .workspace = {"/workspace", ws, 1000, 1000, 0755},
+        .workspace_labels = volume_labels,
+        .n_workspace_labels = 1,
+        .ulimits = ss->ulimits,
+        .n_ulimits = 3,
+        .cap_drop = cap_drop,
+        .security_opt = security_opt,
+        .init = 1,
+        .network = network ? cfg->egress_network : NULL,
+        .log_driver = "none",
+    };
+}
+
+static void sandbox_spec_dispose(sandbox_spec *ss)
+{
+    for (size_t i = 0; ss->env[i] != NULL; i++)
+        free(ss->env[i]);
+    free(ss->env);
 }
 
 static sandbox *sandbox_alloc(rb_core *c, session *s, sandbox_ready_cb cb)
@@ -452,13 +479,13 @@ static sandbox *sandbox_alloc(rb_core *c, session *s, sandbox_ready_cb cb)
     return sb;
 }
 
-/* Starts creating sb's container name from conf (stolen). On a synchronous failure sb is
+/* Starts creating sb's container name from ss (disposed here). On a synchronous failure sb is
  * released (the caller must not touch it) and the error returned. */
-static rb_err create_container(sandbox *sb, const char *name, json_t *conf, char *err)
+static rb_err create_container(sandbox *sb, const char *name, sandbox_spec *ss, char *err)
 {
     sb->state = SB_CREATING;
-    rb_err e = docker_container_create(sb->c->dk, name, conf, created_cb, sb, err);
-    json_decref(conf);
+    rb_err e = backend_create(sb->c->be, name, &ss->spec, created_cb, sb, err);
+    sandbox_spec_dispose(ss);
     if (e != RB_OK) {
         sb->state = SB_CLOSED;
         release(sb);
@@ -471,11 +498,12 @@ static rb_err create_container(sandbox *sb, const char *name, json_t *conf, char
 rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
 {
     sandbox *sb = sandbox_alloc(s->core, s, cb);
-    json_t *conf = container_config(s->core, s->id, s->language, s->memory_bytes, s->cpus,
-                                    json_object_get(s->options, "environment_variables"), s);
+    sandbox_spec ss;
+    sandbox_spec_init(&ss, s->core, s->id, s->language, s->memory_bytes, s->cpus,
+                      json_object_get(s->options, "environment_variables"), s);
     char name[64];
     snprintf(name, sizeof(name), "runbox-%s", s->id);
-    rb_err e = create_container(sb, name, conf, err);
+    rb_err e = create_container(sb, name, &ss, err);
     if (e != RB_OK)
         return e;
     s->sb = sb;
@@ -504,11 +532,12 @@ rb_err sandbox_create_pooled(rb_core *c, const char *language, sandbox_pool_cb c
     sandbox *sb = sandbox_alloc(c, NULL, NULL);
     sb->pool_cb = cb;
     sb->pool_data = data;
-    json_t *conf = container_config(c, "pool", language, core_default_memory(c), c->cfg->cpus, NULL, NULL);
+    sandbox_spec ss;
+    sandbox_spec_init(&ss, c, "pool", language, core_default_memory(c), c->cfg->cpus, NULL, NULL);
     char name[64], rnd[RB_ID_LEN];
     rb_random_id("", rnd, sizeof(rnd));
     snprintf(name, sizeof(name), "runbox-pool-%.16s", rnd);
-    rb_err e = create_container(sb, name, conf, err);
+    rb_err e = create_container(sb, name, &ss, err);
     if (e != RB_OK)
         return e;
     *out = sb;
@@ -582,12 +611,12 @@ void sandbox_close(sandbox *sb, int remove)
     sb->ex = NULL;
     sb->ready_cb = NULL;
     if (sb->att != NULL) {
-        /* After docker_attach_close no callback runs, so a pending on_open never comes. */
+        /* After backend_attach_close no callback runs, so a pending on_open never comes. */
         if (sb->opening) {
             sb->opening = 0;
             sb->inflight--;
         }
-        docker_attach_close(sb->att);
+        backend_attach_close(sb->c->be, sb->att);
         sb->att = NULL;
     }
     if (remove && sb->container_id != NULL)

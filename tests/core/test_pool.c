@@ -3,7 +3,8 @@
  * and a real SQLite file: claiming a warm sandbox, refilling, the cold path for non-default
  * options, never handing out a dead or unresponsive sandbox, removal on core_stop, removal of
  * leftovers after a crash, and sessions on claimed containers surviving a restart.
- * White-box where it must be: core/internal.h gives the instance id that labels containers.
+ * White-box where it must be: core/internal.h gives the instance id that labels containers, and
+ * the Docker client (docker/) looks at and spoils containers behind core's back.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "core/core.h"
 #include "core/internal.h"
+#include "docker/docker.h"
 #include "support_core.h"
 
 static void setup(void)

@@ -1,0 +1,93 @@
+/*
+ * backend.c: the calls of core/backend.h, each passed on to the implementation's ops. Holds no
+ * state and no engine knowledge of its own; the contracts are in backend.h.
+ */
+#include <assert.h>
+#include <stdlib.h>
+
+#include "core/backend.h"
+
+backend *backend_new(const backend_ops *ops, void *self)
+{
+    backend *b = xmalloc(sizeof(*b));
+    b->ops = ops;
+    b->self = self;
+    return b;
+}
+
+void backend_free(backend *b)
+{
+    if (b == NULL)
+        return;
+    b->ops->free(b->self);
+    free(b);
+}
+
+rb_err backend_ping(backend *b, backend_ping_cb cb, void *data, char *err)
+{
+    assert(cb != NULL);
+    return b->ops->ping(b->self, cb, data, err);
+}
+
+rb_err backend_create(backend *b, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
+                      char *err)
+{
+    assert(spec != NULL && spec->image != NULL && cb != NULL);
+    return b->ops->create(b->self, name, spec, cb, data, err);
+}
+
+rb_err backend_start(backend *b, const char *id, backend_cb cb, void *data, char *err)
+{
+    assert(cb != NULL);
+    return b->ops->start(b->self, id, cb, data, err);
+}
+
+rb_err backend_remove(backend *b, const char *id, backend_cb cb, void *data, char *err)
+{
+    assert(cb != NULL);
+    return b->ops->remove(b->self, id, cb, data, err);
+}
+
+rb_err backend_list(backend *b, const char *label, backend_list_cb cb, void *data, char *err)
+{
+    assert(label != NULL && cb != NULL);
+    return b->ops->list(b->self, label, cb, data, err);
+}
+
+rb_err backend_attach_open(backend *b, const char *id, const backend_attach_cbs *cbs, void *data,
+                           backend_attach **out, char *err)
+{
+    assert(cbs != NULL && out != NULL);
+    return b->ops->attach_open(b->self, id, cbs, data, out, err);
+}
+
+rb_err backend_attach_write(backend *b, backend_attach *a, const char *buf, size_t len, char *err)
+{
+    return b->ops->attach_write(b->self, a, buf, len, err);
+}
+
+void backend_attach_close(backend *b, backend_attach *a)
+{
+    b->ops->attach_close(b->self, a);
+}
+
+rb_err backend_exec(backend *b, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
+                    char *err)
+{
+    assert(spec != NULL && spec->argv != NULL && spec->argv[0] != NULL && cb != NULL);
+    return b->ops->exec(b->self, id, spec, cb, data, err);
+}
+
+rb_err backend_archive_put(backend *b, const char *id, const char *dir, const void *tar, size_t len, backend_cb cb,
+                           void *data, char *err)
+{
+    assert(cb != NULL);
+    return b->ops->archive_put(b->self, id, dir, tar, len, cb, data, err);
+}
+
+rb_err backend_archive_get(backend *b, const char *id, const char *path, size_t max, backend_bytes_cb cb,
+                           void *data, char *err)
+{
+    assert(cb != NULL);
+    return b->ops->archive_get(b->self, id, path, max, cb, data, err);
+}

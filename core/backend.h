@@ -1,0 +1,242 @@
+/*
+ * backend: the one narrow interface through which core/ drives sandboxes. A backend creates
+ * and starts a sandbox from a backend_spec, attaches to its runner (a byte stream both ways),
+ * runs a command in it and collects the output and exit code, copies tar archives in and out,
+ * removes it, lists sandboxes by label and tells whether its engine is healthy. It is a struct
+ * of function pointers (backend_ops) plus an opaque instance, behind the backend_* functions
+ * below; core/ calls nothing else to reach a sandbox engine. It is not a client of any engine:
+ * each implementation is an adapter file in core/ over a client folder of its own (the Docker
+ * one is core/backend_docker.c over docker/, the only file in core/ that includes docker/),
+ * and it holds no runbox policy: what a sandbox looks like (limits, labels, hardening) is
+ * decided by core/sandbox.c and handed over in the spec.
+ *
+ * Adding a backend (several Docker hosts, Kubernetes): a client folder, one adapter file that
+ * fills a backend_ops and returns backend_new(&ops, instance) from its constructor, and a
+ * registration: a daemon builds it and hands it to core_new_with_backend (core/core.h), which
+ * takes ownership. core_new uses the Docker backend on cfg->docker_socket
+ * (backend_docker_new, core/backend_docker.h).
+ *
+ * Async contract (libuv style), for every function that takes a callback: a call that fails
+ * synchronously returns the error (text in err[RB_ERR_LEN], may be NULL) and never calls its
+ * callback; one that starts returns RB_OK and calls its callback exactly once, later, on the
+ * loop, with RB_ECANCELED if the backend was freed first. Errors in callbacks come with errmsg,
+ * the engine's own words (borrowed, valid during the call). Common codes: RB_EUNAVAILABLE (the
+ * engine is unreachable), RB_ENOTFOUND (no such sandbox or image), RB_ECONFLICT (the sandbox
+ * is in the wrong state), RB_EIO (the engine failed or answered nonsense), RB_ETOOBIG (an
+ * answer exceeded its cap). Strings and buffers passed in are borrowed for the call only
+ * (copied if kept); whatever a callback receives is borrowed for that call only.
+ */
+#ifndef RB_CORE_BACKEND_H
+#define RB_CORE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "base/base.h"
+
+typedef struct backend backend;
+/** An open attach stream (backend_attach_open); opaque, owned by the backend. */
+typedef struct backend_attach backend_attach;
+
+/* ---- the sandbox spec --------------------------------------------------------------------- */
+
+/** A label on a sandbox or volume. */
+typedef struct backend_label {
+    const char *key, *value;
+} backend_label;
+
+/** A memory-backed file system mounted rw, nosuid, nodev at path, of at most size bytes, its
+ * root owned by uid:gid (-1: the engine's default) with permission bits mode (-1: default). */
+typedef struct backend_mount {
+    const char *path;
+    int64_t size;
+    int uid, gid, mode;
+} backend_mount;
+
+/** A resource limit (setrlimit name without RLIMIT_, lower case: "nofile", "fsize", "core"). */
+typedef struct backend_ulimit {
+    const char *name;
+    int64_t soft, hard;
+} backend_ulimit;
+
+/**
+ * What to run. Every sandbox has its standard input open and no terminal, so that it can be
+ * attached (backend_attach_open). Lists of strings end with NULL; NULL members mean "not set"
+ * (the image's or engine's default) unless said otherwise. All of it is borrowed by
+ * backend_create for the call only.
+ */
+typedef struct backend_spec {
+    const char *image;
+    const char *const *cmd;         /* argv; NULL: the image's entry point */
+    const char *user;               /* "uid" or "uid:gid"; NULL: the image's user */
+    const char *const *env;         /* "NAME=value" */
+    const char *working_dir;
+    const backend_label *labels;    /* n_labels of them; how backend_list finds sandboxes */
+    size_t n_labels;
+    int64_t memory;                 /* bytes of memory (0: no limit) ... */
+    int64_t swap;                   /* ... plus bytes of swap on top of it (0: none) */
+    int64_t nano_cpus;              /* CPU time in billionths of a CPU (0: no limit) */
+    int64_t pids_limit;             /* processes and threads (0: no limit) */
+    int readonly_root;              /* the image's file system is read-only */
+    const backend_mount *tmpfs;     /* n_tmpfs scratch mounts, gone with the sandbox */
+    size_t n_tmpfs;
+    /* The workspace: a memory-backed mount (path NULL: none) that, unlike tmpfs, the archive
+     * calls reach while the sandbox runs, and writable even with readonly_root; removed with
+     * the sandbox. Its volume (if the engine makes one) carries workspace_labels. */
+    backend_mount workspace;
+    const backend_label *workspace_labels;
+    size_t n_workspace_labels;
+    const backend_ulimit *ulimits;  /* n_ulimits of them */
+    size_t n_ulimits;
+    const char *const *cap_drop;    /* capabilities removed ("ALL") */
+    const char *const *cap_add;     /* capabilities added back after cap_drop */
+    const char *const *security_opt;/* engine security options ("no-new-privileges") */
+    int init;                       /* an init process reaps zombies and forwards signals */
+    const char *network;            /* NULL: no network at all; else the network to join */
+    const char *log_driver;         /* what happens to the sandbox's output besides attach
+                                       ("none": nothing kept); NULL: the engine's default */
+} backend_spec;
+
+/* ---- callbacks ---------------------------------------------------------------------------- */
+
+/** Completion of a call that answers nothing but success or failure. */
+typedef void (*backend_cb)(void *data, rb_err err, const char *errmsg);
+/** Completion of backend_create: on success id names the new sandbox (borrowed). */
+typedef void (*backend_create_cb)(void *data, rb_err err, const char *errmsg, const char *id);
+/** Completion of backend_ping: on success version is the engine API version in use ("1.41"). */
+typedef void (*backend_ping_cb)(void *data, rb_err err, const char *errmsg, const char *version);
+/** Completion of backend_archive_get: on success bytes[0..len) is the tar (never NULL). */
+typedef void (*backend_bytes_cb)(void *data, rb_err err, const char *errmsg, const char *bytes, size_t len);
+
+/** One sandbox found by backend_list. */
+typedef struct backend_sandbox_info {
+    const char *id;
+    const char *state;  /* "running" when it runs; other words (engine-specific) otherwise; may be NULL */
+    json_t *labels;     /* object of label -> string (may be NULL) */
+} backend_sandbox_info;
+/** Completion of backend_list: on success items[0..n) (n may be 0). */
+typedef void (*backend_list_cb)(void *data, rb_err err, const char *errmsg, const backend_sandbox_info *items,
+                                size_t n);
+
+/** A command for backend_exec. */
+typedef struct backend_exec_spec {
+    const char *const *argv;   /* argv[0] is looked up on the sandbox's PATH; ends with NULL */
+    const char *user;          /* NULL: the sandbox's user */
+    const char *working_dir;   /* NULL: the sandbox's */
+    size_t max_output;         /* cap on the output, both streams together (0: 8 MiB) */
+    long timeout_ms;           /* 0: none */
+} backend_exec_spec;
+/** What a finished command left: its exit code (-1 if the engine did not say) and its output,
+ * separated by stream (each NUL-terminated after its length). */
+typedef struct backend_exec_result {
+    int exit_code;
+    const char *out, *err;
+    size_t out_len, err_len;
+} backend_exec_result;
+/** Completion of backend_exec: on success r is the result; on failure r is NULL. */
+typedef void (*backend_exec_cb)(void *data, rb_err err, const char *errmsg, const backend_exec_result *r);
+
+/** The callbacks of an attach stream (copied by backend_attach_open). */
+typedef struct backend_attach_cbs {
+    /** Once: RB_OK when the stream is open (writes are accepted from then on), or the error
+     * (then on_close does not run and the handle is gone). */
+    void (*on_open)(void *data, rb_err err, const char *errmsg);
+    /** Zero or more times after a successful open: stream is 1 (stdout) or 2 (stderr); buf is
+     * valid only during the call. */
+    void (*on_data)(void *data, int stream, const char *buf, size_t len);
+    /** Once after a successful open, when the stream ends (RB_OK for end of stream, else the
+     * error), unless backend_attach_close was called first. */
+    void (*on_close)(void *data, rb_err err, const char *errmsg);
+} backend_attach_cbs;
+
+/* ---- implementing a backend --------------------------------------------------------------- */
+
+/** What an implementation provides: each member implements the backend_* function of the same
+ * name, with its contract, on the instance self. */
+typedef struct backend_ops {
+    const char *name; /* "docker" */
+    void (*free)(void *self);
+    rb_err (*ping)(void *self, backend_ping_cb cb, void *data, char *err);
+    rb_err (*create)(void *self, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
+                     char *err);
+    rb_err (*start)(void *self, const char *id, backend_cb cb, void *data, char *err);
+    rb_err (*remove)(void *self, const char *id, backend_cb cb, void *data, char *err);
+    rb_err (*list)(void *self, const char *label, backend_list_cb cb, void *data, char *err);
+    rb_err (*attach_open)(void *self, const char *id, const backend_attach_cbs *cbs, void *data,
+                          backend_attach **out, char *err);
+    rb_err (*attach_write)(void *self, backend_attach *a, const char *buf, size_t len, char *err);
+    void (*attach_close)(void *self, backend_attach *a);
+    rb_err (*exec)(void *self, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
+                   char *err);
+    rb_err (*archive_put)(void *self, const char *id, const char *dir, const void *tar, size_t len, backend_cb cb,
+                          void *data, char *err);
+    rb_err (*archive_get)(void *self, const char *id, const char *path, size_t max, backend_bytes_cb cb, void *data,
+                          char *err);
+} backend_ops;
+
+/** A backend: an implementation's ops and its instance. Read-only after backend_new. */
+struct backend {
+    const backend_ops *ops;
+    void *self;
+};
+
+/** For implementations: wraps ops (static, borrowed for the backend's lifetime) and the
+ * instance self (owned: ops->free releases it in backend_free). Never fails. */
+backend *backend_new(const backend_ops *ops, void *self);
+
+/* ---- what core calls ---------------------------------------------------------------------- */
+
+/** Cancels every call in flight (their callbacks run with RB_ECANCELED, before this returns or
+ * on the next loop turn), closes attach streams without callbacks and releases the backend.
+ * Handles finish closing on the loop: run it until it has no active handles before closing
+ * it. Sandboxes are left as they are. Accepts NULL. */
+void backend_free(backend *b);
+
+/** Asks the engine whether it is healthy; cb gets the API version in use. */
+rb_err backend_ping(backend *b, backend_ping_cb cb, void *data, char *err);
+
+/** Creates (does not start) a sandbox named name (unique; letters, digits, '-', '_', '.')
+ * from spec. RB_ENOTFOUND: spec->image does not exist; RB_ECONFLICT: the name is taken. cb's id
+ * names it in every later call; from then on it exists until backend_remove, so the caller
+ * records the id before starting it. */
+rb_err backend_create(backend *b, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
+                      char *err);
+/** Starts a created sandbox: its command runs when cb reports RB_OK. */
+rb_err backend_start(backend *b, const char *id, backend_cb cb, void *data, char *err);
+/** Stops and removes a sandbox with its workspace, whatever its state. RB_ENOTFOUND when it
+ * no longer exists. */
+rb_err backend_remove(backend *b, const char *id, backend_cb cb, void *data, char *err);
+/** Lists the sandboxes, running or not, that carry label: "key" (any value) or "key=value". */
+rb_err backend_list(backend *b, const char *label, backend_list_cb cb, void *data, char *err);
+
+/** Opens a stream to a running sandbox's command: what backend_attach_write sends is its
+ * standard input; its standard output and error arrive through cbs->on_data. *out is valid
+ * until on_open reports an error, on_close runs, or backend_attach_close is called. The
+ * callbacks follow backend_attach_cbs rather than the one-callback contract above. */
+rb_err backend_attach_open(backend *b, const char *id, const backend_attach_cbs *cbs, void *data,
+                           backend_attach **out, char *err);
+/** Queues len bytes (copied) for the sandbox's standard input. RB_ECONFLICT if the stream is not
+ * open or has ended; RB_ETOOBIG if too much is already queued (64 MiB for Docker). */
+rb_err backend_attach_write(backend *b, backend_attach *a, const char *buf, size_t len, char *err);
+/** Closes a stream: no callback of it runs after this returns; memory is released on the loop. */
+void backend_attach_close(backend *b, backend_attach *a);
+
+/** Runs a command in a running sandbox and waits for it to exit; cb gets its exit code and
+ * output (RB_ETOOBIG beyond spec->max_output, RB_ETIMEDOUT after spec->timeout_ms).
+ * RB_ECONFLICT: the sandbox is not running (stopped or gone). */
+rb_err backend_exec(backend *b, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
+                    char *err);
+
+/** Unpacks the tar tar[0..len) (copied) into the folder dir of a running sandbox, which must
+ * exist and lie in its workspace (tmpfs mounts are out of reach). Paths are absolute, at most
+ * 4096 bytes. */
+rb_err backend_archive_put(backend *b, const char *id, const char *dir, const void *tar, size_t len, backend_cb cb,
+                           void *data, char *err);
+/** Packs path (a file, or a folder with everything under it, named by its last component) of
+ * a running sandbox into a tar of at most max bytes (RB_ETOOBIG beyond). RB_ENOTFOUND when path
+ * does not exist. */
+rb_err backend_archive_get(backend *b, const char *id, const char *path, size_t max, backend_bytes_cb cb,
+                           void *data, char *err);
+
+#endif

@@ -1,0 +1,426 @@
+/*
+ * backend_docker.c: the sandbox backend (core/backend.h) on one Docker Engine. It turns a
+ * backend_spec into the Engine API container configuration, runs a command as exec create +
+ * start + inspect with Docker's 8-byte stream frames demultiplexed here, and passes the other
+ * calls to the client in docker/ with their callbacks translated. The only file in core/ that
+ * includes docker/docker.h. It decides nothing about sandboxes: limits, labels and hardening
+ * come in the spec (core/sandbox.c).
+ *
+ * The workspace is a tmpfs-backed anonymous volume rather than a tmpfs mount because the
+ * archive API sees a running container's volumes but not its tmpfs mounts, and refuses writes
+ * elsewhere on a read-only root; the local driver mounts a tmpfs with the same options, and the
+ * volume goes with its container (DELETE ?v=1).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend_docker.h"
+#include "docker/docker.h"
+
+#define EXEC_OUTPUT_MAX_DEFAULT (8u * 1024 * 1024)
+
+/* ---- spec -> Engine API JSON ---------------------------------------------------------------- */
+
+static json_t *string_list(const char *const *list)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; list != NULL && list[i] != NULL; i++)
+        json_array_append_new(a, json_string(list[i]));
+    return a;
+}
+
+/* obj[key] = the list, unless list is NULL (not set). */
+static void set_list(json_t *obj, const char *key, const char *const *list)
+{
+    if (list != NULL)
+        json_object_set_new(obj, key, string_list(list));
+}
+
+static json_t *label_object(const backend_label *labels, size_t n)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, labels[i].key, json_string(labels[i].value));
+    return o;
+}
+
+/* Docker's mount options for a memory-backed mount: "rw,nosuid,nodev,size=N[,uid=U][,gid=G][,mode=M]". */
+static json_t *mount_options(const backend_mount *m)
+{
+    char uid[24] = "", gid[24] = "", mode[24] = "";
+    if (m->uid >= 0)
+        snprintf(uid, sizeof(uid), ",uid=%d", m->uid);
+    if (m->gid >= 0)
+        snprintf(gid, sizeof(gid), ",gid=%d", m->gid);
+    if (m->mode >= 0)
+        snprintf(mode, sizeof(mode), ",mode=%04o", (unsigned)m->mode);
+    return json_sprintf("rw,nosuid,nodev,size=%lld%s%s%s", (long long)m->size, uid, gid, mode);
+}
+
+static json_t *host_config(const backend_spec *sp)
+{
+    json_t *hc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:b, s:b}", "NetworkMode", sp->network ? sp->network : "none",
+                           "Memory", (json_int_t)sp->memory, "MemorySwap", (json_int_t)(sp->memory + sp->swap),
+                           "NanoCpus", (json_int_t)sp->nano_cpus, "PidsLimit", (json_int_t)sp->pids_limit,
+                           "ReadonlyRootfs", sp->readonly_root != 0, "Init", sp->init != 0);
+    set_list(hc, "CapDrop", sp->cap_drop);
+    set_list(hc, "CapAdd", sp->cap_add);
+    set_list(hc, "SecurityOpt", sp->security_opt);
+    if (sp->n_tmpfs > 0) {
+        json_t *tmpfs = json_object();
+        for (size_t i = 0; i < sp->n_tmpfs; i++)
+            json_object_set_new(tmpfs, sp->tmpfs[i].path, mount_options(&sp->tmpfs[i]));
+        json_object_set_new(hc, "Tmpfs", tmpfs);
+    }
+    if (sp->workspace.path != NULL)
+        json_object_set_new(hc, "Mounts",
+                            json_pack("[{s:s, s:s, s:{s:o, s:{s:s, s:{s:s, s:s, s:o}}}}]", "Type", "volume", "Target",
+                                      sp->workspace.path, "VolumeOptions", "Labels",
+                                      label_object(sp->workspace_labels, sp->n_workspace_labels), "DriverConfig",
+                                      "Name", "local", "Options", "type", "tmpfs", "device", "tmpfs", "o",
+                                      mount_options(&sp->workspace)));
+    if (sp->log_driver != NULL)
+        json_object_set_new(hc, "LogConfig", json_pack("{s:s}", "Type", sp->log_driver));
+    if (sp->n_ulimits > 0) {
+        json_t *ul = json_array();
+        for (size_t i = 0; i < sp->n_ulimits; i++)
+            json_array_append_new(ul, json_pack("{s:s, s:I, s:I}", "Name", sp->ulimits[i].name, "Soft",
+                                                (json_int_t)sp->ulimits[i].soft, "Hard",
+                                                (json_int_t)sp->ulimits[i].hard));
+        json_object_set_new(hc, "Ulimits", ul);
+    }
+    return hc;
+}
+
+json_t *backend_docker__container_config(const backend_spec *sp)
+{
+    /* Attachable (backend_attach_open): stdin open, no TTY, so output arrives in frames. */
+    json_t *conf = json_pack("{s:s, s:o, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:o}", "Image", sp->image, "Labels",
+                             label_object(sp->labels, sp->n_labels), "AttachStdin", 1, "AttachStdout", 1,
+                             "AttachStderr", 1, "OpenStdin", 1, "StdinOnce", 0, "Tty", 0, "NetworkDisabled",
+                             sp->network == NULL, "HostConfig", host_config(sp));
+    set_list(conf, "Cmd", sp->cmd);
+    set_list(conf, "Env", sp->env);
+    if (sp->user != NULL)
+        json_object_set_new(conf, "User", json_string(sp->user));
+    if (sp->working_dir != NULL)
+        json_object_set_new(conf, "WorkingDir", json_string(sp->working_dir));
+    return conf;
+}
+
+/* ---- calls with their callbacks translated --------------------------------------------------- */
+
+/* One call in flight: the caller's callback (the member its kind uses) and data. */
+typedef struct call {
+    backend_cb done;
+    backend_create_cb created;
+    backend_ping_cb ping;
+    backend_bytes_cb bytes;
+    backend_list_cb list;
+    void *data;
+    docker *d;
+} call;
+
+static call *call_new(docker *d, void *data)
+{
+    call *c = xcalloc(1, sizeof(*c));
+    c->d = d;
+    c->data = data;
+    return c;
+}
+
+/* What every call does with the client's answer to starting it: on a synchronous failure the
+ * client will not call back, so the call is dropped. */
+static rb_err call_started(call *c, rb_err e)
+{
+    if (e != RB_OK)
+        free(c);
+    return e;
+}
+
+static void done_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    (void)status;
+    (void)body;
+    c->done(c->data, err, errmsg);
+    free(c);
+}
+
+/* A raw answer: the tar of archive_get, or nothing worth passing on (archive_put). */
+static void raw_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
+{
+    call *c = data;
+    (void)status;
+    if (c->bytes != NULL)
+        c->bytes(c->data, err, errmsg, err == RB_OK ? body : NULL, err == RB_OK ? len : 0);
+    else
+        c->done(c->data, err, errmsg);
+    free(c);
+}
+
+static void created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    (void)status;
+    const char *id = err == RB_OK ? json_string_value(json_object_get(body, "Id")) : NULL;
+    if (err == RB_OK && id == NULL)
+        c->created(c->data, RB_EIO, "no id returned", NULL);
+    else
+        c->created(c->data, err, errmsg, id);
+    free(c);
+}
+
+static void pinged_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    (void)status;
+    (void)body;
+    c->ping(c->data, err, errmsg, err == RB_OK ? docker_api_version(c->d) : NULL);
+    free(c);
+}
+
+static void listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    (void)status;
+    backend_sandbox_info *items = NULL;
+    size_t n = 0;
+    if (err == RB_OK)
+        items = xcalloc(json_array_size(body) + 1, sizeof(*items));
+    /* containers without an id are skipped: nothing could be done with them */
+    for (size_t i = 0; err == RB_OK && i < json_array_size(body); i++) {
+        json_t *ct = json_array_get(body, i), *labels = json_object_get(ct, "Labels");
+        items[n] = (backend_sandbox_info){json_string_value(json_object_get(ct, "Id")),
+                                          json_string_value(json_object_get(ct, "State")),
+                                          json_is_object(labels) ? labels : NULL};
+        n += items[n].id != NULL;
+    }
+    c->list(c->data, err, errmsg, items, n);
+    free(items);
+    free(c);
+}
+
+static rb_err d_ping(void *self, backend_ping_cb cb, void *data, char *err)
+{
+    call *c = call_new(self, data);
+    c->ping = cb;
+    return call_started(c, docker_ping_version(self, pinged_cb, c, err));
+}
+
+static rb_err d_create(void *self, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
+                       char *err)
+{
+    call *c = call_new(self, data);
+    c->created = cb;
+    json_t *conf = backend_docker__container_config(spec);
+    rb_err e = docker_container_create(self, name, conf, created_cb, c, err);
+    json_decref(conf);
+    return call_started(c, e);
+}
+
+static rb_err d_start(void *self, const char *id, backend_cb cb, void *data, char *err)
+{
+    call *c = call_new(self, data);
+    c->done = cb;
+    return call_started(c, docker_container_start(self, id, done_cb, c, err));
+}
+
+static rb_err d_remove(void *self, const char *id, backend_cb cb, void *data, char *err)
+{
+    call *c = call_new(self, data);
+    c->done = cb;
+    return call_started(c, docker_container_remove(self, id, done_cb, c, err));
+}
+
+static rb_err d_list(void *self, const char *label, backend_list_cb cb, void *data, char *err)
+{
+    call *c = call_new(self, data);
+    c->list = cb;
+    return call_started(c, docker_container_list(self, label, listed_cb, c, err));
+}
+
+static rb_err d_archive_put(void *self, const char *id, const char *dir, const void *tar, size_t len, backend_cb cb,
+                            void *data, char *err)
+{
+    call *c = call_new(self, data);
+    c->done = cb;
+    return call_started(c, docker_archive_put(self, id, dir, tar, len, raw_cb, c, err));
+}
+
+static rb_err d_archive_get(void *self, const char *id, const char *path, size_t max, backend_bytes_cb cb,
+                            void *data, char *err)
+{
+    call *c = call_new(self, data);
+    c->bytes = cb;
+    return call_started(c, docker_archive_get(self, id, path, max, raw_cb, c, err));
+}
+
+/* ---- attach: the client's stream, with the same callbacks ------------------------------------ */
+
+static rb_err d_attach_open(void *self, const char *id, const backend_attach_cbs *cbs, void *data,
+                            backend_attach **out, char *err)
+{
+    docker_attach_cbs dcbs = {cbs->on_open, cbs->on_data, cbs->on_close};
+    docker_attach *a = NULL;
+    rb_err e = docker_attach_start(self, id, &dcbs, data, &a, err);
+    if (e == RB_OK)
+        *out = (backend_attach *)a;
+    return e;
+}
+
+static rb_err d_attach_write(void *self, backend_attach *a, const char *buf, size_t len, char *err)
+{
+    (void)self;
+    return docker_attach_write((docker_attach *)a, buf, len, err);
+}
+
+static void d_attach_close(void *self, backend_attach *a)
+{
+    (void)self;
+    docker_attach_close((docker_attach *)a);
+}
+
+/* ---- exec: create, start (output in frames), inspect (exit code) ------------------------------ */
+
+typedef struct exec_op {
+    docker *d;
+    backend_exec_cb cb;
+    void *data;
+    size_t max;
+    long timeout_ms;
+    char id[80];
+    rb_buf out[3]; /* by stream: stdin (unused), stdout, stderr */
+} exec_op;
+
+static void exec_finish(exec_op *x, rb_err err, const char *errmsg, int exit_code)
+{
+    if (err == RB_OK) {
+        backend_exec_result r = {exit_code, x->out[1].data ? x->out[1].data : "",
+                                 x->out[2].data ? x->out[2].data : "", x->out[1].len, x->out[2].len};
+        x->cb(x->data, RB_OK, NULL, &r);
+    } else {
+        x->cb(x->data, err, errmsg, NULL);
+    }
+    for (int i = 0; i < 3; i++)
+        rb_buf_dispose(&x->out[i]);
+    free(x);
+}
+
+static void exec_demux_cb(void *data, int stream, const char *buf, size_t len)
+{
+    exec_op *x = data;
+    if (stream >= 0 && stream <= 2)
+        rb_buf_append(&x->out[stream], buf, len);
+}
+
+static void exec_inspected_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    char msg[RB_ERR_LEN] = "";
+    (void)status;
+    if (err != RB_OK)
+        snprintf(msg, sizeof(msg), "could not read its exit code: %s", errmsg);
+    json_t *code = json_object_get(body, "ExitCode"); /* body is NULL after an error */
+    exec_finish(data, err, msg, json_is_integer(code) ? (int)json_integer_value(code) : -1);
+}
+
+static void exec_started_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
+{
+    exec_op *x = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    if (err != RB_OK) {
+        exec_finish(x, err, errmsg, -1);
+        return;
+    }
+    docker_demux dm;
+    docker_demux_init(&dm);
+    if (docker_demux_feed(&dm, body, len, exec_demux_cb, x) != RB_OK) {
+        exec_finish(x, RB_EIO, "its output was malformed", -1);
+        return;
+    }
+    if (docker_exec_inspect(x->d, x->id, exec_inspected_cb, x, msg) != RB_OK)
+        exec_finish(x, RB_EIO, msg, -1);
+}
+
+static void exec_created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    exec_op *x = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    const char *id = json_string_value(json_object_get(body, "Id"));
+    if (err != RB_OK || id == NULL || strlen(id) >= sizeof(x->id)) {
+        /* a stopped container answers 409, a removed one 404: the sandbox is not running */
+        exec_finish(x, err == RB_ECONFLICT || err == RB_ENOTFOUND ? RB_ECONFLICT : (err != RB_OK ? err : RB_EIO),
+                    errmsg ? errmsg : "Docker returned no exec id", -1);
+        return;
+    }
+    snprintf(x->id, sizeof(x->id), "%s", id);
+    if (docker_exec_start(x->d, x->id, x->max, x->timeout_ms, exec_started_cb, x, msg) != RB_OK)
+        exec_finish(x, RB_EIO, msg, -1);
+}
+
+static rb_err d_exec(void *self, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
+                     char *err)
+{
+    exec_op *x = xcalloc(1, sizeof(*x));
+    x->d = self;
+    x->cb = cb;
+    x->data = data;
+    x->max = spec->max_output > 0 ? spec->max_output : EXEC_OUTPUT_MAX_DEFAULT;
+    x->timeout_ms = spec->timeout_ms;
+    for (int i = 0; i < 3; i++)
+        rb_buf_init(&x->out[i], x->max);
+    json_t *conf = json_pack("{s:o, s:b, s:b, s:b}", "Cmd", string_list(spec->argv), "AttachStdin", 0,
+                             "AttachStdout", 1, "AttachStderr", 1);
+    if (spec->user != NULL)
+        json_object_set_new(conf, "User", json_string(spec->user));
+    if (spec->working_dir != NULL)
+        json_object_set_new(conf, "WorkingDir", json_string(spec->working_dir));
+    rb_err e = docker_exec_create(self, id, conf, exec_created_cb, x, err);
+    json_decref(conf);
+    if (e != RB_OK) {
+        for (int i = 0; i < 3; i++)
+            rb_buf_dispose(&x->out[i]);
+        free(x);
+    }
+    return e;
+}
+
+/* ---- the backend -------------------------------------------------------------------------- */
+
+static void d_free(void *self)
+{
+    docker_free(self);
+}
+
+static const backend_ops docker_ops = {
+    .name = "docker",
+    .free = d_free,
+    .ping = d_ping,
+    .create = d_create,
+    .start = d_start,
+    .remove = d_remove,
+    .list = d_list,
+    .attach_open = d_attach_open,
+    .attach_write = d_attach_write,
+    .attach_close = d_attach_close,
+    .exec = d_exec,
+    .archive_put = d_archive_put,
+    .archive_get = d_archive_get,
+};
+
+rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, backend **out, char *err)
+{
+    docker *d;
+    rb_err e = docker_new(loop, socket_path, &d, err);
+    if (e != RB_OK)
+        return e;
+    *out = backend_new(&docker_ops, d);
+    return RB_OK;
+}
+
+struct docker *backend_docker_client(const backend *b)
+{
+    return b != NULL && b->ops == &docker_ops ? b->self : NULL;
+}
