@@ -71,6 +71,11 @@ void backend_attach_close(backend *b, backend_attach *a)
     b->ops->attach_close(b->self, a);
 }
 
+void backend_attach_pause(backend *b, backend_attach *a, int paused)
+{
+    b->ops->attach_pause(b->self, a, paused);
+}
+
 rb_err backend_exec(backend *b, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
                     char *err)
 {

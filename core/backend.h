@@ -167,6 +167,7 @@ typedef struct backend_ops {
                           backend_attach **out, char *err);
     rb_err (*attach_write)(void *self, backend_attach *a, const char *buf, size_t len, char *err);
     void (*attach_close)(void *self, backend_attach *a);
+    void (*attach_pause)(void *self, backend_attach *a, int paused);
     rb_err (*exec)(void *self, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
                    char *err);
     rb_err (*archive_put)(void *self, const char *id, const char *dir, const void *tar, size_t len, backend_cb cb,
@@ -221,6 +222,9 @@ rb_err backend_attach_open(backend *b, const char *id, const backend_attach_cbs 
 rb_err backend_attach_write(backend *b, backend_attach *a, const char *buf, size_t len, char *err);
 /** Closes a stream: no callback of it runs after this returns; memory is released on the loop. */
 void backend_attach_close(backend *b, backend_attach *a);
+/** Stops (paused != 0) or resumes reading a stream's output, so that a sandbox writing faster
+ * than runboxd will take it blocks in its writes (back-pressure). Does nothing unless open. */
+void backend_attach_pause(backend *b, backend_attach *a, int paused);
 
 /** Runs a command in a running sandbox and waits for it to exit; cb gets its exit code and
  * output (RB_ETOOBIG beyond spec->max_output, RB_ETIMEDOUT after spec->timeout_ms).

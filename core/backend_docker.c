@@ -275,6 +275,12 @@ static rb_err d_attach_write(void *self, backend_attach *a, const char *buf, siz
     return docker_attach_write((docker_attach *)a, buf, len, err);
 }
 
+static void d_attach_pause(void *self, backend_attach *a, int paused)
+{
+    (void)self;
+    docker_attach_pause((docker_attach *)a, paused);
+}
+
 static void d_attach_close(void *self, backend_attach *a)
 {
     (void)self;
@@ -405,6 +411,7 @@ static const backend_ops docker_ops = {
     .attach_open = d_attach_open,
     .attach_write = d_attach_write,
     .attach_close = d_attach_close,
+    .attach_pause = d_attach_pause,
     .exec = d_exec,
     .archive_put = d_archive_put,
     .archive_get = d_archive_get,

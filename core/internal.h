@@ -24,6 +24,12 @@ struct docker;
 #define RB_ID_LEN 40
 #define RB_RUNNER_LINE_MAX (16u * 1024 * 1024)
 #define RB_DISPLAY_BYTES_MAX (32u * 1024 * 1024)
+/* Bytes per second runboxd reads from one sandbox before it stops reading for the rest of the
+ * second (back-pressure), and the longest line always parsed, even past an execution's budget. */
+#define RUNNER_BYTES_PER_S (32u * 1024 * 1024)
+#define RUNNER_SMALL_LINE (64u * 1024)
+/* At most one warning about one sandbox's bytes per this many ms (the rest are counted). */
+#define RUNNER_WARN_EVERY_MS 10000
 #define RB_HANDSHAKE_MS 20000
 #define RB_BACKSTOP_EXTRA_MS 10000
 /* Error items kept per execution (the runner's and one of runboxd's own); more are a flood. */

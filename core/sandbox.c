@@ -6,6 +6,8 @@
  * and handed to the backend as a backend_spec (core/backend.h). Bytes from the container are
  * untrusted: lines are bounded and malformed ones are dropped.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,16 @@ struct sandbox {
     char ping_id[RB_ID_LEN];
     char stale_id[RB_ID_LEN]; /* a cell left running by a previous runboxd, being interrupted */
     uv_timer_t *timer;    /* handshake deadline */
+    /* Bytes from the sandbox are untrusted (user code can reach the runner's channel): they are
+     * bounded per line (RB_RUNNER_LINE_MAX), per execution and per second, and what is dropped
+     * is logged at a limited rate. */
+    int64_t window_start; /* the current one-second window of the rate limit (mono ms) */
+    size_t window_bytes;  /* bytes read in it */
+    int paused;           /* reading is stopped until the window ends */
+    uv_timer_t *resume;   /* ends the pause */
+    size_t ex_bytes;      /* protocol bytes received for the running execution */
+    int64_t warned_at;    /* mono ms of the last warning logged, 0 = never */
+    unsigned suppressed;  /* warnings not logged since */
     sandbox_pool_cb pool_cb; /* owner while a warm pool entry (s == NULL); NULL once claimed */
     void *pool_data;
 };
@@ -46,6 +58,11 @@ static void release(sandbox *sb)
         uv_timer_stop(sb->timer);
         uv_close((uv_handle_t *)sb->timer, timer_close_cb);
         sb->timer = NULL;
+    }
+    if (sb->resume != NULL) {
+        uv_timer_stop(sb->resume);
+        uv_close((uv_handle_t *)sb->resume, timer_close_cb);
+        sb->resume = NULL;
     }
     rb_buf_dispose(&sb->line);
     rb_buf_dispose(&sb->errline);
@@ -174,12 +191,57 @@ static void handle_event(sandbox *sb, json_t *ev)
     execution_add_event(ex, ev);
 }
 
+/* Logs a warning about what the sandbox sent, at most once per RUNNER_WARN_EVERY_MS per sandbox
+ * (a flood of bad lines must not become a flood of log lines); the next one logged says how
+ * many were left out. */
+static void sb_warn(sandbox *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_warn(sandbox *sb, const char *fmt, ...)
+{
+    int64_t now = rb_mono_ms();
+    if (sb->warned_at != 0 && now - sb->warned_at < RUNNER_WARN_EVERY_MS) {
+        sb->suppressed++;
+        return;
+    }
+    char text[RB_ERR_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (sb->suppressed > 0)
+        rb_warn("container %.12s: %s (and %u similar warnings in the last %d s)", sb->container_id, text,
+                sb->suppressed, RUNNER_WARN_EVERY_MS / 1000);
+    else
+        rb_warn("container %.12s: %s", sb->container_id, text);
+    sb->warned_at = now;
+    sb->suppressed = 0;
+}
+
+/* The protocol bytes an execution may bring before runboxd stops parsing its large lines: all
+ * its output kept (twice the output limit, as the runner may send head and tail), its figures,
+ * one result and two errors at their cap, and slack for the small events. */
+static size_t execution_budget(const sandbox *sb)
+{
+    return 2 * sb->c->cfg->output_limit + RB_DISPLAY_BYTES_MAX + 3 * (4u << 20) + (1u << 20);
+}
+
 static void handle_line(sandbox *sb, const char *p, size_t n)
 {
+    if (sb->ex != NULL) {
+        sb->ex_bytes += n;
+        if (sb->ex_bytes > execution_budget(sb) && n > RUNNER_SMALL_LINE) {
+            /* Past what an honest runner sends for one cell: large lines are dropped unparsed
+             * (small ones still are read, so the cell's done is never missed). */
+            sb->ex->truncated = 1;
+            sb->ex->dropped += (int64_t)n;
+            sb_warn(sb, "execution %s: the sandbox sent more than %zu bytes; dropping its large lines", sb->ex->id,
+                    execution_budget(sb));
+            return;
+        }
+    }
     json_error_t jerr;
     json_t *ev = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
     if (ev == NULL || !json_is_object(ev)) {
-        rb_warn("container %.12s: dropped a malformed runner line (%zu bytes): %s", sb->container_id, n, jerr.text);
+        sb_warn(sb, "dropped a malformed runner line (%zu bytes): %s", n, jerr.text);
         json_decref(ev);
         return;
     }
@@ -187,8 +249,43 @@ static void handle_line(sandbox *sb, const char *p, size_t n)
     json_decref(ev);
 }
 
+static void resume_cb(uv_timer_t *t)
+{
+    sandbox *sb = t->data;
+    sb->paused = 0;
+    sb->window_start = rb_mono_ms();
+    sb->window_bytes = 0;
+    if (sb->att != NULL && sb->state != SB_CLOSED)
+        backend_attach_pause(sb->c->be, sb->att, 0);
+}
+
+/* Counts len bytes against this second's budget; past it, stops reading until the second is
+ * over, so a sandbox that writes faster than RUNNER_BYTES_PER_S blocks in its own writes. */
+static void throttle(sandbox *sb, size_t len)
+{
+    int64_t now = rb_mono_ms();
+    if (now - sb->window_start >= 1000) {
+        sb->window_start = now;
+        sb->window_bytes = 0;
+    }
+    sb->window_bytes += len;
+    if (sb->window_bytes <= RUNNER_BYTES_PER_S || sb->paused || sb->att == NULL)
+        return;
+    if (sb->resume == NULL) {
+        sb->resume = xmalloc(sizeof(*sb->resume));
+        uv_timer_init(sb->c->loop, sb->resume);
+        sb->resume->data = sb;
+    }
+    sb->paused = 1;
+    backend_attach_pause(sb->c->be, sb->att, 1);
+    int64_t left = 1000 - (now - sb->window_start);
+    uv_timer_start(sb->resume, resume_cb, (uint64_t)(left > 0 ? left : 1), 0);
+    sb_warn(sb, "the sandbox writes more than %u MiB/s to runboxd; reading is slowed down", RUNNER_BYTES_PER_S >> 20);
+}
+
 static void on_stdout(sandbox *sb, const char *buf, size_t len)
 {
+    throttle(sb, len);
     while (len > 0 && sb->state != SB_CLOSED) {
         const char *nl = memchr(buf, '\n', len);
         size_t take = nl ? (size_t)(nl - buf) : len;
@@ -196,8 +293,7 @@ static void on_stdout(sandbox *sb, const char *buf, size_t len)
             if (nl)
                 sb->skipping = 0;
         } else if (rb_buf_append(&sb->line, buf, take) != RB_OK) {
-            rb_warn("container %.12s: a runner line exceeded %u bytes; dropped", sb->container_id,
-                    RB_RUNNER_LINE_MAX);
+            sb_warn(sb, "a runner line exceeded %u bytes; dropped", RB_RUNNER_LINE_MAX);
             if (sb->ex != NULL) {
                 sb->ex->truncated = 1;
                 sb->ex->dropped += (int64_t)(sb->line.len + take);
@@ -586,8 +682,10 @@ rb_err sandbox_execute(sandbox *sb, execution *ex, char *err)
         json_object_set_new(req, "policy", json_pack("{s:O}", "rules", ex->policy_rules));
     rb_err e = send_line(sb, req, err);
     json_decref(req);
-    if (e == RB_OK)
+    if (e == RB_OK) {
         sb->ex = ex;
+        sb->ex_bytes = 0;
+    }
     return e;
 }
 

@@ -30,6 +30,7 @@ struct docker_attach {
     void *data;
     enum attach_state state;
     int closed;         /* no further callbacks */
+    int paused;         /* reading stopped by docker_attach_pause */
     int handle_closing; /* uv_close called; memory goes in close_cb */
     char *id;
     char *socket_path;
@@ -457,4 +458,15 @@ rb_err docker_attach_start(docker *d, const char *container_id, const docker_att
     if (out != NULL)
         *out = a;
     return RB_OK;
+}
+
+void docker_attach_pause(docker_attach *a, int paused)
+{
+    if (a == NULL || a->closed || a->handle_closing || a->state != A_OPEN || a->paused == !!paused)
+        return;
+    a->paused = !!paused;
+    if (a->paused)
+        uv_read_stop((uv_stream_t *)&a->pipe);
+    else if (uv_read_start((uv_stream_t *)&a->pipe, on_alloc, on_read) < 0)
+        a->paused = 1; /* the stream is going away; its close is reported as usual */
 }

@@ -148,6 +148,10 @@ rb_err docker_attach_start(docker *d, const char *container_id, const docker_att
 rb_err docker_attach_write(docker_attach *a, const char *buf, size_t len, char *err);
 /** Closes the stream; no callback runs after this returns. Memory is released on the loop. */
 void docker_attach_close(docker_attach *a);
+/** Stops (paused != 0) or resumes reading the container's output: while paused the container's
+ * writes block once the pipe is full (back-pressure on a sandbox that writes too fast). Does
+ * nothing unless the stream is open. */
+void docker_attach_pause(docker_attach *a, int paused);
 
 /*
  * The frame demultiplexer, exposed for tests and fuzzing: feed arbitrary bytes, get payloads.

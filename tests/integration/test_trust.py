@@ -163,3 +163,49 @@ def test_event_streams_and_mcp_sessions_are_bounded(make_server):
     s.delete("/mcp", headers={"mcp-session-id": ids.pop(), "MCP-Protocol-Version": "2025-06-18"})
     assert _mcp_initialize(s).status_code == 200
     assert s.alive()
+
+
+# Writes garbage straight into the container's output stream (docker-init's stdout, which is
+# the attach stream runboxd reads), as fast as it can for `secs` seconds: malformed lines, forged
+# frames, and lines past runboxd's 16 MiB line limit.
+FLOOD = """
+import os, time
+fd = os.open("/proc/1/fd/1", os.O_WRONLY)
+junk = b"x" * (256 << 10) + b"\\n"
+forged = b'{"type":"stream","id":"e_00000000000000000000000000000000","name":"stdout","text":"%s"}\\n' % (b"y" * 60000)
+huge = b"z" * (17 << 20) + b"\\n"
+end = time.time() + SECS
+n = 0
+while time.time() < end:
+    os.write(fd, junk); os.write(fd, forged); n += 2
+    if n % 200 == 0:
+        os.write(fd, huge)
+print("wrote", n)
+"""
+
+
+def test_a_flooding_sandbox_does_not_flood_runboxd(make_server):
+    """Finding 3 (runboxd's side): every byte from a sandbox is untrusted: bounded per line, per
+    execution and per second, and what is dropped is logged at a limited rate; a neighbour
+    session keeps working meanwhile. (The figures of a longer flood are in the benchmark.)"""
+    import threading
+
+    s = make_server(["--pool-size", "0"])
+    flooder = s.create_session()["session_id"]
+    neighbour = s.create_session()["session_id"]
+    s.execute(neighbour, "kept = 41")
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.update(s.execute(flooder, FLOOD.replace("SECS", "8"), timeout=120)))
+    t.start()
+    answers = []
+    while t.is_alive():
+        answers.append(s.execute(neighbour, "kept + 1")["result"])
+    t.join()
+    assert out["status"] == "completed" and out["stdout"].startswith("wrote"), out
+    assert answers and set(answers) == {"42"}, answers[:5]
+    log = s.log_text()
+    warnings = [l for l in log.splitlines() if " warn container " in l]
+    assert len(warnings) <= 4, f"{len(warnings)} warnings about the flooding sandbox:\n" + "\n".join(warnings[:5])
+    rss = rbtest.peak_rss_mb(s.pid)
+    assert rss < rbtest.RSS_LIMIT_MB, f"runboxd peak RSS {rss:.0f} MiB >= {rbtest.RSS_LIMIT_MB} MiB"
+    assert s.alive()
