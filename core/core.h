@@ -43,10 +43,10 @@ void core_stop(rb_core *c);
  * sessions survive a restart. Run the loop afterwards until its handles have closed. Accepts NULL. */
 void core_free(rb_core *c);
 
+struct backend;
 /** core_new with the sandbox backend be (core/backend.h) instead of the Docker engine at
  * cfg->docker_socket, or that default when be is NULL: how a daemon plugs in another backend.
  * The core owns be from the call on, even when it fails (then be is freed). */
-struct backend;
 rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, struct backend *be, rb_core **out, char *err);
 
 /** Callback for async calls: on success err == RB_OK and body is the JSON answer (owned by

@@ -215,10 +215,17 @@ rb_err sandbox_create_pooled(rb_core *c, const char *language, sandbox_pool_cb c
 rb_err sandbox_claim(sandbox *sb, session *s, sandbox_ready_cb cb, char *err);
 /** The container id (NULL before the container exists); borrowed. */
 const char *sandbox_container_id(const sandbox *sb);
+/** Sends ex's code to the runner (one cell at a time); its events then reach ex through
+ * execution_add_event and its "done" finishes it. RB_ECONFLICT when the sandbox is not ready,
+ * or the stream's error when the request cannot be written (ex is then not started). */
 rb_err sandbox_execute(sandbox *sb, execution *ex, char *err);
+/** Asks the runner to interrupt ex if it is the cell running (a timeout or cancel); the
+ * runner answers with ex's done (status cancelled, or reset if it had to kill the worker). */
 void sandbox_interrupt(sandbox *sb, execution *ex);
 /** Closes the stream; removes the container when remove != 0. Frees sb. */
 void sandbox_close(sandbox *sb, int remove);
+/** Removes a container in the background (counted by core_pending until the engine answers);
+ * a failure is logged, and the next start removes what is left. */
 void sandbox_remove_container(rb_core *c, const char *container_id);
 
 /* files.c */
