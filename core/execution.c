@@ -208,12 +208,15 @@ void execution_set_running(execution *ex)
     json_decref(st);
 }
 
-/* The most any one result or error text may carry: the cell's output limit, within
- * [4 KiB, 4 MiB], as the runner clips them (PROTOCOL.md). */
+/* The most bytes any one result or error text may carry. The runner clips them to the cell's
+ * output limit within [4 KiB, 4 MiB] in characters (PROTOCOL.md), which UTF-8 spells in at most
+ * four bytes each, plus its marker: runboxd's bound is that, so an honest runner's text is
+ * never clipped twice, while a forged one is still bounded. */
 static size_t item_cap(const execution *ex)
 {
-    size_t cap = ex->core->cfg->output_limit;
-    return cap < 4096 ? 4096 : cap > (4u << 20) ? (4u << 20) : cap;
+    size_t chars = ex->core->cfg->output_limit;
+    chars = chars < 4096 ? 4096 : chars > (4u << 20) ? (4u << 20) : chars;
+    return 4 * chars + 4096;
 }
 
 /* The largest n' <= n such that s[0..n') ends on a UTF-8 character boundary (s[n] readable). */

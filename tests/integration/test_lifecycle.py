@@ -58,8 +58,10 @@ def test_restart_after_kill9_keeps_sessions(sandbox_image, make_server):
     assert "server restarted" in json.dumps(doc).lower(), doc
     # Results from before the crash are still there.
     assert srv.results(done["request_id"])["stdout"] == "finished before the crash\n"
-    # The session is still usable and kept its variables.
-    got = srv.session(sid)
+    # The session is still usable and kept its variables. Re-adopting it (re-attach, interrupt the
+    # cell left running) happens in the background after start, so it may still be "starting".
+    got = rbtest.wait_until(lambda: (lambda g: g if g["status"] != "starting" else None)(srv.session(sid)),
+                            f"session {sid} to be re-adopted", rbtest.DEADLINE_S)
     assert got["status"] in ("ready", "busy"), got
     r = srv.execute(sid, "print(x + 1)")
     assert r["status"] == "completed", r
