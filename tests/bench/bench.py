@@ -6,7 +6,8 @@ session creation (warm-pool hit, pool miss = cold start) against `docker create`
 start` of the same image through the Engine API; the round trip of print(1) in a warm session
 over REST (wait: true) and MCP (tools/call execute_code) against `docker exec <container>
 python3 -c 'print(1)'`; throughput of 50 sessions running 20 executions each concurrently;
-runboxd's resident memory idle, at 50 sessions and after 10,000 executions; and GET /health
+runboxd's resident memory idle, at 50 sessions and after 10,000 executions; the same print(1)
+next to a sandbox flooding its output stream with garbage and forged frames; and GET /health
 requests per second with wrk. Prints one table (min / median / p99 per figure, ratios to the
 baselines, targets) and writes the figures to tests/bench/results/<time>.json.
 
@@ -333,6 +334,46 @@ def bench_exec_mcp(port, n, warmup=20):
     return samples, errors
 
 
+FLOOD_CODE = """
+import os, time
+fd = os.open("/proc/1/fd/1", os.O_WRONLY)
+junk = b"x" * (256 << 10) + b"\\n"
+forged = b'{"type":"stream","id":"e_0","name":"stdout","text":"%s"}\\n' % (b"y" * 60000)
+end = time.time() + SECS
+while time.time() < end:
+    os.write(fd, junk); os.write(fd, forged)
+"""
+
+
+def bench_flood(c, rb, neighbour, secs):
+    """A hostile sandbox writes garbage and forged frames into its output stream as fast as it
+    can for secs seconds while a neighbour session runs print(1): the neighbour's latency during
+    the flood, and runboxd's resident memory at its end."""
+    _, s = create_session(c, {})
+    flooder = s["session_id"]
+    _, st = c.json("POST", "/execute", {"session_id": flooder, "code": FLOOD_CODE.replace("SECS", str(secs)),
+                                         "timeout": secs + 30})
+    rid = st["request_id"]
+    time.sleep(0.5)
+    lat, errors = [], 0
+    end = now() + secs - 1
+    while now() < end:
+        t0 = now()
+        try:
+            execute(c, neighbour)
+            lat.append(now() - t0)
+        except Exception:
+            errors += 1
+    rss = rb.rss_mb()
+    while True:
+        _, doc = c.json("GET", "/execute/%s/status" % rid)
+        if doc.get("status") not in ("queued", "running"):
+            break
+        time.sleep(0.2)
+    delete_session(c, flooder)
+    return lat, errors, rss
+
+
 def baseline_docker_exec(cid, n):
     samples = []
     for _ in range(n):
@@ -475,6 +516,11 @@ def main():
         except Exception as e:
             log("MCP figure skipped: %s" % e)
             F["exec_mcp"] = {"error": str(e)}
+        flood_secs = 5 if q else 30
+        log("flood: a neighbour's print(1) while a sandbox floods its output stream for %d s" % flood_secs)
+        samples, errs, rss = bench_flood(c, rb, sid, flood_secs)
+        F["exec_rest_during_flood"] = dict(summary(samples) or {}, errors=errs)
+        F["rss_end_of_flood_mb"] = rss
         log("baseline: docker exec python3 -c 'print(1)' x%d" % n_dexec)
         F["baseline_docker_exec"] = summary(baseline_docker_exec(cid, n_dexec))
         delete_session(c, sid)
@@ -549,6 +595,8 @@ def report(res):
     lat("baseline: docker create+start (API)", "baseline_create_start")
     lat("execute print(1), REST wait:true", "exec_rest", "median <= 3 ms")
     lat("execute print(1), MCP execute_code", "exec_mcp")
+    lat("  same, neighbour of a flooding sandbox", "exec_rest_during_flood", "median <= 2x quiet")
+    rows.append(("runboxd RSS at the end of the flood", None, "", fmt(F.get("rss_end_of_flood_mb"), 1), "", "MB", ""))
     lat("baseline: docker exec python3 -c", "baseline_docker_exec")
     t = F.get("throughput") or {}
     rows.append(("throughput, 50 sessions x 20 execs", t.get("executions"), "", fmt(t.get("exec_per_s"), 0), "",
@@ -581,6 +629,7 @@ def report(res):
     r2 = ratio("exec_rest", "baseline_docker_exec")
     r3 = ratio("exec_mcp", "baseline_docker_exec")
     r4 = ratio("create_pool_miss", "baseline_create_start")
+    r5 = ratio("exec_rest", "exec_rest_during_flood")
     res["ratios"] = {"create_pool_hit_vs_create_start": r1, "exec_rest_vs_docker_exec": r2,
                      "exec_mcp_vs_docker_exec": r3, "create_pool_miss_vs_create_start": r4}
     print()
@@ -589,6 +638,8 @@ def report(res):
     print("  pool-miss create vs docker create+start: %sx" % fmt(r4, 2))
     print("  REST execute vs docker exec:           %sx" % fmt(r2, 1))
     print("  MCP execute vs docker exec:            %sx" % fmt(r3, 1))
+    res["ratios"]["exec_during_flood_vs_quiet"] = r5
+    print("  neighbour of a flooding sandbox vs quiet (median; target <= 2x): %sx" % fmt(r5, 2))
 
 
 if __name__ == "__main__":
