@@ -725,8 +725,3 @@ rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, backend **ou
     return RB_OK;
 }
 
-
-struct docker *backend_docker_client(const backend *b)
-{
-    return b != NULL && b->ops == &docker_ops ? b->self : NULL;
-}

@@ -16,11 +16,6 @@
  * is owned by the caller (backend_free). */
 rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, backend **out, char *err);
 
-/** Transitional, until the dependency modules (deps.c, oneshot.c, packages.c) drive sandboxes
- * through backend.h: the Docker client under b (borrowed, lives as long as b), or NULL when b
- * is not a Docker backend. */
-struct docker *backend_docker_client(const backend *b);
-
 /** Exported for tests: the Engine API container configuration (POST /containers/create body)
  * that backend_create sends for spec. New reference. */
 json_t *backend_docker__container_config(const backend_spec *spec);

@@ -101,38 +101,36 @@ static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
 
 static rb_err run_installer(install_job *job, char *err);
 
-static void on_cache_dropped(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_cache_dropped(void *data, rb_err err, const char *errmsg)
 {
     (void)data;
-    (void)status;
-    (void)body;
     if (err != RB_OK && err != RB_ECANCELED && err != RB_ENOTFOUND)
         rb_debug("dependency cache cleanup: %s", errmsg);
 }
 
-/* The last non-empty lines of pip's output, on one line, for the error message. */
-static void last_lines(const rb_buf *b, char *out, size_t outlen)
+/* The last non-empty lines of pip's output text[0..n), on one line, for the error message. */
+static void last_lines(const char *text, size_t n, char *out, size_t outlen)
 {
-    size_t n = b->len, end = n, lines = 0;
-    while (end > 0 && (b->data[end - 1] == '\n' || b->data[end - 1] == ' '))
+    size_t end = n, lines = 0;
+    while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == ' '))
         end--;
     size_t start = end;
     while (start > 0 && lines < 3) {
         start--;
-        if (b->data[start] == '\n')
+        if (text[start] == '\n')
             lines++;
     }
     if (end - start > outlen - 1)
         start = end - (outlen - 1);
     size_t o = 0;
     for (size_t i = start; i < end && o + 1 < outlen; i++) {
-        char ch = b->data[i];
+        char ch = text[i];
         out[o++] = (ch == '\n' || ch == '\r' || ch == '\t') ? ' ' : ch;
     }
     out[o] = '\0';
 }
 
-static void on_installer_exited(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out)
+static void on_installer_exited(void *data, rb_err err, const char *msg, const backend_exec_result *r)
 {
     install_job *job = data;
     char m2[RB_ERR_LEN], tail[300];
@@ -141,6 +139,7 @@ static void on_installer_exited(void *data, rb_err err, const char *msg, int exi
         job_finish(job, err, m2, 0);
         return;
     }
+    int exit_code = r->exit_code;
     if (exit_code == EXIT_CACHE_MISS && !job->online) {
         job->online = 1;
         if (run_installer(job, m2) != RB_OK)
@@ -148,9 +147,9 @@ static void on_installer_exited(void *data, rb_err err, const char *msg, int exi
         return;
     }
     if (exit_code != 0) {
-        last_lines(&out[2], tail, sizeof(tail));
+        last_lines(r->err, r->err_len, tail, sizeof(tail));
         if (exit_code == EXIT_PIP_FAILED) /* nothing useful is cached: drop the volume (best effort) */
-            docker_volume_remove(job->c->dk, job->cache_volume, on_cache_dropped, NULL, m2);
+            backend_volume_remove(job->c->be, job->cache_volume, on_cache_dropped, NULL, m2);
         if (exit_code == EXIT_PIP_FAILED)
             snprintf(m2, sizeof(m2), "pip could not install the dependencies (wheels only, from %s): %s",
                      job->c->cfg->deps_index_url ? job->c->cfg->deps_index_url : "the default index", tail);
@@ -178,6 +177,8 @@ static const char *installer_ca_file(const core_settings *cfg)
 static rb_err run_installer(install_job *job, char *err)
 {
     const core_settings *cfg = job->c->cfg;
+    char *env[8];
+    size_t n_env = 0;
     rb_buf reqs;
     rb_buf_init(&reqs, 64 * 1024);
     size_t i;
@@ -189,31 +190,38 @@ static rb_err run_installer(install_job *job, char *err)
         rb_buf_append(&reqs, json_string_value(v), json_string_length(v));
     }
     rb_buf_append(&reqs, "", 1);
-    json_t *env = json_array();
-    json_array_append_new(env, json_sprintf("RUNBOX_REQS=%s", reqs.data));
-    json_array_append_new(env, json_sprintf("RUNBOX_OFFLINE=%d", job->online ? 0 : 1));
-    json_array_append_new(env, json_string("HOME=/tmp"));
-    json_array_append_new(env, json_string("PIP_CONFIG_FILE=/dev/null"));
-    json_array_append_new(env, json_string("PYTHONDONTWRITEBYTECODE=1"));
+    env[n_env++] = xasprintf("RUNBOX_REQS=%s", reqs.data);
+    env[n_env++] = xasprintf("RUNBOX_OFFLINE=%d", job->online ? 0 : 1);
+    env[n_env++] = xstrdup("HOME=/tmp");
+    env[n_env++] = xstrdup("PIP_CONFIG_FILE=/dev/null");
+    env[n_env++] = xstrdup("PYTHONDONTWRITEBYTECODE=1");
     rb_buf_dispose(&reqs);
     if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
-        json_array_append_new(env, json_sprintf("PIP_INDEX_URL=%s", cfg->deps_index_url));
-    json_t *hc = oneshot_host_config(job->online ? cfg->deps_network : NULL);
-    json_t *binds = json_array();
-    json_array_append_new(binds, json_sprintf("%s:/cache", job->cache_volume));
-    json_array_append_new(binds, json_sprintf("%s:/target", job->workspace_volume));
+        env[n_env++] = xasprintf("PIP_INDEX_URL=%s", cfg->deps_index_url);
+    backend_volume volumes[3] = {{job->cache_volume, NULL, "/cache", 0}, {job->workspace_volume, NULL, "/target", 0}};
+    size_t n_volumes = 2;
     const char *ca = installer_ca_file(cfg);
     if (ca != NULL) {
-        json_array_append_new(binds, json_sprintf("%s:/etc/runbox-ca.pem:ro", ca));
-        json_array_append_new(env, json_string("PIP_CERT=/etc/runbox-ca.pem"));
+        volumes[n_volumes++] = (backend_volume){NULL, ca, "/etc/runbox-ca.pem", 1};
+        env[n_env++] = xstrdup("PIP_CERT=/etc/runbox-ca.pem");
     }
-    json_object_set_new(hc, "Binds", binds);
-    json_t *conf = json_pack("{s:s, s:[s,s,s], s:s, s:o, s:s, s:{s:s, s:s, s:s}, s:b, s:o}", "Image", cfg->image,
-                             "Cmd", "sh", "-c", install_sh, "User", "0", "Env", env, "WorkingDir", "/tmp", "Labels",
-                             "runbox.instance", job->c->instance, "runbox.managed", "1", "runbox.deps-for",
-                             job->session_id, "NetworkDisabled", !job->online, "HostConfig", hc);
-    rb_err e = oneshot_run(job->c, "deps", conf, INSTALL_TIMEOUT_MS, on_installer_exited, job, err);
-    json_decref(conf);
+    env[n_env] = NULL;
+    const char *const cmd[] = {"sh", "-c", install_sh, NULL};
+    const backend_label labels[] = {
+        {"runbox.instance", job->c->instance}, {"runbox.managed", "1"}, {"runbox.deps-for", job->session_id}};
+    backend_spec spec;
+    oneshot_spec_init(&spec, cfg->image, job->online ? cfg->deps_network : NULL);
+    spec.cmd = cmd;
+    spec.user = "0";
+    spec.env = (const char *const *)env;
+    spec.working_dir = "/tmp";
+    spec.labels = labels;
+    spec.n_labels = 3;
+    spec.volumes = volumes;
+    spec.n_volumes = n_volumes;
+    rb_err e = oneshot_run(job->c, "deps", &spec, INSTALL_TIMEOUT_MS, on_installer_exited, job, err);
+    for (size_t k = 0; k < n_env; k++)
+        free(env[k]);
     return e;
 }
 
@@ -229,12 +237,10 @@ static uint64_t fnv1a64(const char *s, uint64_t seed)
     return h;
 }
 
-static void on_cache_volume_created(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_cache_volume_created(void *data, rb_err err, const char *errmsg)
 {
     install_job *job = data;
     char msg[RB_ERR_LEN];
-    (void)status;
-    (void)body;
     if (err != RB_OK) {
         snprintf(msg, sizeof(msg), "cannot create the dependency cache volume: %s", errmsg);
         job_finish(job, err, msg, 0);
@@ -244,15 +250,13 @@ static void on_cache_volume_created(void *data, rb_err err, const char *errmsg, 
         job_finish(job, RB_EIO, msg, 0);
 }
 
-static void on_image_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_image_id(void *data, rb_err err, const char *errmsg, const char *id)
 {
     install_job *job = data;
     char msg[RB_ERR_LEN];
-    (void)status;
-    const char *id = json_string_value(json_object_get(body, "Id"));
-    if (err != RB_OK || id == NULL) {
-        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image: %s", errmsg ? errmsg : "no id");
-        job_finish(job, err != RB_OK ? err : RB_EIO, msg, 0);
+    if (err != RB_OK) {
+        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image: %s", errmsg);
+        job_finish(job, err, msg, 0);
         return;
     }
     char *text = json_dumps(job->reqs, JSON_COMPACT);
@@ -272,51 +276,34 @@ static void on_image_inspected(void *data, rb_err err, const char *errmsg, int s
             rb_buf_append(&set, json_string_value(v), json_string_length(v)) != RB_OK)
             break;
     }
-    json_t *vol = json_pack("{s:s, s:{s:s, s:s, s:s%, s:s}}", "Name", job->cache_volume, "Labels", "runbox.managed",
-                            "1", "runbox.deps", "1", "runbox.deps.set", set.data ? set.data : "", set.len,
-                            "runbox.deps.image", id);
+    const backend_label labels[] = {{"runbox.managed", "1"},
+                                    {"runbox.deps", "1"},
+                                    {"runbox.deps.set", set.data ? set.data : ""},
+                                    {"runbox.deps.image", id}};
+    rb_err e = backend_volume_create(job->c->be, job->cache_volume, labels, 4, on_cache_volume_created, job, msg);
     rb_buf_dispose(&set);
-    rb_err e = docker_volume_create(job->c->dk, vol, on_cache_volume_created, job, msg);
-    json_decref(vol);
     if (e != RB_OK)
         job_finish(job, e, msg, 0);
 }
 
-static int volume_name_ok(const char *s)
-{
-    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
-    size_t n = strlen(s);
-    return n > 0 && n <= 128 && strspn(s, chars) == n;
-}
-
-static void on_sandbox_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_workspace_volume(void *data, rb_err err, const char *errmsg, const char *name)
 {
     install_job *job = data;
     char msg[RB_ERR_LEN];
-    (void)status;
-    if (err != RB_OK) {
+    if (err != RB_OK && err != RB_ECONFLICT) {
         snprintf(msg, sizeof(msg), "cannot inspect the session's sandbox: %s", errmsg);
         job_finish(job, err == RB_ENOTFOUND ? RB_ECONFLICT : err, msg, 0);
         return;
     }
-    size_t i;
-    json_t *m;
-    json_array_foreach(json_object_get(body, "Mounts"), i, m)
-    {
-        const char *dst = json_string_value(json_object_get(m, "Destination"));
-        const char *name = json_string_value(json_object_get(m, "Name"));
-        const char *type = json_string_value(json_object_get(m, "Type"));
-        if (dst && name && type && strcmp(dst, "/workspace") == 0 && strcmp(type, "volume") == 0)
-            job->workspace_volume = xstrdup(name);
-    }
-    if (job->workspace_volume == NULL || !volume_name_ok(job->workspace_volume)) {
+    if (err == RB_ECONFLICT) {
         job_finish(job, RB_ECONFLICT,
                    "the session's /workspace is not a Docker volume, so packages cannot be installed into it (the "
                    "session was created by an older runboxd); create a new session",
                    0);
         return;
     }
-    if (docker_image_inspect(job->c->dk, job->c->cfg->image, on_image_inspected, job, msg) != RB_OK)
+    job->workspace_volume = xstrdup(name);
+    if (backend_image_id(job->c->be, job->c->cfg->image, on_image_id, job, msg) != RB_OK)
         job_finish(job, RB_EIO, msg, 0);
 }
 
@@ -334,7 +321,7 @@ static rb_err job_start(rb_core *c, session *s, json_t *reqs, install_job **out,
     job->container = xstrdup(s->container_id);
     job->reqs = json_incref(reqs);
     job->started = rb_mono_ms();
-    rb_err e = docker_container_inspect(c->dk, job->container, on_sandbox_inspected, job, err);
+    rb_err e = backend_workspace_volume(c->be, job->container, "/workspace", on_workspace_volume, job, err);
     if (e != RB_OK) {
         json_decref(job->reqs);
         free(job->container);

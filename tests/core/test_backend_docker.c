@@ -3,7 +3,8 @@
  * neutral sandbox spec into the Engine API container configuration (the fields the security
  * model relies on: no network, read-only root, all capabilities dropped, no-new-privileges, no
  * swap, a pids limit, the image's non-root user; the whole document for a default sandbox, as
- * sandbox.c builds it) and mounts it refuses. With the real engine and image: one-shot runs (exit code, streams kept
+ * sandbox.c builds it, and for the dependency installer's one-shot run, as deps.c builds it),
+ * and mounts it refuses. With the real engine and image: one-shot runs (exit code, streams kept
  * apart, output tails, deadlines, nothing left behind), image ids and named volumes.
  */
 #include <criterion/criterion.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "core/backend_docker.h"
+#include "core/oneshot.h"
 #include "tests/core/support_core.h"
 
 static const char *const cap_drop[] = {"ALL", NULL};
@@ -140,6 +142,49 @@ Test(backend_docker, no_workspace_no_mounts)
     cr_assert_null(json_object_get(hc, "Tmpfs"));
     cr_assert_null(json_object_get(hc, "LogConfig"));
     json_decref(conf);
+}
+
+/* The installer's offline pass as deps.c builds it (one-shot defaults, root, both volumes and
+ * the host's CA bundle). */
+Test(backend_docker, an_installer_run_gives_todays_engine_config)
+{
+    /* The body runboxd sent before the backend interface, for the same run, but for /tmp's size:
+     * it was written "1g", the backend writes bytes (the same 1 GiB to the kernel). */
+    static const char want[] =
+        "{\"Image\":\"runbox-sandbox:latest\",\"Cmd\":[\"sh\",\"-c\",\"true\"],\"User\":\"0\","
+        "\"Env\":[\"RUNBOX_OFFLINE=1\",\"HOME=/tmp\"],\"WorkingDir\":\"/tmp\",\"Labels\":{\"runbox.instance\":\"i1\","
+        "\"runbox.managed\":\"1\",\"runbox.deps-for\":\"s_1\"},\"NetworkDisabled\":true,\"HostConfig\":{"
+        "\"NetworkMode\":\"none\",\"Memory\":1073741824,\"MemorySwap\":1073741824,\"PidsLimit\":256,"
+        "\"ReadonlyRootfs\":true,\"CapDrop\":[\"ALL\"],\"CapAdd\":[\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\"],"
+        "\"SecurityOpt\":[\"no-new-privileges\"],\"Tmpfs\":{\"/tmp\":\"rw,nosuid,nodev,size=1073741824\"},"
+        "\"Init\":true,\"LogConfig\":{\"Type\":\"json-file\"},\"Binds\":[\"runbox-deps-x:/cache\",\"ws1:/target\","
+        "\"/etc/ssl/certs/ca-certificates.crt:/etc/runbox-ca.pem:ro\"]}}";
+    static const char *const cmd[] = {"sh", "-c", "true", NULL};
+    static const char *const renv[] = {"RUNBOX_OFFLINE=1", "HOME=/tmp", NULL};
+    static const backend_label rlabels[] = {
+        {"runbox.instance", "i1"}, {"runbox.managed", "1"}, {"runbox.deps-for", "s_1"}};
+    static const backend_volume vols[] = {{"runbox-deps-x", NULL, "/cache", 0},
+                                          {"ws1", NULL, "/target", 0},
+                                          {NULL, "/etc/ssl/certs/ca-certificates.crt", "/etc/runbox-ca.pem", 1}};
+    backend_spec sp;
+    oneshot_spec_init(&sp, "runbox-sandbox:latest", NULL);
+    sp.cmd = cmd;
+    sp.user = "0";
+    sp.env = renv;
+    sp.working_dir = "/tmp";
+    sp.labels = rlabels;
+    sp.n_labels = 3;
+    sp.volumes = vols;
+    sp.n_volumes = 3;
+    json_error_t jerr;
+    json_t *expected = json_loads(want, 0, &jerr);
+    cr_assert_not_null(expected, "%s", jerr.text);
+    json_t *conf = backend_docker__run_config(&sp);
+    char *got = json_dumps(conf, JSON_SORT_KEYS);
+    cr_assert(json_equal(conf, expected), "got %s", got);
+    free(got);
+    json_decref(conf);
+    json_decref(expected);
 }
 
 /* ---- with the real engine ------------------------------------------------------------------ */
