@@ -3,18 +3,22 @@
  * session's workspace, at creation (deps_session_install, core/internal.h) or later
  * (core_dependencies_install, core/core.h).
  *
- * User code never runs with network because of a dependency: an installer container (same
- * image, network on, no user code) runs pip into a cache volume per requirement set and
- * image, then copies the installed tree into the session's workspace volume at
- * /workspace/.runbox/site-packages, which the sandbox's Python has on its path (the image's
- * PYTHONPATH; the runner invalidates import caches before each cell). A later session asking
- * for the same set is served from the cache by an installer with no network at all.
- *
- * The installer is a one-shot container (core/oneshot.h) hardened like a sandbox (read-only
- * root, all capabilities dropped but the three needed to write as root and hand files to uid
- * 1000, no-new-privileges, pids and memory limits), runs pip isolated from the workspace (HOME
- * and cwd in /tmp, PIP_CONFIG_FILE /dev/null, python -I) so files user code left in /workspace
- * cannot steer pip, and accepts wheels only (--only-binary :all:: no setup.py runs).
+ * User code never runs with network because of a dependency. Packages live in a cache volume
+ * per requirement set and image, shared by every session that asks for the set, and reach a
+ * session through two kinds of one-shot containers (core/oneshot.h), both hardened like a
+ * sandbox (read-only root, no capabilities at all, no-new-privileges, pids and memory limits):
+ *   - the copier (no network, uid 1000 like the sandbox) mounts the cache read-only and the
+ *     session's workspace volume, and copies the set into /workspace/.runbox/site-packages,
+ *     which the sandbox's Python has on its path (the image's PYTHONPATH; the runner
+ *     invalidates import caches before each cell). It exits 10 when the cache is not filled;
+ *   - the filler (network on, root, which owns the volume) mounts the cache read-write and no
+ *     workspace at all, and runs pip into it. Then the copier runs again.
+ * The workspace is a tree user code controls, with links anywhere (issue 9, finding 8): only
+ * a process with no more rights than user code touches it, and the cache is read-only
+ * wherever a session's tree is mounted. The copier still follows none of the user's links: it
+ * builds a fresh folder (what earlier installs left, as hard links and without links, then the
+ * set) and renames it into place. pip runs isolated (HOME and cwd in /tmp, PIP_CONFIG_FILE
+ * /dev/null, python -I) and accepts wheels only (--only-binary :all:: no setup.py runs).
  *
  * Not here: the requirement syntax and the operator's deps-allow / deps-block policy
  * (core/requirements.c, checked before anything starts), and the image's preinstalled
@@ -30,40 +34,69 @@
 
 #define INSTALL_TIMEOUT_MS (15L * 60 * 1000)
 #define EXIT_CACHE_MISS 10
+#define EXIT_COPY_FAILED 5
 #define EXIT_PIP_FAILED 4
 #define EXIT_COLLISION 3
 #define SITE_DIR "/workspace/.runbox/site-packages"
 
-/* The installer: RUNBOX_REQS holds the requirements, one a line; /cache is the set's cache
- * volume, /target the session's workspace volume. Exit 10 = not cached (offline pass), 4 =
- * pip failed (its output on stderr), 3 = the cache volume holds another set. */
-static const char install_sh[] =
-    "set -u\n"
-    "umask 022\n"
-    "cd /tmp\n"
+/* Both scripts: RUNBOX_REQS holds the requirements, one a line, and /cache is the set's cache
+ * volume: site/ (pip's --target), .requirements (the set, compared before use: a hash
+ * collision of volume names cannot mix sets up), .complete (written last; never removed). */
+#define REQS_SH                                                                                                      \
+    "set -u\n"                                                                                                       \
+    "umask 022\n"                                                                                                    \
+    "cd /tmp\n"                                                                                                      \
     "printf '%s\\n' \"$RUNBOX_REQS\" > /tmp/requirements.txt\n"
+#define SAME_SET_SH                                                                                                  \
+    "cmp -s /cache/.requirements /tmp/requirements.txt || { echo 'runbox: the cache volume holds another "           \
+    "requirement set' >&2; exit 3; }\n"
+
+/* The filler (root, network, the cache read-write, no workspace). Exit 0 = the cache is
+ * filled, 4 = pip failed (its output on stderr), 3 = another set. */
+static const char fill_sh[] =
+    REQS_SH
     "exec 9>/cache/.lock\n"
     "flock 9\n"
     "if [ -f /cache/.complete ]; then\n"
-    "  cmp -s /cache/.requirements /tmp/requirements.txt || { echo 'runbox: the cache volume holds another "
-    "requirement set' >&2; exit 3; }\n"
-    "  echo cached\n"
-    "else\n"
-    "  [ \"${RUNBOX_OFFLINE:-0}\" = 1 ] && exit 10\n"
-    "  rm -rf /cache/site\n"
-    "  python3 -I -m pip install --no-input --disable-pip-version-check --no-cache-dir --no-warn-script-location "
-    "--only-binary=:all: --target /cache/site -r /tmp/requirements.txt 1>&2 || exit 4\n"
-    "  cp /tmp/requirements.txt /cache/.requirements\n"
-    "  touch /cache/.complete\n"
-    "  echo installed\n"
+    "  " SAME_SET_SH
+    "  exit 0\n"
     "fi\n"
-    "mkdir -p /target/.runbox/site-packages\n"
-    "cp -R /cache/site/. /target/.runbox/site-packages/ || exit 5\n"
-    "chown -R 1000:1000 /target/.runbox\n";
+    "rm -rf /cache/site\n"
+    "python3 -I -m pip install --no-input --disable-pip-version-check --no-cache-dir --no-warn-script-location "
+    "--only-binary=:all: --target /cache/site -r /tmp/requirements.txt 1>&2 || exit 4\n"
+    "cp /tmp/requirements.txt /cache/.requirements\n"
+    "touch /cache/.complete\n";
 
-/* One install in flight: inspect the sandbox (its workspace volume), inspect the image (its
- * id keys the cache), create the cache volume, run the installer offline, and online when the
- * cache misses. */
+/* The copier (uid 1000, no network, the cache read-only at /cache, the workspace at /target).
+ * Exit 0 = copied, 10 = not cached, 3 = another set, 5 = the copy failed. It needs no lock:
+ * the filler writes .complete after everything else and never changes a complete cache. A
+ * link or file where .runbox should be is dropped; links in what earlier installs left are
+ * dropped; cp -P copies the set's own links as links; mv renames links, rm -r does not follow
+ * them. What user code does to the folder meanwhile (it runs as the same uid) can only change
+ * its own files: this container can write nowhere else but its /tmp. */
+static const char copy_sh[] =
+    REQS_SH
+    "[ -f /cache/.complete ] || exit 10\n"
+    SAME_SET_SH
+    "sp=/target/.runbox/site-packages new= old=\n"
+    "trap 'rm -rf \"$new\" \"$old\"' EXIT\n"
+    "if [ -L /target/.runbox ] || { [ -e /target/.runbox ] && [ ! -d /target/.runbox ]; }; then\n"
+    "  rm -f /target/.runbox || exit 5\n"
+    "fi\n"
+    "mkdir -p /target/.runbox || exit 5\n"
+    "new=$(mktemp -d /target/.runbox/.install-XXXXXXXX) && chmod 755 \"$new\" || exit 5\n"
+    "if [ -d \"$sp\" ] && [ ! -L \"$sp\" ]; then\n"
+    "  cp -R -P -l \"$sp/.\" \"$new/\" && find \"$new\" -type l -delete || exit 5\n"
+    "fi\n"
+    "cp -R -P --remove-destination /cache/site/. \"$new/\" || exit 5\n"
+    "old=$(mktemp -d /target/.runbox/.old-XXXXXXXX) || exit 5\n"
+    "if [ -e \"$sp\" ] || [ -L \"$sp\" ]; then mv -T \"$sp\" \"$old/site-packages\" || exit 5; fi\n"
+    "mv -T \"$new\" \"$sp\" || exit 5\n"
+    "new=\n";
+
+/* One install in flight: find the sandbox's workspace volume, the image's id (it keys the
+ * cache), create the cache volume, run the copier, and when the cache misses the filler and the
+ * copier again. */
 typedef struct install_job {
     rb_core *c;
     core_op *op;               /* the caller's handle; cancelled = report to no one */
@@ -74,7 +107,8 @@ typedef struct install_job {
     json_t *reqs;              /* the normalised requirement list (core/requirements.h) */
     char *workspace_volume;
     char cache_volume[96];
-    int online;                /* the second pass: the cache missed, pip downloads */
+    int filling;               /* the container running is the filler (else the copier) */
+    int filled;                /* the filler ran: the cache missed, pip downloaded */
     int64_t started;
 } install_job;
 
@@ -140,8 +174,9 @@ static void on_installer_exited(void *data, rb_err err, const char *msg, const b
         return;
     }
     int exit_code = r->exit_code;
-    if (exit_code == EXIT_CACHE_MISS && !job->online) {
-        job->online = 1;
+    if ((exit_code == EXIT_CACHE_MISS && !job->filling && !job->filled) || (exit_code == 0 && job->filling)) {
+        job->filled |= job->filling;
+        job->filling = !job->filling;
         if (run_installer(job, m2) != RB_OK)
             job_finish(job, RB_EIO, m2, 0);
         return;
@@ -153,14 +188,16 @@ static void on_installer_exited(void *data, rb_err err, const char *msg, const b
         if (exit_code == EXIT_PIP_FAILED)
             snprintf(m2, sizeof(m2), "pip could not install the dependencies (wheels only, from %s): %s",
                      job->c->cfg->deps_index_url ? job->c->cfg->deps_index_url : "the default index", tail);
+        else if (exit_code == EXIT_COPY_FAILED)
+            snprintf(m2, sizeof(m2), "copying the packages into the session's workspace failed: %s", tail);
         else
             snprintf(m2, sizeof(m2), "the dependency installer failed (exit code %d): %s", exit_code, tail);
         job_finish(job, exit_code == EXIT_PIP_FAILED ? RB_EINVAL : RB_EIO, m2, 0);
         return;
     }
     rb_info("session %s: dependencies installed (%s): %zu packages", job->session_id,
-            job->online ? "downloaded" : "from cache", json_array_size(job->reqs));
-    job_finish(job, RB_OK, NULL, !job->online);
+            job->filled ? "downloaded" : "from cache", json_array_size(job->reqs));
+    job_finish(job, RB_OK, NULL, !job->filled);
 }
 
 /* The CA bundle the installer's pip trusts: the configured file; by default the Docker host's
@@ -174,6 +211,7 @@ static const char *installer_ca_file(const core_settings *cfg)
     return access(host_bundle, R_OK) == 0 ? host_bundle : NULL;
 }
 
+/* Runs the filler or the copier (job->filling), which reports to on_installer_exited. */
 static rb_err run_installer(install_job *job, char *err)
 {
     const core_settings *cfg = job->c->cfg;
@@ -191,28 +229,35 @@ static rb_err run_installer(install_job *job, char *err)
     }
     rb_buf_append(&reqs, "", 1);
     env[n_env++] = xasprintf("RUNBOX_REQS=%s", reqs.data);
-    env[n_env++] = xasprintf("RUNBOX_OFFLINE=%d", job->online ? 0 : 1);
     env[n_env++] = xstrdup("HOME=/tmp");
-    env[n_env++] = xstrdup("PIP_CONFIG_FILE=/dev/null");
-    env[n_env++] = xstrdup("PYTHONDONTWRITEBYTECODE=1");
     rb_buf_dispose(&reqs);
-    if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
-        env[n_env++] = xasprintf("PIP_INDEX_URL=%s", cfg->deps_index_url);
-    backend_volume volumes[3] = {{job->cache_volume, NULL, "/cache", 0}, {job->workspace_volume, NULL, "/target", 0}};
-    size_t n_volumes = 2;
-    const char *ca = installer_ca_file(cfg);
-    if (ca != NULL) {
-        volumes[n_volumes++] = (backend_volume){NULL, ca, "/etc/runbox-ca.pem", 1};
-        env[n_env++] = xstrdup("PIP_CERT=/etc/runbox-ca.pem");
+    backend_volume volumes[2];
+    size_t n_volumes = 0;
+    if (job->filling) {
+        env[n_env++] = xstrdup("PIP_CONFIG_FILE=/dev/null");
+        env[n_env++] = xstrdup("PYTHONDONTWRITEBYTECODE=1");
+        if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
+            env[n_env++] = xasprintf("PIP_INDEX_URL=%s", cfg->deps_index_url);
+        volumes[n_volumes++] = (backend_volume){job->cache_volume, NULL, "/cache", 0};
+        const char *ca = installer_ca_file(cfg);
+        if (ca != NULL) {
+            volumes[n_volumes++] = (backend_volume){NULL, ca, "/etc/runbox-ca.pem", 1};
+            env[n_env++] = xstrdup("PIP_CERT=/etc/runbox-ca.pem");
+        }
+    } else {
+        volumes[n_volumes++] = (backend_volume){job->cache_volume, NULL, "/cache", 1};
+        volumes[n_volumes++] = (backend_volume){job->workspace_volume, NULL, "/target", 0};
     }
     env[n_env] = NULL;
-    const char *const cmd[] = {"sh", "-c", install_sh, NULL};
+    const char *const cmd[] = {"sh", "-c", job->filling ? fill_sh : copy_sh, NULL};
     const backend_label labels[] = {
         {"runbox.instance", job->c->instance}, {"runbox.managed", "1"}, {"runbox.deps-for", job->session_id}};
     backend_spec spec;
-    oneshot_spec_init(&spec, cfg->image, job->online ? cfg->deps_network : NULL);
+    oneshot_spec_init(&spec, cfg->image, job->filling ? cfg->deps_network : NULL);
     spec.cmd = cmd;
-    spec.user = "0";
+    /* the filler is root because Docker makes a volume's root folder root's; it needs no
+     * capability in it. The copier has exactly the sandbox's rights over the workspace. */
+    spec.user = job->filling ? "0" : "1000:1000";
     spec.env = (const char *const *)env;
     spec.working_dir = "/tmp";
     spec.labels = labels;

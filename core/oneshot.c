@@ -54,7 +54,6 @@ rb_err oneshot_run(rb_core *c, const char *kind, const backend_spec *spec, long 
 void oneshot_spec_init(backend_spec *spec, const char *image, const char *network)
 {
     static const char *const cap_drop[] = {"ALL", NULL};
-    static const char *const cap_add[] = {"CHOWN", "DAC_OVERRIDE", "FOWNER", NULL};
     static const char *const security_opt[] = {"no-new-privileges", NULL};
     static const backend_mount tmp = {"/tmp", ONESHOT_TMP, -1, -1, -1};
     *spec = (backend_spec){
@@ -65,7 +64,6 @@ void oneshot_spec_init(backend_spec *spec, const char *image, const char *networ
         .tmpfs = &tmp,
         .n_tmpfs = 1,
         .cap_drop = cap_drop,
-        .cap_add = cap_add,
         .security_opt = security_opt,
         .init = 1,
         .network = network,

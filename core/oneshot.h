@@ -33,11 +33,10 @@ rb_err oneshot_run(rb_core *c, const char *kind, const backend_spec *spec, long 
                    void *data, char *err);
 
 /** Sets *spec to a one-shot container of image, hardened like a sandbox: read-only root with a
- * 1 GiB /tmp tmpfs, every capability dropped but CHOWN, DAC_OVERRIDE and FOWNER (set cap_add to
- * an empty list when the command needs none), no-new-privileges, 1 GiB of memory without swap,
- * 256 processes, an init process, its output kept for reading once it exits. network is the
- * network to join; NULL means none. The lists it points to are static; the caller sets the
- * command, user, environment, labels and volumes. */
+ * 1 GiB /tmp tmpfs, every capability dropped (even for root), no-new-privileges, 1 GiB of
+ * memory without swap, 256 processes, an init process, its output kept for reading once it
+ * exits. network is the network to join; NULL means none. The lists it points to are static;
+ * the caller sets the command, user, environment, labels and volumes. */
 void oneshot_spec_init(backend_spec *spec, const char *image, const char *network);
 
 #endif

@@ -70,7 +70,6 @@ static void on_listed(void *data, rb_err err, const char *msg, const backend_exe
 
 static void on_image_id(void *data, rb_err err, const char *errmsg, const char *id)
 {
-    static const char *const no_caps[] = {NULL};
     listing *l = data;
     char msg[RB_ERR_LEN];
     if (err != RB_OK) {
@@ -92,8 +91,6 @@ static void on_image_id(void *data, rb_err err, const char *errmsg, const char *
     spec.user = "1000";
     spec.labels = labels;
     spec.n_labels = 2;
-    /* reading metadata as uid 1000 needs none of the capabilities an installer keeps */
-    spec.cap_add = no_caps;
     rb_err e = oneshot_run(l->c, "packages", &spec, LISTING_TIMEOUT_MS, on_listed, l, msg);
     if (e != RB_OK)
         listing_finish(l, e, msg, NULL);

@@ -3,7 +3,7 @@
  * neutral sandbox spec into the Engine API container configuration (the fields the security
  * model relies on: no network, read-only root, all capabilities dropped, no-new-privileges, no
  * swap, a pids limit, the image's non-root user; the whole document for a default sandbox, as
- * sandbox.c builds it, and for the dependency installer's one-shot run, as deps.c builds it),
+ * sandbox.c builds it, and for the dependency copier's one-shot run, as deps.c builds it),
  * and mounts it refuses. With the real engine and image: one-shot runs (exit code, streams kept
  * apart, output tails, deadlines, nothing left behind), image ids and named volumes.
  */
@@ -144,38 +144,36 @@ Test(backend_docker, no_workspace_no_mounts)
     json_decref(conf);
 }
 
-/* The installer's offline pass as deps.c builds it (one-shot defaults, root, both volumes and
- * the host's CA bundle). */
-Test(backend_docker, an_installer_run_gives_todays_engine_config)
+/* The dependency copier as deps.c builds it: one-shot defaults (no capability at all), the
+ * sandbox's uid, the shared cache read-only, the session's workspace read-write. */
+Test(backend_docker, the_dependency_copier_reaches_the_engine_unprivileged_with_the_cache_read_only)
 {
-    /* The body runboxd sent before the backend interface, for the same run, but for /tmp's size:
-     * it was written "1g", the backend writes bytes (the same 1 GiB to the kernel). */
+    /* The body of the installer before issue 9's finding 8 differed in User ("0"), CapAdd
+     * (["CHOWN","DAC_OVERRIDE","FOWNER"]), the cache's mode (read-write) and /tmp's size ("1g",
+     * the same 1 GiB); with its CA bundle it is now the filler's, which has no workspace. */
     static const char want[] =
-        "{\"Image\":\"runbox-sandbox:latest\",\"Cmd\":[\"sh\",\"-c\",\"true\"],\"User\":\"0\","
-        "\"Env\":[\"RUNBOX_OFFLINE=1\",\"HOME=/tmp\"],\"WorkingDir\":\"/tmp\",\"Labels\":{\"runbox.instance\":\"i1\","
+        "{\"Image\":\"runbox-sandbox:latest\",\"Cmd\":[\"sh\",\"-c\",\"true\"],\"User\":\"1000:1000\","
+        "\"Env\":[\"RUNBOX_REQS=x\",\"HOME=/tmp\"],\"WorkingDir\":\"/tmp\",\"Labels\":{\"runbox.instance\":\"i1\","
         "\"runbox.managed\":\"1\",\"runbox.deps-for\":\"s_1\"},\"NetworkDisabled\":true,\"HostConfig\":{"
         "\"NetworkMode\":\"none\",\"Memory\":1073741824,\"MemorySwap\":1073741824,\"PidsLimit\":256,"
-        "\"ReadonlyRootfs\":true,\"CapDrop\":[\"ALL\"],\"CapAdd\":[\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\"],"
-        "\"SecurityOpt\":[\"no-new-privileges\"],\"Tmpfs\":{\"/tmp\":\"rw,nosuid,nodev,size=1073741824\"},"
-        "\"Init\":true,\"LogConfig\":{\"Type\":\"json-file\"},\"Binds\":[\"runbox-deps-x:/cache\",\"ws1:/target\","
-        "\"/etc/ssl/certs/ca-certificates.crt:/etc/runbox-ca.pem:ro\"]}}";
+        "\"ReadonlyRootfs\":true,\"CapDrop\":[\"ALL\"],\"SecurityOpt\":[\"no-new-privileges\"],"
+        "\"Tmpfs\":{\"/tmp\":\"rw,nosuid,nodev,size=1073741824\"},\"Init\":true,\"LogConfig\":{\"Type\":"
+        "\"json-file\"},\"Binds\":[\"runbox-deps-x:/cache:ro\",\"ws1:/target\"]}}";
     static const char *const cmd[] = {"sh", "-c", "true", NULL};
-    static const char *const renv[] = {"RUNBOX_OFFLINE=1", "HOME=/tmp", NULL};
+    static const char *const renv[] = {"RUNBOX_REQS=x", "HOME=/tmp", NULL};
     static const backend_label rlabels[] = {
         {"runbox.instance", "i1"}, {"runbox.managed", "1"}, {"runbox.deps-for", "s_1"}};
-    static const backend_volume vols[] = {{"runbox-deps-x", NULL, "/cache", 0},
-                                          {"ws1", NULL, "/target", 0},
-                                          {NULL, "/etc/ssl/certs/ca-certificates.crt", "/etc/runbox-ca.pem", 1}};
+    static const backend_volume vols[] = {{"runbox-deps-x", NULL, "/cache", 1}, {"ws1", NULL, "/target", 0}};
     backend_spec sp;
     oneshot_spec_init(&sp, "runbox-sandbox:latest", NULL);
     sp.cmd = cmd;
-    sp.user = "0";
+    sp.user = "1000:1000";
     sp.env = renv;
     sp.working_dir = "/tmp";
     sp.labels = rlabels;
     sp.n_labels = 3;
     sp.volumes = vols;
-    sp.n_volumes = 3;
+    sp.n_volumes = 2;
     json_error_t jerr;
     json_t *expected = json_loads(want, 0, &jerr);
     cr_assert_not_null(expected, "%s", jerr.text);
