@@ -96,3 +96,36 @@ rb_err backend_archive_get(backend *b, const char *id, const char *path, size_t 
     assert(cb != NULL);
     return b->ops->archive_get(b->self, id, path, max, cb, data, err);
 }
+
+rb_err backend_run(backend *b, const char *name, const backend_spec *spec, long timeout_ms, size_t max_output,
+                   backend_exec_cb cb, void *data, char *err)
+{
+    assert(name != NULL && spec != NULL && spec->image != NULL && cb != NULL);
+    return b->ops->run(b->self, name, spec, timeout_ms, max_output, cb, data, err);
+}
+
+rb_err backend_image_id(backend *b, const char *image, backend_name_cb cb, void *data, char *err)
+{
+    assert(image != NULL && cb != NULL);
+    return b->ops->image_id(b->self, image, cb, data, err);
+}
+
+rb_err backend_volume_create(backend *b, const char *name, const backend_label *labels, size_t n_labels,
+                             backend_cb cb, void *data, char *err)
+{
+    assert(name != NULL && cb != NULL);
+    return b->ops->volume_create(b->self, name, labels, n_labels, cb, data, err);
+}
+
+rb_err backend_volume_remove(backend *b, const char *name, backend_cb cb, void *data, char *err)
+{
+    assert(name != NULL && cb != NULL);
+    return b->ops->volume_remove(b->self, name, cb, data, err);
+}
+
+rb_err backend_workspace_volume(backend *b, const char *id, const char *path, backend_name_cb cb, void *data,
+                                char *err)
+{
+    assert(id != NULL && path != NULL && cb != NULL);
+    return b->ops->workspace_volume(b->self, id, path, cb, data, err);
+}

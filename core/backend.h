@@ -2,7 +2,9 @@
  * backend: the one narrow interface through which core/ drives sandboxes. A backend creates
  * and starts a sandbox from a backend_spec, attaches to its runner (a byte stream both ways),
  * runs a command in it and collects the output and exit code, copies tar archives in and out,
- * removes it, lists sandboxes by label and tells whether its engine is healthy. It is a struct
+ * removes it, lists sandboxes by label and tells whether its engine is healthy; for helpers that
+ * are not sessions (the dependency installer, the package listing) it also runs a one-shot
+ * sandbox to completion, names an image's content and keeps named volumes. It is a struct
  * of function pointers (backend_ops) plus an opaque instance, behind the backend_* functions
  * below; core/ calls nothing else to reach a sandbox engine. It is not a client of any engine:
  * each implementation is an adapter file in core/ over a client folder of its own (the Docker
@@ -54,6 +56,16 @@ typedef struct backend_mount {
     int uid, gid, mode;
 } backend_mount;
 
+/** Storage that outlives a sandbox, mounted at path: the named volume name (backend_volume_create,
+ * or the answer of backend_workspace_volume), or else the file or folder host_path of the
+ * engine's host. Neither may contain ':' (RB_EINVAL). */
+typedef struct backend_volume {
+    const char *name;
+    const char *host_path;
+    const char *path;
+    int readonly;
+} backend_volume;
+
 /** A resource limit (setrlimit name without RLIMIT_, lower case: "nofile", "fsize", "core"). */
 typedef struct backend_ulimit {
     const char *name;
@@ -87,6 +99,8 @@ typedef struct backend_spec {
     backend_mount workspace;
     const backend_label *workspace_labels;
     size_t n_workspace_labels;
+    const backend_volume *volumes;  /* n_volumes of them */
+    size_t n_volumes;
     const backend_ulimit *ulimits;  /* n_ulimits of them */
     size_t n_ulimits;
     const char *const *cap_drop;    /* capabilities removed ("ALL") */
@@ -104,6 +118,9 @@ typedef struct backend_spec {
 typedef void (*backend_cb)(void *data, rb_err err, const char *errmsg);
 /** Completion of backend_create: on success id names the new sandbox (borrowed). */
 typedef void (*backend_create_cb)(void *data, rb_err err, const char *errmsg, const char *id);
+/** Completion of a call that answers a name (backend_image_id, backend_workspace_volume): on
+ * success name is it (borrowed, never NULL). */
+typedef void (*backend_name_cb)(void *data, rb_err err, const char *errmsg, const char *name);
 /** Completion of backend_ping: on success version is the engine API version in use ("1.41"). */
 typedef void (*backend_ping_cb)(void *data, rb_err err, const char *errmsg, const char *version);
 /** Completion of backend_archive_get: on success bytes[0..len) is the tar (never NULL). */
@@ -127,14 +144,15 @@ typedef struct backend_exec_spec {
     size_t max_output;         /* cap on the output, both streams together (0: 8 MiB) */
     long timeout_ms;           /* 0: none */
 } backend_exec_spec;
-/** What a finished command left: its exit code (-1 if the engine did not say) and its output,
- * separated by stream (each NUL-terminated after its length). */
+/** What a finished command (backend_exec) or one-shot sandbox (backend_run) left: its exit code
+ * (-1 if the engine did not say) and its output, separated by stream (each NUL-terminated after
+ * its length). */
 typedef struct backend_exec_result {
     int exit_code;
     const char *out, *err;
     size_t out_len, err_len;
 } backend_exec_result;
-/** Completion of backend_exec: on success r is the result; on failure r is NULL. */
+/** Completion of backend_exec and backend_run: on success r is the result; on failure r is NULL. */
 typedef void (*backend_exec_cb)(void *data, rb_err err, const char *errmsg, const backend_exec_result *r);
 
 /** The callbacks of an attach stream (copied by backend_attach_open). */
@@ -174,6 +192,14 @@ typedef struct backend_ops {
                           void *data, char *err);
     rb_err (*archive_get)(void *self, const char *id, const char *path, size_t max, backend_bytes_cb cb, void *data,
                           char *err);
+    rb_err (*run)(void *self, const char *name, const backend_spec *spec, long timeout_ms, size_t max_output,
+                  backend_exec_cb cb, void *data, char *err);
+    rb_err (*image_id)(void *self, const char *image, backend_name_cb cb, void *data, char *err);
+    rb_err (*volume_create)(void *self, const char *name, const backend_label *labels, size_t n_labels,
+                            backend_cb cb, void *data, char *err);
+    rb_err (*volume_remove)(void *self, const char *name, backend_cb cb, void *data, char *err);
+    rb_err (*workspace_volume)(void *self, const char *id, const char *path, backend_name_cb cb, void *data,
+                               char *err);
 } backend_ops;
 
 /** A backend: an implementation's ops and its instance. Read-only after backend_new. */
@@ -242,5 +268,51 @@ rb_err backend_archive_put(backend *b, const char *id, const char *dir, const vo
  * does not exist. */
 rb_err backend_archive_get(backend *b, const char *id, const char *path, size_t max, backend_bytes_cb cb,
                            void *data, char *err);
+
+/* ---- one-shot sandboxes, images and volumes ------------------------------------------------
+ *
+ * What helpers that are not sessions need (core/oneshot.c for the dependency installer of
+ * core/deps.c and the listing of core/packages.c). A one-shot sandbox is one call, backend_run,
+ * rather than wait, logs and remove on top of create and start, because that is narrower and
+ * what every engine can do natively (a Kubernetes Job; Docker's create, start, wait, logs,
+ * remove): core/ only ever wants "run this to completion and tell me how it exited and what it
+ * printed". Separate calls would carry Docker's model into core/ (output kept after exit only
+ * with a logging driver, in 8-byte frames to demultiplex, a wait that answers before the logs
+ * are complete) and make each caller repeat the promise that nothing is left behind; here the
+ * adapter keeps that promise once. Volumes are the one piece of state a spec cannot describe:
+ * a cache that outlives runs (created, removed) and the workspace of a session's sandbox,
+ * mounted into a one-shot sandbox to reach the session's files. The image's identity keys such
+ * caches, so that a rebuilt image never sees packages built for the old one.
+ */
+
+/** Runs a one-shot sandbox named name (as for backend_create) from spec, to completion: creates
+ * it with standard input closed (it cannot be attached), starts it, waits at most timeout_ms
+ * (0: no deadline) for it to exit, and removes it with its workspace whatever happened once it
+ * exists. cb gets its exit code and output: of each stream the last max_output bytes (0:
+ * 2 MiB), both empty when the engine holds more than twice that. Errors: RB_ENOTFOUND when
+ * spec->image does not exist, RB_ECONFLICT when the name is taken, RB_ETIMEDOUT past the
+ * deadline, RB_EINVAL for a volume that cannot be mounted; errmsg says which step failed. */
+rb_err backend_run(backend *b, const char *name, const backend_spec *spec, long timeout_ms, size_t max_output,
+                   backend_exec_cb cb, void *data, char *err);
+
+/** The identity of image's content (for Docker its id, "sha256:..."): the same for the same
+ * content, different once the image is rebuilt. RB_ENOTFOUND: the engine lacks the image. */
+rb_err backend_image_id(backend *b, const char *image, backend_name_cb cb, void *data, char *err);
+
+/** Creates the named volume name (letters, digits, '_', '.', '-'), empty and kept until
+ * backend_volume_remove, carrying labels; a name that exists already is kept as it is, with
+ * its content, and reported as created. */
+rb_err backend_volume_create(backend *b, const char *name, const backend_label *labels, size_t n_labels,
+                             backend_cb cb, void *data, char *err);
+/** Removes the named volume name: RB_ENOTFOUND if it does not exist, RB_ECONFLICT while a
+ * sandbox uses it. */
+rb_err backend_volume_remove(backend *b, const char *name, backend_cb cb, void *data, char *err);
+
+/** The name of the volume mounted at path in sandbox id (its workspace: backend_spec.workspace
+ * .path), for a one-shot sandbox to mount too (backend_volume.name); the volume is removed with
+ * the sandbox. RB_ENOTFOUND: no such sandbox; RB_ECONFLICT: no volume is mounted at path (a
+ * sandbox created without a workspace volume). */
+rb_err backend_workspace_volume(backend *b, const char *id, const char *path, backend_name_cb cb, void *data,
+                                char *err);
 
 #endif

@@ -2,7 +2,8 @@
  * backend_docker.c: the sandbox backend (core/backend.h) on one Docker Engine. It turns a
  * backend_spec into the Engine API container configuration, runs a command as exec create +
  * start + inspect with Docker's 8-byte stream frames demultiplexed here, and passes the other
- * calls to the client in docker/ with their callbacks translated. The only file in core/ that
+ * calls to the client in docker/ with their callbacks translated; a one-shot run is create,
+ * start, wait, logs (frames demultiplexed here too) and remove. The only file in core/ that
  * includes docker/docker.h. It decides nothing about sandboxes: limits, labels and hardening
  * come in the spec (core/sandbox.c).
  *
@@ -18,6 +19,7 @@
 #include "docker/docker.h"
 
 #define EXEC_OUTPUT_MAX_DEFAULT (8u * 1024 * 1024)
+#define RUN_OUTPUT_MAX_DEFAULT (2u * 1024 * 1024)
 
 /* ---- spec -> Engine API JSON ---------------------------------------------------------------- */
 
@@ -57,12 +59,38 @@ static json_t *mount_options(const backend_mount *m)
     return json_sprintf("rw,nosuid,nodev,size=%lld%s%s%s", (long long)m->size, uid, gid, mode);
 }
 
+/* Binds entries: "name:/path" or "/host/path:/path", with ":ro" when read-only. */
+static json_t *binds(const backend_volume *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_sprintf("%s:%s%s", v[i].name ? v[i].name : v[i].host_path, v[i].path,
+                                              v[i].readonly ? ":ro" : ""));
+    return a;
+}
+
+/* A Binds entry is split on ':', so a colon would move a mount elsewhere or change its mode. */
+static rb_err volumes_check(const backend_spec *sp, char *err)
+{
+    for (size_t i = 0; i < sp->n_volumes; i++) {
+        const backend_volume *v = &sp->volumes[i];
+        const char *src = v->name ? v->name : v->host_path;
+        if (src == NULL || src[0] == '\0' || (v->name == NULL && src[0] != '/') || strchr(src, ':') != NULL ||
+            v->path == NULL || v->path[0] != '/' || strchr(v->path, ':') != NULL)
+            return rb_fail(RB_EINVAL, err, "volume '%.200s' at '%.200s' cannot be mounted", src ? src : "(none)",
+                           v->path ? v->path : "(none)");
+    }
+    return RB_OK;
+}
+
 static json_t *host_config(const backend_spec *sp)
 {
-    json_t *hc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:b, s:b}", "NetworkMode", sp->network ? sp->network : "none",
+    json_t *hc = json_pack("{s:s, s:I, s:I, s:I, s:b, s:b}", "NetworkMode", sp->network ? sp->network : "none",
                            "Memory", (json_int_t)sp->memory, "MemorySwap", (json_int_t)(sp->memory + sp->swap),
-                           "NanoCpus", (json_int_t)sp->nano_cpus, "PidsLimit", (json_int_t)sp->pids_limit,
-                           "ReadonlyRootfs", sp->readonly_root != 0, "Init", sp->init != 0);
+                           "PidsLimit", (json_int_t)sp->pids_limit, "ReadonlyRootfs", sp->readonly_root != 0, "Init",
+                           sp->init != 0);
+    if (sp->nano_cpus > 0)
+        json_object_set_new(hc, "NanoCpus", json_integer((json_int_t)sp->nano_cpus));
     set_list(hc, "CapDrop", sp->cap_drop);
     set_list(hc, "CapAdd", sp->cap_add);
     set_list(hc, "SecurityOpt", sp->security_opt);
@@ -79,6 +107,8 @@ static json_t *host_config(const backend_spec *sp)
                                       label_object(sp->workspace_labels, sp->n_workspace_labels), "DriverConfig",
                                       "Name", "local", "Options", "type", "tmpfs", "device", "tmpfs", "o",
                                       mount_options(&sp->workspace)));
+    if (sp->n_volumes > 0)
+        json_object_set_new(hc, "Binds", binds(sp->volumes, sp->n_volumes));
     if (sp->log_driver != NULL)
         json_object_set_new(hc, "LogConfig", json_pack("{s:s}", "Type", sp->log_driver));
     if (sp->n_ulimits > 0) {
@@ -92,19 +122,29 @@ static json_t *host_config(const backend_spec *sp)
     return hc;
 }
 
-json_t *backend_docker__container_config(const backend_spec *sp)
+json_t *backend_docker__run_config(const backend_spec *sp)
 {
-    /* Attachable (backend_attach_open): stdin open, no TTY, so output arrives in frames. */
-    json_t *conf = json_pack("{s:s, s:o, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:o}", "Image", sp->image, "Labels",
-                             label_object(sp->labels, sp->n_labels), "AttachStdin", 1, "AttachStdout", 1,
-                             "AttachStderr", 1, "OpenStdin", 1, "StdinOnce", 0, "Tty", 0, "NetworkDisabled",
-                             sp->network == NULL, "HostConfig", host_config(sp));
+    /* no Tty: the logs come in frames, stdout apart from stderr */
+    json_t *conf = json_pack("{s:s, s:o, s:b, s:o}", "Image", sp->image, "Labels",
+                             label_object(sp->labels, sp->n_labels), "NetworkDisabled", sp->network == NULL,
+                             "HostConfig", host_config(sp));
     set_list(conf, "Cmd", sp->cmd);
     set_list(conf, "Env", sp->env);
     if (sp->user != NULL)
         json_object_set_new(conf, "User", json_string(sp->user));
     if (sp->working_dir != NULL)
         json_object_set_new(conf, "WorkingDir", json_string(sp->working_dir));
+    return conf;
+}
+
+json_t *backend_docker__container_config(const backend_spec *sp)
+{
+    /* Attachable (backend_attach_open): stdin open, no TTY, so output arrives in frames. */
+    json_t *conf = backend_docker__run_config(sp);
+    json_t *attach = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "AttachStdin", 1, "AttachStdout", 1, "AttachStderr",
+                               1, "OpenStdin", 1, "StdinOnce", 0, "Tty", 0);
+    json_object_update(conf, attach);
+    json_decref(attach);
     return conf;
 }
 
@@ -117,8 +157,10 @@ typedef struct call {
     backend_ping_cb ping;
     backend_bytes_cb bytes;
     backend_list_cb list;
+    backend_name_cb name;
     void *data;
     docker *d;
+    char *path; /* workspace_volume: the mount point asked for */
 } call;
 
 static call *call_new(docker *d, void *data)
@@ -131,10 +173,16 @@ static call *call_new(docker *d, void *data)
 
 /* What every call does with the client's answer to starting it: on a synchronous failure the
  * client will not call back, so the call is dropped. */
+static void call_free(call *c)
+{
+    free(c->path);
+    free(c);
+}
+
 static rb_err call_started(call *c, rb_err e)
 {
     if (e != RB_OK)
-        free(c);
+        call_free(c);
     return e;
 }
 
@@ -144,7 +192,7 @@ static void done_cb(void *data, rb_err err, const char *errmsg, int status, json
     (void)status;
     (void)body;
     c->done(c->data, err, errmsg);
-    free(c);
+    call_free(c);
 }
 
 /* A raw answer: the tar of archive_get, or nothing worth passing on (archive_put). */
@@ -156,7 +204,7 @@ static void raw_cb(void *data, rb_err err, const char *errmsg, int status, const
         c->bytes(c->data, err, errmsg, err == RB_OK ? body : NULL, err == RB_OK ? len : 0);
     else
         c->done(c->data, err, errmsg);
-    free(c);
+    call_free(c);
 }
 
 static void created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
@@ -168,7 +216,7 @@ static void created_cb(void *data, rb_err err, const char *errmsg, int status, j
         c->created(c->data, RB_EIO, "no id returned", NULL);
     else
         c->created(c->data, err, errmsg, id);
-    free(c);
+    call_free(c);
 }
 
 static void pinged_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
@@ -177,7 +225,7 @@ static void pinged_cb(void *data, rb_err err, const char *errmsg, int status, js
     (void)status;
     (void)body;
     c->ping(c->data, err, errmsg, err == RB_OK ? docker_api_version(c->d) : NULL);
-    free(c);
+    call_free(c);
 }
 
 static void listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
@@ -198,7 +246,91 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, int status, js
     }
     c->list(c->data, err, errmsg, items, n);
     free(items);
-    free(c);
+    call_free(c);
+}
+
+/* The image's Id. */
+static void image_inspected_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    (void)status;
+    const char *id = json_string_value(json_object_get(body, "Id"));
+    if (err == RB_OK && id == NULL)
+        c->name(c->data, RB_EIO, "Docker returned no image id", NULL);
+    else
+        c->name(c->data, err, errmsg, err == RB_OK ? id : NULL);
+    call_free(c);
+}
+
+static int volume_name_ok(const char *s)
+{
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
+    size_t n = strlen(s);
+    return n > 0 && n <= 128 && strspn(s, chars) == n;
+}
+
+/* The name of the volume mounted at c->path, from the container's Mounts. */
+static void sandbox_inspected_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    char msg[RB_ERR_LEN];
+    const char *found = NULL;
+    size_t i;
+    json_t *m;
+    (void)status;
+    json_array_foreach(json_object_get(body, "Mounts"), i, m)
+    {
+        const char *dst = json_string_value(json_object_get(m, "Destination"));
+        const char *name = json_string_value(json_object_get(m, "Name"));
+        const char *type = json_string_value(json_object_get(m, "Type"));
+        if (dst && name && type && strcmp(dst, c->path) == 0 && strcmp(type, "volume") == 0)
+            found = name;
+    }
+    if (err != RB_OK) {
+        c->name(c->data, err, errmsg, NULL);
+    } else if (found == NULL || !volume_name_ok(found)) {
+        snprintf(msg, sizeof(msg), "no Docker volume is mounted at %.200s in the container", c->path);
+        c->name(c->data, RB_ECONFLICT, msg, NULL);
+    } else {
+        c->name(c->data, RB_OK, NULL, found);
+    }
+    call_free(c);
+}
+
+static rb_err d_image_id(void *self, const char *image, backend_name_cb cb, void *data, char *err)
+{
+    call *c = call_new(self, data);
+    c->name = cb;
+    return call_started(c, docker_image_inspect(self, image, image_inspected_cb, c, err));
+}
+
+static rb_err d_workspace_volume(void *self, const char *id, const char *path, backend_name_cb cb, void *data,
+                                 char *err)
+{
+    call *c = call_new(self, data);
+    c->name = cb;
+    c->path = xstrdup(path);
+    return call_started(c, docker_container_inspect(self, id, sandbox_inspected_cb, c, err));
+}
+
+static rb_err d_volume_create(void *self, const char *name, const backend_label *labels, size_t n_labels,
+                              backend_cb cb, void *data, char *err)
+{
+    if (!volume_name_ok(name))
+        return rb_fail(RB_EINVAL, err, "'%.200s' is not a volume name", name);
+    call *c = call_new(self, data);
+    c->done = cb;
+    json_t *conf = json_pack("{s:s, s:o}", "Name", name, "Labels", label_object(labels, n_labels));
+    rb_err e = docker_volume_create(self, conf, done_cb, c, err);
+    json_decref(conf);
+    return call_started(c, e);
+}
+
+static rb_err d_volume_remove(void *self, const char *name, backend_cb cb, void *data, char *err)
+{
+    call *c = call_new(self, data);
+    c->done = cb;
+    return call_started(c, docker_volume_remove(self, name, done_cb, c, err));
 }
 
 static rb_err d_ping(void *self, backend_ping_cb cb, void *data, char *err)
@@ -211,10 +343,13 @@ static rb_err d_ping(void *self, backend_ping_cb cb, void *data, char *err)
 static rb_err d_create(void *self, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
                        char *err)
 {
+    rb_err e = volumes_check(spec, err);
+    if (e != RB_OK)
+        return e;
     call *c = call_new(self, data);
     c->created = cb;
     json_t *conf = backend_docker__container_config(spec);
-    rb_err e = docker_container_create(self, name, conf, created_cb, c, err);
+    e = docker_container_create(self, name, conf, created_cb, c, err);
     json_decref(conf);
     return call_started(c, e);
 }
@@ -299,17 +434,24 @@ typedef struct exec_op {
     rb_buf out[3]; /* by stream: stdin (unused), stdout, stderr */
 } exec_op;
 
-static void exec_finish(exec_op *x, rb_err err, const char *errmsg, int exit_code)
+/* Reports a finished command or run: on success its exit code and out[1], out[2]; then frees
+ * the buffers out[0..3). */
+static void report_output(backend_exec_cb cb, void *data, rb_err err, const char *errmsg, int exit_code, rb_buf *out)
 {
     if (err == RB_OK) {
-        backend_exec_result r = {exit_code, x->out[1].data ? x->out[1].data : "",
-                                 x->out[2].data ? x->out[2].data : "", x->out[1].len, x->out[2].len};
-        x->cb(x->data, RB_OK, NULL, &r);
+        backend_exec_result r = {exit_code, out[1].data ? out[1].data : "", out[2].data ? out[2].data : "",
+                                 out[1].len, out[2].len};
+        cb(data, RB_OK, NULL, &r);
     } else {
-        x->cb(x->data, err, errmsg, NULL);
+        cb(data, err, errmsg, NULL);
     }
     for (int i = 0; i < 3; i++)
-        rb_buf_dispose(&x->out[i]);
+        rb_buf_dispose(&out[i]);
+}
+
+static void exec_finish(exec_op *x, rb_err err, const char *errmsg, int exit_code)
+{
+    report_output(x->cb, x->data, err, errmsg, exit_code, x->out);
     free(x);
 }
 
@@ -393,6 +535,164 @@ static rb_err d_exec(void *self, const char *id, const backend_exec_spec *spec, 
     return e;
 }
 
+/* ---- run: create, start, wait, logs (output in frames), remove --------------------------------- */
+
+typedef struct run_op {
+    docker *d;
+    backend_exec_cb cb;
+    void *data;
+    long timeout_ms;
+    size_t max;
+    char *id; /* the container's, once created */
+    int exit_code;
+    rb_err err; /* the outcome so far, with its text in msg */
+    char msg[RB_ERR_LEN];
+    rb_buf out[3]; /* by stream: stdin (unused), stdout, stderr */
+} run_op;
+
+static void run_report(run_op *r)
+{
+    report_output(r->cb, r->data, r->err, r->msg, r->exit_code, r->out);
+    free(r->id);
+    free(r);
+}
+
+static void run_removed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    run_op *r = data;
+    (void)status;
+    (void)body;
+    /* a container left behind keeps its labels: recovery and operators find it */
+    if (r->err == RB_OK && err == RB_ECANCELED)
+        r->err = rb_fail(RB_ECANCELED, r->msg, "the Docker client is shutting down");
+    else if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
+        rb_warn("container %.12s: could not remove it: %s", r->id, errmsg);
+    run_report(r);
+}
+
+/* Removes the container (if it exists), then reports r's outcome. */
+static void run_finish(run_op *r)
+{
+    char err[RB_ERR_LEN];
+    if (r->id == NULL || docker_container_remove(r->d, r->id, run_removed_cb, r, err) != RB_OK)
+        run_report(r);
+}
+
+static void run_fail(run_op *r, rb_err e, const char *what, const char *errmsg)
+{
+    /* once created, a missing container is not a missing image */
+    r->err = e == RB_ENOTFOUND && r->id != NULL ? RB_EIO : e;
+    snprintf(r->msg, sizeof(r->msg), "%.60s: %.440s", what, errmsg ? errmsg : "no detail");
+    run_finish(r);
+}
+
+/* Keeps what came last of each stream: a full buffer drops at least its older half. */
+static void run_collect(void *data, int stream, const char *buf, size_t len)
+{
+    run_op *r = data;
+    if (stream < 1 || stream > 2)
+        return;
+    rb_buf *b = &r->out[stream];
+    if (len >= b->max) {
+        rb_buf_reset(b);
+        rb_buf_append(b, buf + (len - b->max), b->max);
+        return;
+    }
+    if (b->len + len > b->max) {
+        size_t need = b->len + len - b->max;
+        rb_buf_consume(b, need > b->len / 2 ? need : b->len / 2);
+    }
+    rb_buf_append(b, buf, len);
+}
+
+static void run_logs_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
+{
+    run_op *r = data;
+    (void)status;
+    if (err == RB_OK) {
+        docker_demux dm;
+        docker_demux_init(&dm);
+        if (docker_demux_feed(&dm, body, len, run_collect, r) != RB_OK) {
+            run_fail(r, RB_EIO, "cannot read the container's output", "malformed frames");
+            return;
+        }
+    } else if (err != RB_ETOOBIG) { /* too much output: both streams stay empty */
+        run_fail(r, err, "cannot read the container's output", errmsg);
+        return;
+    }
+    run_finish(r);
+}
+
+static void run_exited_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    run_op *r = data;
+    char e2[RB_ERR_LEN];
+    (void)status;
+    if (err != RB_OK) {
+        run_fail(r, err, "the container did not finish", errmsg);
+        return;
+    }
+    json_t *code = json_object_get(body, "StatusCode");
+    r->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+    if (docker_container_logs(r->d, r->id, r->max * 2, run_logs_cb, r, e2) != RB_OK)
+        run_fail(r, RB_EIO, "cannot read the container's output", e2);
+}
+
+static void run_started_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    run_op *r = data;
+    char e2[RB_ERR_LEN];
+    (void)status;
+    (void)body;
+    if (err != RB_OK) {
+        run_fail(r, err, "cannot start the container", errmsg);
+        return;
+    }
+    if (docker_container_wait(r->d, r->id, r->timeout_ms, run_exited_cb, r, e2) != RB_OK)
+        run_fail(r, RB_EIO, "cannot wait for the container", e2);
+}
+
+static void run_created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    run_op *r = data;
+    char e2[RB_ERR_LEN];
+    (void)status;
+    const char *id = json_string_value(json_object_get(body, "Id"));
+    if (err != RB_OK || id == NULL) {
+        run_fail(r, err != RB_OK ? err : RB_EIO, "cannot create the container", errmsg);
+        return;
+    }
+    r->id = xstrdup(id);
+    if (docker_container_start(r->d, r->id, run_started_cb, r, e2) != RB_OK)
+        run_fail(r, RB_EIO, "cannot start the container", e2);
+}
+
+static rb_err d_run(void *self, const char *name, const backend_spec *spec, long timeout_ms, size_t max_output,
+                    backend_exec_cb cb, void *data, char *err)
+{
+    rb_err e = volumes_check(spec, err);
+    if (e != RB_OK)
+        return e;
+    run_op *r = xcalloc(1, sizeof(*r));
+    r->d = self;
+    r->cb = cb;
+    r->data = data;
+    r->timeout_ms = timeout_ms;
+    r->max = max_output > 0 ? max_output : RUN_OUTPUT_MAX_DEFAULT;
+    r->exit_code = -1;
+    for (int i = 0; i < 3; i++)
+        rb_buf_init(&r->out[i], r->max);
+    json_t *conf = backend_docker__run_config(spec);
+    e = docker_container_create(self, name, conf, run_created_cb, r, err);
+    json_decref(conf);
+    if (e != RB_OK) {
+        for (int i = 0; i < 3; i++)
+            rb_buf_dispose(&r->out[i]);
+        free(r);
+    }
+    return e;
+}
+
 /* ---- the backend -------------------------------------------------------------------------- */
 
 static void d_free(void *self)
@@ -415,6 +715,11 @@ static const backend_ops docker_ops = {
     .exec = d_exec,
     .archive_put = d_archive_put,
     .archive_get = d_archive_get,
+    .run = d_run,
+    .image_id = d_image_id,
+    .volume_create = d_volume_create,
+    .volume_remove = d_volume_remove,
+    .workspace_volume = d_workspace_volume,
 };
 
 rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, backend **out, char *err)
@@ -427,7 +732,3 @@ rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, backend **ou
     return RB_OK;
 }
 
-struct docker *backend_docker_client(const backend *b)
-{
-    return b != NULL && b->ops == &docker_ops ? b->self : NULL;
-}

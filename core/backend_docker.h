@@ -1,7 +1,7 @@
 /*
  * backend_docker: the sandbox backend (core/backend.h) on one Docker Engine, over the client in
- * docker/. Its .c file is the only one in core/ that includes docker/docker.h; this header does
- * not, so that core.c can make the default backend without seeing the Engine API.
+ * docker/. Its .c file is the only one in core/ that includes that client's header; this one
+ * does not, so that core.c can make the default backend without seeing the Engine API.
  */
 #ifndef RB_CORE_BACKEND_DOCKER_H
 #define RB_CORE_BACKEND_DOCKER_H
@@ -16,13 +16,11 @@
  * is owned by the caller (backend_free). */
 rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, backend **out, char *err);
 
-/** Transitional, until the dependency modules (deps.c, oneshot.c, packages.c) drive sandboxes
- * through backend.h: the Docker client under b (borrowed, lives as long as b), or NULL when b
- * is not a Docker backend. */
-struct docker *backend_docker_client(const backend *b);
-
 /** Exported for tests: the Engine API container configuration (POST /containers/create body)
  * that backend_create sends for spec. New reference. */
 json_t *backend_docker__container_config(const backend_spec *spec);
+/** Exported for tests: the same for backend_run (not attachable: no stdin, no attach flags).
+ * New reference. */
+json_t *backend_docker__run_config(const backend_spec *spec);
 
 #endif

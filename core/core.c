@@ -195,7 +195,6 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
     if (be == NULL && (e = backend_docker_new(loop, cfg->docker_socket, &be, err)) != RB_OK)
         goto fail_sessions;
     c->be = be;
-    c->dk = backend_docker_client(be);
     snprintf(c->docker_error, sizeof(c->docker_error), "not probed yet");
     c->pool = pool_new(c);
     c->probe_timer = new_timer(c);

@@ -3,18 +3,22 @@
  * session's workspace, at creation (deps_session_install, core/internal.h) or later
  * (core_dependencies_install, core/core.h).
  *
- * User code never runs with network because of a dependency: an installer container (same
- * image, network on, no user code) runs pip into a cache volume per requirement set and
- * image, then copies the installed tree into the session's workspace volume at
- * /workspace/.runbox/site-packages, which the sandbox's Python has on its path (the image's
- * PYTHONPATH; the runner invalidates import caches before each cell). A later session asking
- * for the same set is served from the cache by an installer with no network at all.
- *
- * The installer is a one-shot container (core/oneshot.h) hardened like a sandbox (read-only
- * root, all capabilities dropped but the three needed to write as root and hand files to uid
- * 1000, no-new-privileges, pids and memory limits), runs pip isolated from the workspace (HOME
- * and cwd in /tmp, PIP_CONFIG_FILE /dev/null, python -I) so files user code left in /workspace
- * cannot steer pip, and accepts wheels only (--only-binary :all:: no setup.py runs).
+ * User code never runs with network because of a dependency. Packages live in a cache volume
+ * per requirement set and image, shared by every session that asks for the set, and reach a
+ * session through two kinds of one-shot containers (core/oneshot.h), both hardened like a
+ * sandbox (read-only root, no capabilities at all, no-new-privileges, pids and memory limits):
+ *   - the copier (no network, uid 1000 like the sandbox) mounts the cache read-only and the
+ *     session's workspace volume, and copies the set into /workspace/.runbox/site-packages,
+ *     which the sandbox's Python has on its path (the image's PYTHONPATH; the runner
+ *     invalidates import caches before each cell). It exits 10 when the cache is not filled;
+ *   - the filler (network on, root, which owns the volume) mounts the cache read-write and no
+ *     workspace at all, and runs pip into it. Then the copier runs again.
+ * The workspace is a tree user code controls, with links anywhere (issue 9, finding 8): only
+ * a process with no more rights than user code touches it, and the cache is read-only
+ * wherever a session's tree is mounted. The copier still follows none of the user's links: it
+ * builds a fresh folder (what earlier installs left, as hard links and without links, then the
+ * set) and renames it into place. pip runs isolated (HOME and cwd in /tmp, PIP_CONFIG_FILE
+ * /dev/null, python -I) and accepts wheels only (--only-binary :all:: no setup.py runs).
  *
  * Not here: the requirement syntax and the operator's deps-allow / deps-block policy
  * (core/requirements.c, checked before anything starts), and the image's preinstalled
@@ -30,40 +34,69 @@
 
 #define INSTALL_TIMEOUT_MS (15L * 60 * 1000)
 #define EXIT_CACHE_MISS 10
+#define EXIT_COPY_FAILED 5
 #define EXIT_PIP_FAILED 4
 #define EXIT_COLLISION 3
 #define SITE_DIR "/workspace/.runbox/site-packages"
 
-/* The installer: RUNBOX_REQS holds the requirements, one a line; /cache is the set's cache
- * volume, /target the session's workspace volume. Exit 10 = not cached (offline pass), 4 =
- * pip failed (its output on stderr), 3 = the cache volume holds another set. */
-static const char install_sh[] =
-    "set -u\n"
-    "umask 022\n"
-    "cd /tmp\n"
+/* Both scripts: RUNBOX_REQS holds the requirements, one a line, and /cache is the set's cache
+ * volume: site/ (pip's --target), .requirements (the set, compared before use: a hash
+ * collision of volume names cannot mix sets up), .complete (written last; never removed). */
+#define REQS_SH                                                                                                      \
+    "set -u\n"                                                                                                       \
+    "umask 022\n"                                                                                                    \
+    "cd /tmp\n"                                                                                                      \
     "printf '%s\\n' \"$RUNBOX_REQS\" > /tmp/requirements.txt\n"
+#define SAME_SET_SH                                                                                                  \
+    "cmp -s /cache/.requirements /tmp/requirements.txt || { echo 'runbox: the cache volume holds another "           \
+    "requirement set' >&2; exit 3; }\n"
+
+/* The filler (root, network, the cache read-write, no workspace). Exit 0 = the cache is
+ * filled, 4 = pip failed (its output on stderr), 3 = another set. */
+static const char fill_sh[] =
+    REQS_SH
     "exec 9>/cache/.lock\n"
     "flock 9\n"
     "if [ -f /cache/.complete ]; then\n"
-    "  cmp -s /cache/.requirements /tmp/requirements.txt || { echo 'runbox: the cache volume holds another "
-    "requirement set' >&2; exit 3; }\n"
-    "  echo cached\n"
-    "else\n"
-    "  [ \"${RUNBOX_OFFLINE:-0}\" = 1 ] && exit 10\n"
-    "  rm -rf /cache/site\n"
-    "  python3 -I -m pip install --no-input --disable-pip-version-check --no-cache-dir --no-warn-script-location "
-    "--only-binary=:all: --target /cache/site -r /tmp/requirements.txt 1>&2 || exit 4\n"
-    "  cp /tmp/requirements.txt /cache/.requirements\n"
-    "  touch /cache/.complete\n"
-    "  echo installed\n"
+    "  " SAME_SET_SH
+    "  exit 0\n"
     "fi\n"
-    "mkdir -p /target/.runbox/site-packages\n"
-    "cp -R /cache/site/. /target/.runbox/site-packages/ || exit 5\n"
-    "chown -R 1000:1000 /target/.runbox\n";
+    "rm -rf /cache/site\n"
+    "python3 -I -m pip install --no-input --disable-pip-version-check --no-cache-dir --no-warn-script-location "
+    "--only-binary=:all: --target /cache/site -r /tmp/requirements.txt 1>&2 || exit 4\n"
+    "cp /tmp/requirements.txt /cache/.requirements\n"
+    "touch /cache/.complete\n";
 
-/* One install in flight: inspect the sandbox (its workspace volume), inspect the image (its
- * id keys the cache), create the cache volume, run the installer offline, and online when the
- * cache misses. */
+/* The copier (uid 1000, no network, the cache read-only at /cache, the workspace at /target).
+ * Exit 0 = copied, 10 = not cached, 3 = another set, 5 = the copy failed. It needs no lock:
+ * the filler writes .complete after everything else and never changes a complete cache. A
+ * link or file where .runbox should be is dropped; links in what earlier installs left are
+ * dropped; cp -P copies the set's own links as links; mv renames links, rm -r does not follow
+ * them. What user code does to the folder meanwhile (it runs as the same uid) can only change
+ * its own files: this container can write nowhere else but its /tmp. */
+static const char copy_sh[] =
+    REQS_SH
+    "[ -f /cache/.complete ] || exit 10\n"
+    SAME_SET_SH
+    "sp=/target/.runbox/site-packages new= old=\n"
+    "trap 'rm -rf \"$new\" \"$old\"' EXIT\n"
+    "if [ -L /target/.runbox ] || { [ -e /target/.runbox ] && [ ! -d /target/.runbox ]; }; then\n"
+    "  rm -f /target/.runbox || exit 5\n"
+    "fi\n"
+    "mkdir -p /target/.runbox || exit 5\n"
+    "new=$(mktemp -d /target/.runbox/.install-XXXXXXXX) && chmod 755 \"$new\" || exit 5\n"
+    "if [ -d \"$sp\" ] && [ ! -L \"$sp\" ]; then\n"
+    "  cp -R -P -l \"$sp/.\" \"$new/\" && find \"$new\" -type l -delete || exit 5\n"
+    "fi\n"
+    "cp -R -P --remove-destination /cache/site/. \"$new/\" || exit 5\n"
+    "old=$(mktemp -d /target/.runbox/.old-XXXXXXXX) || exit 5\n"
+    "if [ -e \"$sp\" ] || [ -L \"$sp\" ]; then mv -T \"$sp\" \"$old/site-packages\" || exit 5; fi\n"
+    "mv -T \"$new\" \"$sp\" || exit 5\n"
+    "new=\n";
+
+/* One install in flight: find the sandbox's workspace volume, the image's id (it keys the
+ * cache), create the cache volume, run the copier, and when the cache misses the filler and the
+ * copier again. */
 typedef struct install_job {
     rb_core *c;
     core_op *op;               /* the caller's handle; cancelled = report to no one */
@@ -74,7 +107,8 @@ typedef struct install_job {
     json_t *reqs;              /* the normalised requirement list (core/requirements.h) */
     char *workspace_volume;
     char cache_volume[96];
-    int online;                /* the second pass: the cache missed, pip downloads */
+    int filling;               /* the container running is the filler (else the copier) */
+    int filled;                /* the filler ran: the cache missed, pip downloaded */
     int64_t started;
 } install_job;
 
@@ -101,38 +135,36 @@ static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
 
 static rb_err run_installer(install_job *job, char *err);
 
-static void on_cache_dropped(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_cache_dropped(void *data, rb_err err, const char *errmsg)
 {
     (void)data;
-    (void)status;
-    (void)body;
     if (err != RB_OK && err != RB_ECANCELED && err != RB_ENOTFOUND)
         rb_debug("dependency cache cleanup: %s", errmsg);
 }
 
-/* The last non-empty lines of pip's output, on one line, for the error message. */
-static void last_lines(const rb_buf *b, char *out, size_t outlen)
+/* The last non-empty lines of pip's output text[0..n), on one line, for the error message. */
+static void last_lines(const char *text, size_t n, char *out, size_t outlen)
 {
-    size_t n = b->len, end = n, lines = 0;
-    while (end > 0 && (b->data[end - 1] == '\n' || b->data[end - 1] == ' '))
+    size_t end = n, lines = 0;
+    while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == ' '))
         end--;
     size_t start = end;
     while (start > 0 && lines < 3) {
         start--;
-        if (b->data[start] == '\n')
+        if (text[start] == '\n')
             lines++;
     }
     if (end - start > outlen - 1)
         start = end - (outlen - 1);
     size_t o = 0;
     for (size_t i = start; i < end && o + 1 < outlen; i++) {
-        char ch = b->data[i];
+        char ch = text[i];
         out[o++] = (ch == '\n' || ch == '\r' || ch == '\t') ? ' ' : ch;
     }
     out[o] = '\0';
 }
 
-static void on_installer_exited(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out)
+static void on_installer_exited(void *data, rb_err err, const char *msg, const backend_exec_result *r)
 {
     install_job *job = data;
     char m2[RB_ERR_LEN], tail[300];
@@ -141,27 +173,31 @@ static void on_installer_exited(void *data, rb_err err, const char *msg, int exi
         job_finish(job, err, m2, 0);
         return;
     }
-    if (exit_code == EXIT_CACHE_MISS && !job->online) {
-        job->online = 1;
+    int exit_code = r->exit_code;
+    if ((exit_code == EXIT_CACHE_MISS && !job->filling && !job->filled) || (exit_code == 0 && job->filling)) {
+        job->filled |= job->filling;
+        job->filling = !job->filling;
         if (run_installer(job, m2) != RB_OK)
             job_finish(job, RB_EIO, m2, 0);
         return;
     }
     if (exit_code != 0) {
-        last_lines(&out[2], tail, sizeof(tail));
+        last_lines(r->err, r->err_len, tail, sizeof(tail));
         if (exit_code == EXIT_PIP_FAILED) /* nothing useful is cached: drop the volume (best effort) */
-            docker_volume_remove(job->c->dk, job->cache_volume, on_cache_dropped, NULL, m2);
+            backend_volume_remove(job->c->be, job->cache_volume, on_cache_dropped, NULL, m2);
         if (exit_code == EXIT_PIP_FAILED)
             snprintf(m2, sizeof(m2), "pip could not install the dependencies (wheels only, from %s): %s",
                      job->c->cfg->deps_index_url ? job->c->cfg->deps_index_url : "the default index", tail);
+        else if (exit_code == EXIT_COPY_FAILED)
+            snprintf(m2, sizeof(m2), "copying the packages into the session's workspace failed: %s", tail);
         else
             snprintf(m2, sizeof(m2), "the dependency installer failed (exit code %d): %s", exit_code, tail);
         job_finish(job, exit_code == EXIT_PIP_FAILED ? RB_EINVAL : RB_EIO, m2, 0);
         return;
     }
     rb_info("session %s: dependencies installed (%s): %zu packages", job->session_id,
-            job->online ? "downloaded" : "from cache", json_array_size(job->reqs));
-    job_finish(job, RB_OK, NULL, !job->online);
+            job->filled ? "downloaded" : "from cache", json_array_size(job->reqs));
+    job_finish(job, RB_OK, NULL, !job->filled);
 }
 
 /* The CA bundle the installer's pip trusts: the configured file; by default the Docker host's
@@ -175,9 +211,12 @@ static const char *installer_ca_file(const core_settings *cfg)
     return access(host_bundle, R_OK) == 0 ? host_bundle : NULL;
 }
 
+/* Runs the filler or the copier (job->filling), which reports to on_installer_exited. */
 static rb_err run_installer(install_job *job, char *err)
 {
     const core_settings *cfg = job->c->cfg;
+    char *env[8];
+    size_t n_env = 0;
     rb_buf reqs;
     rb_buf_init(&reqs, 64 * 1024);
     size_t i;
@@ -189,31 +228,45 @@ static rb_err run_installer(install_job *job, char *err)
         rb_buf_append(&reqs, json_string_value(v), json_string_length(v));
     }
     rb_buf_append(&reqs, "", 1);
-    json_t *env = json_array();
-    json_array_append_new(env, json_sprintf("RUNBOX_REQS=%s", reqs.data));
-    json_array_append_new(env, json_sprintf("RUNBOX_OFFLINE=%d", job->online ? 0 : 1));
-    json_array_append_new(env, json_string("HOME=/tmp"));
-    json_array_append_new(env, json_string("PIP_CONFIG_FILE=/dev/null"));
-    json_array_append_new(env, json_string("PYTHONDONTWRITEBYTECODE=1"));
+    env[n_env++] = xasprintf("RUNBOX_REQS=%s", reqs.data);
+    env[n_env++] = xstrdup("HOME=/tmp");
     rb_buf_dispose(&reqs);
-    if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
-        json_array_append_new(env, json_sprintf("PIP_INDEX_URL=%s", cfg->deps_index_url));
-    json_t *hc = oneshot_host_config(job->online ? cfg->deps_network : NULL);
-    json_t *binds = json_array();
-    json_array_append_new(binds, json_sprintf("%s:/cache", job->cache_volume));
-    json_array_append_new(binds, json_sprintf("%s:/target", job->workspace_volume));
-    const char *ca = installer_ca_file(cfg);
-    if (ca != NULL) {
-        json_array_append_new(binds, json_sprintf("%s:/etc/runbox-ca.pem:ro", ca));
-        json_array_append_new(env, json_string("PIP_CERT=/etc/runbox-ca.pem"));
+    backend_volume volumes[2];
+    size_t n_volumes = 0;
+    if (job->filling) {
+        env[n_env++] = xstrdup("PIP_CONFIG_FILE=/dev/null");
+        env[n_env++] = xstrdup("PYTHONDONTWRITEBYTECODE=1");
+        if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
+            env[n_env++] = xasprintf("PIP_INDEX_URL=%s", cfg->deps_index_url);
+        volumes[n_volumes++] = (backend_volume){job->cache_volume, NULL, "/cache", 0};
+        const char *ca = installer_ca_file(cfg);
+        if (ca != NULL) {
+            volumes[n_volumes++] = (backend_volume){NULL, ca, "/etc/runbox-ca.pem", 1};
+            env[n_env++] = xstrdup("PIP_CERT=/etc/runbox-ca.pem");
+        }
+    } else {
+        volumes[n_volumes++] = (backend_volume){job->cache_volume, NULL, "/cache", 1};
+        volumes[n_volumes++] = (backend_volume){job->workspace_volume, NULL, "/target", 0};
     }
-    json_object_set_new(hc, "Binds", binds);
-    json_t *conf = json_pack("{s:s, s:[s,s,s], s:s, s:o, s:s, s:{s:s, s:s, s:s}, s:b, s:o}", "Image", cfg->image,
-                             "Cmd", "sh", "-c", install_sh, "User", "0", "Env", env, "WorkingDir", "/tmp", "Labels",
-                             "runbox.instance", job->c->instance, "runbox.managed", "1", "runbox.deps-for",
-                             job->session_id, "NetworkDisabled", !job->online, "HostConfig", hc);
-    rb_err e = oneshot_run(job->c, "deps", conf, INSTALL_TIMEOUT_MS, on_installer_exited, job, err);
-    json_decref(conf);
+    env[n_env] = NULL;
+    const char *const cmd[] = {"sh", "-c", job->filling ? fill_sh : copy_sh, NULL};
+    const backend_label labels[] = {
+        {"runbox.instance", job->c->instance}, {"runbox.managed", "1"}, {"runbox.deps-for", job->session_id}};
+    backend_spec spec;
+    oneshot_spec_init(&spec, cfg->image, job->filling ? cfg->deps_network : NULL);
+    spec.cmd = cmd;
+    /* the filler is root because Docker makes a volume's root folder root's; it needs no
+     * capability in it. The copier has exactly the sandbox's rights over the workspace. */
+    spec.user = job->filling ? "0" : "1000:1000";
+    spec.env = (const char *const *)env;
+    spec.working_dir = "/tmp";
+    spec.labels = labels;
+    spec.n_labels = 3;
+    spec.volumes = volumes;
+    spec.n_volumes = n_volumes;
+    rb_err e = oneshot_run(job->c, "deps", &spec, INSTALL_TIMEOUT_MS, on_installer_exited, job, err);
+    for (size_t k = 0; k < n_env; k++)
+        free(env[k]);
     return e;
 }
 
@@ -229,12 +282,10 @@ static uint64_t fnv1a64(const char *s, uint64_t seed)
     return h;
 }
 
-static void on_cache_volume_created(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_cache_volume_created(void *data, rb_err err, const char *errmsg)
 {
     install_job *job = data;
     char msg[RB_ERR_LEN];
-    (void)status;
-    (void)body;
     if (err != RB_OK) {
         snprintf(msg, sizeof(msg), "cannot create the dependency cache volume: %s", errmsg);
         job_finish(job, err, msg, 0);
@@ -244,15 +295,13 @@ static void on_cache_volume_created(void *data, rb_err err, const char *errmsg, 
         job_finish(job, RB_EIO, msg, 0);
 }
 
-static void on_image_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_image_id(void *data, rb_err err, const char *errmsg, const char *id)
 {
     install_job *job = data;
     char msg[RB_ERR_LEN];
-    (void)status;
-    const char *id = json_string_value(json_object_get(body, "Id"));
-    if (err != RB_OK || id == NULL) {
-        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image: %s", errmsg ? errmsg : "no id");
-        job_finish(job, err != RB_OK ? err : RB_EIO, msg, 0);
+    if (err != RB_OK) {
+        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image: %s", errmsg);
+        job_finish(job, err, msg, 0);
         return;
     }
     char *text = json_dumps(job->reqs, JSON_COMPACT);
@@ -272,51 +321,34 @@ static void on_image_inspected(void *data, rb_err err, const char *errmsg, int s
             rb_buf_append(&set, json_string_value(v), json_string_length(v)) != RB_OK)
             break;
     }
-    json_t *vol = json_pack("{s:s, s:{s:s, s:s, s:s%, s:s}}", "Name", job->cache_volume, "Labels", "runbox.managed",
-                            "1", "runbox.deps", "1", "runbox.deps.set", set.data ? set.data : "", set.len,
-                            "runbox.deps.image", id);
+    const backend_label labels[] = {{"runbox.managed", "1"},
+                                    {"runbox.deps", "1"},
+                                    {"runbox.deps.set", set.data ? set.data : ""},
+                                    {"runbox.deps.image", id}};
+    rb_err e = backend_volume_create(job->c->be, job->cache_volume, labels, 4, on_cache_volume_created, job, msg);
     rb_buf_dispose(&set);
-    rb_err e = docker_volume_create(job->c->dk, vol, on_cache_volume_created, job, msg);
-    json_decref(vol);
     if (e != RB_OK)
         job_finish(job, e, msg, 0);
 }
 
-static int volume_name_ok(const char *s)
-{
-    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
-    size_t n = strlen(s);
-    return n > 0 && n <= 128 && strspn(s, chars) == n;
-}
-
-static void on_sandbox_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_workspace_volume(void *data, rb_err err, const char *errmsg, const char *name)
 {
     install_job *job = data;
     char msg[RB_ERR_LEN];
-    (void)status;
-    if (err != RB_OK) {
+    if (err != RB_OK && err != RB_ECONFLICT) {
         snprintf(msg, sizeof(msg), "cannot inspect the session's sandbox: %s", errmsg);
         job_finish(job, err == RB_ENOTFOUND ? RB_ECONFLICT : err, msg, 0);
         return;
     }
-    size_t i;
-    json_t *m;
-    json_array_foreach(json_object_get(body, "Mounts"), i, m)
-    {
-        const char *dst = json_string_value(json_object_get(m, "Destination"));
-        const char *name = json_string_value(json_object_get(m, "Name"));
-        const char *type = json_string_value(json_object_get(m, "Type"));
-        if (dst && name && type && strcmp(dst, "/workspace") == 0 && strcmp(type, "volume") == 0)
-            job->workspace_volume = xstrdup(name);
-    }
-    if (job->workspace_volume == NULL || !volume_name_ok(job->workspace_volume)) {
+    if (err == RB_ECONFLICT) {
         job_finish(job, RB_ECONFLICT,
                    "the session's /workspace is not a Docker volume, so packages cannot be installed into it (the "
                    "session was created by an older runboxd); create a new session",
                    0);
         return;
     }
-    if (docker_image_inspect(job->c->dk, job->c->cfg->image, on_image_inspected, job, msg) != RB_OK)
+    job->workspace_volume = xstrdup(name);
+    if (backend_image_id(job->c->be, job->c->cfg->image, on_image_id, job, msg) != RB_OK)
         job_finish(job, RB_EIO, msg, 0);
 }
 
@@ -334,7 +366,7 @@ static rb_err job_start(rb_core *c, session *s, json_t *reqs, install_job **out,
     job->container = xstrdup(s->container_id);
     job->reqs = json_incref(reqs);
     job->started = rb_mono_ms();
-    rb_err e = docker_container_inspect(c->dk, job->container, on_sandbox_inspected, job, err);
+    rb_err e = backend_workspace_volume(c->be, job->container, "/workspace", on_workspace_volume, job, err);
     if (e != RB_OK) {
         json_decref(job->reqs);
         free(job->container);

@@ -13,14 +13,6 @@
 #include "core/core.h"
 #include "store/store.h"
 
-/* Transitional: deps.c, oneshot.c and packages.c still call docker/ directly (through
- * rb_core.dk) until they move to backend.h; CMakeLists.txt defines RB_CORE_DOCKER_TRANSITIONAL
- * for them alone, so that the rest of core/ cannot reach docker/. */
-#ifdef RB_CORE_DOCKER_TRANSITIONAL
-#include "docker/docker.h"
-#endif
-struct docker;
-
 #define RB_ID_LEN 40
 #define RB_RUNNER_LINE_MAX (16u * 1024 * 1024)
 #define RB_DISPLAY_BYTES_MAX (32u * 1024 * 1024)
@@ -119,7 +111,6 @@ struct rb_core {
     const core_settings *cfg;
     store *st;
     backend *be;          /* the sandbox backend (backend.h), owned */
-    struct docker *dk;    /* transitional, for the dependency modules: backend_docker_client(be) */
     char instance[RB_ID_LEN];
     rb_map sessions;      /* live sessions (not ended) by id */
     rb_map executions;    /* queued and running executions by id */

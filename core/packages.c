@@ -46,7 +46,7 @@ static void listing_finish(listing *l, rb_err e, const char *msg, json_t *body)
     free(l);
 }
 
-static void on_listed(void *data, rb_err err, const char *msg, int exit_code, rb_buf *out)
+static void on_listed(void *data, rb_err err, const char *msg, const backend_exec_result *r)
 {
     listing *l = data;
     char m2[RB_ERR_LEN];
@@ -54,10 +54,9 @@ static void on_listed(void *data, rb_err err, const char *msg, int exit_code, rb
         listing_finish(l, err, msg, NULL);
         return;
     }
-    json_t *doc = json_loadb(out[1].data ? out[1].data : "", out[1].len, 0, NULL);
-    if (exit_code != 0 || !json_is_array(json_object_get(doc, "packages"))) {
-        snprintf(m2, sizeof(m2), "listing the image's packages failed (exit code %d): %.200s", exit_code,
-                 out[2].data ? out[2].data : "");
+    json_t *doc = json_loadb(r->out, r->out_len, 0, NULL);
+    if (r->exit_code != 0 || !json_is_array(json_object_get(doc, "packages"))) {
+        snprintf(m2, sizeof(m2), "listing the image's packages failed (exit code %d): %.200s", r->exit_code, r->err);
         json_decref(doc);
         listing_finish(l, RB_EIO, m2, NULL);
         return;
@@ -69,16 +68,13 @@ static void on_listed(void *data, rb_err err, const char *msg, int exit_code, rb
     listing_finish(l, RB_OK, NULL, doc);
 }
 
-static void on_image_inspected(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+static void on_image_id(void *data, rb_err err, const char *errmsg, const char *id)
 {
     listing *l = data;
     char msg[RB_ERR_LEN];
-    (void)status;
-    const char *id = json_string_value(json_object_get(body, "Id"));
-    if (err != RB_OK || id == NULL) {
-        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image '%s': %s", l->c->cfg->image,
-                 errmsg ? errmsg : "no id");
-        listing_finish(l, err == RB_ENOTFOUND || err == RB_OK ? RB_EUNAVAILABLE : err, msg, NULL);
+    if (err != RB_OK) {
+        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image '%s': %s", l->c->cfg->image, errmsg);
+        listing_finish(l, err == RB_ENOTFOUND ? RB_EUNAVAILABLE : err, msg, NULL);
         return;
     }
     l->image_id = xstrdup(id);
@@ -87,14 +83,15 @@ static void on_image_inspected(void *data, rb_err err, const char *errmsg, int s
         listing_finish(l, RB_OK, NULL, json_deep_copy(json_object_get(listing_cache, "answer")));
         return;
     }
-    json_t *cfg = json_pack("{s:s, s:[s,s,s,s], s:s, s:{s:s, s:s}, s:b, s:o}", "Image", l->c->cfg->image, "Cmd",
-                            "python3", "-I", "-c", packages_py, "User", "1000", "Labels", "runbox.instance",
-                            l->c->instance, "runbox.managed", "1", "NetworkDisabled", 1, "HostConfig",
-                            oneshot_host_config(NULL));
-    /* reading metadata as uid 1000 needs none of the capabilities an installer keeps */
-    json_array_clear(json_object_get(json_object_get(cfg, "HostConfig"), "CapAdd"));
-    rb_err e = oneshot_run(l->c, "packages", cfg, LISTING_TIMEOUT_MS, on_listed, l, msg);
-    json_decref(cfg);
+    const char *const cmd[] = {"python3", "-I", "-c", packages_py, NULL};
+    const backend_label labels[] = {{"runbox.instance", l->c->instance}, {"runbox.managed", "1"}};
+    backend_spec spec;
+    oneshot_spec_init(&spec, l->c->cfg->image, NULL);
+    spec.cmd = cmd;
+    spec.user = "1000";
+    spec.labels = labels;
+    spec.n_labels = 2;
+    rb_err e = oneshot_run(l->c, "packages", &spec, LISTING_TIMEOUT_MS, on_listed, l, msg);
     if (e != RB_OK)
         listing_finish(l, e, msg, NULL);
 }
@@ -108,7 +105,7 @@ rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char 
     l->op = xcalloc(1, sizeof(*l->op));
     l->op->cb = cb;
     l->op->data = data;
-    rb_err e = docker_image_inspect(c->dk, c->cfg->image, on_image_inspected, l, err);
+    rb_err e = backend_image_id(c->be, c->cfg->image, on_image_id, l, err);
     if (e != RB_OK) {
         free(l->op);
         free(l);

@@ -151,3 +151,79 @@ def test_install_errors(server):
     bash = server.create_session({"language": "bash"})
     check_error(server.post(f"/sessions/{bash['session_id']}/dependencies", {"dependencies": ["x"]}), 400,
                 "invalid_request", "python")
+
+
+def cache_snapshot(volume: str) -> str:
+    """sha256 of every file in a dependency cache volume, read through a read-only mount by a
+    throwaway container without network (the cache as other sessions will see it)."""
+    return rbtest.docker("run", "--rm", "--network", "none", "--entrypoint", "sh", "-v", f"{volume}:/c:ro",
+                         rbtest.IMAGE, "-c", "cd /c && find . -type f -exec sha256sum {} + | sort")
+
+
+def test_user_symlinks_cannot_poison_the_shared_cache(make_server, volumes):
+    """Issue 9, finding 8. The installer copies the cache of a requirement set into the session's
+    /workspace/.runbox, a tree user code controls. Code in session A replaces its installed files
+    with symlinks to where the installer mounts that cache (/cache/site/...) and installs the
+    same set again: the copy must not follow them. The cache volume stays byte for byte as it
+    was, session B gets intact packages (checked against pip's RECORD hashes), and A's own
+    install is repaired."""
+    s = make_server(CA_ARGS)
+    a = s.create_session({"dependencies": [PKG]})["session_id"]
+    [vol] = rbtest.docker("volume", "ls", "-q", "--filter", f"label=runbox.deps.set={PKG}").split()
+    before = cache_snapshot(vol)
+    assert "tomli_w/__init__.py" in before, before
+
+    # every installed file of tomli_w but __init__.py becomes a link to the cache's __init__.py,
+    # and __init__.py a link to the cache's copy of another file: a copy that follows links
+    # truncates the shared __init__.py (import tomli_w then has no dumps) and rewrites the rest
+    plant = ("import os\n"
+             "d = '/workspace/.runbox/site-packages/tomli_w'\n"
+             "names = sorted(n for n in os.listdir(d) if os.path.isfile(os.path.join(d, n)))\n"
+             "assert '__init__.py' in names and len(names) > 1, names\n"
+             "other = [n for n in names if n != '__init__.py'][0]\n"
+             "for n in names:\n"
+             "    os.unlink(os.path.join(d, n))\n"
+             "    os.symlink('/cache/site/tomli_w/' + (other if n == '__init__.py' else '__init__.py'),\n"
+             "               os.path.join(d, n))\n"
+             "print(len(names))")
+    doc = run(s, a, plant)
+    assert doc["status"] == "completed", doc
+    r = s.post(f"/sessions/{a}/dependencies", {"dependencies": [PKG]})
+    assert r.status_code == 200 and r.json()["cached"] is True, r.text
+
+    assert cache_snapshot(vol) == before, "the shared cache was written through links in session A's workspace"
+    b = s.create_session({"dependencies": [PKG]})["session_id"]
+    check_record = ("import base64, csv, hashlib, os, tomli_w\n"
+                    "sp = '/workspace/.runbox/site-packages'\n"
+                    "[info] = [n for n in os.listdir(sp) if n.startswith('tomli_w-') and n.endswith('.dist-info')]\n"
+                    "bad = []\n"
+                    "for path, digest, _ in csv.reader(open(os.path.join(sp, info, 'RECORD'))):\n"
+                    "    if digest.startswith('sha256=') and path.startswith('tomli_w/'):\n"
+                    "        h = hashlib.sha256(open(os.path.join(sp, path), 'rb').read()).digest()\n"
+                    "        if base64.urlsafe_b64encode(h).rstrip(b'=').decode() != digest[7:]:\n"
+                    "            bad.append(path)\n"
+                    "print(bad)\n"
+                    "tomli_w.dumps({'a': 1})")
+    doc = run(s, b, check_record)
+    assert doc["status"] == "completed" and doc["stdout"] == "[]\n", doc
+    assert doc["result"] == repr('a = 1\n')
+    # A gets regular files again: its own install is not left pointing elsewhere
+    doc = run(s, a, "import os\n"
+                    "d = '/workspace/.runbox/site-packages/tomli_w'\n"
+                    "print([n for n in os.listdir(d) if os.path.islink(os.path.join(d, n))])")
+    assert doc["stdout"] == "[]\n", doc
+    # a link where .runbox was is dropped, not followed; earlier installs stay importable
+    doc = run(s, a, "import os, shutil\n"
+                    "shutil.move('/workspace/.runbox', '/workspace/kept')\n"
+                    "os.symlink('/cache', '/workspace/.runbox')")
+    assert doc["status"] == "completed", doc
+    r = s.post(f"/sessions/{a}/dependencies", {"dependencies": [PKG2]})
+    assert r.status_code == 200, r.text
+    doc = run(s, a, "import os, toolz\n"
+                    "print(os.path.islink('/workspace/.runbox'), sorted(os.listdir('/workspace/.runbox')))")
+    assert doc["stdout"] == "False ['site-packages']\n", doc
+    r = s.post(f"/sessions/{a}/dependencies", {"dependencies": [PKG]})
+    assert r.status_code == 200, r.text
+    doc = run(s, a, "import toolz, tomli_w; tomli_w.dumps({'b': 2})")
+    assert doc["result"] == repr('b = 2\n'), doc
+    assert cache_snapshot(vol) == before
