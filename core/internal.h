@@ -11,6 +11,7 @@
 #include "base/map.h"
 #include "core/backend.h"
 #include "core/core.h"
+#include "core/stats.h"
 #include "store/store.h"
 
 /* Transitional: deps.c, oneshot.c and packages.c still call docker/ directly (through
@@ -133,6 +134,7 @@ struct rb_core {
     int pending_ops;      /* background Docker work (container removals) still in flight */
     struct pool *pool;    /* warm sandboxes (pool.c) */
     struct policy *policy;/* the optional code policy (policy.c) */
+    stats_counters stats; /* what GET /metrics counts (stats.c) */
 };
 
 /* session.c */
