@@ -389,6 +389,7 @@ rb_err core_session_create(rb_core *c, json_t *opts, core_cb cb, void *data, cor
         session_free(s);
         return e;
     }
+    stats_session_created(c);
     if (handle != NULL)
         *handle = op;
     return RB_OK;

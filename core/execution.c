@@ -436,6 +436,7 @@ void execution_finish(execution *ex, const char *status, const char *reset_reaso
         w->ex = NULL;
     ex->watches = NULL;
     map_del(&c->executions, ex->id);
+    stats_execution_finished(c, ex);
     rb_debug("execution %s finished: %s", ex->id, status);
     execution_free(ex);
     if (s != NULL)

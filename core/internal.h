@@ -11,6 +11,7 @@
 #include "base/map.h"
 #include "core/backend.h"
 #include "core/core.h"
+#include "core/stats.h"
 #include "store/store.h"
 
 #define RB_ID_LEN 40
@@ -124,6 +125,7 @@ struct rb_core {
     int pending_ops;      /* background Docker work (container removals) still in flight */
     struct pool *pool;    /* warm sandboxes (pool.c) */
     struct policy *policy;/* the optional code policy (policy.c) */
+    stats_counters stats; /* what GET /metrics counts (stats.c) */
 };
 
 /* session.c */

@@ -125,6 +125,7 @@ static void end_rec(mcp_sessions *m, mcp_rec *r, const char *reason)
     }
     rb_info("mcp session %s ended: %s", r->id, reason);
     map_del(&m->live, r->id);
+    stats_mcp_sessions(m->core, m->live.len);
     char id[MCP_SESSIONS_ID_LEN];
     snprintf(id, sizeof(id), "%s", r->id);
     void *transport = r->transport;
@@ -192,6 +193,7 @@ rb_err mcp_sessions_new(rb_core *c, mcp_sessions **out, char *err)
         map_put(&m->live, r->id, r);
     }
     json_decref(list);
+    stats_mcp_sessions(c, m->live.len);
     m->sweep = xmalloc(sizeof(*m->sweep));
     uv_timer_init(c->loop, m->sweep);
     m->sweep->data = m;
@@ -308,6 +310,7 @@ rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *er
         return e;
     }
     map_put(&m->live, r->id, r);
+    stats_mcp_sessions(m->core, m->live.len);
     *out = json_deep_copy(r->doc);
     return RB_OK;
 }

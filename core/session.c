@@ -130,6 +130,7 @@ void session_end(session *s, const char *status, const char *reason)
 {
     rb_core *c = s->core;
     rb_info("session %s %s: %s", s->id, status, reason);
+    stats_session_ended(c, s->status, status, reason);
     s->status = status; /* before failing executions, so finishing them does not re-pump */
     if (s->deps_op != NULL) {
         core_cancel(s->deps_op); /* a creation-time install (deps.c) must not call back */

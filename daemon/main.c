@@ -13,6 +13,7 @@
 #include "daemon/config.h"
 #include "server/http.h"
 #include "server/mcp/mcp.h"
+#include "server/metrics/metrics.h"
 #include "server/rest/rest.h"
 
 /* After a stop signal, open connections get this long to finish what they are doing. */
@@ -206,6 +207,7 @@ int main(int argc, char **argv)
 
     /* Each protocol registers its own routes on the server. */
     rest_register(d.server);
+    metrics_register(d.server, d.core);
     int failed = mcp_register(d.server, d.core, &cfg.server, err) != RB_OK;
     if (failed) {
         /* Wind down through the ordinary shutdown path, then exit with an error. */

@@ -37,6 +37,7 @@ struct rb_server {
     int stopping, listener_closed, disposed;
     h2o_linklist_t streams; /* http_stream_link.link of open event streams */
     size_t nstreams;
+    http_stats counts; /* requests, refusals, bytes (server_stats fills in the rest) */
     int port;
     char address[80];
 };
@@ -56,6 +57,12 @@ typedef struct server_conn {
     uv_tcp_t tcp;
     rb_server *server;
 } server_conn;
+
+/* The server a request came to: its h2o context is the one embedded in rb_server. */
+static rb_server *server_of(h2o_req_t *req)
+{
+    return H2O_STRUCT_FROM_MEMBER(rb_server, ctx, req->conn->ctx);
+}
 
 /* ---- error table ---------------------------------------------------------------------- */
 
@@ -225,8 +232,10 @@ static rb_err read_json(h2o_req_t *req, size_t max, int empty_ok, int any, json_
     }
     if (!is_json_type(req))
         return rb_fail(RB_EMEDIA, err, "the body must be JSON: send it with Content-Type: application/json");
-    if (req->entity.len > max)
+    if (req->entity.len > max) {
+        server_of(req)->counts.refusals[HTTP_REFUSED_BODY]++;
         return rb_fail(RB_ETOOBIG, err, "the body is %zu bytes; the limit is %zu bytes (max-body)", req->entity.len, max);
+    }
     json_error_t jerr;
     json_t *v = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES | (any ? JSON_DECODE_ANY : 0), &jerr);
     if (v == NULL)
@@ -329,9 +338,11 @@ static json_t *protocol_error_doc(rb_server *s, h2o_req_t *req, int status, cons
     return error_doc(code, msg);
 }
 
-/* Answers an error decided before routing, in the shape of the path's protocol. Returns 0. */
-static int refuse(rb_server *s, h2o_req_t *req, int status, const char *code, const char *msg)
+/* Answers an error decided before routing, in the shape of the path's protocol, and counts it
+ * under why. Returns 0. */
+static int refuse(rb_server *s, h2o_req_t *req, http_refusal why, int status, const char *code, const char *msg)
 {
+    s->counts.refusals[why]++;
     json_t *doc = protocol_error_doc(s, req, status, code, msg);
     http_send_json(req, status, doc);
     json_decref(doc);
@@ -350,18 +361,19 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
                  "Host '%.*s' is not served here (a DNS-rebinding defence): use localhost or 127.0.0.1, or let the "
                  "operator allow this name with --allowed-hosts",
                  (int)(req->input.authority.len > 100 ? 100 : req->input.authority.len), req->input.authority.base);
-        return refuse(s, req, 403, "forbidden", msg);
+        return refuse(s, req, HTTP_REFUSED_HOST, 403, "forbidden", msg);
     }
     ssize_t oi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
     if (oi >= 0 && !admit_origin(s->cfg, req->headers.entries[oi].value.base, req->headers.entries[oi].value.len))
-        return refuse(s, req, 403, "forbidden",
+        return refuse(s, req, HTTP_REFUSED_ORIGIN, 403, "forbidden",
                       "Forbidden: this browser Origin may not call runboxd (the operator can allow it with "
                       "--allowed-origins)");
     if (s->stopping) {
         /* Requests that reach a keep-alive connection after server_stop: the core is still
          * there (it is freed after the server), but nothing new is started. */
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
-        return refuse(s, req, 503, "shutting_down", "runboxd is stopping; retry in a few seconds, once it has restarted");
+        return refuse(s, req, HTTP_REFUSED_STOPPING, 503, "shutting_down",
+                      "runboxd is stopping; retry in a few seconds, once it has restarted");
     }
     h2o_iovec_t path = req->path_normalized;
     char allow[128];
@@ -443,6 +455,7 @@ static void jsonerr_on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ost
     rb_server *s = ((jsonerr_filter *)self)->server;
     if (req->res.status >= 400) {
         char msg[RB_ERR_LEN];
+        s->counts.refusals[req->res.status == 413 ? HTTP_REFUSED_BODY : HTTP_REFUSED_MALFORMED]++;
         if (req->res.status == 413)
             snprintf(msg, sizeof(msg),
                      "the request body is larger than the limit of %zu bytes (max-body for JSON, max-upload for "
@@ -475,11 +488,37 @@ static void closing_on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ost
     h2o_setup_next_ostream(req, slot);
 }
 
-/* ---- access log ----------------------------------------------------------------------- */
+/* ---- access log and counts ------------------------------------------------------------ */
+
+/* Counts an answered request under the protocol whose route its path matches (any method). */
+static void count_request(rb_server *s, h2o_req_t *req)
+{
+    if (req->res.status < 200 || req->res.status > 599)
+        return; /* the client went away before an answer */
+    h2o_iovec_t path = req->path_normalized;
+    if (path.base == NULL) {
+        /* h2o's own errors can come before the path is normalised: the raw path, no query */
+        path = req->input.path;
+        const char *q = path.base != NULL ? memchr(path.base, '?', path.len) : NULL;
+        if (q != NULL)
+            path.len = (size_t)(q - path.base);
+    }
+    size_t p = s->nprotocols;
+    for (size_t i = 0; i < s->nroutes && path.base != NULL; i++) {
+        if (match_route(req, s->routes[i].route.pattern, path, NULL)) {
+            p = (size_t)(s->routes[i].protocol - s->protocols);
+            break;
+        }
+    }
+    s->counts.requests[p][req->res.status / 100 - 2]++;
+    s->counts.body_bytes_in += req->entity.len;
+    s->counts.body_bytes_out += req->bytes_sent;
+}
 
 static void log_access(h2o_logger_t *self, h2o_req_t *req)
 {
     (void)self;
+    count_request(server_of(req), req);
     struct timeval now;
     gettimeofday(&now, NULL);
     double ms = (double)(now.tv_sec - req->timestamps.request_begin_at.tv_sec) * 1000.0 +
@@ -715,10 +754,11 @@ void server_register(rb_server *s, const http_protocol *p)
     s->nroutes += p->nroutes;
 }
 
-int server_stream_room(const rb_server *s, char *err)
+int server_stream_room(rb_server *s, char *err)
 {
     if (s->nstreams < (size_t)s->cfg->max_streams)
         return 1;
+    s->counts.refusals[HTTP_REFUSED_STREAMS]++;
     rb_fail(RB_EBUSY, err,
             "too many event streams are open (max-streams %d): close one, or poll the results instead of streaming "
             "them",
@@ -739,4 +779,26 @@ void server_untrack_stream(http_stream_link *l)
         h2o_linklist_unlink(&l->link);
         l->server->nstreams--;
     }
+}
+
+const char *http_refusal_name(http_refusal r)
+{
+    static const char *const names[HTTP_REFUSED_MAX] = {
+        [HTTP_REFUSED_HOST] = "host",
+        [HTTP_REFUSED_ORIGIN] = "origin",
+        [HTTP_REFUSED_STOPPING] = "stopping",
+        [HTTP_REFUSED_STREAMS] = "too_many_streams",
+        [HTTP_REFUSED_BODY] = "body_too_large",
+        [HTTP_REFUSED_MALFORMED] = "bad_request",
+    };
+    return (unsigned)r < HTTP_REFUSED_MAX ? names[r] : "";
+}
+
+void server_stats(const rb_server *s, http_stats *out)
+{
+    *out = s->counts;
+    out->nprotocols = s->nprotocols;
+    for (size_t i = 0; i < s->nprotocols; i++)
+        out->protocol[i] = s->protocols[i].name;
+    out->streams = s->nstreams;
 }

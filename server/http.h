@@ -126,11 +126,42 @@ typedef struct http_stream_link {
     void (*shutdown)(struct http_stream_link *l);
 } http_stream_link;
 /** Whether another long-lived stream may open (fewer than max-streams are tracked); when not,
- * returns 0 with err saying so and how to do without (the caller answers 429). */
-int server_stream_room(const rb_server *s, char *err);
+ * returns 0 with err saying so and how to do without (the caller answers 429; it is counted
+ * as a refusal, HTTP_REFUSED_STREAMS). */
+int server_stream_room(rb_server *s, char *err);
 /** Tracks l (its link must not be tracked already). */
 void server_track_stream(rb_server *s, http_stream_link *l);
 /** Stops tracking l; does nothing if it is not tracked. */
 void server_untrack_stream(http_stream_link *l);
+
+/** Why the HTTP layer refused a request itself (the reason label of runbox_http_refusals_total). */
+typedef enum http_refusal {
+    HTTP_REFUSED_HOST,      /* a Host that is not served (DNS-rebinding defence) */
+    HTTP_REFUSED_ORIGIN,    /* a browser Origin that is not allowed */
+    HTTP_REFUSED_STOPPING,  /* runboxd is shutting down */
+    HTTP_REFUSED_STREAMS,   /* max-streams event streams are open */
+    HTTP_REFUSED_BODY,      /* a body over max-body (JSON) or max-upload */
+    HTTP_REFUSED_MALFORMED, /* h2o could not read the request */
+    HTTP_REFUSED_MAX
+} http_refusal;
+/** The label value of r ("host", "origin", "stopping", "too_many_streams", "body_too_large",
+ * "bad_request"); a static string. */
+const char *http_refusal_name(http_refusal r);
+
+/** Status classes counted: 2xx..5xx (index status / 100 - 2). */
+#define HTTP_STATUS_CLASSES 4
+/** What the HTTP layer has counted since server_start. */
+typedef struct http_stats {
+    size_t nprotocols;
+    const char *protocol[HTTP_MAX_PROTOCOLS]; /* registered protocol names, borrowed */
+    /* Answered requests by the protocol whose route the path matches (index into protocol;
+     * nprotocols for paths that match no route) and status class. */
+    uint64_t requests[HTTP_MAX_PROTOCOLS + 1][HTTP_STATUS_CLASSES];
+    uint64_t refusals[HTTP_REFUSED_MAX];
+    uint64_t body_bytes_in, body_bytes_out; /* request and response bodies (no headers) */
+    size_t streams; /* open event streams (tracked with server_track_stream) */
+} http_stats;
+/** Fills *out with the server's counts. */
+void server_stats(const rb_server *s, http_stats *out);
 
 #endif

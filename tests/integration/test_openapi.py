@@ -22,7 +22,8 @@ def test_openapi_document_is_valid():
     assert spec["openapi"].startswith("3.1")
 
 
-# Every route runboxd serves (server/rest/rest.c and server/mcp/mcp.c route tables), as (path, method).
+# Every route runboxd serves (the route tables of server/rest/rest.c, server/mcp/mcp.c and
+# server/metrics/metrics.c), as (path, method).
 ROUTES = {
     ("/sessions", "post"), ("/sessions", "get"),
     ("/sessions/{session_id}", "get"), ("/sessions/{session_id}", "delete"),
@@ -32,7 +33,7 @@ ROUTES = {
     ("/sessions/{session_id}/dependencies", "post"),
     ("/execute", "post"), ("/execute/{request_id}/status", "get"), ("/execute/{request_id}/results", "get"),
     ("/execute/{request_id}/events", "get"), ("/execute/{request_id}", "delete"),
-    ("/health", "get"), ("/policy", "get"), ("/packages", "get"),
+    ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"),
     ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"),
 }
 

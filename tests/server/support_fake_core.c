@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/stats.h"
 #include "tests/server/harness.h"
 
 #define STEP_MS 5
@@ -573,4 +574,40 @@ json_t *core_health(rb_core *c)
     return json_pack("{s:s,s:s,s:{s:b,s:s,s:n},s:{s:i,s:i},s:{s:i,s:i}}", "status", "ok", "version", RUNBOX_VERSION,
                      "docker", "reachable", 1, "api_version", "1.41", "error", "sessions", "live", live, "busy", running,
                      "executions", "running", running, "queued", queued);
+}
+
+/* The numbers of core/stats.h, derived from the fake's lists (which never shrink, so the
+ * counters only grow): created sessions, ended ones as deleted, executions by status. */
+void stats_read(rb_core *c, stats_snapshot *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (fake_session *s = c->sessions; s; s = s->next) {
+        out->total.sessions_created++;
+        if (s->ended) {
+            out->total.sessions_ended[STATS_END_DELETED]++;
+            continue;
+        }
+        const char *st = json_string_value(json_object_get(s->obj, "status"));
+        for (int i = 0; i < STATS_LIVE_MAX; i++)
+            if (st != NULL && strcmp(st, stats_live_name((stats_live)i)) == 0)
+                out->sessions[i]++;
+    }
+    for (fake_exec *x = c->execs; x; x = x->next) {
+        out->executions_running += strcmp(x->status, "running") == 0;
+        out->executions_queued += strcmp(x->status, "queued") == 0;
+        if (!finished(x))
+            continue;
+        for (int i = 0; i < STATS_EXEC_MAX; i++)
+            if (strcmp(x->status, stats_exec_name((stats_exec)i)) == 0)
+                out->total.executions_finished[i]++;
+        double secs = (double)(x->completed - x->started) / 1000.0;
+        int b = 0;
+        while (b < STATS_DURATION_BUCKETS && secs > stats_duration_bound(b))
+            b++;
+        out->total.duration_bucket[b]++;
+        out->total.duration_count++;
+        out->total.duration_sum += secs;
+        out->total.output_bytes += x->out.len + x->errb.len;
+    }
+    out->docker_reachable = 1;
 }

@@ -4,6 +4,7 @@
  */
 #include "tests/server/harness.h"
 #include "server/mcp/mcp.h"
+#include "server/metrics/metrics.h"
 #include "server/rest/rest.h"
 
 #include <arpa/inet.h>
@@ -42,6 +43,7 @@ static void *loop_main(void *p)
         e = server_start(&h->loop, &h->cfg, h->core, &h->server, err);
     if (e == RB_OK) {
         rest_register(h->server);
+        metrics_register(h->server, h->core);
         e = mcp_register(h->server, h->core, &h->cfg, err);
     }
     if (e != RB_OK) {

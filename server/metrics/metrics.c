@@ -1,0 +1,195 @@
+/*
+ * metrics.c: GET /metrics (server/metrics/metrics.h). Each scrape reads the core's stats and the
+ * server's counts, renders every family (HELP and TYPE lines, then its samples) into one
+ * bounded buffer and answers it as text/plain version 0.0.4. Every family is always present
+ * with all of its label values, zeros included, so that rates work from the first scrape.
+ */
+#include "server/metrics/metrics.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/stats.h"
+
+/* The exposition is a few KiB; the cap only stops a bug from growing it without end. */
+#define METRICS_MAX (1u << 20)
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* The protocol label: the registered protocols runbox documents, and everything else. */
+enum { PROTO_REST, PROTO_MCP, PROTO_OTHER, PROTO_MAX };
+static const char *const proto_names[PROTO_MAX] = {"rest", "mcp", "other"};
+static const char *const class_names[HTTP_STATUS_CLASSES] = {"2xx", "3xx", "4xx", "5xx"};
+
+static void put(rb_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Appends one formatted line (or lines) to b. */
+static void put(rb_buf *b, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    assert(n >= 0 && (size_t)n < sizeof(line)); /* names and labels are fixed and short */
+    rb_err e = rb_buf_append(b, line, (size_t)n);
+    assert(e == RB_OK);
+    (void)e;
+}
+
+/* The HELP and TYPE lines that open a family (help holds no backslash or newline). */
+static void family(rb_buf *b, const char *name, const char *type, const char *help)
+{
+    put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void counter(rb_buf *b, const char *name, const char *help, uint64_t v)
+{
+    family(b, name, "counter", help);
+    put(b, "%s %" PRIu64 "\n", name, v);
+}
+
+static void gauge(rb_buf *b, const char *name, const char *help, int64_t v)
+{
+    family(b, name, "gauge", help);
+    put(b, "%s %" PRId64 "\n", name, v);
+}
+
+/* runboxd's resident memory in bytes from /proc/self/statm (its second field, in pages), or -1. */
+static int64_t resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "re");
+    if (f == NULL)
+        return -1;
+    long long size = 0, resident = -1;
+    int n = fscanf(f, "%lld %lld", &size, &resident);
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    if (n != 2 || resident < 0 || page <= 0)
+        return -1;
+    return (int64_t)resident * page;
+}
+
+static void render_sessions(rb_buf *b, const stats_snapshot *st)
+{
+    family(b, "runbox_sessions_live", "gauge", "Live sessions (not ended) by status.");
+    for (int i = 0; i < STATS_LIVE_MAX; i++)
+        put(b, "runbox_sessions_live{status=\"%s\"} %d\n", stats_live_name((stats_live)i), st->sessions[i]);
+    counter(b, "runbox_sessions_created_total", "Sessions accepted by POST /sessions (or an MCP tool).",
+            st->total.sessions_created);
+    family(b, "runbox_sessions_ended_total", "counter",
+           "Sessions ended, by reason: deleted (DELETE or its MCP session ended), idle (idle timeout), dead (its "
+           "sandbox stopped), error (its sandbox never came up).");
+    for (int i = 0; i < STATS_END_MAX; i++)
+        put(b, "runbox_sessions_ended_total{reason=\"%s\"} %" PRIu64 "\n", stats_end_name((stats_end)i),
+            st->total.sessions_ended[i]);
+    gauge(b, "runbox_pool_size", "Warm sandboxes the pool keeps (its target, all profiles).", st->pool_size);
+    gauge(b, "runbox_pool_ready", "Warm sandboxes ready to be claimed.", st->pool_ready);
+    gauge(b, "runbox_pool_starting", "Warm sandboxes being started.", st->pool_starting);
+    counter(b, "runbox_pool_hits_total", "Sessions that got a warm sandbox.", (uint64_t)st->pool_hits);
+    counter(b, "runbox_pool_misses_total", "Sessions that had to start a sandbox of their own.",
+            (uint64_t)st->pool_misses);
+}
+
+static void render_executions(rb_buf *b, const stats_snapshot *st)
+{
+    gauge(b, "runbox_executions_running", "Executions running now.", st->executions_running);
+    gauge(b, "runbox_executions_queued", "Executions waiting for their session.", st->executions_queued);
+    family(b, "runbox_executions_finished_total", "counter", "Executions finished, by final status.");
+    for (int i = 0; i < STATS_EXEC_MAX; i++)
+        put(b, "runbox_executions_finished_total{status=\"%s\"} %" PRIu64 "\n", stats_exec_name((stats_exec)i),
+            st->total.executions_finished[i]);
+    family(b, "runbox_execution_duration_seconds", "histogram",
+           "Run time of finished executions that started (from running to finished).");
+    uint64_t acc = 0;
+    for (int i = 0; i < STATS_DURATION_BUCKETS; i++) {
+        acc += st->total.duration_bucket[i];
+        put(b, "runbox_execution_duration_seconds_bucket{le=\"%g\"} %" PRIu64 "\n", stats_duration_bound(i), acc);
+    }
+    acc += st->total.duration_bucket[STATS_DURATION_BUCKETS];
+    put(b, "runbox_execution_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", acc);
+    put(b, "runbox_execution_duration_seconds_sum %.17g\n", st->total.duration_sum);
+    put(b, "runbox_execution_duration_seconds_count %" PRIu64 "\n", st->total.duration_count);
+    counter(b, "runbox_execution_output_bytes_total",
+            "Output bytes kept by finished executions (stream text and display data).", st->total.output_bytes);
+    counter(b, "runbox_execution_dropped_bytes_total", "Output bytes finished executions dropped at their caps.",
+            st->total.dropped_bytes);
+    gauge(b, "runbox_docker_reachable", "1 when the last probe of the Docker engine answered, else 0.",
+          st->docker_reachable);
+}
+
+static void render_http(rb_buf *b, const http_stats *hs)
+{
+    uint64_t req[PROTO_MAX][HTTP_STATUS_CLASSES];
+    memset(req, 0, sizeof(req));
+    for (size_t p = 0; p <= hs->nprotocols; p++) {
+        const char *name = p < hs->nprotocols ? hs->protocol[p] : "";
+        int k = strcmp(name, "rest") == 0 ? PROTO_REST : strcmp(name, "mcp") == 0 ? PROTO_MCP : PROTO_OTHER;
+        for (int c = 0; c < HTTP_STATUS_CLASSES; c++)
+            req[k][c] += hs->requests[p][c];
+    }
+    family(b, "runbox_http_requests_total", "counter",
+           "Answered HTTP requests by protocol (rest, mcp, other: /metrics and unknown paths) and status class.");
+    for (int k = 0; k < PROTO_MAX; k++)
+        for (int c = 0; c < HTTP_STATUS_CLASSES; c++)
+            put(b, "runbox_http_requests_total{protocol=\"%s\",status_class=\"%s\"} %" PRIu64 "\n", proto_names[k],
+                class_names[c], req[k][c]);
+    family(b, "runbox_http_refusals_total", "counter",
+           "Requests the HTTP layer refused itself, by reason (they are counted in the requests too).");
+    for (int i = 0; i < HTTP_REFUSED_MAX; i++)
+        put(b, "runbox_http_refusals_total{reason=\"%s\"} %" PRIu64 "\n", http_refusal_name((http_refusal)i),
+            hs->refusals[i]);
+    counter(b, "runbox_http_request_body_bytes_total", "Bytes of request bodies received.", hs->body_bytes_in);
+    counter(b, "runbox_http_response_body_bytes_total", "Bytes of response bodies sent (no headers).",
+            hs->body_bytes_out);
+    gauge(b, "runbox_event_streams_open", "Open event streams (REST SSE and MCP GET streams).", (int64_t)hs->streams);
+}
+
+static void render(rb_buf *b, rb_core *core, const rb_server *server)
+{
+    stats_snapshot st;
+    http_stats hs;
+    stats_read(core, &st);
+    server_stats(server, &hs);
+    family(b, "runbox_build_info", "gauge", "runboxd's version, as a label (the value is always 1).");
+    put(b, "runbox_build_info{version=\"%s\"} 1\n", RUNBOX_VERSION);
+    render_sessions(b, &st);
+    render_executions(b, &st);
+    render_http(b, &hs);
+    gauge(b, "runbox_mcp_sessions_live", "Live MCP client sessions.", st.total.mcp_sessions);
+    int64_t rss = resident_bytes();
+    if (rss >= 0)
+        gauge(b, "runbox_process_resident_memory_bytes", "runboxd's resident memory (from /proc/self/statm).", rss);
+}
+
+static int metrics_get(http_call *call)
+{
+    static h2o_generator_t generator = {NULL, NULL};
+    h2o_req_t *req = call->req;
+    rb_buf b;
+    rb_buf_init(&b, METRICS_MAX);
+    render(&b, call->data, call->server);
+    h2o_iovec_t body = h2o_iovec_init(http_pool_strdup(req, b.data, b.len), b.len);
+    rb_buf_dispose(&b);
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = body.len;
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, H2O_STRLIT(METRICS_CONTENT_TYPE), 1);
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, H2O_STRLIT("no-store"), 1);
+    h2o_start_response(req, &generator);
+    h2o_send(req, &body, 1, H2O_SEND_STATE_FINAL);
+    return 0;
+}
+
+static const http_route routes[] = {
+    {"GET", "/metrics", metrics_get},
+};
+
+void metrics_register(rb_server *s, rb_core *core)
+{
+    http_protocol p = {.name = "metrics", .routes = routes, .nroutes = sizeof(routes) / sizeof(routes[0]), .data = core};
+    server_register(s, &p);
+}
