@@ -25,6 +25,7 @@ struct sandbox {
     rb_buf line;          /* partial stdout line */
     int skipping;         /* dropping the rest of an over-long line */
     rb_buf errline;       /* partial stderr line (runner diagnostics, logged) */
+    char *name;           /* the container name asked for, while its create is in flight */
     execution *ex;        /* the execution the runner is working on */
     char ping_id[RB_ID_LEN];
     char stale_id[RB_ID_LEN]; /* a cell left running by a previous runboxd, being interrupted */
@@ -49,6 +50,7 @@ static void release(sandbox *sb)
     }
     rb_buf_dispose(&sb->line);
     rb_buf_dispose(&sb->errline);
+    free(sb->name);
     free(sb->container_id);
     free(sb);
 }
@@ -356,6 +358,11 @@ static void created_cb(void *data, rb_err err, const char *errmsg, const char *i
     sb->inflight--;
     if (err == RB_OK)
         sb->container_id = xstrdup(id);
+    else if (err == RB_ETIMEDOUT)
+        /* The engine may still create it after our deadline: remove it by name, in case. */
+        sandbox_remove_container(sb->c, sb->name);
+    free(sb->name);
+    sb->name = NULL;
     if (sb->state == SB_CLOSED) {
         if (sb->container_id != NULL)
             sandbox_remove_container(sb->c, sb->container_id);
@@ -491,6 +498,7 @@ static rb_err create_container(sandbox *sb, const char *name, sandbox_spec *ss, 
         release(sb);
         return e;
     }
+    sb->name = xstrdup(name);
     sb->inflight++;
     return RB_OK;
 }
