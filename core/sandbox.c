@@ -356,6 +356,7 @@ static void created_cb(void *data, rb_err err, const char *errmsg, const char *i
     sandbox *sb = data;
     char msg[RB_ERR_LEN];
     sb->inflight--;
+    sb->c->pending_ops--;
     if (err == RB_OK)
         sb->container_id = xstrdup(id);
     else if (err == RB_ETIMEDOUT)
@@ -364,6 +365,8 @@ static void created_cb(void *data, rb_err err, const char *errmsg, const char *i
     free(sb->name);
     sb->name = NULL;
     if (sb->state == SB_CLOSED) {
+        /* Closed while its create was in flight (a session ended, the pool stopped): the
+         * container is removed now that it exists. */
         if (sb->container_id != NULL)
             sandbox_remove_container(sb->c, sb->container_id);
         release(sb);
@@ -487,7 +490,8 @@ static sandbox *sandbox_alloc(rb_core *c, session *s, sandbox_ready_cb cb)
 }
 
 /* Starts creating sb's container name from ss (disposed here). On a synchronous failure sb is
- * released (the caller must not touch it) and the error returned. */
+ * released (the caller must not touch it) and the error returned. The create counts in
+ * core_pending until it answers, so that a graceful stop waits to remove what it creates. */
 static rb_err create_container(sandbox *sb, const char *name, sandbox_spec *ss, char *err)
 {
     sb->state = SB_CREATING;
@@ -500,6 +504,7 @@ static rb_err create_container(sandbox *sb, const char *name, sandbox_spec *ss, 
     }
     sb->name = xstrdup(name);
     sb->inflight++;
+    sb->c->pending_ops++;
     return RB_OK;
 }
 

@@ -1,5 +1,6 @@
 """runboxd against a Docker engine that hangs or is slow: a stalled container create ends the
-session creation with a clear error within runboxd's own deadline (and frees its slot).
+session creation with a clear error within runboxd's own deadline (and frees its slot), and a
+graceful stop while the warm pool is refilling leaves no container behind.
 
 The hung or slow engine is a proxy on a unix socket of the test's own in front of the real
 /var/run/docker.sock (runboxd's --docker-socket points at it); it relays bytes both ways and,
@@ -142,4 +143,23 @@ def test_stalled_container_create_fails_clearly_and_frees_the_slot(sandbox_image
         if srv is not None:
             srv.stop()  # before the proxy goes: runboxd ends with its engine still there
         proxy.close()
+
+
+def test_graceful_stop_while_the_pool_refills_leaves_no_container(sandbox_image, make_server):
+    srv = make_server(["--pool-size", "2", "--pool-bash-size", "0"], start=False)
+    srv.start()
+    instance = srv.db_instance()
+    assert instance, "runboxd keeps its instance id in its database"
+
+    def refilling():
+        pool = srv.get("/health", timeout=10).json()["pool"]
+        return pool["starting"] > 0
+
+    rbtest.wait_until(refilling, "the warm pool to start refilling", interval=0.01)
+    assert srv.stop() == 0, srv.log_tail(40)
+    assert rbtest.containers_with_label(f"runbox.instance={instance}") == [], srv.log_tail(40)
+    # A create the engine was still working on must not surface after runboxd has gone.
+    time.sleep(3)
+    left = rbtest.containers_with_label(f"runbox.instance={instance}")
+    assert left == [], f"containers of instance {instance} left behind: {left}\n{srv.log_tail(40)}"
 
