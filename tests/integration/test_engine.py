@@ -163,3 +163,37 @@ def test_graceful_stop_while_the_pool_refills_leaves_no_container(sandbox_image,
     left = rbtest.containers_with_label(f"runbox.instance={instance}")
     assert left == [], f"containers of instance {instance} left behind: {left}\n{srv.log_tail(40)}"
 
+
+def test_graceful_stop_removes_the_warm_containers_of_a_slow_engine(sandbox_image, make_server):
+    # Creates take seconds and starts never answer, and a client keeps an idle connection open
+    # (so the HTTP drain gives up after its 3 s). A stop that waited for the warm sandboxes to
+    # come up before removing them, or that exited at the drain deadline while creates were in
+    # flight, would leave their containers behind (the engine finishes a create even after its
+    # client has gone).
+    proxy = EngineProxy()
+    srv = None
+    idle = None
+    try:
+        srv = make_server(["--docker-socket", proxy.path, "--pool-size", "2", "--pool-bash-size", "0"],
+                          start=False)
+        proxy.create_delay = 3.3
+        proxy.stall_starts = True
+        srv.start()
+        instance = srv.db_instance()
+        assert instance, "runboxd keeps its instance id in its database"
+        idle = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        idle.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert idle.recv(65536).startswith(b"HTTP/1.1 200"), "the idle client's request was not answered"
+        rbtest.wait_until(lambda: proxy.creates >= 1, "the pool's first container create", interval=0.01)
+        assert srv.stop() == 0, srv.log_tail(40)
+        left = rbtest.containers_with_label(f"runbox.instance={instance}")
+        assert left == [], f"containers of instance {instance} left behind: {left}\n{srv.log_tail(40)}"
+        time.sleep(proxy.create_delay)  # a create still in the engine's hands must not surface later either
+        left = rbtest.containers_with_label(f"runbox.instance={instance}")
+        assert left == [], f"containers of instance {instance} surfaced after exit: {left}\n{srv.log_tail(40)}"
+    finally:
+        if idle is not None:
+            idle.close()
+        if srv is not None:
+            srv.stop()
+        proxy.close()
