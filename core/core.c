@@ -226,7 +226,7 @@ fail_free:
 
 int core_pending(const rb_core *c)
 {
-    return c->pending_ops + pool_pending(c->pool);
+    return c->pending_ops;
 }
 
 void core_stop(rb_core *c)

@@ -30,7 +30,8 @@ typedef struct rb_core rb_core;
  * cfg is borrowed and must outlive the core. Docker being unreachable is not an error:
  * core keeps retrying and reports it in core_health. */
 rb_err core_new(uv_loop_t *loop, const core_settings *cfg, rb_core **out, char *err);
-/** Number of background Docker operations (container removals) still in flight. A graceful
+/** Number of Docker operations a graceful stop waits for (container creates and removals in
+ * flight; a container whose create answers after core_stop is removed then). A graceful
  * shutdown runs the loop until this is 0 (or a deadline passes) before core_free, which
  * cancels what is left; containers left behind are removed at the next start. */
 int core_pending(const rb_core *c);

@@ -122,7 +122,7 @@ struct rb_core {
     uv_timer_t *probe_timer, *sweep_timer, *checkpoint_timer, *dispatch_timer;
     core_watch *pending_head, *pending_tail;
     int closing;
-    int pending_ops;      /* background Docker work (container removals) still in flight */
+    int pending_ops;      /* Docker work a graceful stop waits for: container creates and removals in flight */
     struct pool *pool;    /* warm sandboxes (pool.c) */
     struct policy *policy;/* the optional code policy (policy.c) */
     stats_counters stats; /* what GET /metrics counts (stats.c) */

@@ -36,7 +36,6 @@ struct pool {
     rb_core *c;
     profile prof[2];
     int started, stopped;
-    int draining;         /* entries still starting after pool_stop */
     int64_t hits, misses;
     uv_timer_t *retry;    /* back-off before the next fill after a failure */
     uint64_t backoff_ms;
@@ -82,7 +81,7 @@ static void entry_cb(void *data, sandbox *sb, rb_err err, const char *msg)
 {
     entry *e = data;
     pool *p = e->p;
-    if (err == RB_OK && !p->stopped) {
+    if (err == RB_OK) {
         e->prof->starting--;
         e->prof->ready++;
         e->ready = 1;
@@ -92,12 +91,8 @@ static void entry_cb(void *data, sandbox *sb, rb_err err, const char *msg)
     }
     int was_ready = e->ready;
     unlink_entry(e);
-    if (p->stopped && !was_ready)
-        p->draining--;
     free(e);
     sandbox_close(sb, 1);
-    if (p->stopped)
-        return;
     rb_warn("pool: %s", msg);
     if (was_ready)
         fill(p); /* a runner died: replace it at once */
@@ -162,26 +157,19 @@ void pool_stop(pool *p)
         return;
     p->stopped = 1;
     uv_timer_stop(p->retry);
+    /* Every entry goes now, ready or not: a container that exists is removed at once, one whose
+     * create is still in flight when the create answers (sandbox.c; core_pending counts both).
+     * Waiting for a start to finish first would only delay the removal. */
     for (size_t i = 0; i < sizeof(p->prof) / sizeof(p->prof[0]); i++) {
         entry *e = p->prof[i].head;
         while (e != NULL) {
             entry *next = e->next;
-            if (e->ready) {
-                /* Ready: its container id is known, remove it now (counted by core_pending). */
-                unlink_entry(e);
-                sandbox_close(e->sb, 1);
-                free(e);
-            } else {
-                p->draining++; /* entry_cb closes and removes it when its start finishes */
-            }
+            unlink_entry(e);
+            sandbox_close(e->sb, 1);
+            free(e);
             e = next;
         }
     }
-}
-
-int pool_pending(const pool *p)
-{
-    return p->draining;
 }
 
 void pool_free(pool *p)

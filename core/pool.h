@@ -22,11 +22,10 @@ typedef struct pool pool;
 pool *pool_new(rb_core *c);
 /** Starts filling (call once recovery has listed the instance's containers). Idempotent. */
 void pool_start(pool *p);
-/** Stops refilling and removes every warm container in the background: entries still starting
- * are removed when their start finishes; pool_pending counts them until then. Idempotent. */
+/** Stops refilling and removes every warm container in the background, ready or still starting
+ * (one whose create is in flight when the create answers); core_pending counts the removals
+ * and creates still in flight. Idempotent. */
 void pool_stop(pool *p);
-/** Entries whose start is still in flight after pool_stop (0 before). */
-int pool_pending(const pool *p);
 /** Closes what is left without removing containers (the next start removes them). Accepts NULL. */
 void pool_free(pool *p);
 

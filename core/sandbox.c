@@ -27,6 +27,7 @@ struct sandbox {
     rb_buf line;          /* partial stdout line */
     int skipping;         /* dropping the rest of an over-long line */
     rb_buf errline;       /* partial stderr line (runner diagnostics, logged) */
+    char *name;           /* the container name asked for, while its create is in flight */
     execution *ex;        /* the execution the runner is working on */
     char ping_id[RB_ID_LEN];
     char stale_id[RB_ID_LEN]; /* a cell left running by a previous runboxd, being interrupted */
@@ -66,6 +67,7 @@ static void release(sandbox *sb)
     }
     rb_buf_dispose(&sb->line);
     rb_buf_dispose(&sb->errline);
+    free(sb->name);
     free(sb->container_id);
     free(sb);
 }
@@ -450,9 +452,17 @@ static void created_cb(void *data, rb_err err, const char *errmsg, const char *i
     sandbox *sb = data;
     char msg[RB_ERR_LEN];
     sb->inflight--;
+    sb->c->pending_ops--;
     if (err == RB_OK)
         sb->container_id = xstrdup(id);
+    else if (err == RB_ETIMEDOUT)
+        /* The engine may still create it after our deadline: remove it by name, in case. */
+        sandbox_remove_container(sb->c, sb->name);
+    free(sb->name);
+    sb->name = NULL;
     if (sb->state == SB_CLOSED) {
+        /* Closed while its create was in flight (a session ended, the pool stopped): the
+         * container is removed now that it exists. */
         if (sb->container_id != NULL)
             sandbox_remove_container(sb->c, sb->container_id);
         release(sb);
@@ -576,7 +586,8 @@ static sandbox *sandbox_alloc(rb_core *c, session *s, sandbox_ready_cb cb)
 }
 
 /* Starts creating sb's container name from ss (disposed here). On a synchronous failure sb is
- * released (the caller must not touch it) and the error returned. */
+ * released (the caller must not touch it) and the error returned. The create counts in
+ * core_pending until it answers, so that a graceful stop waits to remove what it creates. */
 static rb_err create_container(sandbox *sb, const char *name, sandbox_spec *ss, char *err)
 {
     sb->state = SB_CREATING;
@@ -587,7 +598,9 @@ static rb_err create_container(sandbox *sb, const char *name, sandbox_spec *ss, 
         release(sb);
         return e;
     }
+    sb->name = xstrdup(name);
     sb->inflight++;
+    sb->c->pending_ops++;
     return RB_OK;
 }
 

@@ -18,7 +18,8 @@
 
 /* After a stop signal, open connections get this long to finish what they are doing. */
 #define DRAIN_MS 3000
-/* After a stop signal, background container removals (the warm pool's) get this long. */
+/* After a stop signal, the core's container creates and removals in flight (the warm pool's)
+ * get this long, whether or not connections are still open. */
 #define SETTLE_MS 5000
 
 typedef struct daemon_state {
@@ -29,6 +30,7 @@ typedef struct daemon_state {
     uv_timer_t settle;
     int64_t drain_deadline, settle_deadline;
     int stopping;
+    int drain_expired; /* connections outlived DRAIN_MS: exit as soon as the core is settled */
 } daemon_state;
 
 static void print_key(void *data, const char *key, const char *env, const char *value, const char *help)
@@ -58,10 +60,11 @@ static void usage(FILE *f)
  *      still arrive on open connections; the core stops refilling its pool;
  *   2. drain: requests in flight finish (the core is still there to answer them) and the
  *      connections close, for at most DRAIN_MS;
- *   3. free the server, then let the core's background removals settle (SETTLE_MS), then free
- *      the core (which persists what is dirty), and the loop ends.
+ *   3. free the server, then let the core's creates and removals in flight settle (SETTLE_MS),
+ *      then free the core (which persists what is dirty), and the loop ends.
  * Connections still open at the drain deadline (idle keep-alive clients, long waits) are not
- * waited for: the core is freed and the process exits, so nothing runs after it.
+ * waited for, but the core's pending work still is (until SETTLE_MS): then the core is freed
+ * and the process exits, so nothing runs after it.
  */
 static void on_settle(uv_timer_t *t)
 {
@@ -71,7 +74,12 @@ static void on_settle(uv_timer_t *t)
         if (!server_drained(d->server)) {
             if (now < d->drain_deadline)
                 return;
-            rb_warn("runboxd: connections still open after %d ms; exiting", DRAIN_MS);
+            if (!d->drain_expired)
+                rb_warn("runboxd: connections still open after %d ms; exiting once the core's Docker work is done",
+                        DRAIN_MS);
+            d->drain_expired = 1;
+            if (core_pending(d->core) > 0 && now < d->settle_deadline)
+                return; /* a container created now is removed only if runboxd is still there */
             core_free(d->core);
             exit(0);
         }

@@ -62,7 +62,7 @@ rb_err docker_archive_get(docker *d, const char *id, const char *path, size_t ma
 
 rb_err docker_container_wait(docker *d, const char *id, long timeout_ms, docker_cb cb, void *data, char *err)
 {
-    return docker__ref_request(d, "POST", "/containers/", id, "/wait", NULL, timeout_ms, cb, data, err);
+    return docker__ref_request(d, DOCKER__WAIT, "POST", "/containers/", id, "/wait", NULL, timeout_ms, cb, data, err);
 }
 
 rb_err docker_container_logs(docker *d, const char *id, size_t max, docker_raw_cb cb, void *data, char *err)
@@ -98,15 +98,15 @@ rb_err docker_exec_start(docker *d, const char *exec_id, size_t max, long timeou
         return e;
     /* Docker answers with the raw stream and closes the connection when the process exits. */
     char *url = xasprintf("/exec/%s/start", exec_id);
-    e = docker_request_raw(d, "POST", url, "application/json", body, sizeof(body) - 1, max, timeout_ms, cb, data, NULL,
-                           err);
+    e = docker__request_raw(d, DOCKER__WAIT, "POST", url, "application/json", body, sizeof(body) - 1, max, timeout_ms,
+                            cb, data, NULL, err);
     free(url);
     return e;
 }
 
 rb_err docker_exec_inspect(docker *d, const char *exec_id, docker_cb cb, void *data, char *err)
 {
-    return docker__ref_request(d, "GET", "/exec/", exec_id, "/json", NULL, 0, cb, data, err);
+    return docker__ref_request(d, DOCKER__SHORT, "GET", "/exec/", exec_id, "/json", NULL, 0, cb, data, err);
 }
 
 rb_err docker_volume_create(docker *d, json_t *config, docker_cb cb, void *data, char *err)

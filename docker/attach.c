@@ -3,9 +3,11 @@
  * HTTP/1.1 Upgrade over a uv_pipe_t to the engine's socket, plus the frame demultiplexer.
  * libcurl is not used here because libcurl 7.88 cannot write to an upgraded connection.
  *
- * Lifetime: the handle is freed only in the pipe's uv_close callback, so docker_attach_close
- * may be called at any point (while connecting, from inside on_data, twice); after it, or
- * after on_open(error)/on_close, no callback runs. It does not reconnect: callers do.
+ * Lifetime: the handle is freed only once the uv_close callbacks of its pipe and its deadline
+ * timer have run, so docker_attach_close may be called at any point (while connecting, from
+ * inside on_data, twice); after it, or after on_open(error)/on_close, no callback runs. It does
+ * not reconnect: callers do. Until the engine has answered the upgrade a deadline runs (the
+ * client's attach_ms); an open stream has none, since it lives as long as its container.
  * Writes use write(2) on a unix socket, so the process must ignore SIGPIPE (runboxd does
  * signal(SIGPIPE, SIG_IGN)); a write to a dropped stream then fails with EPIPE -> RB_EIO.
  */
@@ -25,6 +27,9 @@ struct docker_attach {
     docker *d; /* NULL once unlinked */
     docker_attach *prev, *next;
     uv_pipe_t pipe;
+    uv_timer_t deadline; /* until the upgrade is answered */
+    int open_handles;    /* pipe and timer not yet closed */
+    long deadline_ms;
     uv_connect_t conn;
     docker_attach_cbs cbs;
     void *data;
@@ -111,16 +116,18 @@ static void unlink_attach(docker_attach *a)
     a->d = NULL;
 }
 
-static void pipe_close_cb(uv_handle_t *h)
+static void handle_close_cb(uv_handle_t *h)
 {
     docker_attach *a = h->data;
+    if (--a->open_handles > 0)
+        return;
     free(a->id);
     free(a->socket_path);
     free(a);
 }
 
 /* Stops everything without callbacks; idempotent. Pending connect and write requests get
- * UV_ECANCELED callbacks before pipe_close_cb frees the memory. */
+ * UV_ECANCELED callbacks before handle_close_cb frees the memory. */
 static void shut(docker_attach *a)
 {
     a->closed = 1;
@@ -128,7 +135,9 @@ static void shut(docker_attach *a)
     unlink_attach(a);
     if (!a->handle_closing) {
         a->handle_closing = 1;
-        uv_close((uv_handle_t *)&a->pipe, pipe_close_cb);
+        uv_timer_stop(&a->deadline);
+        uv_close((uv_handle_t *)&a->deadline, handle_close_cb);
+        uv_close((uv_handle_t *)&a->pipe, handle_close_cb);
     }
 }
 
@@ -293,6 +302,7 @@ static void handle_headers(docker_attach *a)
                              strncmp(ctype, "application/vnd.docker.multiplexed-stream", 41) == 0);
     if (a->status == 101 || (a->status == 200 && raw)) {
         a->state = A_OPEN;
+        uv_timer_stop(&a->deadline);
         if (a->cbs.on_open != NULL)
             a->cbs.on_open(a->data, RB_OK, NULL);
         feed_stream(a, a->hdr + a->hdr_end, a->hdr_len - a->hdr_end);
@@ -395,6 +405,21 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         on_handshake_bytes(a, buf->base, (size_t)nread);
 }
 
+static void on_deadline(uv_timer_t *t)
+{
+    docker_attach *a = t->data;
+    char msg[RB_ERR_LEN], span[32];
+    if (a->closed || a->state == A_OPEN)
+        return;
+    if (a->deadline_ms % 1000 == 0)
+        snprintf(span, sizeof(span), "%ld s", a->deadline_ms / 1000);
+    else
+        snprintf(span, sizeof(span), "%ld ms", a->deadline_ms);
+    rb_fail(RB_ETIMEDOUT, msg, "Docker at %s did not answer attach for container %s within %s", a->socket_path, a->id,
+            span);
+    finish(a, RB_ETIMEDOUT, msg);
+}
+
 static void on_connect(uv_connect_t *req, int status)
 {
     docker_attach *a = req->data;
@@ -440,7 +465,10 @@ rb_err docker_attach_start(docker *d, const char *container_id, const docker_att
         free(a);
         return rb_fail(RB_EINTERNAL, err, "uv_pipe_init failed: %s", uv_strerror(rc));
     }
+    uv_timer_init(docker__loop(d), &a->deadline);
+    a->open_handles = 2;
     a->pipe.data = a;
+    a->deadline.data = a;
     a->conn.data = a;
     a->cbs = *cbs;
     a->data = data;
@@ -454,6 +482,8 @@ rb_err docker_attach_start(docker *d, const char *container_id, const docker_att
     if (*head != NULL)
         (*head)->prev = a;
     *head = a;
+    a->deadline_ms = docker__timeouts(d)->attach_ms;
+    uv_timer_start(&a->deadline, on_deadline, (uint64_t)a->deadline_ms, 0);
     uv_pipe_connect(&a->conn, &a->pipe, a->socket_path, on_connect);
     if (out != NULL)
         *out = a;

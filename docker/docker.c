@@ -6,6 +6,11 @@
  * outside any curl callback, so a user callback may start requests, cancel others or free the
  * client. Handle memory (poll contexts, the client's timers and so the client itself) is
  * released in uv_close callbacks. The attach stream lives in attach.c.
+ *
+ * Deadlines and budgets (docker.h): a request is handed to curl only when a connection of its
+ * budget is free (admit), with what is left of its deadline as CURLOPT_TIMEOUT_MS; until then it
+ * waits in its budget's FIFO, and a timer fails it with RB_ETIMEDOUT if its deadline passes
+ * there. curl's own connection limit is not used: transfers it queues have no deadline.
  */
 #include "docker/docker_private.h"
 
@@ -17,7 +22,6 @@
 #include "base/codec.h"
 
 #define DOCKER_BODY_MAX (8u * 1024 * 1024)
-#define DOCKER_MAX_CONNECTIONS 16L
 #define DOCKER_API_MIN 41
 #define DOCKER_API_MAX 47
 
@@ -28,13 +32,21 @@ typedef struct poll_ctx {
     struct poll_ctx *prev, *next;
 } poll_ctx;
 
-enum req_state { REQ_INFLIGHT, REQ_DONE };
+enum req_state { REQ_QUEUED, REQ_INFLIGHT, REQ_DONE };
+
+/* Connection budgets: short calls, long calls (waits and transfers). Pings have none. */
+enum { BUDGET_SHORT, BUDGET_LONG, N_BUDGETS };
+static const int budget_max[N_BUDGETS] = {DOCKER_SHORT_CONNECTIONS, DOCKER_LONG_CONNECTIONS};
 
 struct docker_req {
     docker *d;
     CURL *easy;
     enum req_state state;
-    docker_req *prev, *next; /* in d->inflight while REQ_INFLIGHT */
+    int budget;              /* BUDGET_* it counts against, or -1 (a ping) */
+    uint64_t deadline;       /* uv_now() at which it times out */
+    long timeout_ms;         /* its total deadline, for messages */
+    int queue_expired;       /* timed out before a connection of its budget was free */
+    docker_req *prev, *next; /* in d->inflight while REQ_INFLIGHT, in its budget's queue while REQ_QUEUED */
     docker_req *done_next;   /* in d's completion FIFO while REQ_DONE */
     int version_probe;
     docker_cb cb;
@@ -58,12 +70,16 @@ struct docker {
     char *socket_path;
     char api[16];
     CURLM *multi;
+    docker_timeouts to;
     uv_timer_t timer; /* curl's timeout */
     uv_timer_t defer; /* drains completions on the next loop turn (cancellations) */
+    uv_timer_t queue_timer; /* the earliest deadline of a request waiting for a connection */
     int open_timers;
     int freeing;
     int dispatching;
     docker_req *inflight;
+    int active[N_BUDGETS]; /* requests in flight per budget */
+    docker_req *queue_head[N_BUDGETS], *queue_tail[N_BUDGETS];
     docker_req *done_head, *done_tail;
     poll_ctx *polls;
     docker_attach *attaches;
@@ -116,6 +132,30 @@ const char *docker_api_version(const docker *d)
     return d->api;
 }
 
+void docker_timeouts_default(docker_timeouts *t)
+{
+    t->connect_ms = 3000;
+    t->ping_ms = 5000;
+    t->short_ms = 30000;
+    t->transfer_ms = 120000;
+    t->long_ms = 30L * 60 * 1000;
+    t->attach_ms = 30000;
+}
+
+rb_err docker_set_timeouts(docker *d, const docker_timeouts *t, char *err)
+{
+    if (t->connect_ms <= 0 || t->ping_ms <= 0 || t->short_ms <= 0 || t->transfer_ms <= 0 || t->long_ms <= 0 ||
+        t->attach_ms <= 0)
+        return rb_fail(RB_EINVAL, err, "every Docker deadline must be a positive number of milliseconds");
+    d->to = *t;
+    return RB_OK;
+}
+
+const docker_timeouts *docker__timeouts(const docker *d)
+{
+    return &d->to;
+}
+
 /* ---- completions ---- */
 
 static void free_req(docker_req *r)
@@ -141,11 +181,23 @@ static void inflight_unlink(docker *d, docker_req *r)
     r->prev = r->next = NULL;
 }
 
-/* Moves an in-flight request to the completion FIFO; the caller has already taken its easy
- * handle out of the multi handle. */
-static void mark_done(docker *d, docker_req *r)
+static void queue_unlink(docker *d, docker_req *r)
 {
-    inflight_unlink(d, r);
+    int b = r->budget;
+    if (r->prev != NULL)
+        r->prev->next = r->next;
+    else
+        d->queue_head[b] = r->next;
+    if (r->next != NULL)
+        r->next->prev = r->prev;
+    else
+        d->queue_tail[b] = r->prev;
+    r->prev = r->next = NULL;
+}
+
+/* Appends a request that is in no list to the completion FIFO. */
+static void push_done(docker *d, docker_req *r)
+{
     r->state = REQ_DONE;
     r->done_next = NULL;
     if (d->done_tail != NULL)
@@ -153,6 +205,21 @@ static void mark_done(docker *d, docker_req *r)
     else
         d->done_head = r;
     d->done_tail = r;
+}
+
+/* Moves a queued or in-flight request to the completion FIFO; for an in-flight one the caller
+ * has already taken its easy handle out of the multi handle. Its connection, if it had one, is
+ * free for the next request of its budget (admit). */
+static void mark_done(docker *d, docker_req *r)
+{
+    if (r->state == REQ_QUEUED) {
+        queue_unlink(d, r);
+    } else {
+        inflight_unlink(d, r);
+        if (r->budget >= 0)
+            d->active[r->budget]--;
+    }
+    push_done(d, r);
 }
 
 /* Parses "1.NN" into NN; -1 if it is not that shape. */
@@ -181,19 +248,36 @@ static rb_err status_err(long status)
     return RB_EIO;
 }
 
+/* "30 s" or "250 ms": a deadline as a person would write it. */
+static void format_span(long ms, char *buf, size_t n)
+{
+    if (ms % 1000 == 0)
+        snprintf(buf, n, "%ld s", ms / 1000);
+    else
+        snprintf(buf, n, "%ld ms", ms);
+}
+
 /* The error of a request that was cancelled or failed below HTTP (curl: connect, timeout, a
  * body over its limit), with its text in msg; RB_OK when an HTTP answer arrived. */
 static rb_err transport_err(const docker *d, const docker_req *r, char *msg)
 {
+    char span[32];
+    format_span(r->timeout_ms, span, sizeof(span));
     if (r->cancelled)
         return rb_fail(RB_ECANCELED, msg, "Docker request %s was cancelled", r->what);
+    if (r->queue_expired)
+        return rb_fail(RB_ETIMEDOUT, msg,
+                       "Docker at %s did not answer %s within %s: all %d connections for calls of its kind stayed "
+                       "busy",
+                       d->socket_path, r->what, span, budget_max[r->budget]);
     if (r->cres == CURLE_OK)
         return RB_OK;
     const char *detail = r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cres);
     if (r->toobig)
         return rb_fail(RB_ETOOBIG, msg, "Docker's answer to %s exceeds %zu bytes", r->what, r->resp_max);
     if (r->cres == CURLE_OPERATION_TIMEDOUT)
-        return rb_fail(RB_ETIMEDOUT, msg, "Docker request %s timed out: %s", r->what, detail);
+        return rb_fail(RB_ETIMEDOUT, msg, "Docker at %s did not answer %s within %s (%s)", d->socket_path, r->what,
+                       span, detail);
     if (r->cres == CURLE_COULDNT_CONNECT || r->cres == CURLE_COULDNT_RESOLVE_HOST)
         return rb_fail(RB_EUNAVAILABLE, msg,
                        "Docker is not reachable at %s: %s; is the daemon running and is the socket mounted?",
@@ -264,6 +348,7 @@ static void deliver(docker *d, docker_req *r)
 }
 
 static void finalize(docker *d);
+static void admit(docker *d);
 
 /* Runs the callbacks of completed requests in order. Re-entrant calls (from inside a callback)
  * return at once: the outermost loop picks up what they queued. */
@@ -304,6 +389,7 @@ static void check_multi_info(docker *d)
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
         mark_done(d, r);
     }
+    admit(d);
     dispatch_done(d);
 }
 
@@ -431,6 +517,7 @@ rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *
     d->loop = loop;
     d->socket_path = xstrdup(socket_path);
     snprintf(d->api, sizeof(d->api), "1.%d", DOCKER_API_MIN);
+    docker_timeouts_default(&d->to);
     d->multi = curl_multi_init();
     if (d->multi == NULL) {
         free(d->socket_path);
@@ -442,12 +529,15 @@ rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *
     curl_multi_setopt(d->multi, CURLMOPT_SOCKETDATA, d);
     curl_multi_setopt(d->multi, CURLMOPT_TIMERFUNCTION, timer_fn);
     curl_multi_setopt(d->multi, CURLMOPT_TIMERDATA, d);
-    curl_multi_setopt(d->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, DOCKER_MAX_CONNECTIONS);
+    /* No CURLMOPT_MAX_TOTAL_CONNECTIONS: connections are rationed per budget before curl sees a
+     * request (admit), because curl would queue over its limit without any deadline. */
     uv_timer_init(loop, &d->timer);
     uv_timer_init(loop, &d->defer);
+    uv_timer_init(loop, &d->queue_timer);
     d->timer.data = d;
     d->defer.data = d;
-    d->open_timers = 2;
+    d->queue_timer.data = d;
+    d->open_timers = 3;
     *out = d;
     return RB_OK;
 }
@@ -466,6 +556,7 @@ static void finalize(docker *d)
         poll_ctx_close(d, d->polls);
     uv_close((uv_handle_t *)&d->timer, timer_close_cb);
     uv_close((uv_handle_t *)&d->defer, timer_close_cb);
+    uv_close((uv_handle_t *)&d->queue_timer, timer_close_cb);
 }
 
 void docker_free(docker *d)
@@ -481,8 +572,16 @@ void docker_free(docker *d)
         r->cancelled = 1;
         mark_done(d, r);
     }
+    for (int b = 0; b < N_BUDGETS; b++) {
+        while (d->queue_head[b] != NULL) {
+            docker_req *r = d->queue_head[b];
+            r->cancelled = 1;
+            mark_done(d, r);
+        }
+    }
     uv_timer_stop(&d->timer);
     uv_timer_stop(&d->defer);
+    uv_timer_stop(&d->queue_timer);
     /* Inside a callback the running dispatch loop delivers the cancellations and finalizes;
      * otherwise they are delivered here, before returning. */
     dispatch_done(d);
@@ -495,6 +594,89 @@ static void on_defer(uv_timer_t *t)
     dispatch_done(t->data);
 }
 
+/* Hands r to curl with what is left of its deadline; RB_EINTERNAL if curl refuses it. */
+static rb_err begin_transfer(docker *d, docker_req *r)
+{
+    uint64_t now = uv_now(d->loop);
+    long left = r->deadline > now ? (long)(r->deadline - now) : 1;
+    curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, left);
+    curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, left < d->to.connect_ms ? left : d->to.connect_ms);
+    if (curl_multi_add_handle(d->multi, r->easy) != CURLM_OK)
+        return RB_EINTERNAL;
+    r->state = REQ_INFLIGHT;
+    r->prev = NULL;
+    r->next = d->inflight;
+    if (d->inflight != NULL)
+        d->inflight->prev = r;
+    d->inflight = r;
+    if (r->budget >= 0)
+        d->active[r->budget]++;
+    return RB_OK;
+}
+
+static void on_queue_timer(uv_timer_t *t);
+
+/* Arms the queue timer for the earliest deadline of a waiting request (stops it if none). */
+static void arm_queue_timer(docker *d)
+{
+    uint64_t first = UINT64_MAX;
+    for (int b = 0; b < N_BUDGETS; b++)
+        for (docker_req *r = d->queue_head[b]; r != NULL; r = r->next)
+            if (r->deadline < first)
+                first = r->deadline;
+    if (first == UINT64_MAX || d->freeing) {
+        uv_timer_stop(&d->queue_timer);
+        return;
+    }
+    uint64_t now = uv_now(d->loop);
+    uv_timer_start(&d->queue_timer, on_queue_timer, first > now ? first - now : 0, 0);
+}
+
+/* Gives free connections to waiting requests, in order per budget; a request whose deadline
+ * passed while it waited completes with RB_ETIMEDOUT instead. Never runs a callback. */
+static void admit(docker *d)
+{
+    if (d->freeing)
+        return;
+    uint64_t now = uv_now(d->loop);
+    for (int b = 0; b < N_BUDGETS; b++) {
+        while (d->active[b] < budget_max[b] && d->queue_head[b] != NULL) {
+            docker_req *r = d->queue_head[b];
+            if (r->deadline <= now) {
+                r->queue_expired = 1;
+                mark_done(d, r);
+                continue;
+            }
+            queue_unlink(d, r);
+            if (begin_transfer(d, r) != RB_OK) {
+                r->cres = CURLE_FAILED_INIT;
+                snprintf(r->curl_err, sizeof(r->curl_err), "curl_multi_add_handle failed");
+                push_done(d, r);
+            }
+        }
+    }
+    arm_queue_timer(d);
+}
+
+static void on_queue_timer(uv_timer_t *t)
+{
+    docker *d = t->data;
+    uint64_t now = uv_now(d->loop);
+    for (int b = 0; b < N_BUDGETS; b++) {
+        docker_req *r = d->queue_head[b];
+        while (r != NULL) {
+            docker_req *next = r->next;
+            if (r->deadline <= now) {
+                r->queue_expired = 1;
+                mark_done(d, r);
+            }
+            r = next;
+        }
+    }
+    arm_queue_timer(d);
+    dispatch_done(d);
+}
+
 /* A raw (non-JSON) request's body and answer limit, for docker_request_raw. */
 typedef struct raw_opts {
     const char *content_type;
@@ -504,9 +686,25 @@ typedef struct raw_opts {
     docker_raw_cb cb;
 } raw_opts;
 
-static rb_err start_request(docker *d, const char *method, const char *url_path, int versioned, json_t *body,
-                            const raw_opts *raw, long timeout_ms, docker_cb cb, void *data, docker_req **out,
-                            char *err)
+/* The deadline a call of kind gets when its caller passes none. */
+static long default_timeout(const docker *d, docker__kind kind)
+{
+    switch (kind) {
+    case DOCKER__PING:
+        return d->to.ping_ms;
+    case DOCKER__WAIT:
+        return d->to.long_ms;
+    case DOCKER__TRANSFER:
+        return d->to.transfer_ms;
+    case DOCKER__SHORT:
+        break;
+    }
+    return d->to.short_ms;
+}
+
+static rb_err start_request(docker *d, docker__kind kind, const char *method, const char *url_path, int versioned,
+                            json_t *body, const raw_opts *raw, long timeout_ms, docker_cb cb, void *data,
+                            docker_req **out, char *err)
 {
     if (raw != NULL)
         cb = NULL;
@@ -523,6 +721,9 @@ static rb_err start_request(docker *d, const char *method, const char *url_path,
     r->cb = cb;
     r->data = data;
     r->version_probe = !versioned;
+    r->budget = kind == DOCKER__PING ? -1 : kind == DOCKER__SHORT ? BUDGET_SHORT : BUDGET_LONG;
+    r->timeout_ms = timeout_ms > 0 ? timeout_ms : default_timeout(d, kind);
+    r->deadline = uv_now(d->loop) + (uint64_t)r->timeout_ms;
     r->resp_max = raw != NULL ? raw->max_resp : DOCKER_BODY_MAX;
     rb_buf_init(&r->resp, r->resp_max);
     if (raw != NULL) {
@@ -559,8 +760,6 @@ static rb_err start_request(docker *d, const char *method, const char *url_path,
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->curl_err);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_fn);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    if (timeout_ms > 0)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
     r->headers = curl_slist_append(r->headers, "Expect:");
     if (r->raw_body != NULL) {
         /* binary-safe: curl sends exactly raw_len bytes, with any method (CUSTOMREQUEST below) */
@@ -580,34 +779,54 @@ static rb_err start_request(docker *d, const char *method, const char *url_path,
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
 
-    if (curl_multi_add_handle(d->multi, e) != CURLM_OK) {
+    if (r->budget >= 0 && (d->active[r->budget] >= budget_max[r->budget] || d->queue_head[r->budget] != NULL)) {
+        /* every connection of its budget is busy: wait in order for one (admit) */
+        int b = r->budget;
+        r->state = REQ_QUEUED;
+        r->prev = d->queue_tail[b];
+        if (d->queue_tail[b] != NULL)
+            d->queue_tail[b]->next = r;
+        else
+            d->queue_head[b] = r;
+        d->queue_tail[b] = r;
+        arm_queue_timer(d);
+    } else if (begin_transfer(d, r) != RB_OK) {
         free_req(r);
         return rb_fail(RB_EINTERNAL, err, "curl_multi_add_handle failed");
     }
-    r->state = REQ_INFLIGHT;
-    r->next = d->inflight;
-    if (d->inflight != NULL)
-        d->inflight->prev = r;
-    d->inflight = r;
     if (out != NULL)
         *out = r;
     return RB_OK;
 }
 
+rb_err docker__request(docker *d, docker__kind kind, const char *method, const char *path, json_t *body,
+                       long timeout_ms, docker_cb cb, void *data, docker_req **out, char *err)
+{
+    return start_request(d, kind, method, path, 1, body, NULL, timeout_ms, cb, data, out, err);
+}
+
 rb_err docker_request(docker *d, const char *method, const char *path, json_t *body, long timeout_ms, docker_cb cb,
                       void *data, docker_req **out, char *err)
 {
-    return start_request(d, method, path, 1, body, NULL, timeout_ms, cb, data, out, err);
+    return start_request(d, DOCKER__SHORT, method, path, 1, body, NULL, timeout_ms, cb, data, out, err);
+}
+
+rb_err docker__request_raw(docker *d, docker__kind kind, const char *method, const char *path,
+                           const char *content_type, const void *body, size_t len, size_t max_resp, long timeout_ms,
+                           docker_raw_cb cb, void *data, docker_req **out, char *err)
+{
+    if (cb == NULL)
+        return rb_fail(RB_EINVAL, err, "a raw Docker request needs a callback");
+    raw_opts raw = {content_type, body, len, max_resp > 0 ? max_resp : DOCKER_BODY_MAX, cb};
+    return start_request(d, kind, method, path, 1, NULL, &raw, timeout_ms, NULL, data, out, err);
 }
 
 rb_err docker_request_raw(docker *d, const char *method, const char *path, const char *content_type,
                           const void *body, size_t len, size_t max_resp, long timeout_ms, docker_raw_cb cb, void *data,
                           docker_req **out, char *err)
 {
-    if (cb == NULL)
-        return rb_fail(RB_EINVAL, err, "a raw Docker request needs a callback");
-    raw_opts raw = {content_type, body, len, max_resp > 0 ? max_resp : DOCKER_BODY_MAX, cb};
-    return start_request(d, method, path, 1, NULL, &raw, timeout_ms, NULL, data, out, err);
+    return docker__request_raw(d, DOCKER__TRANSFER, method, path, content_type, body, len, max_resp, timeout_ms, cb,
+                               data, out, err);
 }
 
 void docker_req_cancel(docker_req *r)
@@ -616,29 +835,31 @@ void docker_req_cancel(docker_req *r)
         return;
     docker *d = r->d;
     r->cancelled = 1;
-    if (r->state == REQ_INFLIGHT) {
+    if (r->state == REQ_INFLIGHT)
         curl_multi_remove_handle(d->multi, r->easy);
+    if (r->state != REQ_DONE) {
         mark_done(d, r);
+        admit(d); /* its connection (or place in the queue) goes to the next request */
     }
-    /* Already queued requests keep their place; the callback never runs from in here. */
+    /* The callback never runs from in here. */
     uv_timer_start(&d->defer, on_defer, 0, 0);
 }
 
 rb_err docker_ping_version(docker *d, docker_cb cb, void *data, char *err)
 {
-    return start_request(d, "GET", "/version", 0, NULL, NULL, 0, cb, data, NULL, err);
+    return start_request(d, DOCKER__PING, "GET", "/version", 0, NULL, NULL, 0, cb, data, NULL, err);
 }
 
 /* ---- wrappers ---- */
 
-rb_err docker__ref_request(docker *d, const char *method, const char *pre, const char *id, const char *post,
-                           json_t *body, long timeout_ms, docker_cb cb, void *data, char *err)
+rb_err docker__ref_request(docker *d, docker__kind kind, const char *method, const char *pre, const char *id,
+                           const char *post, json_t *body, long timeout_ms, docker_cb cb, void *data, char *err)
 {
     rb_err e = docker__check_ref(id, err);
     if (e != RB_OK)
         return e;
     char *path = xasprintf("%s%s%s", pre, id, post);
-    e = docker_request(d, method, path, body, timeout_ms, cb, data, NULL, err);
+    e = docker__request(d, kind, method, path, body, timeout_ms, cb, data, NULL, err);
     free(path);
     return e;
 }
@@ -649,12 +870,13 @@ rb_err docker_container_create(docker *d, const char *name, json_t *config, dock
         return rb_fail(RB_EINVAL, err, "container create needs a config object");
     if (name == NULL)
         return docker_request(d, "POST", "/containers/create", config, 0, cb, data, NULL, err);
-    return docker__ref_request(d, "POST", "/containers/create?name=", name, "", config, 0, cb, data, err);
+    return docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/create?name=", name, "", config, 0, cb, data,
+                               err);
 }
 
 rb_err docker_container_start(docker *d, const char *id, docker_cb cb, void *data, char *err)
 {
-    return docker__ref_request(d, "POST", "/containers/", id, "/start", NULL, 0, cb, data, err);
+    return docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/", id, "/start", NULL, 0, cb, data, err);
 }
 
 rb_err docker_container_kill(docker *d, const char *id, const char *signal, docker_cb cb, void *data, char *err)
@@ -674,12 +896,12 @@ rb_err docker_container_kill(docker *d, const char *id, const char *signal, dock
 
 rb_err docker_container_remove(docker *d, const char *id, docker_cb cb, void *data, char *err)
 {
-    return docker__ref_request(d, "DELETE", "/containers/", id, "?force=1&v=1", NULL, 0, cb, data, err);
+    return docker__ref_request(d, DOCKER__SHORT, "DELETE", "/containers/", id, "?force=1&v=1", NULL, 0, cb, data, err);
 }
 
 rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *data, char *err)
 {
-    return docker__ref_request(d, "GET", "/containers/", id, "/json", NULL, 0, cb, data, err);
+    return docker__ref_request(d, DOCKER__SHORT, "GET", "/containers/", id, "/json", NULL, 0, cb, data, err);
 }
 
 rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *data, char *err)

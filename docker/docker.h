@@ -21,7 +21,8 @@
 typedef struct docker docker;
 typedef struct docker_req docker_req;
 
-/** Creates a client for the engine at socket_path. Does no I/O. */
+/** Creates a client for the engine at socket_path, with the deadlines of
+ * docker_timeouts_default. Does no I/O. */
 rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *err);
 /** Cancels every request in flight (their callbacks run with RB_ECANCELED before this returns
  * or on the next loop turn) and closes attach streams. Handles finish closing on the loop:
@@ -30,6 +31,41 @@ void docker_free(docker *d);
 
 /** The API version in use ("1.41"); set by docker_ping_version, defaults to "1.41". */
 const char *docker_api_version(const docker *d);
+
+/*
+ * Deadlines and connections. No call waits without a deadline: each has a connect timeout and
+ * a total deadline counted from the call (time spent waiting for a free connection included);
+ * a call that passes timeout_ms 0 gets the default of its kind below. When a deadline passes
+ * the callback runs with RB_ETIMEDOUT and a message naming the engine and the call; the engine
+ * may still carry the call out (a container may appear after its create timed out).
+ *
+ * Calls are of two kinds with separate connection budgets, so that long calls cannot starve
+ * short ones: long calls (container wait and logs, exec start, archive put and get: anything
+ * sent with docker_request_raw) use at most DOCKER_LONG_CONNECTIONS connections, short calls
+ * (everything else sent with docker_request: create, start, kill, remove, inspect, list, ...)
+ * at most DOCKER_SHORT_CONNECTIONS; calls beyond a budget wait in order for a connection of
+ * their kind. docker_ping_version never waits for a connection. Attach streams have their own
+ * connections (one each) and a deadline only until the engine answers the upgrade.
+ */
+#define DOCKER_SHORT_CONNECTIONS 8
+#define DOCKER_LONG_CONNECTIONS 16
+
+/** Deadlines of a client's calls, in milliseconds (each must be > 0). */
+typedef struct docker_timeouts {
+    long connect_ms;  /* connecting to the engine's socket, every call and attach */
+    long ping_ms;     /* docker_ping_version (the health probe) */
+    long short_ms;    /* short calls passing timeout_ms 0 (create, start, remove, inspect, ...) */
+    long transfer_ms; /* container logs and archive put/get (docker_request_raw with timeout_ms 0) */
+    long long_ms;     /* container wait and exec start passing timeout_ms 0 */
+    long attach_ms;   /* attach: from the call until the engine has answered the upgrade */
+} docker_timeouts;
+
+/** Fills t with the defaults: connect 3 s, ping 5 s, short calls 30 s, transfers 120 s, waits and
+ * exec starts 30 min, attach handshakes 30 s. Never fails. */
+void docker_timeouts_default(docker_timeouts *t);
+/** Replaces d's deadlines with *t (copied) for calls started from now on. RB_EINVAL (nothing
+ * changed) when a member is not positive. */
+rb_err docker_set_timeouts(docker *d, const docker_timeouts *t, char *err);
 
 /**
  * Result of a JSON call. status is the HTTP status (0 if none was received). body is the
@@ -42,8 +78,9 @@ typedef void (*docker_cb)(void *data, rb_err err, const char *errmsg, int status
 
 /**
  * Sends `method` `/v<api>/<path>` (path starts with '/', includes any query string, already
- * URL-encoded) with an optional JSON body (borrowed; serialised before return). timeout_ms of
- * 0 means none. *out (may be NULL) receives a handle valid until the callback runs.
+ * URL-encoded) with an optional JSON body (borrowed; serialised before return) as a short call.
+ * timeout_ms is its total deadline (0: the client's short_ms). *out (may be NULL) receives a
+ * handle valid until the callback runs.
  */
 rb_err docker_request(docker *d, const char *method, const char *path, json_t *body, long timeout_ms,
                       docker_cb cb, void *data, docker_req **out, char *err);
@@ -57,7 +94,8 @@ typedef void (*docker_raw_cb)(void *data, rb_err err, const char *errmsg, int st
 /**
  * Like docker_request, with a binary body (len bytes copied before return; NULL for none) sent
  * with Content-Type content_type (NULL: application/octet-stream) and a binary answer of at
- * most max_resp bytes (0: 8 MiB). Used for the archive API (tar bodies) and container logs.
+ * most max_resp bytes (0: 8 MiB), as a long call (timeout_ms 0: the client's transfer_ms).
+ * Used for the archive API (tar bodies), container logs and exec starts.
  */
 rb_err docker_request_raw(docker *d, const char *method, const char *path, const char *content_type,
                           const void *body, size_t len, size_t max_resp, long timeout_ms, docker_raw_cb cb, void *data,
@@ -67,7 +105,8 @@ rb_err docker_request_raw(docker *d, const char *method, const char *path, const
 void docker_req_cancel(docker_req *r);
 
 /** GET /version (unversioned); on success stores the engine's ApiVersion, capped to the
- * range this client supports (1.41 .. 1.47), for later calls. body is the /version JSON. */
+ * range this client supports (1.41 .. 1.47), for later calls. body is the /version JSON.
+ * Deadline: the client's ping_ms; it never waits behind other calls for a connection. */
 rb_err docker_ping_version(docker *d, docker_cb cb, void *data, char *err);
 
 /* Convenience wrappers over docker_request (same contract; the name says the Engine API call). */
@@ -100,7 +139,8 @@ rb_err docker_archive_put(docker *d, const char *id, const char *dir, const void
  * when the tar exceeds max bytes. */
 rb_err docker_archive_get(docker *d, const char *id, const char *path, size_t max, docker_raw_cb cb, void *data,
                           char *err);
-/** POST /containers/{id}/wait (answers {StatusCode} when the container stops); timeout_ms 0 = none. */
+/** POST /containers/{id}/wait (answers {StatusCode} when the container stops), a long call;
+ * timeout_ms 0: the client's long_ms. */
 rb_err docker_container_wait(docker *d, const char *id, long timeout_ms, docker_cb cb, void *data, char *err);
 /** GET /containers/{id}/logs?stdout=1&stderr=1: multiplexed frames (feed them to docker_demux)
  * for a container created with Tty=false; at most max bytes. */
@@ -109,7 +149,8 @@ rb_err docker_container_logs(docker *d, const char *id, size_t max, docker_raw_c
  * the answer is {Id}. */
 rb_err docker_exec_create(docker *d, const char *id, json_t *config, docker_cb cb, void *data, char *err);
 /** POST /exec/{exec_id}/start {Detach:false, Tty:false}: runs the process and answers, once it
- * has exited, with its multiplexed output (feed it to docker_demux), at most max bytes. */
+ * has exited, with its multiplexed output (feed it to docker_demux), at most max bytes. A long
+ * call; timeout_ms 0: the client's long_ms. */
 rb_err docker_exec_start(docker *d, const char *exec_id, size_t max, long timeout_ms, docker_raw_cb cb, void *data,
                          char *err);
 /** GET /exec/{exec_id}/json ({Running, ExitCode, ...}). */
@@ -139,8 +180,9 @@ typedef struct docker_attach_cbs {
     void (*on_close)(void *data, rb_err err, const char *errmsg);
 } docker_attach_cbs;
 
-/** Starts attaching; cbs is copied. *out is valid until on_open reports an error, on_close
- * runs, or docker_attach_close is called. */
+/** Starts attaching; cbs is copied. on_open reports RB_ETIMEDOUT if the engine has not answered
+ * the upgrade within the client's attach_ms. *out is valid until on_open reports an error,
+ * on_close runs, or docker_attach_close is called. */
 rb_err docker_attach_start(docker *d, const char *container_id, const docker_attach_cbs *cbs, void *data,
                            docker_attach **out, char *err);
 /** Queues bytes for the container's stdin (copied). RB_ECONFLICT if not open or closed;

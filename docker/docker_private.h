@@ -23,9 +23,25 @@ int docker__valid_ref(const char *s);
 /** RB_OK if id (may be NULL) is a valid container or exec reference (docker__valid_ref), else
  * RB_EINVAL with the rule in err. */
 rb_err docker__check_ref(const char *id, char *err);
-/** docker_request of method pre<id>post (body borrowed, may be NULL) after docker__check_ref(id). */
-rb_err docker__ref_request(docker *d, const char *method, const char *pre, const char *id, const char *post,
-                           json_t *body, long timeout_ms, docker_cb cb, void *data, char *err);
+/** The kind of a call, which decides its connection budget and default deadline (docker.h). */
+typedef enum docker__kind {
+    DOCKER__SHORT, /* short_ms; at most DOCKER_SHORT_CONNECTIONS at once */
+    DOCKER__WAIT,  /* long_ms; shares the long budget (DOCKER_LONG_CONNECTIONS) with transfers */
+    DOCKER__TRANSFER, /* transfer_ms; the long budget */
+    DOCKER__PING,  /* ping_ms; never waits for a connection */
+} docker__kind;
+/** The client's deadlines (borrowed). */
+const docker_timeouts *docker__timeouts(const docker *d);
+/** docker_request as a call of the given kind (JSON answer). */
+rb_err docker__request(docker *d, docker__kind kind, const char *method, const char *path, json_t *body,
+                       long timeout_ms, docker_cb cb, void *data, docker_req **out, char *err);
+/** docker_request_raw as a call of the given kind (DOCKER__WAIT or DOCKER__TRANSFER). */
+rb_err docker__request_raw(docker *d, docker__kind kind, const char *method, const char *path,
+                           const char *content_type, const void *body, size_t len, size_t max_resp, long timeout_ms,
+                           docker_raw_cb cb, void *data, docker_req **out, char *err);
+/** docker__request of method pre<id>post (body borrowed, may be NULL) after docker__check_ref(id). */
+rb_err docker__ref_request(docker *d, docker__kind kind, const char *method, const char *pre, const char *id,
+                           const char *post, json_t *body, long timeout_ms, docker_cb cb, void *data, char *err);
 
 
 #endif

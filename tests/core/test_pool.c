@@ -3,14 +3,16 @@
  * and a real SQLite file: claiming a warm sandbox, refilling, the cold path for non-default
  * options, never handing out a dead or unresponsive sandbox, removal on core_stop, removal of
  * leftovers after a crash, and sessions on claimed containers surviving a restart.
- * White-box where it must be: core/internal.h gives the instance id that labels containers, and
- * the Docker client (docker/) looks at and spoils containers behind core's back.
+ * White-box where it must be: core/internal.h gives the instance id that labels containers, the
+ * Docker client (docker/) looks at and spoils containers behind core's back, and a backend
+ * wrapped around the Docker one holds answers back, as a slow or hung engine would.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/backend_docker.h"
 #include "core/core.h"
 #include "core/internal.h"
 #include "docker/docker.h"
@@ -134,6 +136,172 @@ static json_t *spoil_warm_then_claim(rb_core *c, const char *action, char **spoi
     cr_assert_str_eq(out, want);
     free(out);
     return s;
+}
+
+/* ---- the Docker backend with answers held back (a slow or hung engine) ------------------ */
+
+#define HELD_MAX 16
+
+/* A held answer: a start's (never passed on), or a create's (passed on by release_creates). */
+typedef struct held {
+    backend_cb started;
+    backend_create_cb created;
+    void *data;
+    int answered; /* the engine has answered the create */
+    rb_err err;
+    char msg[RB_ERR_LEN];
+    char id[80];
+} held;
+
+typedef struct slow_backend {
+    backend *inner;
+    int hold_creates;
+    held starts[HELD_MAX], creates[HELD_MAX];
+    int n_starts, n_creates;
+} slow_backend;
+
+static void slow_free(void *self)
+{
+    slow_backend *sb = self;
+    backend_free(sb->inner);
+    /* backend.h: what is still in flight is called back with RB_ECANCELED */
+    for (int i = 0; i < sb->n_starts; i++)
+        sb->starts[i].started(sb->starts[i].data, RB_ECANCELED, "the backend was freed");
+    for (int i = 0; i < sb->n_creates; i++)
+        if (sb->creates[i].created != NULL)
+            sb->creates[i].created(sb->creates[i].data, RB_ECANCELED, "the backend was freed", NULL);
+    free(sb);
+}
+
+static rb_err slow_start(void *self, const char *id, backend_cb cb, void *data, char *err)
+{
+    slow_backend *sb = self;
+    (void)id, (void)err;
+    cr_assert_lt(sb->n_starts, HELD_MAX);
+    sb->starts[sb->n_starts++] = (held){.started = cb, .data = data};
+    return RB_OK;
+}
+
+/* The engine's answer to a held create: kept until release_creates passes it on. */
+static void slow_created(void *data, rb_err err, const char *errmsg, const char *id)
+{
+    held *h = data;
+    h->answered = 1;
+    h->err = err;
+    snprintf(h->msg, sizeof(h->msg), "%s", errmsg ? errmsg : "");
+    snprintf(h->id, sizeof(h->id), "%s", id ? id : "");
+}
+
+/* Passes the held create answers on, in order. */
+static void release_creates(slow_backend *sb)
+{
+    for (int i = 0; i < sb->n_creates; i++) {
+        held *h = &sb->creates[i];
+        backend_create_cb cb = h->created;
+        h->created = NULL;
+        cb(h->data, h->err, h->err == RB_OK ? NULL : h->msg, h->err == RB_OK ? h->id : NULL);
+    }
+}
+
+static int creates_answered(const slow_backend *sb)
+{
+    int n = 0;
+    for (int i = 0; i < sb->n_creates; i++)
+        n += sb->creates[i].answered;
+    return n;
+}
+
+static rb_err slow_create(void *self, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
+                          char *err)
+{
+    slow_backend *sb = self;
+    if (!sb->hold_creates)
+        return backend_create(sb->inner, name, spec, cb, data, err);
+    cr_assert_lt(sb->n_creates, HELD_MAX);
+    held *h = &sb->creates[sb->n_creates];
+    *h = (held){.created = cb, .data = data};
+    rb_err e = backend_create(sb->inner, name, spec, slow_created, h, err);
+    if (e == RB_OK)
+        sb->n_creates++;
+    return e;
+}
+
+static rb_err slow_ping(void *self, backend_ping_cb cb, void *data, char *err)
+{
+    return backend_ping(((slow_backend *)self)->inner, cb, data, err);
+}
+
+static rb_err slow_remove(void *self, const char *id, backend_cb cb, void *data, char *err)
+{
+    return backend_remove(((slow_backend *)self)->inner, id, cb, data, err);
+}
+
+static rb_err slow_list(void *self, const char *label, backend_list_cb cb, void *data, char *err)
+{
+    return backend_list(((slow_backend *)self)->inner, label, cb, data, err);
+}
+
+static rb_err slow_attach_open(void *self, const char *id, const backend_attach_cbs *cbs, void *data,
+                               backend_attach **out, char *err)
+{
+    return backend_attach_open(((slow_backend *)self)->inner, id, cbs, data, out, err);
+}
+
+static rb_err slow_attach_write(void *self, backend_attach *a, const char *buf, size_t len, char *err)
+{
+    return backend_attach_write(((slow_backend *)self)->inner, a, buf, len, err);
+}
+
+static void slow_attach_close(void *self, backend_attach *a)
+{
+    backend_attach_close(((slow_backend *)self)->inner, a);
+}
+
+static const backend_ops slow_ops = {
+    .name = "slow-docker",
+    .free = slow_free,
+    .ping = slow_ping,
+    .create = slow_create,
+    .start = slow_start,
+    .remove = slow_remove,
+    .list = slow_list,
+    .attach_open = slow_attach_open,
+    .attach_write = slow_attach_write,
+    .attach_close = slow_attach_close,
+};
+
+/* A core on the Docker backend wrapped by *out (owned by the core: gone after core_free). */
+static rb_core *slow_core_open(slow_backend **out)
+{
+    char err[RB_ERR_LEN];
+    slow_backend *sb = xcalloc(1, sizeof(*sb));
+    cr_assert_eq(backend_docker_new(&sup_loop, sup_cfg.docker_socket, &sb->inner, err), RB_OK, "%s", err);
+    rb_core *c;
+    cr_assert_eq(core_new_with_backend(&sup_loop, &sup_cfg, backend_new(&slow_ops, sb), &c, err), RB_OK, "%s", err);
+    *out = sb;
+    return c;
+}
+
+/* Removes whatever containers of c's instance are left (so that a failing test leaks nothing)
+ * and returns how many there were. */
+static size_t remove_leftovers(rb_core *c)
+{
+    json_t *left = list_containers(c, 0);
+    size_t i, n = json_array_size(left);
+    json_t *v;
+    char err[RB_ERR_LEN];
+    docker *dk;
+    cr_assert_eq(docker_new(&sup_loop, sup_cfg.docker_socket, &dk, err), RB_OK, "%s", err);
+    json_array_foreach(left, i, v)
+    {
+        struct dk_result r = {0};
+        cr_assert_eq(docker_container_remove(dk, json_string_value(v), dk_cb, &r, err), RB_OK, "%s", err);
+        sup_run_until(&r.done, 30000);
+        json_decref(r.body);
+    }
+    docker_free(dk);
+    json_decref(left);
+    return n;
 }
 
 /* ---- tests ----------------------------------------------------------------------------- */
@@ -289,4 +457,49 @@ Test(pool, size_zero_disables_the_pool)
     sup_session_delete(c, sup_str(s, "session_id"));
     json_decref(s);
     close_core(c);
+}
+
+Test(pool, core_stop_removes_warm_containers_whose_start_hangs)
+{
+    sup_cfg.pool_size = 2;
+    slow_backend *sb;
+    rb_core *c = slow_core_open(&sb);
+    int64_t end = rb_mono_ms() + 60000;
+    while (sb->n_starts < 2 && rb_mono_ms() < end)
+        sup_run_for(10);
+    cr_assert_eq(sb->n_starts, 2, "the pool should have created two containers and asked to start them");
+    json_t *ids = list_containers(c, 1);
+    cr_assert_eq(json_array_size(ids), 2);
+    json_decref(ids);
+
+    core_stop(c); /* the starts never answer: the containers must go anyway */
+    sup_wait_pending(c, 20000);
+    cr_expect_eq(core_pending(c), 0, "core_stop must not wait for starts that hang");
+    size_t left = remove_leftovers(c);
+    cr_expect_eq(left, 0, "core_stop left %zu warm containers behind", left);
+    core_free(c);
+    uv_run(&sup_loop, UV_RUN_DEFAULT);
+}
+
+Test(pool, core_stop_waits_for_creates_in_flight_and_removes_their_containers)
+{
+    sup_cfg.pool_size = 2;
+    slow_backend *sb;
+    rb_core *c = slow_core_open(&sb);
+    sb->hold_creates = 1;
+    int64_t end = rb_mono_ms() + 60000;
+    while (creates_answered(sb) < 2 && rb_mono_ms() < end)
+        sup_run_for(10);
+    cr_assert_eq(creates_answered(sb), 2, "the engine should have created the pool's two containers");
+
+    core_stop(c); /* while the answers to both creates are still on their way */
+    cr_expect_eq(core_pending(c), 2, "core_pending must count the creates in flight");
+    release_creates(sb);
+    sup_wait_pending(c, 20000);
+    cr_expect_eq(core_pending(c), 0);
+    cr_expect_eq(sb->n_starts, 0, "a container created after core_stop is removed, not started");
+    size_t left = remove_leftovers(c);
+    cr_expect_eq(left, 0, "core_stop left %zu containers behind", left);
+    core_free(c);
+    uv_run(&sup_loop, UV_RUN_DEFAULT);
 }
