@@ -138,11 +138,16 @@ typedef void (*backend_list_cb)(void *data, rb_err err, const char *errmsg, cons
 
 /** A command for backend_exec. */
 typedef struct backend_exec_spec {
-    const char *const *argv;   /* argv[0] is looked up on the sandbox's PATH; ends with NULL */
+    const char *const *argv;   /* argv[0] is looked up on the PATH of the command's environment
+                                  unless it is absolute; ends with NULL */
     const char *user;          /* NULL: the sandbox's user */
     const char *working_dir;   /* NULL: the sandbox's */
     size_t max_output;         /* cap on the output, both streams together (0: 8 MiB) */
     long timeout_ms;           /* 0: none */
+    /* Changes to the environment the command inherits from the sandbox's spec (backend_spec.env
+     * and the image's): "NAME=value" sets NAME, "NAME" alone removes it; ends with NULL. NULL:
+     * the sandbox's environment unchanged. */
+    const char *const *env;
 } backend_exec_spec;
 /** What a finished command (backend_exec) or one-shot sandbox (backend_run) left: its exit code
  * (-1 if the engine did not say) and its output, separated by stream (each NUL-terminated after

@@ -525,6 +525,7 @@ static rb_err d_exec(void *self, const char *id, const backend_exec_spec *spec, 
         json_object_set_new(conf, "User", json_string(spec->user));
     if (spec->working_dir != NULL)
         json_object_set_new(conf, "WorkingDir", json_string(spec->working_dir));
+    set_list(conf, "Env", spec->env); /* the Engine API's exec Env: "NAME" alone unsets NAME */
     rb_err e = docker_exec_create(self, id, conf, exec_created_cb, x, err);
     json_decref(conf);
     if (e != RB_OK) {

@@ -10,8 +10,21 @@
  * sandbox user: it resolves the path with realpath, refuses one that leaves /workspace
  * (RB_EFORBIDDEN), creates parent folders for uploads, and lists or deletes. The engine itself
  * resolves archive paths inside the container's root (Docker does), so even a symlink swapped
- * in between the check and the copy cannot reach the host. Helper output is untrusted (user
- * code may have changed the sandbox): it is size-capped and validated like any input.
+ * in between the check and the copy cannot reach the host.
+ *
+ * The helper runs where the session rules (issue 9, finding 9), so nothing of the session
+ * chooses what runs: its code travels in argv (nothing is read from /workspace), the programs
+ * are named by absolute paths on the image's read-only root (no PATH lookup), every variable
+ * the session set (execution_options.environment_variables: PATH, LD_PRELOAD, ...) is removed
+ * by the engine before env(1) starts, and env -i hands python3 -I -S a fixed environment.
+ * /workspace itself stays executable: users run their own scripts there and the packages
+ * installed into /workspace/.runbox load native code (a noexec mount would break both, and
+ * the helper does not need it). Its answer is still untrusted (user code may have changed
+ * the sandbox): it is size-capped and validated like any input, paths exactly (normal form,
+ * /workspace or under it, no "." or ".." segments), never by prefix.
+ *
+ * This module is not the path policy of uploads in other places (deps.c) and does not keep
+ * files anywhere: bytes pass through runboxd's memory only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +38,14 @@
 #define HELPER_TIMEOUT_MS 60000L
 #define LIST_MAX_ENTRIES 10000
 #define SANDBOX_UID 1000
+#define ANSWER_PATH_MAX 4096 /* longest path the helper may answer (Docker's archive calls take no more) */
+#define NAME_MAX_BYTES 255   /* longest file name */
+/* The helper's programs, on the image's read-only root (docker/sandbox/Dockerfile), and the
+ * environment python gets: nothing the session can set. */
+#define HELPER_ENV_PROGRAM "/usr/bin/env"
+#define HELPER_PYTHON "/usr/bin/python3"
+#define HELPER_PATH "PATH=/usr/bin:/bin"
+#define HELPER_LANG "LANG=C.UTF-8"
 
 /* Exit codes of the helper, each with its meaning for the API. */
 enum { H_OK = 0, H_ESCAPE = 3, H_MISSING = 4, H_NOTFILE = 5, H_TOOBIG = 6 };
@@ -198,6 +219,50 @@ rb_err files_normalize_path(const char *path, int allow_root, char **out, char *
     return RB_OK;
 }
 
+/* Whether s[0..n) is a usable path segment: not empty, ".", ".." or longer than a file name,
+ * without '/' or control characters. */
+static int segment_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > NAME_MAX_BYTES || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '/' || ch < 0x20 || ch == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether p is a path relative to /workspace in normal form: segments (segment_ok) separated
+ * by single slashes, none leading or trailing. */
+static int relative_path_ok(const char *p)
+{
+    if (strlen(p) > ANSWER_PATH_MAX)
+        return 0;
+    for (;;) {
+        const char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (!segment_ok(p, n))
+            return 0;
+        if (end == NULL)
+            return 1;
+        p = end + 1;
+    }
+}
+
+/* Whether the helper's answer p names /workspace itself (only when allow_root) or a path under
+ * it, exactly: absolute, in normal form (relative_path_ok after "/workspace/"). A prefix test
+ * would let "/workspace/../etc/passwd" through. */
+static int workspace_path_ok(const char *p, int allow_root)
+{
+    size_t w = strlen(WORKSPACE);
+    if (p == NULL || strlen(p) > ANSWER_PATH_MAX || strncmp(p, WORKSPACE, w) != 0)
+        return 0;
+    if (p[w] == '\0')
+        return allow_root;
+    return p[w] == '/' && relative_path_ok(p + w + 1);
+}
+
 const char *files_content_type(const char *name)
 {
     static const char *const types[][2] = {
@@ -286,6 +351,39 @@ static void downloaded_cb(void *data, rb_err err, const char *errmsg, const char
     free(fc.data);
 }
 
+/* The API form of the helper's file list (untrusted): entries with a path in normal form
+ * (relative_path_ok), a known type, integer size and time (as RFC 3339), and for symlinks a
+ * target and whether it escapes; anything else is left out. At most LIST_MAX_ENTRIES. */
+static json_t *checked_listing(json_t *files)
+{
+    static const char *const types[] = {"file", "directory", "symlink", "other"};
+    json_t *out = json_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach(files, i, item)
+    {
+        const char *path = json_string_value(json_object_get(item, "path"));
+        const char *type = json_string_value(json_object_get(item, "type"));
+        json_t *size = json_object_get(item, "size"), *mod = json_object_get(item, "modified");
+        int known = 0;
+        for (size_t t = 0; type != NULL && t < sizeof(types) / sizeof(types[0]); t++)
+            known |= strcmp(type, types[t]) == 0;
+        if (json_array_size(out) >= LIST_MAX_ENTRIES || path == NULL || !relative_path_ok(path) || !known ||
+            !json_is_integer(size) || json_integer_value(size) < 0 || !json_is_integer(mod))
+            continue;
+        json_t *e = json_pack("{s:s, s:s, s:O}", "path", path, "type", type, "size", size);
+        core_json_time(e, "modified", json_integer_value(mod));
+        if (strcmp(type, "symlink") == 0) {
+            const char *target = json_string_value(json_object_get(item, "target"));
+            if (target != NULL && strlen(target) <= ANSWER_PATH_MAX)
+                json_object_set_new(e, "target", json_string(target));
+            json_object_set_new(e, "escapes", json_boolean(!json_is_false(json_object_get(item, "escapes"))));
+        }
+        json_array_append_new(out, e);
+    }
+    return out;
+}
+
 /* Works out what the helper said (r: its exit code and output) and starts the archive step (or
  * answers). */
 static void helper_done(fop *f, const backend_exec_result *r)
@@ -342,16 +440,8 @@ static void helper_done(fop *f, const backend_exec_result *r)
             fail(f, RB_EIO, "the sandbox's file helper gave no file list");
             return;
         }
-        json_t *out = json_pack("{s:s, s:O, s:b}", "session_id", f->session_id, "files", files, "truncated",
-                                json_is_true(json_object_get(f->info, "truncated")));
-        size_t i;
-        json_t *item;
-        json_array_foreach(files, i, item)
-        {
-            json_t *m = json_object_get(item, "modified");
-            if (json_is_integer(m))
-                core_json_time(item, "modified", json_integer_value(m));
-        }
+        json_t *out = json_pack("{s:s, s:o, s:b}", "session_id", f->session_id, "files", checked_listing(files),
+                                "truncated", json_is_true(json_object_get(f->info, "truncated")));
         finish(f, RB_OK, NULL, out);
         return;
     }
@@ -362,8 +452,7 @@ static void helper_done(fop *f, const backend_exec_result *r)
     if (f->kind == OP_UPLOAD) {
         const char *dir = json_string_value(json_object_get(f->info, "dir"));
         const char *name = json_string_value(json_object_get(f->info, "name"));
-        if (dir == NULL || name == NULL || (strcmp(dir, WORKSPACE) != 0 && strncmp(dir, WORKSPACE "/", 11) != 0) ||
-            name[0] == '\0' || strchr(name, '/') != NULL) {
+        if (!workspace_path_ok(dir, 1) || name == NULL || !segment_ok(name, strlen(name))) {
             fail(f, RB_EIO, "the sandbox's file helper gave an unusable folder");
             return;
         }
@@ -381,7 +470,7 @@ static void helper_done(fop *f, const backend_exec_result *r)
     }
     /* download */
     const char *real = json_string_value(json_object_get(f->info, "real"));
-    if (real == NULL || strncmp(real, WORKSPACE "/", 11) != 0) {
+    if (!workspace_path_ok(real, 0)) {
         fail(f, RB_EIO, "the sandbox's file helper gave an unusable path");
         return;
     }
@@ -404,6 +493,22 @@ static void helper_exited_cb(void *data, rb_err err, const char *errmsg, const b
         return;
     }
     helper_done(f, r);
+}
+
+/* The engine-side environment changes for s's helper (heap array, strings borrowed from
+ * s->options): every variable the session set is removed, so that not even env(1), which
+ * clears the rest, starts with the session's PATH or LD_PRELOAD; then PATH is fixed. */
+static const char **helper_env(session *s)
+{
+    json_t *vars = json_object_get(s->options, "environment_variables");
+    const char **env = xcalloc(json_object_size(vars) + 2, sizeof(*env));
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(vars, k, v)
+        env[n++] = k;
+    env[n++] = HELPER_PATH;
+    return env;
 }
 
 /* Starts a file operation in session_id's sandbox: checks the session and path, then creates
@@ -438,9 +543,16 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     static const char *const ops[] = {"list", "put", "get", "delete"};
     char limit[32];
     snprintf(limit, sizeof(limit), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : c->cfg->max_download);
-    const char *const argv[] = {"python3", "-I", "-c", helper_py, ops[kind], rel, limit, NULL};
-    backend_exec_spec spec = {argv, NULL, WORKSPACE, HELPER_OUTPUT_MAX, HELPER_TIMEOUT_MS};
+    const char *const argv[] = {HELPER_ENV_PROGRAM, "-i", HELPER_PATH, HELPER_LANG, HELPER_PYTHON, "-I", "-S", "-c",
+                                helper_py, ops[kind], rel, limit, NULL};
+    const char **env = helper_env(s);
+    backend_exec_spec spec = {.argv = argv,
+                              .working_dir = WORKSPACE,
+                              .max_output = HELPER_OUTPUT_MAX,
+                              .timeout_ms = HELPER_TIMEOUT_MS,
+                              .env = env};
     e = backend_exec(c->be, f->container, &spec, helper_exited_cb, f, err);
+    free(env);
     if (e != RB_OK) {
         fop_free(f);
         return e;
