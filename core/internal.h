@@ -126,6 +126,7 @@ struct rb_core {
     struct pool *pool;    /* warm sandboxes (pool.c) */
     struct policy *policy;/* the optional code policy (policy.c) */
     stats_counters stats; /* what GET /metrics counts (stats.c) */
+    struct download_budget *downloads; /* memory held by downloads in flight (files.c; NULL until the first) */
 };
 
 /* session.c */
@@ -232,6 +233,9 @@ json_t *files_written_from_runner(json_t *list);
 json_t *files_written_api(json_t *list);
 /** A Content-Type for a file name, from its extension (application/octet-stream by default). */
 const char *files_content_type(const char *name);
+/** Lets go of what files.c keeps in c (core_free): the download budget lives on until the last
+ * file handed out is freed. */
+void files_dispose(rb_core *c);
 
 /* deps.c: the dependency installer (the list is checked with core/requirements.h first) */
 /** Installs reqs (borrowed; a list from requirements_parse) into s's workspace (at creation,

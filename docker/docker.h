@@ -101,6 +101,15 @@ rb_err docker_request_raw(docker *d, const char *method, const char *path, const
                           const void *body, size_t len, size_t max_resp, long timeout_ms, docker_raw_cb cb, void *data,
                           docker_req **out, char *err);
 
+/**
+ * Takes over the answer of the docker_request_raw whose callback is running: body must be the
+ * pointer that callback received on success. The caller then owns it (free() it; it stays
+ * NUL-terminated after len bytes) and the request no longer frees it, so a large answer need
+ * not be copied to outlive the callback. Returns NULL (nothing taken) when called anywhere
+ * else or with another pointer.
+ */
+char *docker_raw_take(docker *d, const char *body);
+
 /** Cancels a request in flight: its callback runs once with RB_ECANCELED (not synchronously). */
 void docker_req_cancel(docker_req *r);
 

@@ -211,28 +211,26 @@ typedef struct got_file {
     size_t len;
 } got_file;
 
-static void got_file_cb(void *data, rb_err err, const char *msg, const char *bytes, size_t len,
-                        const char *content_type, const char *name)
+static void got_file_cb(void *data, rb_err err, const char *msg, core_file *file)
 {
     got_file *g = data;
-    (void)content_type;
-    (void)name;
     g->done = 1;
     g->err = err;
     snprintf(g->msg, sizeof(g->msg), "%s", msg ? msg : "");
     if (err == RB_OK) {
-        g->bytes = malloc(len + 1);
-        memcpy(g->bytes, bytes, len);
-        g->bytes[len] = '\0';
-        g->len = len;
+        g->bytes = malloc(file->len + 1);
+        memcpy(g->bytes, file->bytes, file->len);
+        g->bytes[file->len] = '\0';
+        g->len = file->len;
     }
+    core_file_free(file);
 }
 
 static got_file download(rb_core *c, const char *sid, const char *path)
 {
     char err[RB_ERR_LEN];
     got_file g = {0};
-    rb_err e = core_file_download(c, sid, path, got_file_cb, &g, NULL, err);
+    rb_err e = core_file_download(c, sid, path, 0, got_file_cb, &g, NULL, err);
     cr_assert_eq(e, RB_OK, "download %s: %s", path, err);
     sup_run_until(&g.done, 30000);
     cr_assert(g.done, "download %s did not finish", path);
@@ -327,4 +325,87 @@ Test(files, helper_answers_outside_the_workspace_are_refused)
     sup_session_delete(c, sid);
     free(sid);
     sup_core_close(c, 15000);
+}
+
+/* The file of a finished download, kept (not freed) by the callback. */
+typedef struct kept_file {
+    int done;
+    rb_err err;
+    char msg[RB_ERR_LEN];
+    core_file *file;
+} kept_file;
+
+static void kept_file_cb(void *data, rb_err err, const char *msg, core_file *file)
+{
+    kept_file *k = data;
+    k->done = 1;
+    k->err = err;
+    snprintf(k->msg, sizeof(k->msg), "%s", msg ? msg : "");
+    k->file = file;
+}
+
+static kept_file download_kept(rb_core *c, const char *sid, const char *path, size_t max)
+{
+    char err[RB_ERR_LEN];
+    kept_file k = {0};
+    cr_assert_eq(core_file_download(c, sid, path, max, kept_file_cb, &k, NULL, err), RB_OK, "%s", err);
+    sup_run_until(&k.done, 30000);
+    cr_assert(k.done, "download %s did not finish", path);
+    return k;
+}
+
+Test(files, downloads_in_flight_share_max_download_memory)
+{
+    char err[RB_ERR_LEN];
+    sup_cfg.max_download = 1024 * 1024;
+    sup_cfg.max_download_memory = 1024 * 1024;
+    rb_core *c = sup_core_open();
+    char *sid = sup_session_create_id(c, NULL);
+    size_t n = 600 * 1024;
+    char *data = malloc(n + 1);
+    memset(data, 'a', n);
+    data[n] = '\0';
+    sup_result r = upload(c, sid, "a.bin", data);
+    cr_assert_eq(r.err, RB_OK, "%s", r.msg);
+    json_decref(r.body);
+    r = upload(c, sid, "b.bin", data);
+    json_decref(r.body);
+
+    /* a is held: its bytes are the file, and b does not fit beside it */
+    kept_file a = download_kept(c, sid, "a.bin", 0);
+    cr_assert_eq(a.err, RB_OK, "%s", a.msg);
+    cr_assert_eq(a.file->len, n);
+    cr_assert(memcmp(a.file->bytes, data, n) == 0);
+    cr_assert_str_eq(a.file->name, "a.bin");
+    kept_file b = download_kept(c, sid, "b.bin", 0);
+    cr_assert_eq(b.err, RB_EBUSY, "%d %s", b.err, b.msg);
+    cr_assert(strstr(b.msg, "max-download-memory") != NULL, "%s", b.msg);
+    /* a caller's own limit is checked before anything is read or reserved */
+    b = download_kept(c, sid, "b.bin", 1000);
+    cr_assert_eq(b.err, RB_ETOOBIG, "%d %s", b.err, b.msg);
+    cr_assert(strstr(b.msg, "614400 bytes") != NULL && strstr(b.msg, "1000 bytes") != NULL, "%s", b.msg);
+    core_file_free(a.file);
+
+    /* a cancelled download gives its memory back too */
+    core_op *op = NULL;
+    kept_file gone = {0};
+    cr_assert_eq(core_file_download(c, sid, "a.bin", 0, kept_file_cb, &gone, &op, err), RB_OK, "%s", err);
+    core_cancel(op);
+    /* it runs on to its end in the background (a second or so), then lets go */
+    for (int i = 0; i < 20; i++) {
+        b = download_kept(c, sid, "b.bin", 0);
+        if (b.err != RB_EBUSY)
+            break;
+        sup_run_for(500);
+    }
+    cr_assert_eq(b.err, RB_OK, "%s", b.msg);
+    cr_assert(!gone.done, "a cancelled download called back");
+
+    /* a file may outlive the core */
+    sup_session_delete(c, sid);
+    free(sid);
+    free(data);
+    sup_core_close(c, 15000);
+    cr_assert_eq(b.file->len, n);
+    core_file_free(b.file);
 }
