@@ -12,16 +12,12 @@
  * resolves archive paths inside the container's root (Docker does), so even a symlink swapped
  * in between the check and the copy cannot reach the host.
  *
- * The helper runs where the session rules (issue 9, finding 9), so nothing of the session
- * chooses what runs: its code travels in argv (nothing is read from /workspace), the programs
- * are named by absolute paths on the image's read-only root (no PATH lookup), every variable
- * the session set (execution_options.environment_variables: PATH, LD_PRELOAD, ...) is removed
- * by the engine before env(1) starts, and env -i hands python3 -I -S a fixed environment.
- * /workspace itself stays executable: users run their own scripts there and the packages
- * installed into /workspace/.runbox load native code (a noexec mount would break both, and
- * the helper does not need it). Its answer is still untrusted (user code may have changed
- * the sandbox): it is size-capped and validated like any input, paths exactly (normal form,
- * /workspace or under it, no "." or ".." segments), never by prefix.
+ * The helper runs where the session rules (issue 9, finding 9): how it is started so that
+ * nothing of the session chooses what runs, and how its answers are checked (exactly, never by
+ * prefix), is core/file_helper.h; its output is size-capped here. /workspace itself stays
+ * executable: users run their own scripts there and the packages installed into
+ * /workspace/.runbox load native code (a noexec mount would break both, and the helper does
+ * not need it: nothing of it is read from there).
  *
  * Memory (issue 9, finding 6e): a download holds its file once. The engine's tar answer is
  * handed over, not copied (backend_bytes_cb), and the core_file given to the protocol points
@@ -40,6 +36,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/file_helper.h"
 #include "core/internal.h"
 #include "base/tar.h"
 
@@ -50,79 +47,8 @@
  * padding and the end blocks. A download reserves its size plus this, and Docker's answer may
  * be no larger, so a file that grows after the helper measured it is refused, not held. */
 #define TAR_SLACK (64u * 1024)
-#define LIST_MAX_ENTRIES 10000
+#define LIST_MAX_ENTRIES 10000 /* file_helper_listing keeps no more either */
 #define SANDBOX_UID 1000
-#define ANSWER_PATH_MAX 4096 /* longest path the helper may answer (Docker's archive calls take no more) */
-#define NAME_MAX_BYTES 255   /* longest file name */
-/* The helper's programs, on the image's read-only root (docker/sandbox/Dockerfile), and the
- * environment python gets: nothing the session can set. */
-#define HELPER_ENV_PROGRAM "/usr/bin/env"
-#define HELPER_PYTHON "/usr/bin/python3"
-#define HELPER_PATH "PATH=/usr/bin:/bin"
-#define HELPER_LANG "LANG=C.UTF-8"
-
-/* Exit codes of the helper, each with its meaning for the API. */
-enum { H_OK = 0, H_ESCAPE = 3, H_MISSING = 4, H_NOTFILE = 5, H_TOOBIG = 6 };
-
-/* The helper: argv[1] is the operation, argv[2] the path relative to /workspace, argv[3] a
- * size limit. It prints one JSON object on stdout. */
-static const char helper_py[] =
-    "import json,os,shutil,stat,sys\n"
-    "R='/workspace'\n"
-    "op,rel,lim=sys.argv[1],sys.argv[2],int(sys.argv[3])\n"
-    "def inside(x): return x==R or x.startswith(R+'/')\n"
-    "def out(code,**k):\n"
-    "  sys.stdout.write(json.dumps(k)); sys.stdout.flush(); os._exit(code)\n"
-    "def kind(m):\n"
-    "  return 'directory' if stat.S_ISDIR(m) else 'file' if stat.S_ISREG(m) else "
-    "'symlink' if stat.S_ISLNK(m) else 'other'\n"
-    "p=os.path.join(R,rel) if rel else R\n"
-    "if op=='list':\n"
-    "  fs=[];tr=False\n"
-    "  for dp,dns,fns in os.walk(R):\n"
-    "    if dp==R and '.runbox' in dns: dns.remove('.runbox')\n"
-    "    dns.sort()\n"
-    "    for n in sorted(dns+fns):\n"
-    "      q=os.path.join(dp,n)\n"
-    "      try: st=os.lstat(q)\n"
-    "      except OSError: continue\n"
-    "      t=kind(st.st_mode)\n"
-    "      e={'path':os.path.relpath(q,R),'type':t,'size':st.st_size if t=='file' else 0,"
-    "'modified':int(st.st_mtime*1000)}\n"
-    "      if t=='symlink':\n"
-    "        e['target']=os.readlink(q); e['escapes']=not inside(os.path.realpath(q))\n"
-    "      fs.append(e)\n"
-    "      if len(fs)>=lim: tr=True; break\n"
-    "    if tr: break\n"
-    "  out(0,files=fs,truncated=tr)\n"
-    "if op=='put':\n"
-    "  d=os.path.realpath(os.path.dirname(p))\n"
-    "  if not inside(d): out(3,real=d)\n"
-    "  try: os.makedirs(d,exist_ok=True)\n"
-    "  except OSError as x: out(5,error=str(x))\n"
-    "  d=os.path.realpath(d)\n"
-    "  if not inside(d) or not os.path.isdir(d): out(3,real=d)\n"
-    "  t=os.path.join(d,os.path.basename(p))\n"
-    "  if os.path.isdir(t) and not os.path.islink(t): out(5,error='is a directory')\n"
-    "  out(0,dir=d,name=os.path.basename(p))\n"
-    "if op=='get':\n"
-    "  r=os.path.realpath(p)\n"
-    "  if not inside(r): out(3,real=r)\n"
-    "  try: st=os.stat(r)\n"
-    "  except OSError: out(4)\n"
-    "  if not stat.S_ISREG(st.st_mode): out(5,type=kind(st.st_mode))\n"
-    "  if st.st_size>lim: out(6,size=st.st_size)\n"
-    "  out(0,real=r,size=st.st_size,modified=int(st.st_mtime*1000))\n"
-    "if op=='delete':\n"
-    "  d=os.path.realpath(os.path.dirname(p))\n"
-    "  if not inside(d): out(3,real=d)\n"
-    "  t=os.path.join(d,os.path.basename(p))\n"
-    "  if t==R: out(3,real=t)\n"
-    "  if not os.path.lexists(t): out(4)\n"
-    "  if os.path.isdir(t) and not os.path.islink(t): shutil.rmtree(t)\n"
-    "  else: os.unlink(t)\n"
-    "  out(0)\n"
-    "out(2,error='unknown operation')\n";
 
 enum fop_kind { OP_LIST, OP_UPLOAD, OP_DOWNLOAD, OP_DELETE };
 
@@ -312,50 +238,6 @@ rb_err files_normalize_path(const char *path, int allow_root, char **out, char *
     return RB_OK;
 }
 
-/* Whether s[0..n) is a usable path segment: not empty, ".", ".." or longer than a file name,
- * without '/' or control characters. */
-static int segment_ok(const char *s, size_t n)
-{
-    if (n == 0 || n > NAME_MAX_BYTES || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '/' || ch < 0x20 || ch == 0x7f)
-            return 0;
-    }
-    return 1;
-}
-
-/* Whether p is a path relative to /workspace in normal form: segments (segment_ok) separated
- * by single slashes, none leading or trailing. */
-static int relative_path_ok(const char *p)
-{
-    if (strlen(p) > ANSWER_PATH_MAX)
-        return 0;
-    for (;;) {
-        const char *end = strchr(p, '/');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (!segment_ok(p, n))
-            return 0;
-        if (end == NULL)
-            return 1;
-        p = end + 1;
-    }
-}
-
-/* Whether the helper's answer p names /workspace itself (only when allow_root) or a path under
- * it, exactly: absolute, in normal form (relative_path_ok after "/workspace/"). A prefix test
- * would let "/workspace/../etc/passwd" through. */
-static int workspace_path_ok(const char *p, int allow_root)
-{
-    size_t w = strlen(WORKSPACE);
-    if (p == NULL || strlen(p) > ANSWER_PATH_MAX || strncmp(p, WORKSPACE, w) != 0)
-        return 0;
-    if (p[w] == '\0')
-        return allow_root;
-    return p[w] == '/' && relative_path_ok(p + w + 1);
-}
-
 const char *files_content_type(const char *name)
 {
     static const char *const types[][2] = {
@@ -458,39 +340,6 @@ static void downloaded_cb(void *data, rb_err err, const char *errmsg, char *tar,
     finish_file(f, RB_OK, NULL, &h->pub);
 }
 
-/* The API form of the helper's file list (untrusted): entries with a path in normal form
- * (relative_path_ok), a known type, integer size and time (as RFC 3339), and for symlinks a
- * target and whether it escapes; anything else is left out. At most LIST_MAX_ENTRIES. */
-static json_t *checked_listing(json_t *files)
-{
-    static const char *const types[] = {"file", "directory", "symlink", "other"};
-    json_t *out = json_array();
-    size_t i;
-    json_t *item;
-    json_array_foreach(files, i, item)
-    {
-        const char *path = json_string_value(json_object_get(item, "path"));
-        const char *type = json_string_value(json_object_get(item, "type"));
-        json_t *size = json_object_get(item, "size"), *mod = json_object_get(item, "modified");
-        int known = 0;
-        for (size_t t = 0; type != NULL && t < sizeof(types) / sizeof(types[0]); t++)
-            known |= strcmp(type, types[t]) == 0;
-        if (json_array_size(out) >= LIST_MAX_ENTRIES || path == NULL || !relative_path_ok(path) || !known ||
-            !json_is_integer(size) || json_integer_value(size) < 0 || !json_is_integer(mod))
-            continue;
-        json_t *e = json_pack("{s:s, s:s, s:O}", "path", path, "type", type, "size", size);
-        core_json_time(e, "modified", json_integer_value(mod));
-        if (strcmp(type, "symlink") == 0) {
-            const char *target = json_string_value(json_object_get(item, "target"));
-            if (target != NULL && strlen(target) <= ANSWER_PATH_MAX)
-                json_object_set_new(e, "target", json_string(target));
-            json_object_set_new(e, "escapes", json_boolean(!json_is_false(json_object_get(item, "escapes"))));
-        }
-        json_array_append_new(out, e);
-    }
-    return out;
-}
-
 /* The message (in msg, returned) for download f of a file of size bytes, more than f->max. */
 static const char *too_big(const fop *f, json_int_t size, char *msg)
 {
@@ -524,17 +373,17 @@ static void helper_done(fop *f, const backend_exec_result *r)
     }
     const char *shown = f->rel[0] ? f->rel : ".";
     switch (code) {
-    case H_OK:
+    case FILE_HELPER_OK:
         break;
-    case H_ESCAPE:
+    case FILE_HELPER_ESCAPE:
         snprintf(msg, sizeof(msg), "path '%.200s' leads outside /workspace (through a symbolic link); refused", shown);
         fail(f, RB_EFORBIDDEN, msg);
         return;
-    case H_MISSING:
+    case FILE_HELPER_MISSING:
         snprintf(msg, sizeof(msg), "no file '%.200s' in the session's /workspace", shown);
         fail(f, RB_ENOTFOUND, msg);
         return;
-    case H_NOTFILE:
+    case FILE_HELPER_NOTFILE:
         snprintf(msg, sizeof(msg), "'%.200s' is not a regular file (%s)", shown,
                  json_string_value(json_object_get(f->info, "type"))
                      ? json_string_value(json_object_get(f->info, "type"))
@@ -543,7 +392,7 @@ static void helper_done(fop *f, const backend_exec_result *r)
                                                                              : "a folder"));
         fail(f, f->kind == OP_UPLOAD ? RB_ECONFLICT : RB_EINVAL, msg);
         return;
-    case H_TOOBIG:
+    case FILE_HELPER_TOOBIG:
         fail(f, RB_ETOOBIG, too_big(f, json_integer_value(json_object_get(f->info, "size")), msg));
         return;
     default:
@@ -558,7 +407,7 @@ static void helper_done(fop *f, const backend_exec_result *r)
             fail(f, RB_EIO, "the sandbox's file helper gave no file list");
             return;
         }
-        json_t *out = json_pack("{s:s, s:o, s:b}", "session_id", f->session_id, "files", checked_listing(files),
+        json_t *out = json_pack("{s:s, s:o, s:b}", "session_id", f->session_id, "files", file_helper_listing(files),
                                 "truncated", json_is_true(json_object_get(f->info, "truncated")));
         finish(f, RB_OK, NULL, out);
         return;
@@ -570,7 +419,7 @@ static void helper_done(fop *f, const backend_exec_result *r)
     if (f->kind == OP_UPLOAD) {
         const char *dir = json_string_value(json_object_get(f->info, "dir"));
         const char *name = json_string_value(json_object_get(f->info, "name"));
-        if (!workspace_path_ok(dir, 1) || name == NULL || !segment_ok(name, strlen(name))) {
+        if (!file_helper_path_ok(dir, 1) || !file_helper_name_ok(name)) {
             fail(f, RB_EIO, "the sandbox's file helper gave an unusable folder");
             return;
         }
@@ -589,7 +438,7 @@ static void helper_done(fop *f, const backend_exec_result *r)
     /* download */
     const char *real = json_string_value(json_object_get(f->info, "real"));
     json_t *size = json_object_get(f->info, "size");
-    if (!workspace_path_ok(real, 0) || !json_is_integer(size) || json_integer_value(size) < 0) {
+    if (!file_helper_path_ok(real, 0) || !json_is_integer(size) || json_integer_value(size) < 0) {
         fail(f, RB_EIO, "the sandbox's file helper gave an unusable path or size");
         return;
     }
@@ -618,22 +467,6 @@ static void helper_exited_cb(void *data, rb_err err, const char *errmsg, const b
         return;
     }
     helper_done(f, r);
-}
-
-/* The engine-side environment changes for s's helper (heap array, strings borrowed from
- * s->options): every variable the session set is removed, so that not even env(1), which
- * clears the rest, starts with the session's PATH or LD_PRELOAD; then PATH is fixed. */
-static const char **helper_env(session *s)
-{
-    json_t *vars = json_object_get(s->options, "environment_variables");
-    const char **env = xcalloc(json_object_size(vars) + 2, sizeof(*env));
-    size_t n = 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach(vars, k, v)
-        env[n++] = k;
-    env[n++] = HELPER_PATH;
-    return env;
 }
 
 /* Starts a file operation in session_id's sandbox: checks the session and path, then creates
@@ -666,12 +499,12 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     f->fcb = fcb;
     f->cbdata = cbdata;
 
-    static const char *const ops[] = {"list", "put", "get", "delete"};
+    static const file_helper_op ops[] = {FILE_HELPER_LIST, FILE_HELPER_PUT, FILE_HELPER_GET, FILE_HELPER_DELETE};
     char limit[32];
     snprintf(limit, sizeof(limit), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : f->max);
-    const char *const argv[] = {HELPER_ENV_PROGRAM, "-i", HELPER_PATH, HELPER_LANG, HELPER_PYTHON, "-I", "-S", "-c",
-                                helper_py, ops[kind], rel, limit, NULL};
-    const char **env = helper_env(s);
+    const char *argv[FILE_HELPER_ARGV_LEN];
+    file_helper_argv(argv, ops[kind], rel, limit);
+    const char **env = file_helper_env(json_object_get(s->options, "environment_variables"));
     backend_exec_spec spec = {.argv = argv,
                               .working_dir = WORKSPACE,
                               .max_output = HELPER_OUTPUT_MAX,
