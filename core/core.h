@@ -111,6 +111,10 @@ rb_err core_execution_cancel(rb_core *c, const char *request_id, json_t **out, c
  */
 typedef struct core_watch core_watch;
 typedef void (*core_event_cb)(void *data, const char *event, json_t *payload);
+/** Starts watching request_id (live or stored): events go to cb with data until "done" or
+ * core_watch_stop. *out (if out is not NULL; owned by the core) is valid until then.
+ * RB_ENOTFOUND for an unknown request_id; a store error as the store reports it. A finished
+ * execution delivers its replay (if asked) and "done" on the next loop turn. */
 rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_event_cb cb, void *data,
                         core_watch **out, char *err);
 /** Stops a watch before its "done"; no event is delivered after this returns. */

@@ -1,6 +1,7 @@
 /*
- * internal.h: the structures shared by the files of core/ (core.c, session.c, execution.c,
- * sandbox.c, map.c). Nothing outside core/ includes this.
+ * internal.h: the structures and functions shared by the files of core/ (core.c, session.c,
+ * execution.c, sandbox.c, files.c, pool.c, ...). Nothing outside core/ includes this; it is
+ * not an interface (core/core.h is), and its layouts may change with any of those files.
  */
 #ifndef RB_CORE_INTERNAL_H
 #define RB_CORE_INTERNAL_H

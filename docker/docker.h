@@ -86,7 +86,7 @@ rb_err docker_request(docker *d, const char *method, const char *path, json_t *b
                       docker_cb cb, void *data, docker_req **out, char *err);
 /**
  * Result of a raw (non-JSON) call: on success body/len are the response bytes (borrowed, valid
- * only during the callback; body is never NULL then). Errors as for docker_cb, with Docker's
+ * only during the callback unless taken with docker_raw_take; body is never NULL then). Errors as for docker_cb, with Docker's
  * "message" in errmsg for HTTP errors; RB_ETOOBIG when the answer exceeds max_resp.
  */
 typedef void (*docker_raw_cb)(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len);
