@@ -26,7 +26,8 @@
  * engine is unreachable), RB_ENOTFOUND (no such sandbox or image), RB_ECONFLICT (the sandbox
  * is in the wrong state), RB_EIO (the engine failed or answered nonsense), RB_ETOOBIG (an
  * answer exceeded its cap). Strings and buffers passed in are borrowed for the call only
- * (copied if kept); whatever a callback receives is borrowed for that call only.
+ * (copied if kept); whatever a callback receives is borrowed for that call only, except the
+ * tar of backend_archive_get (backend_bytes_cb).
  */
 #ifndef RB_CORE_BACKEND_H
 #define RB_CORE_BACKEND_H
@@ -123,8 +124,10 @@ typedef void (*backend_create_cb)(void *data, rb_err err, const char *errmsg, co
 typedef void (*backend_name_cb)(void *data, rb_err err, const char *errmsg, const char *name);
 /** Completion of backend_ping: on success version is the engine API version in use ("1.41"). */
 typedef void (*backend_ping_cb)(void *data, rb_err err, const char *errmsg, const char *version);
-/** Completion of backend_archive_get: on success bytes[0..len) is the tar (never NULL). */
-typedef void (*backend_bytes_cb)(void *data, rb_err err, const char *errmsg, const char *bytes, size_t len);
+/** Completion of backend_archive_get: on success bytes[0..len) is the tar (never NULL), owned
+ * by the callback from then on (free() it), so that it can outlive the call without a copy;
+ * NULL on failure. */
+typedef void (*backend_bytes_cb)(void *data, rb_err err, const char *errmsg, char *bytes, size_t len);
 
 /** One sandbox found by backend_list. */
 typedef struct backend_sandbox_info {
@@ -138,11 +141,16 @@ typedef void (*backend_list_cb)(void *data, rb_err err, const char *errmsg, cons
 
 /** A command for backend_exec. */
 typedef struct backend_exec_spec {
-    const char *const *argv;   /* argv[0] is looked up on the sandbox's PATH; ends with NULL */
+    const char *const *argv;   /* argv[0] is looked up on the PATH of the command's environment
+                                  unless it is absolute; ends with NULL */
     const char *user;          /* NULL: the sandbox's user */
     const char *working_dir;   /* NULL: the sandbox's */
     size_t max_output;         /* cap on the output, both streams together (0: 8 MiB) */
     long timeout_ms;           /* 0: none */
+    /* Changes to the environment the command inherits from the sandbox's spec (backend_spec.env
+     * and the image's): "NAME=value" sets NAME, "NAME" alone removes it; ends with NULL. NULL:
+     * the sandbox's environment unchanged. */
+    const char *const *env;
 } backend_exec_spec;
 /** What a finished command (backend_exec) or one-shot sandbox (backend_run) left: its exit code
  * (-1 if the engine did not say) and its output, separated by stream (each NUL-terminated after

@@ -195,15 +195,23 @@ static void done_cb(void *data, rb_err err, const char *errmsg, int status, json
     call_free(c);
 }
 
-/* A raw answer: the tar of archive_get, or nothing worth passing on (archive_put). */
+/* A raw answer: the tar of archive_get (handed over, not copied: it may be as large as
+ * max-download), or nothing worth passing on (archive_put). */
 static void raw_cb(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len)
 {
     call *c = data;
     (void)status;
-    if (c->bytes != NULL)
-        c->bytes(c->data, err, errmsg, err == RB_OK ? body : NULL, err == RB_OK ? len : 0);
-    else
+    if (c->bytes != NULL) {
+        char *owned = NULL;
+        if (err == RB_OK && (owned = docker_raw_take(c->d, body)) == NULL) {
+            owned = xmalloc(len + 1); /* an empty answer has no buffer to take */
+            memcpy(owned, body, len);
+            owned[len] = '\0';
+        }
+        c->bytes(c->data, err, errmsg, owned, err == RB_OK ? len : 0);
+    } else {
         c->done(c->data, err, errmsg);
+    }
     call_free(c);
 }
 
@@ -525,6 +533,7 @@ static rb_err d_exec(void *self, const char *id, const backend_exec_spec *spec, 
         json_object_set_new(conf, "User", json_string(spec->user));
     if (spec->working_dir != NULL)
         json_object_set_new(conf, "WorkingDir", json_string(spec->working_dir));
+    set_list(conf, "Env", spec->env); /* the Engine API's exec Env: "NAME" alone unsets NAME */
     rb_err e = docker_exec_create(self, id, conf, exec_created_cb, x, err);
     json_decref(conf);
     if (e != RB_OK) {

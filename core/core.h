@@ -111,6 +111,10 @@ rb_err core_execution_cancel(rb_core *c, const char *request_id, json_t **out, c
  */
 typedef struct core_watch core_watch;
 typedef void (*core_event_cb)(void *data, const char *event, json_t *payload);
+/** Starts watching request_id (live or stored): events go to cb with data until "done" or
+ * core_watch_stop. *out (if out is not NULL; owned by the core) is valid until then.
+ * RB_ENOTFOUND for an unknown request_id; a store error as the store reports it. A finished
+ * execution delivers its replay (if asked) and "done" on the next loop turn. */
 rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_event_cb cb, void *data,
                         core_watch **out, char *err);
 /** Stops a watch before its "done"; no event is delivered after this returns. */
@@ -161,13 +165,30 @@ rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, co
  * entries; symlinks are listed, not followed; escapes says a link points outside) except
  * /workspace/.runbox, where installed packages live. */
 rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err);
-/** Callback of core_file_download: on success bytes[0..len) is the file (borrowed for the call),
- * content_type is guessed from the name's extension and name is the last path component. */
-typedef void (*core_file_cb)(void *data, rb_err err, const char *msg, const char *bytes, size_t len,
-                             const char *content_type, const char *name);
-/** Reads a regular file (symlinks inside /workspace are followed). */
-rb_err core_file_download(rb_core *c, const char *session_id, const char *path, core_file_cb cb, void *cbdata,
-                          core_op **handle, char *err);
+/** A file read by core_file_download. bytes[0..len) is the file where it lies in the sandbox
+ * engine's answer: runboxd holds it once, with no copy between the engine and here, so a
+ * protocol should send it from there too. content_type is guessed from the name's extension;
+ * name is the last path component. Read-only; everything stays valid until core_file_free. */
+typedef struct core_file {
+    const char *bytes;
+    size_t len;
+    const char *content_type;
+    const char *name;
+} core_file;
+/** Callback of core_file_download: on success file is the file, owned by the callee from then
+ * on (core_file_free it once its bytes are sent); on failure file is NULL and msg explains. */
+typedef void (*core_file_cb)(void *data, rb_err err, const char *msg, core_file *file);
+/** Reads a regular file (symlinks inside /workspace are followed) of at most max bytes (0 or
+ * more than max-download: max-download); a bigger one is RB_ETOOBIG before any byte is read,
+ * the message naming both sizes (and max-download when that was the limit). Memory: files in
+ * flight (from the moment their size is known until core_file_free) hold together at most
+ * max-download-memory; a file that does not fit beside them is RB_EBUSY ("retry"), while one
+ * file alone is always admitted. */
+rb_err core_file_download(rb_core *c, const char *session_id, const char *path, size_t max, core_file_cb cb,
+                          void *cbdata, core_op **handle, char *err);
+/** Releases a file of core_file_download: its bytes and its share of max-download-memory. May
+ * be called after core_free. Accepts NULL. */
+void core_file_free(core_file *file);
 /** Deletes a file, a symlink (not its target) or a folder with everything in it; answers
  * {session_id, path, deleted: true}. */
 rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,

@@ -10,86 +10,78 @@
  * sandbox user: it resolves the path with realpath, refuses one that leaves /workspace
  * (RB_EFORBIDDEN), creates parent folders for uploads, and lists or deletes. The engine itself
  * resolves archive paths inside the container's root (Docker does), so even a symlink swapped
- * in between the check and the copy cannot reach the host. Helper output is untrusted (user
- * code may have changed the sandbox): it is size-capped and validated like any input.
+ * in between the check and the copy cannot reach the host.
+ *
+ * The helper runs where the session rules (issue 9, finding 9): how it is started so that
+ * nothing of the session chooses what runs, and how its answers are checked (exactly, never by
+ * prefix), is core/file_helper.h; its output is size-capped here. /workspace itself stays
+ * executable: users run their own scripts there and the packages installed into
+ * /workspace/.runbox load native code (a noexec mount would break both, and the helper does
+ * not need it: nothing of it is read from there).
+ *
+ * Memory (issue 9, finding 6e): a download holds its file once. The engine's tar answer is
+ * handed over, not copied (backend_bytes_cb), and the core_file given to the protocol points
+ * at the entry's bytes inside it, so the protocol can send them from there and free the
+ * archive when the answer is written. Downloads in flight share a budget
+ * (max-download-memory): each reserves its size as soon as the helper has said it, before a
+ * byte is read, and gives it back in core_file_free (or when it fails); one that does not fit
+ * is refused with RB_EBUSY. The budget is refcounted, so a file may outlive the core.
+ *
+ * This module is not the path policy of uploads in other places (deps.c) and does not keep
+ * files anywhere: bytes pass through runboxd's memory only.
  */
+#include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/file_helper.h"
 #include "core/internal.h"
 #include "base/tar.h"
 
 #define WORKSPACE "/workspace"
 #define HELPER_OUTPUT_MAX (8u * 1024 * 1024)
 #define HELPER_TIMEOUT_MS 60000L
-#define LIST_MAX_ENTRIES 10000
+/* What a one-file tar adds to the file: header, PAX records for long or non-ASCII names,
+ * padding and the end blocks. A download reserves its size plus this, and Docker's answer may
+ * be no larger, so a file that grows after the helper measured it is refused, not held. */
+#define TAR_SLACK (64u * 1024)
+#define LIST_MAX_ENTRIES 10000 /* file_helper_listing keeps no more either */
 #define SANDBOX_UID 1000
 
-/* Exit codes of the helper, each with its meaning for the API. */
-enum { H_OK = 0, H_ESCAPE = 3, H_MISSING = 4, H_NOTFILE = 5, H_TOOBIG = 6 };
-
-/* The helper: argv[1] is the operation, argv[2] the path relative to /workspace, argv[3] a
- * size limit. It prints one JSON object on stdout. */
-static const char helper_py[] =
-    "import json,os,shutil,stat,sys\n"
-    "R='/workspace'\n"
-    "op,rel,lim=sys.argv[1],sys.argv[2],int(sys.argv[3])\n"
-    "def inside(x): return x==R or x.startswith(R+'/')\n"
-    "def out(code,**k):\n"
-    "  sys.stdout.write(json.dumps(k)); sys.stdout.flush(); os._exit(code)\n"
-    "def kind(m):\n"
-    "  return 'directory' if stat.S_ISDIR(m) else 'file' if stat.S_ISREG(m) else "
-    "'symlink' if stat.S_ISLNK(m) else 'other'\n"
-    "p=os.path.join(R,rel) if rel else R\n"
-    "if op=='list':\n"
-    "  fs=[];tr=False\n"
-    "  for dp,dns,fns in os.walk(R):\n"
-    "    if dp==R and '.runbox' in dns: dns.remove('.runbox')\n"
-    "    dns.sort()\n"
-    "    for n in sorted(dns+fns):\n"
-    "      q=os.path.join(dp,n)\n"
-    "      try: st=os.lstat(q)\n"
-    "      except OSError: continue\n"
-    "      t=kind(st.st_mode)\n"
-    "      e={'path':os.path.relpath(q,R),'type':t,'size':st.st_size if t=='file' else 0,"
-    "'modified':int(st.st_mtime*1000)}\n"
-    "      if t=='symlink':\n"
-    "        e['target']=os.readlink(q); e['escapes']=not inside(os.path.realpath(q))\n"
-    "      fs.append(e)\n"
-    "      if len(fs)>=lim: tr=True; break\n"
-    "    if tr: break\n"
-    "  out(0,files=fs,truncated=tr)\n"
-    "if op=='put':\n"
-    "  d=os.path.realpath(os.path.dirname(p))\n"
-    "  if not inside(d): out(3,real=d)\n"
-    "  try: os.makedirs(d,exist_ok=True)\n"
-    "  except OSError as x: out(5,error=str(x))\n"
-    "  d=os.path.realpath(d)\n"
-    "  if not inside(d) or not os.path.isdir(d): out(3,real=d)\n"
-    "  t=os.path.join(d,os.path.basename(p))\n"
-    "  if os.path.isdir(t) and not os.path.islink(t): out(5,error='is a directory')\n"
-    "  out(0,dir=d,name=os.path.basename(p))\n"
-    "if op=='get':\n"
-    "  r=os.path.realpath(p)\n"
-    "  if not inside(r): out(3,real=r)\n"
-    "  try: st=os.stat(r)\n"
-    "  except OSError: out(4)\n"
-    "  if not stat.S_ISREG(st.st_mode): out(5,type=kind(st.st_mode))\n"
-    "  if st.st_size>lim: out(6,size=st.st_size)\n"
-    "  out(0,real=r,size=st.st_size,modified=int(st.st_mtime*1000))\n"
-    "if op=='delete':\n"
-    "  d=os.path.realpath(os.path.dirname(p))\n"
-    "  if not inside(d): out(3,real=d)\n"
-    "  t=os.path.join(d,os.path.basename(p))\n"
-    "  if t==R: out(3,real=t)\n"
-    "  if not os.path.lexists(t): out(4)\n"
-    "  if os.path.isdir(t) and not os.path.islink(t): shutil.rmtree(t)\n"
-    "  else: os.unlink(t)\n"
-    "  out(0)\n"
-    "out(2,error='unknown operation')\n";
-
 enum fop_kind { OP_LIST, OP_UPLOAD, OP_DOWNLOAD, OP_DELETE };
+
+/* The memory downloads in flight hold together (max-download-memory). The core holds one
+ * reference, each download with a reservation and each core_file handed out one more. */
+typedef struct download_budget {
+    size_t used, max;
+    int refs;
+} download_budget;
+
+static download_budget *budget_ref(download_budget *b)
+{
+    b->refs++;
+    return b;
+}
+
+/* Gives back n reserved bytes and the reference that came with them. */
+static void budget_release(download_budget *b, size_t n)
+{
+    assert(b->used >= n && b->refs > 0);
+    b->used -= n;
+    if (--b->refs == 0)
+        free(b);
+}
+
+/* A core_file as handed out: the public part first, then what it keeps alive. */
+typedef struct held_file {
+    core_file pub;
+    char *tar;  /* the engine's answer; pub.bytes points into it */
+    char *name; /* pub.name */
+    size_t reserved;
+    download_budget *budget;
+} held_file;
 
 typedef struct fop {
     rb_core *c;
@@ -100,6 +92,9 @@ typedef struct fop {
     char *rel;   /* path relative to /workspace ("" = the workspace) */
     char *data;  /* upload bytes */
     size_t len;
+    size_t max;  /* largest file a download accepts */
+    size_t reserved; /* bytes of c->downloads this download holds (from budget, a reference) */
+    download_budget *budget;
     json_t *info; /* the helper's answer */
     core_cb cb;
     core_file_cb fcb;
@@ -108,6 +103,8 @@ typedef struct fop {
 
 static void fop_free(fop *f)
 {
+    if (f->budget != NULL)
+        budget_release(f->budget, f->reserved);
     json_decref(f->info);
     free(f->container);
     free(f->rel);
@@ -125,22 +122,65 @@ static void finish(fop *f, rb_err e, const char *msg, json_t *body)
     fop_free(f);
 }
 
-static void finish_bytes(fop *f, rb_err e, const char *msg, const char *bytes, size_t len)
+/* Ends a download: file (NULL on failure) goes to the caller with f's reservation, or is freed
+ * when the caller has cancelled. */
+static void finish_file(fop *f, rb_err e, const char *msg, core_file *file)
 {
-    if (!f->op->cancelled && f->fcb != NULL) {
-        const char *name = strrchr(f->rel, '/');
-        name = name ? name + 1 : f->rel;
-        f->fcb(f->cbdata, e, e == RB_OK ? NULL : msg, bytes, len, e == RB_OK ? files_content_type(name) : NULL, name);
-    }
+    if (!f->op->cancelled && f->fcb != NULL)
+        f->fcb(f->cbdata, e, e == RB_OK ? NULL : msg, file);
+    else
+        core_file_free(file);
     fop_free(f);
 }
 
 static void fail(fop *f, rb_err e, const char *msg)
 {
     if (f->kind == OP_DOWNLOAD)
-        finish_bytes(f, e, msg, NULL, 0);
+        finish_file(f, e, msg, NULL);
     else
         finish(f, e, msg, NULL);
+}
+
+void core_file_free(core_file *file)
+{
+    if (file == NULL)
+        return;
+    held_file *h = (held_file *)file;
+    budget_release(h->budget, h->reserved);
+    free(h->tar);
+    free(h->name);
+    free(h);
+}
+
+void files_dispose(rb_core *c)
+{
+    if (c->downloads != NULL)
+        budget_release(c->downloads, 0);
+    c->downloads = NULL;
+}
+
+/* Reserves size bytes (plus the tar's slack) of c's download budget for f. RB_EBUSY when
+ * downloads in flight hold so much that this one would take them past max-download-memory;
+ * one download alone is always admitted. */
+static rb_err reserve(fop *f, size_t size, char *err)
+{
+    rb_core *c = f->c;
+    if (c->downloads == NULL) {
+        c->downloads = xcalloc(1, sizeof(*c->downloads));
+        c->downloads->max = c->cfg->max_download_memory;
+        c->downloads->refs = 1;
+    }
+    download_budget *b = c->downloads;
+    size_t n = size + TAR_SLACK;
+    if (b->used > 0 && (n > b->max || b->used > b->max - n))
+        return rb_fail(RB_EBUSY, err,
+                       "downloads in flight hold %zu of the %zu MiB that downloads may hold together "
+                       "(max-download-memory); this file of %zu bytes does not fit beside them: retry in a moment",
+                       (b->used + 1024 * 1024 - 1) / (1024 * 1024), b->max / (1024 * 1024), size);
+    b->used += n;
+    f->budget = budget_ref(b);
+    f->reserved = n;
+    return RB_OK;
 }
 
 /* ---- paths ------------------------------------------------------------------------------ */
@@ -238,9 +278,9 @@ static void uploaded_cb(void *data, rb_err err, const char *errmsg)
     finish(f, RB_OK, NULL, out);
 }
 
+/* The archive's first entry: where its bytes lie (no copy), or that it is not a file. */
 typedef struct find_ctx {
-    const tar_entry *hit;
-    char *data;
+    const char *data;
     size_t len;
     int found, notfile;
 } find_ctx;
@@ -253,37 +293,64 @@ static int find_first(void *data, const tar_entry *e)
         return 1;
     }
     fc->found = 1;
-    fc->data = xmalloc(e->size > 0 ? e->size : 1);
-    memcpy(fc->data, e->data, e->size);
+    fc->data = e->data;
     fc->len = e->size;
     return 1;
 }
 
-static void downloaded_cb(void *data, rb_err err, const char *errmsg, const char *body, size_t len)
+/* Docker's answer (tar, owned from here on) to the archive call of download f: hands the
+ * first entry's bytes to the caller inside the tar, with f's reservation. */
+static void downloaded_cb(void *data, rb_err err, const char *errmsg, char *tar, size_t len)
 {
     fop *f = data;
     char msg[RB_ERR_LEN];
     if (err != RB_OK) {
+        /* f->c is not touched here: a cancellation may come after core_free */
         if (err == RB_ETOOBIG)
-            snprintf(msg, sizeof(msg), "the file is larger than the download limit of %zu bytes (max-download)",
-                     f->c->cfg->max_download);
+            snprintf(msg, sizeof(msg), "the file grew past the %zu bytes measured a moment before; try again",
+                     f->reserved - TAR_SLACK);
         else
             snprintf(msg, sizeof(msg), "could not copy the file out of the sandbox: %s", errmsg);
-        fail(f, err, msg);
+        fail(f, err == RB_ETOOBIG ? RB_ECONFLICT : err, msg);
         return;
     }
     find_ctx fc = {0};
-    err = tar_walk(body, len, find_first, &fc, msg);
+    err = tar_walk(tar, len, find_first, &fc, msg);
     if (err == RB_OK && !fc.found)
         err = rb_fail(fc.notfile ? RB_EFORBIDDEN : RB_EIO, msg,
                       fc.notfile ? "the path changed into a link or folder while it was being read; try again"
                                  : "Docker's archive holds no file");
+    if (err == RB_OK && fc.len > f->max)
+        err = rb_fail(RB_ECONFLICT, msg, "the file grew past %zu bytes while it was being read; try again", f->max);
     if (err != RB_OK) {
+        free(tar);
         fail(f, err, msg);
-    } else {
-        finish_bytes(f, RB_OK, NULL, fc.data, fc.len);
+        return;
     }
-    free(fc.data);
+    const char *name = strrchr(f->rel, '/');
+    name = name ? name + 1 : f->rel;
+    held_file *h = xcalloc(1, sizeof(*h));
+    h->tar = tar;
+    h->name = xstrdup(name);
+    h->pub = (core_file){fc.data, fc.len, files_content_type(name), h->name};
+    h->budget = f->budget; /* the reservation moves to the file */
+    h->reserved = f->reserved;
+    f->budget = NULL;
+    f->reserved = 0;
+    finish_file(f, RB_OK, NULL, &h->pub);
+}
+
+/* The message (in msg, returned) for download f of a file of size bytes, more than f->max. */
+static const char *too_big(const fop *f, json_int_t size, char *msg)
+{
+    const char *shown = f->rel[0] ? f->rel : ".";
+    if (f->max == f->c->cfg->max_download)
+        snprintf(msg, RB_ERR_LEN, "'%.200s' is %lld bytes, more than the download limit of %zu bytes (max-download)",
+                 shown, (long long)size, f->max);
+    else
+        snprintf(msg, RB_ERR_LEN, "'%.200s' is %lld bytes, more than the %zu bytes this download may take", shown,
+                 (long long)size, f->max);
+    return msg;
 }
 
 /* Works out what the helper said (r: its exit code and output) and starts the archive step (or
@@ -306,17 +373,17 @@ static void helper_done(fop *f, const backend_exec_result *r)
     }
     const char *shown = f->rel[0] ? f->rel : ".";
     switch (code) {
-    case H_OK:
+    case FILE_HELPER_OK:
         break;
-    case H_ESCAPE:
+    case FILE_HELPER_ESCAPE:
         snprintf(msg, sizeof(msg), "path '%.200s' leads outside /workspace (through a symbolic link); refused", shown);
         fail(f, RB_EFORBIDDEN, msg);
         return;
-    case H_MISSING:
+    case FILE_HELPER_MISSING:
         snprintf(msg, sizeof(msg), "no file '%.200s' in the session's /workspace", shown);
         fail(f, RB_ENOTFOUND, msg);
         return;
-    case H_NOTFILE:
+    case FILE_HELPER_NOTFILE:
         snprintf(msg, sizeof(msg), "'%.200s' is not a regular file (%s)", shown,
                  json_string_value(json_object_get(f->info, "type"))
                      ? json_string_value(json_object_get(f->info, "type"))
@@ -325,10 +392,8 @@ static void helper_done(fop *f, const backend_exec_result *r)
                                                                              : "a folder"));
         fail(f, f->kind == OP_UPLOAD ? RB_ECONFLICT : RB_EINVAL, msg);
         return;
-    case H_TOOBIG:
-        snprintf(msg, sizeof(msg), "'%.200s' is %lld bytes, more than the download limit of %zu bytes (max-download)",
-                 shown, (long long)json_integer_value(json_object_get(f->info, "size")), f->c->cfg->max_download);
-        fail(f, RB_ETOOBIG, msg);
+    case FILE_HELPER_TOOBIG:
+        fail(f, RB_ETOOBIG, too_big(f, json_integer_value(json_object_get(f->info, "size")), msg));
         return;
     default:
         snprintf(msg, sizeof(msg), "the sandbox's file helper failed (exit code %d)", code);
@@ -342,16 +407,8 @@ static void helper_done(fop *f, const backend_exec_result *r)
             fail(f, RB_EIO, "the sandbox's file helper gave no file list");
             return;
         }
-        json_t *out = json_pack("{s:s, s:O, s:b}", "session_id", f->session_id, "files", files, "truncated",
-                                json_is_true(json_object_get(f->info, "truncated")));
-        size_t i;
-        json_t *item;
-        json_array_foreach(files, i, item)
-        {
-            json_t *m = json_object_get(item, "modified");
-            if (json_is_integer(m))
-                core_json_time(item, "modified", json_integer_value(m));
-        }
+        json_t *out = json_pack("{s:s, s:o, s:b}", "session_id", f->session_id, "files", file_helper_listing(files),
+                                "truncated", json_is_true(json_object_get(f->info, "truncated")));
         finish(f, RB_OK, NULL, out);
         return;
     }
@@ -362,8 +419,7 @@ static void helper_done(fop *f, const backend_exec_result *r)
     if (f->kind == OP_UPLOAD) {
         const char *dir = json_string_value(json_object_get(f->info, "dir"));
         const char *name = json_string_value(json_object_get(f->info, "name"));
-        if (dir == NULL || name == NULL || (strcmp(dir, WORKSPACE) != 0 && strncmp(dir, WORKSPACE "/", 11) != 0) ||
-            name[0] == '\0' || strchr(name, '/') != NULL) {
+        if (!file_helper_path_ok(dir, 1) || !file_helper_name_ok(name)) {
             fail(f, RB_EIO, "the sandbox's file helper gave an unusable folder");
             return;
         }
@@ -381,11 +437,18 @@ static void helper_done(fop *f, const backend_exec_result *r)
     }
     /* download */
     const char *real = json_string_value(json_object_get(f->info, "real"));
-    if (real == NULL || strncmp(real, WORKSPACE "/", 11) != 0) {
-        fail(f, RB_EIO, "the sandbox's file helper gave an unusable path");
+    json_t *size = json_object_get(f->info, "size");
+    if (!file_helper_path_ok(real, 0) || !json_is_integer(size) || json_integer_value(size) < 0) {
+        fail(f, RB_EIO, "the sandbox's file helper gave an unusable path or size");
         return;
     }
-    e = backend_archive_get(f->c->be, f->container, real, f->c->cfg->max_download + 64 * 1024, downloaded_cb, f, msg);
+    if ((uint64_t)json_integer_value(size) > f->max) {
+        fail(f, RB_ETOOBIG, too_big(f, json_integer_value(size), msg));
+        return;
+    }
+    e = reserve(f, (size_t)json_integer_value(size), msg);
+    if (e == RB_OK)
+        e = backend_archive_get(f->c->be, f->container, real, f->reserved, downloaded_cb, f, msg);
     if (e != RB_OK)
         fail(f, e, msg);
 }
@@ -410,7 +473,7 @@ static void helper_exited_cb(void *data, rb_err err, const char *errmsg, const b
  * the helper's exec. Its answer goes to cb (JSON answers) or fcb (downloads) with cbdata. On
  * success *handle (if not NULL) is the cancel handle and *out (if not NULL) the operation. */
 static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, const char *path, int allow_root,
-                    core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle, fop **out, char *err)
+                    size_t max, core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle, fop **out, char *err)
 {
     session *s = map_get(&c->sessions, session_id);
     if (s == NULL)
@@ -431,16 +494,24 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     snprintf(f->session_id, sizeof(f->session_id), "%s", s->id);
     f->container = xstrdup(s->container_id);
     f->rel = rel;
+    f->max = max == 0 || max > c->cfg->max_download ? c->cfg->max_download : max;
     f->cb = cb;
     f->fcb = fcb;
     f->cbdata = cbdata;
 
-    static const char *const ops[] = {"list", "put", "get", "delete"};
+    static const file_helper_op ops[] = {FILE_HELPER_LIST, FILE_HELPER_PUT, FILE_HELPER_GET, FILE_HELPER_DELETE};
     char limit[32];
-    snprintf(limit, sizeof(limit), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : c->cfg->max_download);
-    const char *const argv[] = {"python3", "-I", "-c", helper_py, ops[kind], rel, limit, NULL};
-    backend_exec_spec spec = {argv, NULL, WORKSPACE, HELPER_OUTPUT_MAX, HELPER_TIMEOUT_MS};
+    snprintf(limit, sizeof(limit), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : f->max);
+    const char *argv[FILE_HELPER_ARGV_LEN];
+    file_helper_argv(argv, ops[kind], rel, limit);
+    const char **env = file_helper_env(json_object_get(s->options, "environment_variables"));
+    backend_exec_spec spec = {.argv = argv,
+                              .working_dir = WORKSPACE,
+                              .max_output = HELPER_OUTPUT_MAX,
+                              .timeout_ms = HELPER_TIMEOUT_MS,
+                              .env = env};
     e = backend_exec(c->be, f->container, &spec, helper_exited_cb, f, err);
+    free(env);
     if (e != RB_OK) {
         fop_free(f);
         return e;
@@ -462,7 +533,7 @@ rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, co
         return rb_fail(RB_ETOOBIG, err, "the file is %zu bytes; the upload limit is %zu bytes (max-upload)", len,
                        c->cfg->max_upload);
     fop *f = NULL;
-    rb_err e = start(c, OP_UPLOAD, session_id, path, 0, cb, NULL, cbdata, handle, &f, err);
+    rb_err e = start(c, OP_UPLOAD, session_id, path, 0, 0, cb, NULL, cbdata, handle, &f, err);
     if (e != RB_OK)
         return e;
     f->data = xmalloc(len > 0 ? len : 1);
@@ -474,19 +545,19 @@ rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, co
 
 rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err)
 {
-    return start(c, OP_LIST, session_id, "", 1, cb, NULL, cbdata, handle, NULL, err);
+    return start(c, OP_LIST, session_id, "", 1, 0, cb, NULL, cbdata, handle, NULL, err);
 }
 
-rb_err core_file_download(rb_core *c, const char *session_id, const char *path, core_file_cb cb, void *cbdata,
-                          core_op **handle, char *err)
+rb_err core_file_download(rb_core *c, const char *session_id, const char *path, size_t max, core_file_cb cb,
+                          void *cbdata, core_op **handle, char *err)
 {
-    return start(c, OP_DOWNLOAD, session_id, path, 0, NULL, cb, cbdata, handle, NULL, err);
+    return start(c, OP_DOWNLOAD, session_id, path, 0, max, NULL, cb, cbdata, handle, NULL, err);
 }
 
 rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,
                         core_op **handle, char *err)
 {
-    return start(c, OP_DELETE, session_id, path, 0, cb, NULL, cbdata, handle, NULL, err);
+    return start(c, OP_DELETE, session_id, path, 0, 0, cb, NULL, cbdata, handle, NULL, err);
 }
 
 /* ---- files written by an execution -------------------------------------------------------- */

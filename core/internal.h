@@ -1,6 +1,7 @@
 /*
- * internal.h: the structures shared by the files of core/ (core.c, session.c, execution.c,
- * sandbox.c, map.c). Nothing outside core/ includes this.
+ * internal.h: the structures and functions shared by the files of core/ (core.c, session.c,
+ * execution.c, sandbox.c, files.c, pool.c, ...). Nothing outside core/ includes this; it is
+ * not an interface (core/core.h is), and its layouts may change with any of those files.
  */
 #ifndef RB_CORE_INTERNAL_H
 #define RB_CORE_INTERNAL_H
@@ -126,6 +127,7 @@ struct rb_core {
     struct pool *pool;    /* warm sandboxes (pool.c) */
     struct policy *policy;/* the optional code policy (policy.c) */
     stats_counters stats; /* what GET /metrics counts (stats.c) */
+    struct download_budget *downloads; /* memory held by downloads in flight (files.c; NULL until the first) */
 };
 
 /* session.c */
@@ -232,6 +234,9 @@ json_t *files_written_from_runner(json_t *list);
 json_t *files_written_api(json_t *list);
 /** A Content-Type for a file name, from its extension (application/octet-stream by default). */
 const char *files_content_type(const char *name);
+/** Lets go of what files.c keeps in c (core_free): the download budget lives on until the last
+ * file handed out is freed. */
+void files_dispose(rb_core *c);
 
 /* deps.c: the dependency installer (the list is checked with core/requirements.h first) */
 /** Installs reqs (borrowed; a list from requirements_parse) into s's workspace (at creation,

@@ -31,6 +31,7 @@ void core_settings_init(core_settings *s)
     s->max_upload = RB_DEFAULT_MAX_UPLOAD;
     s->deps_network = xstrdup("bridge");
     s->max_download = RB_DEFAULT_MAX_DOWNLOAD;
+    s->max_download_memory = RB_DEFAULT_MAX_DOWNLOAD_MEMORY;
     s->pool_size = RB_DEFAULT_POOL_SIZE;
     s->pool_bash_size = RB_DEFAULT_POOL_BASH_SIZE;
     s->max_pids_limit = RB_DEFAULT_MAX_PIDS_LIMIT;

@@ -40,6 +40,7 @@
 #define RB_DEFAULT_EGRESS_NETWORK "bridge"
 #define RB_DEFAULT_MAX_UPLOAD (64 * 1024 * 1024)
 #define RB_DEFAULT_MAX_DOWNLOAD (64 * 1024 * 1024)
+#define RB_DEFAULT_MAX_DOWNLOAD_MEMORY (256 * 1024 * 1024)
 #define RB_DEFAULT_CODE_POLICY "off"
 #define RB_DEFAULT_CODE_POLICY_OVERRIDABLE "*"
 
@@ -84,6 +85,9 @@ typedef struct core_settings {
     char *deps_ca_file;    /* --deps-ca-file / RUNBOX_DEPS_CA_FILE: CA bundle on the Docker host for pip (PIP_CERT) */
     size_t max_upload;     /* --max-upload / RUNBOX_MAX_UPLOAD: bytes of one uploaded file (413 beyond) */
     size_t max_download;   /* --max-download / RUNBOX_MAX_DOWNLOAD: bytes of one downloaded file (413 beyond) */
+    size_t max_download_memory; /* --max-download-memory / RUNBOX_MAX_DOWNLOAD_MEMORY: bytes that downloads in
+                              flight (read from a sandbox, not yet sent) hold together; one more gets 429. At
+                              least max_download */
     /* Optional code policy (core/policy.c, checked in the sandbox by docker/runner/runbox_policy.py):
      * a guard rail for Python cells, not a security boundary. */
     char *code_policy;     /* --code-policy / RUNBOX_CODE_POLICY: off | default | strict | custom */

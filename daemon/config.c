@@ -75,6 +75,9 @@ static const key_def keys[] = {
      "largest file upload to a session's /workspace (bytes, or k/m/g suffix)"},
     {"max-download", "RUNBOX_MAX_DOWNLOAD", K_SIZE, OFF(core.max_download),
      "largest file download from a session's /workspace (bytes, or k/m/g suffix)"},
+    {"max-download-memory", "RUNBOX_MAX_DOWNLOAD_MEMORY", K_SIZE, OFF(core.max_download_memory),
+     "memory that file downloads in flight hold together (each holds its file until it is sent); one more gets "
+     "429 (bytes, or k/m/g suffix; at least max-download)"},
     {"mcp-image-limit", "RUNBOX_MCP_IMAGE_LIMIT", K_SIZE, OFF(server.mcp_image_limit),
      "PNG size above which MCP results link to the image instead of inlining it (bytes, or k/m/g suffix)"},
     {"pool-size", "RUNBOX_POOL_SIZE", K_INT, OFF(core.pool_size),
@@ -400,6 +403,11 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "code-policy: custom needs --code-policy-file (the rules to apply)");
     if (cfg->server.max_streams < 1)
         return rb_fail(RB_EINVAL, err, "max-streams: must be at least 1");
+    if (cfg->core.max_download_memory < cfg->core.max_download)
+        return rb_fail(RB_EINVAL, err,
+                       "max-download-memory: must be at least max-download (%zu bytes), or no file of that size "
+                       "could ever be downloaded",
+                       cfg->core.max_download);
     if (cfg->core.max_mcp_sessions < 1)
         return rb_fail(RB_EINVAL, err, "max-mcp-sessions: must be at least 1");
     if (requirements_check_settings(&cfg->core, err) != RB_OK)

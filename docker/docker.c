@@ -81,6 +81,7 @@ struct docker {
     int active[N_BUDGETS]; /* requests in flight per budget */
     docker_req *queue_head[N_BUDGETS], *queue_tail[N_BUDGETS];
     docker_req *done_head, *done_tail;
+    docker_req *delivering; /* the raw request whose successful callback runs (docker_raw_take) */
     poll_ctx *polls;
     docker_attach *attaches;
 };
@@ -305,7 +306,20 @@ static void deliver_raw(docker *d, docker_req *r)
         r->raw_cb(r->data, e, msg, (int)r->status, NULL, 0);
         return;
     }
+    d->delivering = r;
     r->raw_cb(r->data, RB_OK, NULL, (int)r->status, r->resp.data ? r->resp.data : "", r->resp.len);
+    d->delivering = NULL;
+}
+
+char *docker_raw_take(docker *d, const char *body)
+{
+    docker_req *r = d->delivering;
+    if (r == NULL || body == NULL || body != r->resp.data)
+        return NULL;
+    char *owned = r->resp.data;
+    r->resp.data = NULL;
+    r->resp.len = r->resp.cap = 0;
+    return owned;
 }
 
 /* Works out the outcome of a finished request and runs its callback. */

@@ -86,7 +86,7 @@ rb_err docker_request(docker *d, const char *method, const char *path, json_t *b
                       docker_cb cb, void *data, docker_req **out, char *err);
 /**
  * Result of a raw (non-JSON) call: on success body/len are the response bytes (borrowed, valid
- * only during the callback; body is never NULL then). Errors as for docker_cb, with Docker's
+ * only during the callback unless taken with docker_raw_take; body is never NULL then). Errors as for docker_cb, with Docker's
  * "message" in errmsg for HTTP errors; RB_ETOOBIG when the answer exceeds max_resp.
  */
 typedef void (*docker_raw_cb)(void *data, rb_err err, const char *errmsg, int status, const char *body, size_t len);
@@ -100,6 +100,15 @@ typedef void (*docker_raw_cb)(void *data, rb_err err, const char *errmsg, int st
 rb_err docker_request_raw(docker *d, const char *method, const char *path, const char *content_type,
                           const void *body, size_t len, size_t max_resp, long timeout_ms, docker_raw_cb cb, void *data,
                           docker_req **out, char *err);
+
+/**
+ * Takes over the answer of the docker_request_raw whose callback is running: body must be the
+ * pointer that callback received on success. The caller then owns it (free() it; it stays
+ * NUL-terminated after len bytes) and the request no longer frees it, so a large answer need
+ * not be copied to outlive the callback. Returns NULL (nothing taken) when called anywhere
+ * else or with another pointer.
+ */
+char *docker_raw_take(docker *d, const char *body);
 
 /** Cancels a request in flight: its callback runs once with RB_ECANCELED (not synchronously). */
 void docker_req_cancel(docker_req *r);

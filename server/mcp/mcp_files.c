@@ -3,7 +3,11 @@
  * list_files, get_packages, install_dependencies) and the file resources
  * runbox://sessions/{session_id}/files[/{path}] (server/mcp/mcp_internal.h). Files travel as text
  * when they are small UTF-8, as image content or as base64 blobs otherwise (base/codec.h does
- * the encoding); core moves the bytes in and out of the sandbox.
+ * the encoding); core moves the bytes in and out of the sandbox. Downloads ask core for at most
+ * MCP_FILE_MAX bytes, so a bigger file is refused before it is read, and give core's file (and
+ * its share of max-download-memory) back as soon as it is encoded. JSON-RPC carries files as
+ * text or base64 inside the answer, so unlike REST they are copied while the answer is built;
+ * MCP_FILE_MAX bounds that.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,26 +131,28 @@ static void on_file_json(void *data, rb_err e, const char *msg, json_t *body)
     json_decref(res);
 }
 
-/* Answers of download_file and of a file resource read (bytes borrowed). */
-static void on_file_bytes(void *data, rb_err e, const char *msg, const char *bytes, size_t len,
-                          const char *content_type, const char *name)
+/* Answers of download_file and of a file resource read (file owned: freed here once encoded). */
+static void on_file_bytes(void *data, rb_err e, const char *msg, core_file *file)
 {
     mcp_call *call = data;
     call->op = NULL;
+    if (e == RB_ETOOBIG) {
+        char text[RB_ERR_LEN];
+        snprintf(text, sizeof(text),
+                 "%.300s; MCP returns files of at most %u bytes: read a part of it with execute_code, or download it "
+                 "over REST (GET /sessions/%s/files/download?path=...)",
+                 msg, (unsigned)MCP_FILE_MAX, call->session_id);
+        file_call_fail(call, RB_ETOOBIG, text);
+        return;
+    }
     if (e != RB_OK) {
         file_call_fail(call, e, msg);
         return;
     }
-    if (len > MCP_FILE_MAX) {
-        char text[RB_ERR_LEN];
-        snprintf(text, sizeof(text),
-                 "'%.200s' is %zu bytes; MCP returns files of at most %u bytes: read a part of it with execute_code, "
-                 "or download it over REST (GET /sessions/%s/files/download?path=...)",
-                 call->path, len, (unsigned)MCP_FILE_MAX, call->session_id);
-        file_call_fail(call, RB_ETOOBIG, text);
-        return;
-    }
-    const char *mime = content_type ? content_type : "application/octet-stream";
+    const char *bytes = file->bytes;
+    size_t len = file->len;
+    const char *name = file->name;
+    const char *mime = file->content_type ? file->content_type : "application/octet-stream";
     int text = mime_textual(mime) && codec_utf8_text(bytes, len);
     if (text && strcmp(mime, "application/octet-stream") == 0)
         mime = "text/plain; charset=utf-8";
@@ -155,8 +161,9 @@ static void on_file_bytes(void *data, rb_err e, const char *msg, const char *byt
     if (call->resource) {
         json_t *item = json_pack("{s:s, s:s}", "uri", call->uri, "mimeType", mime);
         json_object_set_new(item, text ? "text" : "blob", text ? json_stringn(bytes, len) : json_string(b64));
-        mcp__call_finish(call, mcp__rpc_result(call->id, json_pack("{s:[o]}", "contents", item)));
         free(b64);
+        core_file_free(file); /* item holds its own copy */
+        mcp__call_finish(call, mcp__rpc_result(call->id, json_pack("{s:[o]}", "contents", item)));
         free(uri);
         return;
     }
@@ -180,10 +187,11 @@ static void on_file_bytes(void *data, rb_err e, const char *msg, const char *byt
                            workspace_relative(call->path), "name", name ? name : "", "mime_type", mime, "size",
                            (json_int_t)len, "encoding", encoding, "uri", uri);
     json_t *res = json_pack("{s:[o], s:o, s:b}", "content", block, "structuredContent", sc, "isError", 0);
-    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-    json_decref(res);
     free(b64);
     free(uri);
+    core_file_free(file); /* the answer holds its own copies now */
+    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
+    json_decref(res);
 }
 
 /* ---- tools and resources --------------------------------------------------------------- */
@@ -199,7 +207,7 @@ void mcp__files_start(mcp_call *call, const char *session_id)
         e = core_file_upload(core, session_id, call->path, call->upload ? call->upload : "", call->upload_len,
                              on_file_json, call, &call->op, err);
     } else if (strcmp(t, "download_file") == 0) {
-        e = core_file_download(core, session_id, call->path, on_file_bytes, call, &call->op, err);
+        e = core_file_download(core, session_id, call->path, MCP_FILE_MAX, on_file_bytes, call, &call->op, err);
     } else if (strcmp(t, "list_files") == 0) {
         e = core_file_list(core, session_id, on_file_json, call, &call->op, err);
     } else {
@@ -315,7 +323,8 @@ json_t *mcp__read_file_resource(mcp_rt *rt, mcp_post *post, json_t *id, const ch
     snprintf(call->session_id, sizeof(call->session_id), "%.*s", (int)(slash - sid), sid);
     snprintf(call->tool, sizeof(call->tool), "%s", path ? "download_file" : "list_files");
     post->outstanding++;
-    rb_err e = path ? core_file_download(rt->ms->core, call->session_id, path, on_file_bytes, call, &call->op, err)
+    rb_err e = path ? core_file_download(rt->ms->core, call->session_id, path, MCP_FILE_MAX, on_file_bytes, call,
+                                         &call->op, err)
                     : core_file_list(rt->ms->core, call->session_id, on_file_json, call, &call->op, err);
     if (e != RB_OK) {
         call->op = NULL;

@@ -541,9 +541,13 @@ static h2o_iovec_t disposition(h2o_req_t *req, const char *name)
     return h2o_iovec_init(out, o);
 }
 
+/* A download in flight. The file (core's, holding the only copy of its bytes and a share of
+ * max-download-memory) is sent from where it lies and lives as long as the request: h2o
+ * writes from it until the response is done, then disposes req->pool, whose hook frees it. */
 typedef struct download_ctx {
     h2o_req_t *req;
     core_op *op;
+    core_file *file;
 } download_ctx;
 
 static void download_dispose(void *p)
@@ -553,29 +557,34 @@ static void download_dispose(void *p)
         core_cancel(ctx->op);
     ctx->op = NULL;
     ctx->req = NULL;
+    core_file_free(ctx->file);
+    ctx->file = NULL;
 }
 
-static void on_downloaded(void *data, rb_err e, const char *msg, const char *bytes, size_t len,
-                          const char *content_type, const char *name)
+static void on_downloaded(void *data, rb_err e, const char *msg, core_file *file)
 {
     static h2o_generator_t generator = {NULL, NULL};
     download_ctx *ctx = data;
     ctx->op = NULL;
     h2o_req_t *req = ctx->req;
-    if (req == NULL)
+    if (req == NULL) {
+        core_file_free(file);
         return;
+    }
     if (e != RB_OK) {
+        if (e == RB_EBUSY)
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
         http_send_error(req, e, msg);
         return;
     }
-    h2o_iovec_t body = h2o_iovec_init(h2o_mem_alloc_pool(&req->pool, len > 0 ? len : 1), len);
-    if (len > 0)
-        memcpy(body.base, bytes, len);
+    ctx->file = file;
+    h2o_iovec_t body = h2o_iovec_init(file->bytes, file->len);
     req->res.status = 200;
     req->res.reason = "OK";
-    req->res.content_length = len;
-    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, content_type, strlen(content_type), 1);
-    h2o_iovec_t cd = disposition(req, name);
+    req->res.content_length = file->len;
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, file->content_type,
+                   strlen(file->content_type), 1);
+    h2o_iovec_t cd = disposition(req, file->name);
     h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_DISPOSITION, cd.base, cd.len, 1);
     h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, H2O_STRLIT("no-store"), 1);
     h2o_set_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0,
@@ -597,7 +606,8 @@ static int file_download(http_call *call)
     download_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), download_dispose);
     ctx->req = call->req;
     ctx->op = NULL;
-    rb_err e = core_file_download(call->core, call->params[0], path, on_downloaded, ctx, &ctx->op, err);
+    ctx->file = NULL;
+    rb_err e = core_file_download(call->core, call->params[0], path, 0, on_downloaded, ctx, &ctx->op, err);
     if (e != RB_OK) {
         ctx->op = NULL;
         return answer(call, e, err, NULL, 0);

@@ -108,6 +108,16 @@ Test(config, validate_names_the_key)
     cr_assert_eq(config_validate(&c, err), RB_EINVAL);
     cr_assert(strncmp(err, "memory", 6) == 0, "%s", err);
     config_dispose(&c);
+
+    /* downloads in flight must have room for one file of the largest size */
+    config_init(&c);
+    cr_assert_eq(config_set(&c, "max-download", "100m", err), RB_OK);
+    cr_assert_eq(config_set(&c, "max-download-memory", "99m", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strncmp(err, "max-download-memory", 19) == 0, "%s", err);
+    cr_assert_eq(config_set(&c, "max-download-memory", "100m", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_OK, "%s", err);
+    config_dispose(&c);
 }
 
 Test(config, env_then_flags_win)
@@ -149,7 +159,7 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 45); /* every key of daemon/config.c (keys table) */
+    cr_assert_eq(n, 46); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
 }
 

@@ -424,7 +424,12 @@ class Server:
                         self.track(s)
                 for sid in list(self.session_ids):
                     for cid in containers_with_label(f"runbox.session={sid}"):
-                        labels = inspect(cid)["Config"]["Labels"] or {}
+                        try:
+                            labels = inspect(cid)["Config"]["Labels"] or {}
+                        except AssertionError:
+                            if container_exists(cid):
+                                raise
+                            continue  # a session deleted just before: its removal finished since the listing
                         if labels.get("runbox.instance"):
                             self.instances.add(labels["runbox.instance"])
                     self.delete(f"/sessions/{sid}", timeout=30)

@@ -97,8 +97,14 @@ rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbda
     return RB_OK;
 }
 
-rb_err core_file_download(rb_core *c, const char *session_id, const char *path, core_file_cb cb, void *cbdata,
-                          core_op **handle, char *err)
+/* A file handed out by the fake download: a copy of the stored bytes, freed by core_file_free. */
+typedef struct fake_held {
+    core_file pub;
+    char *bytes, *name;
+} fake_held;
+
+rb_err core_file_download(rb_core *c, const char *session_id, const char *path, size_t max, core_file_cb cb,
+                          void *cbdata, core_op **handle, char *err)
 {
     (void)c;
     rb_err e = check(session_id, path, err);
@@ -107,13 +113,31 @@ rb_err core_file_download(rb_core *c, const char *session_id, const char *path, 
     fake_file *f = find(session_id, path);
     if (f == NULL)
         return rb_fail(RB_ENOTFOUND, err, "no file '%s'", path);
+    if (max > 0 && f->len > max)
+        return rb_fail(RB_ETOOBIG, err, "'%s' is %zu bytes, more than the %zu bytes this download may take", path,
+                       f->len, max);
     if (handle != NULL)
         *handle = NULL;
     const char *name = strrchr(path, '/');
     name = name ? name + 1 : path;
-    const char *type = strstr(name, ".csv") ? "text/csv; charset=utf-8" : "application/octet-stream";
-    cb(cbdata, RB_OK, NULL, f->data, f->len, type, name);
+    fake_held *h = xcalloc(1, sizeof(*h));
+    h->bytes = xmalloc(f->len + 1);
+    memcpy(h->bytes, f->data, f->len);
+    h->name = xstrdup(name);
+    h->pub = (core_file){h->bytes, f->len,
+                         strstr(name, ".csv") ? "text/csv; charset=utf-8" : "application/octet-stream", h->name};
+    cb(cbdata, RB_OK, NULL, &h->pub);
     return RB_OK;
+}
+
+void core_file_free(core_file *file)
+{
+    if (file == NULL)
+        return;
+    fake_held *h = (fake_held *)file;
+    free(h->bytes);
+    free(h->name);
+    free(h);
 }
 
 rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,
