@@ -157,8 +157,8 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
         goto fail_free;
     if ((e = store_open(cfg->db_path, &c->st, err)) != RB_OK)
         goto fail_free;
-    char *inst = NULL;
-    e = store_meta_get(c->st, "instance", &inst, err);
+    char *stored_instance = NULL;
+    e = store_meta_get(c->st, "instance", &stored_instance, err);
     if (e == RB_ENOTFOUND) {
         rb_random_id("i_", c->instance, sizeof(c->instance));
         if ((e = store_meta_put(c->st, "instance", c->instance, err)) != RB_OK)
@@ -166,8 +166,8 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
     } else if (e != RB_OK) {
         goto fail_store;
     } else {
-        snprintf(c->instance, sizeof(c->instance), "%s", inst);
-        free(inst);
+        snprintf(c->instance, sizeof(c->instance), "%s", stored_instance);
+        free(stored_instance);
     }
     int changed = 0;
     if ((e = store_execution_fail_unfinished(c->st,

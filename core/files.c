@@ -83,7 +83,7 @@ typedef struct held_file {
     download_budget *budget;
 } held_file;
 
-typedef struct fop {
+typedef struct file_op {
     rb_core *c;
     core_op *op; /* the caller's handle: only its cancelled flag is used */
     enum fop_kind kind;
@@ -99,9 +99,9 @@ typedef struct fop {
     core_cb cb;
     core_file_cb fcb;
     void *cbdata;
-} fop;
+} file_op;
 
-static void fop_free(fop *f)
+static void file_op_free(file_op *f)
 {
     if (f->budget != NULL)
         budget_release(f->budget, f->reserved);
@@ -113,27 +113,27 @@ static void fop_free(fop *f)
     free(f);
 }
 
-static void finish(fop *f, rb_err e, const char *msg, json_t *body)
+static void finish(file_op *f, rb_err e, const char *msg, json_t *body)
 {
     if (!f->op->cancelled && f->cb != NULL)
         f->cb(f->cbdata, e, e == RB_OK ? NULL : msg, body);
     else
         json_decref(body);
-    fop_free(f);
+    file_op_free(f);
 }
 
 /* Ends a download: file (NULL on failure) goes to the caller with f's reservation, or is freed
  * when the caller has cancelled. */
-static void finish_file(fop *f, rb_err e, const char *msg, core_file *file)
+static void finish_file(file_op *f, rb_err e, const char *msg, core_file *file)
 {
     if (!f->op->cancelled && f->fcb != NULL)
         f->fcb(f->cbdata, e, e == RB_OK ? NULL : msg, file);
     else
         core_file_free(file);
-    fop_free(f);
+    file_op_free(f);
 }
 
-static void fail(fop *f, rb_err e, const char *msg)
+static void fail(file_op *f, rb_err e, const char *msg)
 {
     if (f->kind == OP_DOWNLOAD)
         finish_file(f, e, msg, NULL);
@@ -162,7 +162,7 @@ void files_dispose(rb_core *c)
 /* Reserves size bytes (plus the tar's slack) of c's download budget for f. RB_EBUSY when
  * downloads in flight hold so much that this one would take them past max-download-memory;
  * one download alone is always admitted. */
-static rb_err reserve(fop *f, size_t size, char *err)
+static rb_err reserve(file_op *f, size_t size, char *err)
 {
     rb_core *c = f->c;
     if (c->downloads == NULL) {
@@ -262,7 +262,7 @@ const char *files_content_type(const char *name)
 
 static void uploaded_cb(void *data, rb_err err, const char *errmsg)
 {
-    fop *f = data;
+    file_op *f = data;
     char msg[RB_ERR_LEN];
     if (err != RB_OK) {
         if (err != RB_ECANCELED)
@@ -302,7 +302,7 @@ static int find_first(void *data, const tar_entry *e)
  * first entry's bytes to the caller inside the tar, with f's reservation. */
 static void downloaded_cb(void *data, rb_err err, const char *errmsg, char *tar, size_t len)
 {
-    fop *f = data;
+    file_op *f = data;
     char msg[RB_ERR_LEN];
     if (err != RB_OK) {
         /* f->c is not touched here: a cancellation may come after core_free */
@@ -341,7 +341,7 @@ static void downloaded_cb(void *data, rb_err err, const char *errmsg, char *tar,
 }
 
 /* The message (in msg, returned) for download f of a file of size bytes, more than f->max. */
-static const char *too_big(const fop *f, json_int_t size, char *msg)
+static const char *too_big(const file_op *f, json_int_t size, char *msg)
 {
     const char *shown = f->rel[0] ? f->rel : ".";
     if (f->max == f->c->cfg->max_download)
@@ -355,7 +355,7 @@ static const char *too_big(const fop *f, json_int_t size, char *msg)
 
 /* Works out what the helper said (r: its exit code and output) and starts the archive step (or
  * answers). */
-static void helper_done(fop *f, const backend_exec_result *r)
+static void helper_done(file_op *f, const backend_exec_result *r)
 {
     char msg[RB_ERR_LEN];
     rb_err e;
@@ -455,7 +455,7 @@ static void helper_done(fop *f, const backend_exec_result *r)
 
 static void helper_exited_cb(void *data, rb_err err, const char *errmsg, const backend_exec_result *r)
 {
-    fop *f = data;
+    file_op *f = data;
     char msg[RB_ERR_LEN];
     if (err != RB_OK) {
         /* RB_ECONFLICT: the container stopped, the session's sandbox is gone */
@@ -473,7 +473,7 @@ static void helper_exited_cb(void *data, rb_err err, const char *errmsg, const b
  * the helper's exec. Its answer goes to cb (JSON answers) or fcb (downloads) with cbdata. On
  * success *handle (if not NULL) is the cancel handle and *out (if not NULL) the operation. */
 static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, const char *path, int allow_root,
-                    size_t max, core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle, fop **out, char *err)
+                    size_t max, core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle, file_op **out, char *err)
 {
     session *s = map_get(&c->sessions, session_id);
     if (s == NULL)
@@ -487,7 +487,7 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     rb_err e = files_normalize_path(path, allow_root, &rel, err);
     if (e != RB_OK)
         return e;
-    fop *f = xcalloc(1, sizeof(*f));
+    file_op *f = xcalloc(1, sizeof(*f));
     f->c = c;
     f->kind = kind;
     f->op = xcalloc(1, sizeof(*f->op));
@@ -513,7 +513,7 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     e = backend_exec(c->be, f->container, &spec, helper_exited_cb, f, err);
     free(env);
     if (e != RB_OK) {
-        fop_free(f);
+        file_op_free(f);
         return e;
     }
     s->last_used_at = rb_now_ms();
@@ -532,7 +532,7 @@ rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, co
     if (len > c->cfg->max_upload)
         return rb_fail(RB_ETOOBIG, err, "the file is %zu bytes; the upload limit is %zu bytes (max-upload)", len,
                        c->cfg->max_upload);
-    fop *f = NULL;
+    file_op *f = NULL;
     rb_err e = start(c, OP_UPLOAD, session_id, path, 0, 0, cb, NULL, cbdata, handle, &f, err);
     if (e != RB_OK)
         return e;
