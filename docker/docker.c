@@ -19,8 +19,6 @@
 #include <sys/un.h>
 #include <curl/curl.h>
 
-#include "base/codec.h"
-
 #define DOCKER_BODY_MAX (8u * 1024 * 1024)
 #define DOCKER_API_MIN 41
 #define DOCKER_API_MAX 47
@@ -104,28 +102,6 @@ int docker__freeing(const docker *d)
 docker_attach **docker__attach_head(docker *d)
 {
     return &d->attaches;
-}
-
-int docker__valid_ref(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 256)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-                 c == '-';
-        if (!ok)
-            return 0;
-    }
-    return 1;
-}
-
-rb_err docker__check_ref(const char *id, char *err)
-{
-    if (id == NULL || !docker__valid_ref(id))
-        return rb_fail(RB_EINVAL, err, "invalid container id or name: it must be 1-256 characters of [A-Za-z0-9_.-]");
-    return RB_OK;
 }
 
 const char *docker_api_version(const docker *d)
@@ -862,88 +838,4 @@ void docker_req_cancel(docker_req *r)
 rb_err docker_ping_version(docker *d, docker_cb cb, void *data, char *err)
 {
     return start_request(d, DOCKER__PING, "GET", "/version", 0, NULL, NULL, 0, cb, data, NULL, err);
-}
-
-/* ---- wrappers ---- */
-
-rb_err docker__ref_request(docker *d, docker__kind kind, const char *method, const char *pre, const char *id,
-                           const char *post, json_t *body, long timeout_ms, docker_cb cb, void *data, char *err)
-{
-    rb_err e = docker__check_ref(id, err);
-    if (e != RB_OK)
-        return e;
-    char *path = xasprintf("%s%s%s", pre, id, post);
-    e = docker__request(d, kind, method, path, body, timeout_ms, cb, data, NULL, err);
-    free(path);
-    return e;
-}
-
-rb_err docker_container_create(docker *d, const char *name, json_t *config, docker_cb cb, void *data, char *err)
-{
-    if (config == NULL)
-        return rb_fail(RB_EINVAL, err, "container create needs a config object");
-    if (name == NULL)
-        return docker_request(d, "POST", "/containers/create", config, 0, cb, data, NULL, err);
-    return docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/create?name=", name, "", config, 0, cb, data,
-                               err);
-}
-
-rb_err docker_container_start(docker *d, const char *id, docker_cb cb, void *data, char *err)
-{
-    return docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/", id, "/start", NULL, 0, cb, data, err);
-}
-
-rb_err docker_container_kill(docker *d, const char *id, const char *signal, docker_cb cb, void *data, char *err)
-{
-    rb_err e = docker__check_ref(id, err);
-    if (e != RB_OK)
-        return e;
-    if (signal == NULL)
-        signal = "SIGKILL";
-    if (!docker__valid_ref(signal) || strlen(signal) > 16)
-        return rb_fail(RB_EINVAL, err, "invalid signal name \"%.32s\"", signal);
-    char *path = xasprintf("/containers/%s/kill?signal=%s", id, signal);
-    e = docker_request(d, "POST", path, NULL, 0, cb, data, NULL, err);
-    free(path);
-    return e;
-}
-
-rb_err docker_container_remove(docker *d, const char *id, docker_cb cb, void *data, char *err)
-{
-    return docker__ref_request(d, DOCKER__SHORT, "DELETE", "/containers/", id, "?force=1&v=1", NULL, 0, cb, data, err);
-}
-
-rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *data, char *err)
-{
-    return docker__ref_request(d, DOCKER__SHORT, "GET", "/containers/", id, "/json", NULL, 0, cb, data, err);
-}
-
-rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *data, char *err)
-{
-    if (label == NULL || label[0] == '\0')
-        return docker_request(d, "GET", "/containers/json?all=1", NULL, 0, cb, data, NULL, err);
-    json_t *f = json_pack("{s:[s]}", "label", label);
-    if (f == NULL)
-        return rb_fail(RB_EINVAL, err, "label filter is not valid UTF-8");
-    char *fj = json_dumps(f, JSON_COMPACT);
-    json_decref(f);
-    char *esc = codec_percent_encode(fj, "");
-    free(fj);
-    char *path = xasprintf("/containers/json?all=1&filters=%s", esc);
-    free(esc);
-    rb_err e = docker_request(d, "GET", path, NULL, 0, cb, data, NULL, err);
-    free(path);
-    return e;
-}
-
-rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *data, char *err)
-{
-    if (name == NULL || name[0] == '\0' || strlen(name) > 512)
-        return rb_fail(RB_EINVAL, err, "image name must be 1-512 characters");
-    char *esc = codec_percent_encode(name, "/:@");
-    char *path = xasprintf("/images/%s/json", esc);
-    free(esc);
-    rb_err e = docker_request(d, "GET", path, NULL, 0, cb, data, NULL, err);
-    free(path);
-    return e;
 }

@@ -1,6 +1,6 @@
 /*
- * docker_private.h: what docker.c (JSON calls, client lifetime) and attach.c (the raw attach
- * stream) share inside the docker module. Not part of the module's interface: nothing outside
+ * docker_private.h: what docker.c (JSON calls, client lifetime), container.c (container and
+ * image calls), archive.c and attach.c (the raw attach stream) share inside the docker module. Not part of the module's interface: nothing outside
  * docker/ includes it.
  */
 #ifndef RB_DOCKER_PRIVATE_H
