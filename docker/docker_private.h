@@ -1,12 +1,61 @@
 /*
- * docker_private.h: what docker.c (JSON calls, client lifetime), container.c (container and
- * image calls), archive.c and attach.c (the raw attach stream) share inside the docker module. Not part of the module's interface: nothing outside
- * docker/ includes it.
+ * docker_private.h: what the files of the docker module share: docker.c (the client's lifetime
+ * and curl on the loop), request.c (requests, budgets, deadlines, completions), container.c
+ * (container and image calls), archive.c and attach.c (the raw attach stream). Not part of the
+ * module's interface: nothing outside docker/ includes it. The client's fields are defined here
+ * for docker.c and request.c only; the Engine API calls use the accessors below.
  */
 #ifndef RB_DOCKER_PRIVATE_H
 #define RB_DOCKER_PRIVATE_H
 
+#include <curl/curl.h>
+
 #include "docker/docker.h"
+
+/* The range of Engine API versions this client speaks (docker_ping_version caps to it). */
+#define DOCKER__API_MIN 41
+#define DOCKER__API_MAX 47
+
+/* Connection budgets: short calls, long calls (waits and transfers). Pings have none. */
+enum { DOCKER__BUDGET_SHORT, DOCKER__BUDGET_LONG, DOCKER__BUDGETS };
+
+struct poll_ctx; /* one per socket curl watches (docker.c) */
+
+/* The client. docker.c owns its lifetime, the multi handle, the poll handles and curl's timer;
+ * request.c owns the request lists, the budgets, the completion FIFO and the other two timers. */
+struct docker {
+    uv_loop_t *loop;
+    char *socket_path;
+    char api[16];
+    CURLM *multi;
+    docker_timeouts to;
+    uv_timer_t timer; /* curl's timeout */
+    uv_timer_t defer; /* drains completions on the next loop turn (cancellations) */
+    uv_timer_t queue_timer; /* the earliest deadline of a request waiting for a connection */
+    int open_timers;
+    int freeing;
+    int dispatching;
+    docker_req *inflight;
+    int active[DOCKER__BUDGETS]; /* requests in flight per budget */
+    docker_req *queue_head[DOCKER__BUDGETS], *queue_tail[DOCKER__BUDGETS];
+    docker_req *done_head, *done_tail;
+    docker_req *delivering; /* the raw request whose successful callback runs (docker_raw_take) */
+    struct poll_ctx *polls;
+    docker_attach *attaches;
+};
+
+/** Drains curl's finished transfers into the completion FIFO, gives freed connections to
+ * waiting requests and runs the completed callbacks (request.c; after curl_multi_socket_action). */
+void docker__check_multi_info(docker *d);
+/** Runs the callbacks of completed requests in order, then docker__finalize if the client is
+ * being freed; a call from inside one of those callbacks returns at once (request.c). */
+void docker__dispatch_done(docker *d);
+/** Marks every request in flight or waiting for a connection as cancelled and moves it to the
+ * completion FIFO, running no callback (request.c; for docker_free). */
+void docker__req_cancel_all(docker *d);
+/** Releases curl and starts closing the client's handles; the last close frees d (docker.c).
+ * Called once every callback has run; does nothing the second time. */
+void docker__finalize(docker *d);
 
 /** The loop the client runs on. */
 uv_loop_t *docker__loop(docker *d);
@@ -42,6 +91,5 @@ rb_err docker__request_raw(docker *d, docker__kind kind, const char *method, con
 /** docker__request of method pre<id>post (body borrowed, may be NULL) after docker__check_ref(id). */
 rb_err docker__ref_request(docker *d, docker__kind kind, const char *method, const char *pre, const char *id,
                            const char *post, json_t *body, long timeout_ms, docker_cb cb, void *data, char *err);
-
 
 #endif
