@@ -11,7 +11,7 @@
  * store_checkpoint (core calls it from a timer) plus a safety-net checkpoint when the WAL grows
  * very large. This module holds no policy and never logs: it returns errors with their text.
  */
-#include "store/store.h"
+#include "store/store_private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,15 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 /* How long one statement waits for a lock held by another process (a sqlite3 shell, a backup
  * tool) before failing with a clear error; runboxd itself is the only writer. */
 #define STORE_BUSY_TIMEOUT_MS 2000
-/* Largest JSON document accepted (an execution with plots can be several MiB). */
-#define STORE_DOC_MAX ((size_t)128 * 1024 * 1024)
-/* The encode buffer is kept between calls unless a big document made it larger than this. */
-#define STORE_BUF_KEEP ((size_t)1024 * 1024)
 /* Safety net: if the timer checkpoints stop, checkpoint inline once the WAL has this many pages. */
 #define STORE_WAL_FORCE_PAGES 16384
 /* After a checkpoint resets the WAL, SQLite truncates the file down to this size. */
@@ -76,98 +70,58 @@ static const char *const migrations[] = {
 };
 #define STORE_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
-/* The cached statements, one per call site. */
-enum {
-    S_BEGIN,
-    S_COMMIT,
-    S_ROLLBACK,
-    S_SP_BEGIN,
-    S_SP_RELEASE,
-    S_SP_ROLLBACK,
-    S_SESSION_PUT,
-    S_SESSION_GET,
-    S_SESSION_LIST_ALL,
-    S_SESSION_LIST_LIVE,
-    S_SESSION_DELETE,
-    S_EXEC_PUT,
-    S_EXEC_GET,
-    S_EXEC_LIST,
-    S_EXEC_UNFINISHED,
-    S_PRUNE_EXECUTIONS,
-    S_PRUNE_SESSIONS,
-    S_META_GET,
-    S_META_PUT,
-    S_MCP_PUT,
-    S_MCP_GET,
-    S_MCP_LIST_ALL,
-    S_MCP_LIST_LIVE,
-    S_MCP_DELETE,
-    S_PRUNE_MCP,
-    S_COUNT
-};
-
-static const char *const stmt_sql[S_COUNT] = {
-    [S_BEGIN] = "BEGIN IMMEDIATE",
-    [S_COMMIT] = "COMMIT",
-    [S_ROLLBACK] = "ROLLBACK",
+static const char *const stmt_sql[STORE__STMT_COUNT] = {
+    [STORE__STMT_BEGIN] = "BEGIN IMMEDIATE",
+    [STORE__STMT_COMMIT] = "COMMIT",
+    [STORE__STMT_ROLLBACK] = "ROLLBACK",
     /* Internal multi-statement operations use a savepoint: atomic whether or not the caller
      * has a store_begin open, and undone alone on failure. */
-    [S_SP_BEGIN] = "SAVEPOINT store_op",
-    [S_SP_RELEASE] = "RELEASE store_op",
-    [S_SP_ROLLBACK] = "ROLLBACK TO store_op",
+    [STORE__STMT_SP_BEGIN] = "SAVEPOINT store_op",
+    [STORE__STMT_SP_RELEASE] = "RELEASE store_op",
+    [STORE__STMT_SP_ROLLBACK] = "ROLLBACK TO store_op",
     /* Upserts leave the immutable columns (id, created_at, session_id) out of SET so that an
      * update does not rewrite their index entries (about a third of a put's cost); the WHERE
      * turns an attempt to change them into "no row changed", reported as RB_EINVAL. */
-    [S_SESSION_PUT] = "INSERT INTO sessions (session_id, status, container_id, created_at, last_used_at, ended_at, doc)"
+    [STORE__STMT_SESSION_PUT] = "INSERT INTO sessions (session_id, status, container_id, created_at, last_used_at, ended_at, doc)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (session_id) DO UPDATE SET"
                       " status = excluded.status, container_id = excluded.container_id,"
                       " last_used_at = excluded.last_used_at, ended_at = excluded.ended_at, doc = excluded.doc"
                       " WHERE sessions.created_at = excluded.created_at",
-    [S_SESSION_GET] = "SELECT doc FROM sessions WHERE session_id = ?1",
-    [S_SESSION_LIST_ALL] = "SELECT doc FROM sessions ORDER BY created_at DESC, rowid DESC",
-    [S_SESSION_LIST_LIVE] = "SELECT doc FROM sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
-    [S_SESSION_DELETE] = "DELETE FROM sessions WHERE session_id = ?1",
-    [S_EXEC_PUT] = "INSERT INTO executions (request_id, session_id, status, created_at, started_at, completed_at, doc)"
+    [STORE__STMT_SESSION_GET] = "SELECT doc FROM sessions WHERE session_id = ?1",
+    [STORE__STMT_SESSION_LIST_ALL] = "SELECT doc FROM sessions ORDER BY created_at DESC, rowid DESC",
+    [STORE__STMT_SESSION_LIST_LIVE] = "SELECT doc FROM sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
+    [STORE__STMT_SESSION_DELETE] = "DELETE FROM sessions WHERE session_id = ?1",
+    [STORE__STMT_EXEC_PUT] = "INSERT INTO executions (request_id, session_id, status, created_at, started_at, completed_at, doc)"
                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (request_id) DO UPDATE SET"
                    " status = excluded.status, started_at = excluded.started_at,"
                    " completed_at = excluded.completed_at, doc = excluded.doc"
                    " WHERE executions.session_id = excluded.session_id AND executions.created_at = excluded.created_at",
-    [S_EXEC_GET] = "SELECT doc FROM executions WHERE request_id = ?1",
+    [STORE__STMT_EXEC_GET] = "SELECT doc FROM executions WHERE request_id = ?1",
     /* Newest `limit` rows (-1 = all), handed back oldest first. */
-    [S_EXEC_LIST] = "SELECT doc FROM (SELECT doc, created_at, rowid AS r FROM executions WHERE session_id = ?1"
+    [STORE__STMT_EXEC_LIST] = "SELECT doc FROM (SELECT doc, created_at, rowid AS r FROM executions WHERE session_id = ?1"
                     " ORDER BY created_at DESC, rowid DESC LIMIT ?2) ORDER BY created_at, r",
-    [S_EXEC_UNFINISHED] = "SELECT doc FROM executions WHERE status IN ('queued', 'running')",
-    [S_PRUNE_EXECUTIONS] = "DELETE FROM executions WHERE completed_at IS NOT NULL AND completed_at < ?1"
+    [STORE__STMT_EXEC_UNFINISHED] = "SELECT doc FROM executions WHERE status IN ('queued', 'running')",
+    [STORE__STMT_PRUNE_EXECUTIONS] = "DELETE FROM executions WHERE completed_at IS NOT NULL AND completed_at < ?1"
                            " AND session_id NOT IN (SELECT session_id FROM sessions WHERE ended_at IS NULL)",
-    [S_PRUNE_SESSIONS] = "DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < ?1",
-    [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
-    [S_META_PUT] =
+    [STORE__STMT_PRUNE_SESSIONS] = "DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < ?1",
+    [STORE__STMT_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+    [STORE__STMT_META_PUT] =
         "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    [S_MCP_PUT] = "INSERT INTO mcp_sessions (mcp_session_id, created_at, last_used_at, ended_at, doc)"
+    [STORE__STMT_MCP_PUT] = "INSERT INTO mcp_sessions (mcp_session_id, created_at, last_used_at, ended_at, doc)"
                   " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (mcp_session_id) DO UPDATE SET"
                   " last_used_at = excluded.last_used_at, ended_at = excluded.ended_at, doc = excluded.doc"
                   " WHERE mcp_sessions.created_at = excluded.created_at",
-    [S_MCP_GET] = "SELECT doc FROM mcp_sessions WHERE mcp_session_id = ?1",
-    [S_MCP_LIST_ALL] = "SELECT doc FROM mcp_sessions ORDER BY created_at DESC, rowid DESC",
-    [S_MCP_LIST_LIVE] = "SELECT doc FROM mcp_sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
-    [S_MCP_DELETE] = "DELETE FROM mcp_sessions WHERE mcp_session_id = ?1",
-    [S_PRUNE_MCP] = "DELETE FROM mcp_sessions WHERE ended_at IS NOT NULL AND ended_at < ?1",
-};
-
-struct store {
-    sqlite3 *db;
-    char *path;
-    int lock_fd;     /* -1 for ":memory:" */
-    int depth;       /* store_begin nesting */
-    rb_buf doc;      /* reused JSON encode buffer */
-    int doc_too_big; /* set by dump_cb when doc would exceed STORE_DOC_MAX */
-    sqlite3_stmt *stmt[S_COUNT];
+    [STORE__STMT_MCP_GET] = "SELECT doc FROM mcp_sessions WHERE mcp_session_id = ?1",
+    [STORE__STMT_MCP_LIST_ALL] = "SELECT doc FROM mcp_sessions ORDER BY created_at DESC, rowid DESC",
+    [STORE__STMT_MCP_LIST_LIVE] = "SELECT doc FROM mcp_sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
+    [STORE__STMT_MCP_DELETE] = "DELETE FROM mcp_sessions WHERE mcp_session_id = ?1",
+    [STORE__STMT_PRUNE_MCP] = "DELETE FROM mcp_sessions WHERE ended_at IS NOT NULL AND ended_at < ?1",
 };
 
 /* ---- errors and statements ---- */
 
 /* Formats "store: <what> failed on database <path>: <sqlite message>" with a hint for the codes users can act on. */
-static rb_err fail_sql(store *st, int rc, const char *what, char *err)
+rb_err store__fail_sql(store *st, int rc, const char *what, char *err)
 {
     const char *msg = st->db != NULL ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
     const char *hint = "";
@@ -197,12 +151,12 @@ static rb_err fail_sql(store *st, int rc, const char *what, char *err)
 }
 
 /* Returns the cached statement for id, preparing it on first use. */
-static sqlite3_stmt *stmt_get(store *st, int id, char *err, rb_err *rc_out)
+sqlite3_stmt *store__stmt_get(store *st, int id, char *err, rb_err *rc_out)
 {
     if (st->stmt[id] == NULL) {
         int rc = sqlite3_prepare_v3(st->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL);
         if (rc != SQLITE_OK) {
-            *rc_out = fail_sql(st, rc, "preparing a statement", err);
+            *rc_out = store__fail_sql(st, rc, "preparing a statement", err);
             return NULL;
         }
     }
@@ -210,20 +164,20 @@ static sqlite3_stmt *stmt_get(store *st, int id, char *err, rb_err *rc_out)
     return st->stmt[id];
 }
 
-static void stmt_done(sqlite3_stmt *s)
+void store__stmt_done(sqlite3_stmt *s)
 {
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
 }
 
 /* Steps a statement that returns no rows, then resets it. */
-static rb_err stmt_run(store *st, sqlite3_stmt *s, const char *what, char *err)
+rb_err store__stmt_run(store *st, sqlite3_stmt *s, const char *what, char *err)
 {
     int rc = sqlite3_step(s);
     rb_err e = RB_OK;
     if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        e = fail_sql(st, rc, what, err);
-    stmt_done(s);
+        e = store__fail_sql(st, rc, what, err);
+    store__stmt_done(s);
     return e;
 }
 
@@ -231,119 +185,27 @@ static rb_err stmt_run(store *st, sqlite3_stmt *s, const char *what, char *err)
 static rb_err run_id(store *st, int id, const char *what, char *err)
 {
     rb_err e;
-    sqlite3_stmt *s = stmt_get(st, id, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, id, err, &e);
     if (s == NULL)
         return e;
-    return stmt_run(st, s, what, err);
-}
-
-static void bind_opt_int(sqlite3_stmt *s, int i, json_t *v)
-{
-    if (json_is_integer(v))
-        sqlite3_bind_int64(s, i, (sqlite3_int64)json_integer_value(v));
-    else
-        sqlite3_bind_null(s, i);
+    return store__stmt_run(st, s, what, err);
 }
 
 /* The internal savepoint pair for multi-statement operations. */
-static rb_err op_begin(store *st, char *err)
+rb_err store__op_begin(store *st, char *err)
 {
-    return run_id(st, S_SP_BEGIN, "starting a savepoint", err);
+    return run_id(st, STORE__STMT_SP_BEGIN, "starting a savepoint", err);
 }
 
-static rb_err op_end(store *st, rb_err result, char *err)
+rb_err store__op_end(store *st, rb_err result, char *err)
 {
     if (result != RB_OK) {
         /* Keep the first error's text; undo this operation's writes only. */
-        run_id(st, S_SP_ROLLBACK, "rolling back a savepoint", NULL);
-        run_id(st, S_SP_RELEASE, "releasing a savepoint", NULL);
+        run_id(st, STORE__STMT_SP_ROLLBACK, "rolling back a savepoint", NULL);
+        run_id(st, STORE__STMT_SP_RELEASE, "releasing a savepoint", NULL);
         return result;
     }
-    return run_id(st, S_SP_RELEASE, "releasing a savepoint", err);
-}
-
-/* ---- documents ---- */
-
-static int dump_cb(const char *p, size_t n, void *data)
-{
-    store *st = data;
-    if (rb_buf_append(&st->doc, p, n) == RB_OK)
-        return 0;
-    st->doc_too_big = 1;
-    return -1;
-}
-
-static void doc_release(store *st)
-{
-    if (st->doc.cap > STORE_BUF_KEEP)
-        rb_buf_dispose(&st->doc);
-}
-
-/* Encodes doc into st->doc (compact JSON, UTF-8 kept as is). */
-static rb_err doc_encode(store *st, json_t *doc, const char *what, char *err)
-{
-    rb_buf_reset(&st->doc);
-    st->doc_too_big = 0;
-    if (json_dump_callback(doc, dump_cb, st, JSON_COMPACT) != 0) {
-        doc_release(st);
-        if (st->doc_too_big)
-            return rb_fail(RB_ETOOBIG, err, "%s document is larger than the store's limit of %zu bytes", what,
-                           STORE_DOC_MAX);
-        return rb_fail(RB_EINVAL, err, "%s document cannot be encoded as JSON", what);
-    }
-    return RB_OK;
-}
-
-/* Parses the doc column of the current row into a new object. */
-static rb_err doc_decode(store *st, sqlite3_stmt *s, int col, const char *what, json_t **out, char *err)
-{
-    const char *text = (const char *)sqlite3_column_text(s, col);
-    size_t len = (size_t)sqlite3_column_bytes(s, col);
-    json_error_t je;
-    json_t *doc = text != NULL ? json_loadb(text, len, JSON_ALLOW_NUL, &je) : NULL;
-    if (doc == NULL || !json_is_object(doc)) {
-        json_decref(doc);
-        return rb_fail(RB_ESTORE, err, "store: a stored %s document in database %s is not a JSON object%s%s", what,
-                       st->path, doc == NULL && text != NULL ? ": " : "", doc == NULL && text != NULL ? je.text : "");
-    }
-    *out = doc;
-    return RB_OK;
-}
-
-/* Validation helpers: each names the member and the expected type. */
-static rb_err need_string(json_t *doc, const char *what, const char *key, const char **out, char *err)
-{
-    json_t *v = json_object_get(doc, key);
-    if (!json_is_string(v) || json_string_length(v) == 0)
-        return rb_fail(RB_EINVAL, err, "%s document: \"%s\" must be a non-empty string", what, key);
-    if (strlen(json_string_value(v)) != json_string_length(v))
-        return rb_fail(RB_EINVAL, err, "%s document: \"%s\" must not contain NUL characters", what, key);
-    *out = json_string_value(v);
-    return RB_OK;
-}
-
-static rb_err need_int(json_t *doc, const char *what, const char *key, char *err)
-{
-    if (!json_is_integer(json_object_get(doc, key)))
-        return rb_fail(RB_EINVAL, err, "%s document: \"%s\" must be an integer (epoch milliseconds)", what, key);
-    return RB_OK;
-}
-
-static rb_err opt_int(json_t *doc, const char *what, const char *key, char *err)
-{
-    json_t *v = json_object_get(doc, key);
-    if (v != NULL && !json_is_null(v) && !json_is_integer(v))
-        return rb_fail(RB_EINVAL, err, "%s document: \"%s\" must be an integer (epoch milliseconds) or null", what,
-                       key);
-    return RB_OK;
-}
-
-static rb_err opt_string(json_t *doc, const char *what, const char *key, char *err)
-{
-    json_t *v = json_object_get(doc, key);
-    if (v != NULL && !json_is_null(v) && !json_is_string(v))
-        return rb_fail(RB_EINVAL, err, "%s document: \"%s\" must be a string or null", what, key);
-    return RB_OK;
+    return run_id(st, STORE__STMT_SP_RELEASE, "releasing a savepoint", err);
 }
 
 /* ---- open and close ---- */
@@ -439,7 +301,7 @@ static rb_err pragma_int(store *st, const char *sql, int *out, char *err)
             rc = SQLITE_OK;
         }
     }
-    rb_err e = rc == SQLITE_OK ? RB_OK : fail_sql(st, rc, "opening", err);
+    rb_err e = rc == SQLITE_OK ? RB_OK : store__fail_sql(st, rc, "opening", err);
     sqlite3_finalize(s);
     return e;
 }
@@ -447,7 +309,7 @@ static rb_err pragma_int(store *st, const char *sql, int *out, char *err)
 static rb_err exec_sql(store *st, const char *sql, const char *what, char *err)
 {
     int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? RB_OK : fail_sql(st, rc, what, err);
+    return rc == SQLITE_OK ? RB_OK : store__fail_sql(st, rc, what, err);
 }
 
 /* Switches to WAL; a file database that stays in another mode (a filesystem without shared
@@ -459,7 +321,7 @@ static rb_err enable_wal(store *st, char *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     if (rc != SQLITE_ROW) {
-        rb_err e = fail_sql(st, rc, "enabling WAL", err);
+        rb_err e = store__fail_sql(st, rc, "enabling WAL", err);
         sqlite3_finalize(s);
         return e;
     }
@@ -550,7 +412,7 @@ rb_err store_open(const char *path, store **out, char *err)
 
     int rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
-        e = fail_sql(st, rc, "opening", err);
+        e = store__fail_sql(st, rc, "opening", err);
         goto fail;
     }
     sqlite3_extended_result_codes(st->db, 1);
@@ -568,7 +430,7 @@ void store_close(store *st)
 {
     if (st == NULL)
         return;
-    for (int i = 0; i < S_COUNT; i++)
+    for (int i = 0; i < STORE__STMT_COUNT; i++)
         sqlite3_finalize(st->stmt[i]);
     if (st->db != NULL) {
         /* An unbalanced store_begin is rolled back by sqlite3_close. */
@@ -593,7 +455,7 @@ void store_checkpoint(store *st)
 rb_err store_begin(store *st, char *err)
 {
     if (st->depth == 0) {
-        rb_err e = run_id(st, S_BEGIN, "beginning a transaction", err);
+        rb_err e = run_id(st, STORE__STMT_BEGIN, "beginning a transaction", err);
         if (e != RB_OK)
             return e;
     }
@@ -607,10 +469,10 @@ rb_err store_commit(store *st, char *err)
         return rb_fail(RB_EINTERNAL, err, "store: store_commit without a matching store_begin");
     if (--st->depth > 0)
         return RB_OK;
-    rb_err e = run_id(st, S_COMMIT, "committing a transaction", err);
+    rb_err e = run_id(st, STORE__STMT_COMMIT, "committing a transaction", err);
     if (e != RB_OK && !sqlite3_get_autocommit(st->db)) {
         /* Leave no transaction open behind a failed commit; the writes are lost and said so. */
-        run_id(st, S_ROLLBACK, "rolling back", NULL);
+        run_id(st, STORE__STMT_ROLLBACK, "rolling back", NULL);
     }
     return e;
 }
@@ -624,15 +486,15 @@ rb_err store_session_put(store *st, json_t *doc, char *err)
     rb_err e;
     if (!json_is_object(doc))
         return rb_fail(RB_EINVAL, err, "session document must be a JSON object");
-    if ((e = need_string(doc, what, "session_id", &id, err)) != RB_OK ||
-        (e = need_string(doc, what, "status", &status, err)) != RB_OK ||
-        (e = need_int(doc, what, "created_at", err)) != RB_OK ||
-        (e = need_int(doc, what, "last_used_at", err)) != RB_OK ||
-        (e = opt_string(doc, what, "container_id", err)) != RB_OK || (e = opt_int(doc, what, "ended_at", err)) != RB_OK)
+    if ((e = store__need_string(doc, what, "session_id", &id, err)) != RB_OK ||
+        (e = store__need_string(doc, what, "status", &status, err)) != RB_OK ||
+        (e = store__need_int(doc, what, "created_at", err)) != RB_OK ||
+        (e = store__need_int(doc, what, "last_used_at", err)) != RB_OK ||
+        (e = store__opt_string(doc, what, "container_id", err)) != RB_OK || (e = store__opt_int(doc, what, "ended_at", err)) != RB_OK)
         return e;
-    if ((e = doc_encode(st, doc, what, err)) != RB_OK)
+    if ((e = store__doc_encode(st, doc, what, err)) != RB_OK)
         return e;
-    sqlite3_stmt *s = stmt_get(st, S_SESSION_PUT, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_SESSION_PUT, err, &e);
     if (s != NULL) {
         json_t *cid = json_object_get(doc, "container_id");
         sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
@@ -643,84 +505,39 @@ rb_err store_session_put(store *st, json_t *doc, char *err)
             sqlite3_bind_null(s, 3);
         sqlite3_bind_int64(s, 4, (sqlite3_int64)json_integer_value(json_object_get(doc, "created_at")));
         sqlite3_bind_int64(s, 5, (sqlite3_int64)json_integer_value(json_object_get(doc, "last_used_at")));
-        bind_opt_int(s, 6, json_object_get(doc, "ended_at"));
+        store__bind_opt_int(s, 6, json_object_get(doc, "ended_at"));
         sqlite3_bind_text(s, 7, st->doc.data, (int)st->doc.len, SQLITE_STATIC);
-        e = stmt_run(st, s, "saving a session", err);
+        e = store__stmt_run(st, s, "saving a session", err);
         if (e == RB_OK && sqlite3_changes(st->db) == 0)
             e = rb_fail(RB_EINVAL, err, "session document: \"created_at\" of existing session %s cannot change", id);
     }
-    doc_release(st);
+    store__doc_release(st);
     return e;
-}
-
-/* Runs a "SELECT doc ... WHERE key = ?1" statement; RB_ENOTFOUND without a row. */
-static rb_err get_one(store *st, int id, const char *key, const char *what, json_t **out, char *err)
-{
-    rb_err e;
-    *out = NULL;
-    if (key == NULL)
-        return rb_fail(RB_EINVAL, err, "no %s id given", what);
-    sqlite3_stmt *s = stmt_get(st, id, err, &e);
-    if (s == NULL)
-        return e;
-    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        e = doc_decode(st, s, 0, what, out, err);
-    else if (rc == SQLITE_DONE)
-        e = rb_fail(RB_ENOTFOUND, err, "no %s with id %s", what, key);
-    else
-        e = fail_sql(st, rc, "reading", err);
-    stmt_done(s);
-    return e;
-}
-
-/* Collects the doc column (column 0) of every row of a bound statement into a new array. */
-static rb_err get_all(store *st, sqlite3_stmt *s, const char *what, json_t **out, char *err)
-{
-    json_t *list = json_array();
-    rb_err e = RB_OK;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *doc;
-        if ((e = doc_decode(st, s, 0, what, &doc, err)) != RB_OK)
-            break;
-        json_array_append_new(list, doc);
-    }
-    if (e == RB_OK && rc != SQLITE_DONE)
-        e = fail_sql(st, rc, "listing", err);
-    stmt_done(s);
-    if (e != RB_OK) {
-        json_decref(list);
-        return e;
-    }
-    *out = list;
-    return RB_OK;
 }
 
 rb_err store_session_get(store *st, const char *session_id, json_t **out, char *err)
 {
-    return get_one(st, S_SESSION_GET, session_id, "session", out, err);
+    return store__get_one(st, STORE__STMT_SESSION_GET, session_id, "session", out, err);
 }
 
 rb_err store_session_list(store *st, int include_ended, json_t **out, char *err)
 {
     rb_err e;
     *out = NULL;
-    sqlite3_stmt *s = stmt_get(st, include_ended ? S_SESSION_LIST_ALL : S_SESSION_LIST_LIVE, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, include_ended ? STORE__STMT_SESSION_LIST_ALL : STORE__STMT_SESSION_LIST_LIVE, err, &e);
     if (s == NULL)
         return e;
-    return get_all(st, s, "session", out, err);
+    return store__get_all(st, s, "session", out, err);
 }
 
 rb_err store_session_delete(store *st, const char *session_id, char *err)
 {
     rb_err e;
-    sqlite3_stmt *s = stmt_get(st, S_SESSION_DELETE, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_SESSION_DELETE, err, &e);
     if (s == NULL)
         return e;
     sqlite3_bind_text(s, 1, session_id, -1, SQLITE_STATIC);
-    return stmt_run(st, s, "deleting a session", err);
+    return store__stmt_run(st, s, "deleting a session", err);
 }
 
 /* ---- executions ---- */
@@ -732,48 +549,48 @@ rb_err store_execution_put(store *st, json_t *doc, char *err)
     rb_err e;
     if (!json_is_object(doc))
         return rb_fail(RB_EINVAL, err, "execution document must be a JSON object");
-    if ((e = need_string(doc, what, "request_id", &rid, err)) != RB_OK ||
-        (e = need_string(doc, what, "session_id", &sid, err)) != RB_OK ||
-        (e = need_string(doc, what, "status", &status, err)) != RB_OK ||
-        (e = need_int(doc, what, "created_at", err)) != RB_OK || (e = opt_int(doc, what, "started_at", err)) != RB_OK ||
-        (e = opt_int(doc, what, "completed_at", err)) != RB_OK || (e = opt_string(doc, what, "code", err)) != RB_OK)
+    if ((e = store__need_string(doc, what, "request_id", &rid, err)) != RB_OK ||
+        (e = store__need_string(doc, what, "session_id", &sid, err)) != RB_OK ||
+        (e = store__need_string(doc, what, "status", &status, err)) != RB_OK ||
+        (e = store__need_int(doc, what, "created_at", err)) != RB_OK || (e = store__opt_int(doc, what, "started_at", err)) != RB_OK ||
+        (e = store__opt_int(doc, what, "completed_at", err)) != RB_OK || (e = store__opt_string(doc, what, "code", err)) != RB_OK)
         return e;
-    if ((e = doc_encode(st, doc, what, err)) != RB_OK)
+    if ((e = store__doc_encode(st, doc, what, err)) != RB_OK)
         return e;
-    sqlite3_stmt *s = stmt_get(st, S_EXEC_PUT, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_EXEC_PUT, err, &e);
     if (s != NULL) {
         sqlite3_bind_text(s, 1, rid, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 2, sid, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 3, status, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 4, (sqlite3_int64)json_integer_value(json_object_get(doc, "created_at")));
-        bind_opt_int(s, 5, json_object_get(doc, "started_at"));
-        bind_opt_int(s, 6, json_object_get(doc, "completed_at"));
+        store__bind_opt_int(s, 5, json_object_get(doc, "started_at"));
+        store__bind_opt_int(s, 6, json_object_get(doc, "completed_at"));
         sqlite3_bind_text(s, 7, st->doc.data, (int)st->doc.len, SQLITE_STATIC);
-        e = stmt_run(st, s, "saving an execution", err);
+        e = store__stmt_run(st, s, "saving an execution", err);
         if (e == RB_OK && sqlite3_changes(st->db) == 0)
             e = rb_fail(RB_EINVAL, err,
                         "execution document: \"session_id\" and \"created_at\" of existing execution %s cannot change",
                         rid);
     }
-    doc_release(st);
+    store__doc_release(st);
     return e;
 }
 
 rb_err store_execution_get(store *st, const char *request_id, json_t **out, char *err)
 {
-    return get_one(st, S_EXEC_GET, request_id, "execution", out, err);
+    return store__get_one(st, STORE__STMT_EXEC_GET, request_id, "execution", out, err);
 }
 
 rb_err store_execution_list(store *st, const char *session_id, int limit, json_t **out, char *err)
 {
     rb_err e;
     *out = NULL;
-    sqlite3_stmt *s = stmt_get(st, S_EXEC_LIST, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_EXEC_LIST, err, &e);
     if (s == NULL)
         return e;
     sqlite3_bind_text(s, 1, session_id, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 2, limit > 0 ? limit : -1);
-    return get_all(st, s, "execution", out, err);
+    return store__get_all(st, s, "execution", out, err);
 }
 
 rb_err store_execution_fail_unfinished(store *st, const char *message, int *changed, char *err)
@@ -783,13 +600,13 @@ rb_err store_execution_fail_unfinished(store *st, const char *message, int *chan
     json_t *docs = NULL;
     if (changed != NULL)
         *changed = 0;
-    if ((e = op_begin(st, err)) != RB_OK)
+    if ((e = store__op_begin(st, err)) != RB_OK)
         return e;
     /* Read first, write after: the scan must not see its own updates. */
-    sqlite3_stmt *s = stmt_get(st, S_EXEC_UNFINISHED, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_EXEC_UNFINISHED, err, &e);
     if (s == NULL)
         goto end;
-    if ((e = get_all(st, s, "execution", &docs, err)) != RB_OK)
+    if ((e = store__get_all(st, s, "execution", &docs, err)) != RB_OK)
         goto end;
     int64_t now = rb_now_ms();
     size_t i;
@@ -806,7 +623,7 @@ rb_err store_execution_fail_unfinished(store *st, const char *message, int *chan
     }
 end:
     json_decref(docs);
-    e = op_end(st, e, err);
+    e = store__op_end(st, e, err);
     if (e == RB_OK && changed != NULL)
         *changed = count;
     return e;
@@ -814,22 +631,22 @@ end:
 
 rb_err store_prune(store *st, int64_t before_ms, int *deleted, char *err)
 {
-    static const int ids[] = {S_PRUNE_EXECUTIONS, S_PRUNE_SESSIONS, S_PRUNE_MCP};
+    static const int ids[] = {STORE__STMT_PRUNE_EXECUTIONS, STORE__STMT_PRUNE_SESSIONS, STORE__STMT_PRUNE_MCP};
     rb_err e;
     int count = 0;
     if (deleted != NULL)
         *deleted = 0;
-    if ((e = op_begin(st, err)) != RB_OK)
+    if ((e = store__op_begin(st, err)) != RB_OK)
         return e;
     for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && e == RB_OK; i++) {
-        sqlite3_stmt *s = stmt_get(st, ids[i], err, &e);
+        sqlite3_stmt *s = store__stmt_get(st, ids[i], err, &e);
         if (s == NULL)
             break;
         sqlite3_bind_int64(s, 1, (sqlite3_int64)before_ms);
-        if ((e = stmt_run(st, s, "pruning", err)) == RB_OK)
+        if ((e = store__stmt_run(st, s, "pruning", err)) == RB_OK)
             count += sqlite3_changes(st->db);
     }
-    e = op_end(st, e, err);
+    e = store__op_end(st, e, err);
     if (e == RB_OK && deleted != NULL)
         *deleted = count;
     return e;
@@ -841,7 +658,7 @@ rb_err store_meta_get(store *st, const char *key, char **out, char *err)
 {
     rb_err e;
     *out = NULL;
-    sqlite3_stmt *s = stmt_get(st, S_META_GET, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_META_GET, err, &e);
     if (s == NULL)
         return e;
     sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
@@ -852,21 +669,21 @@ rb_err store_meta_get(store *st, const char *key, char **out, char *err)
     } else if (rc == SQLITE_DONE) {
         e = rb_fail(RB_ENOTFOUND, err, "no meta value for key %s", key);
     } else {
-        e = fail_sql(st, rc, "reading meta", err);
+        e = store__fail_sql(st, rc, "reading meta", err);
     }
-    stmt_done(s);
+    store__stmt_done(s);
     return e;
 }
 
 rb_err store_meta_put(store *st, const char *key, const char *value, char *err)
 {
     rb_err e;
-    sqlite3_stmt *s = stmt_get(st, S_META_PUT, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_META_PUT, err, &e);
     if (s == NULL)
         return e;
     sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
-    return stmt_run(st, s, "saving meta", err);
+    return store__stmt_run(st, s, "saving meta", err);
 }
 
 /* ---- MCP sessions ---- */
@@ -878,49 +695,49 @@ rb_err store_mcp_session_put(store *st, json_t *doc, char *err)
     rb_err e;
     if (!json_is_object(doc))
         return rb_fail(RB_EINVAL, err, "MCP session document must be a JSON object");
-    if ((e = need_string(doc, what, "mcp_session_id", &id, err)) != RB_OK ||
-        (e = need_int(doc, what, "created_at", err)) != RB_OK ||
-        (e = need_int(doc, what, "last_used_at", err)) != RB_OK || (e = opt_int(doc, what, "ended_at", err)) != RB_OK)
+    if ((e = store__need_string(doc, what, "mcp_session_id", &id, err)) != RB_OK ||
+        (e = store__need_int(doc, what, "created_at", err)) != RB_OK ||
+        (e = store__need_int(doc, what, "last_used_at", err)) != RB_OK || (e = store__opt_int(doc, what, "ended_at", err)) != RB_OK)
         return e;
-    if ((e = doc_encode(st, doc, what, err)) != RB_OK)
+    if ((e = store__doc_encode(st, doc, what, err)) != RB_OK)
         return e;
-    sqlite3_stmt *s = stmt_get(st, S_MCP_PUT, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_MCP_PUT, err, &e);
     if (s != NULL) {
         sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 2, (sqlite3_int64)json_integer_value(json_object_get(doc, "created_at")));
         sqlite3_bind_int64(s, 3, (sqlite3_int64)json_integer_value(json_object_get(doc, "last_used_at")));
-        bind_opt_int(s, 4, json_object_get(doc, "ended_at"));
+        store__bind_opt_int(s, 4, json_object_get(doc, "ended_at"));
         sqlite3_bind_text(s, 5, st->doc.data, (int)st->doc.len, SQLITE_STATIC);
-        e = stmt_run(st, s, "saving an MCP session", err);
+        e = store__stmt_run(st, s, "saving an MCP session", err);
         if (e == RB_OK && sqlite3_changes(st->db) == 0)
             e = rb_fail(RB_EINVAL, err, "MCP session document: \"created_at\" of existing MCP session %s cannot change",
                         id);
     }
-    doc_release(st);
+    store__doc_release(st);
     return e;
 }
 
 rb_err store_mcp_session_get(store *st, const char *mcp_session_id, json_t **out, char *err)
 {
-    return get_one(st, S_MCP_GET, mcp_session_id, "MCP session", out, err);
+    return store__get_one(st, STORE__STMT_MCP_GET, mcp_session_id, "MCP session", out, err);
 }
 
 rb_err store_mcp_session_list(store *st, int include_ended, json_t **out, char *err)
 {
     rb_err e;
     *out = NULL;
-    sqlite3_stmt *s = stmt_get(st, include_ended ? S_MCP_LIST_ALL : S_MCP_LIST_LIVE, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, include_ended ? STORE__STMT_MCP_LIST_ALL : STORE__STMT_MCP_LIST_LIVE, err, &e);
     if (s == NULL)
         return e;
-    return get_all(st, s, "MCP session", out, err);
+    return store__get_all(st, s, "MCP session", out, err);
 }
 
 rb_err store_mcp_session_delete(store *st, const char *mcp_session_id, char *err)
 {
     rb_err e;
-    sqlite3_stmt *s = stmt_get(st, S_MCP_DELETE, err, &e);
+    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_MCP_DELETE, err, &e);
     if (s == NULL)
         return e;
     sqlite3_bind_text(s, 1, mcp_session_id, -1, SQLITE_STATIC);
-    return stmt_run(st, s, "deleting an MCP session", err);
+    return store__stmt_run(st, s, "deleting an MCP session", err);
 }
