@@ -1,8 +1,8 @@
 /*
  * document.c: the JSON document every row of the store keeps verbatim in its `doc` column:
  * checking a caller's document has the members that become columns, encoding it into the
- * store's reused buffer, and decoding rows back into new objects. It knows no table: its
- * callers name the statements and bind the columns.
+ * store's reused buffer, and decoding rows back into new objects. It knows no table: the
+ * per-table files (session.c, execution.c) name the statements and bind the columns.
  */
 #include "store/store_private.h"
 

@@ -1,9 +1,12 @@
 /*
- * store.c: runbox's durable state in one SQLite file. Sessions, executions and a key/value
- * meta table are rows whose searchable fields are columns; each row also keeps the caller's
- * whole JSON document verbatim in `doc`, so what goes in comes back out exactly. The schema is
- * versioned with PRAGMA user_version: `migrations[]` is applied in order, one step per version,
- * so a later feature (MCP sessions, files) adds one entry and nothing else.
+ * store.c: runbox's durable state in one SQLite file: the connection, the schema and the
+ * statements. Sessions, executions, MCP sessions and a key/value meta table are rows whose
+ * searchable fields are columns; each row also keeps the caller's whole JSON document verbatim
+ * in `doc` (document.c), so what goes in comes back out exactly. The schema is versioned with
+ * PRAGMA user_version: `migrations[]` is applied in order, one step per version, so a later
+ * feature (MCP sessions, files) adds one entry and nothing else. The per-table operations live
+ * in session.c and execution.c; this file keeps the meta table and store_prune, which spans
+ * the tables.
  *
  * One connection, used on the loop thread only; statements for every call are prepared once
  * and cached. An exclusive flock on `<db>.lock` keeps a second runboxd off the same file, since
@@ -82,45 +85,49 @@ static const char *const stmt_sql[STORE__STMT_COUNT] = {
     /* Upserts leave the immutable columns (id, created_at, session_id) out of SET so that an
      * update does not rewrite their index entries (about a third of a put's cost); the WHERE
      * turns an attempt to change them into "no row changed", reported as RB_EINVAL. */
-    [STORE__STMT_SESSION_PUT] = "INSERT INTO sessions (session_id, status, container_id, created_at, last_used_at, ended_at, doc)"
-                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (session_id) DO UPDATE SET"
-                      " status = excluded.status, container_id = excluded.container_id,"
-                      " last_used_at = excluded.last_used_at, ended_at = excluded.ended_at, doc = excluded.doc"
-                      " WHERE sessions.created_at = excluded.created_at",
+    [STORE__STMT_SESSION_PUT] =
+        "INSERT INTO sessions (session_id, status, container_id, created_at, last_used_at, ended_at, doc)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (session_id) DO UPDATE SET"
+        " status = excluded.status, container_id = excluded.container_id,"
+        " last_used_at = excluded.last_used_at, ended_at = excluded.ended_at, doc = excluded.doc"
+        " WHERE sessions.created_at = excluded.created_at",
     [STORE__STMT_SESSION_GET] = "SELECT doc FROM sessions WHERE session_id = ?1",
     [STORE__STMT_SESSION_LIST_ALL] = "SELECT doc FROM sessions ORDER BY created_at DESC, rowid DESC",
-    [STORE__STMT_SESSION_LIST_LIVE] = "SELECT doc FROM sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
+    [STORE__STMT_SESSION_LIST_LIVE] =
+        "SELECT doc FROM sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
     [STORE__STMT_SESSION_DELETE] = "DELETE FROM sessions WHERE session_id = ?1",
-    [STORE__STMT_EXEC_PUT] = "INSERT INTO executions (request_id, session_id, status, created_at, started_at, completed_at, doc)"
-                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (request_id) DO UPDATE SET"
-                   " status = excluded.status, started_at = excluded.started_at,"
-                   " completed_at = excluded.completed_at, doc = excluded.doc"
-                   " WHERE executions.session_id = excluded.session_id AND executions.created_at = excluded.created_at",
+    [STORE__STMT_EXEC_PUT] =
+        "INSERT INTO executions (request_id, session_id, status, created_at, started_at, completed_at, doc)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (request_id) DO UPDATE SET"
+        " status = excluded.status, started_at = excluded.started_at,"
+        " completed_at = excluded.completed_at, doc = excluded.doc"
+        " WHERE executions.session_id = excluded.session_id AND executions.created_at = excluded.created_at",
     [STORE__STMT_EXEC_GET] = "SELECT doc FROM executions WHERE request_id = ?1",
     /* Newest `limit` rows (-1 = all), handed back oldest first. */
-    [STORE__STMT_EXEC_LIST] = "SELECT doc FROM (SELECT doc, created_at, rowid AS r FROM executions WHERE session_id = ?1"
-                    " ORDER BY created_at DESC, rowid DESC LIMIT ?2) ORDER BY created_at, r",
+    [STORE__STMT_EXEC_LIST] =
+        "SELECT doc FROM (SELECT doc, created_at, rowid AS r FROM executions WHERE session_id = ?1"
+        " ORDER BY created_at DESC, rowid DESC LIMIT ?2) ORDER BY created_at, r",
     [STORE__STMT_EXEC_UNFINISHED] = "SELECT doc FROM executions WHERE status IN ('queued', 'running')",
     [STORE__STMT_PRUNE_EXECUTIONS] = "DELETE FROM executions WHERE completed_at IS NOT NULL AND completed_at < ?1"
-                           " AND session_id NOT IN (SELECT session_id FROM sessions WHERE ended_at IS NULL)",
+                                     " AND session_id NOT IN (SELECT session_id FROM sessions WHERE ended_at IS NULL)",
     [STORE__STMT_PRUNE_SESSIONS] = "DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < ?1",
     [STORE__STMT_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [STORE__STMT_META_PUT] =
         "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
     [STORE__STMT_MCP_PUT] = "INSERT INTO mcp_sessions (mcp_session_id, created_at, last_used_at, ended_at, doc)"
-                  " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (mcp_session_id) DO UPDATE SET"
-                  " last_used_at = excluded.last_used_at, ended_at = excluded.ended_at, doc = excluded.doc"
-                  " WHERE mcp_sessions.created_at = excluded.created_at",
+                            " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (mcp_session_id) DO UPDATE SET"
+                            " last_used_at = excluded.last_used_at, ended_at = excluded.ended_at, doc = excluded.doc"
+                            " WHERE mcp_sessions.created_at = excluded.created_at",
     [STORE__STMT_MCP_GET] = "SELECT doc FROM mcp_sessions WHERE mcp_session_id = ?1",
     [STORE__STMT_MCP_LIST_ALL] = "SELECT doc FROM mcp_sessions ORDER BY created_at DESC, rowid DESC",
-    [STORE__STMT_MCP_LIST_LIVE] = "SELECT doc FROM mcp_sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
+    [STORE__STMT_MCP_LIST_LIVE] =
+        "SELECT doc FROM mcp_sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
     [STORE__STMT_MCP_DELETE] = "DELETE FROM mcp_sessions WHERE mcp_session_id = ?1",
     [STORE__STMT_PRUNE_MCP] = "DELETE FROM mcp_sessions WHERE ended_at IS NOT NULL AND ended_at < ?1",
 };
 
 /* ---- errors and statements ---- */
 
-/* Formats "store: <what> failed on database <path>: <sqlite message>" with a hint for the codes users can act on. */
 rb_err store__fail_sql(store *st, int rc, const char *what, char *err)
 {
     const char *msg = st->db != NULL ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
@@ -477,158 +484,6 @@ rb_err store_commit(store *st, char *err)
     return e;
 }
 
-/* ---- sessions ---- */
-
-rb_err store_session_put(store *st, json_t *doc, char *err)
-{
-    static const char what[] = "session";
-    const char *id, *status;
-    rb_err e;
-    if (!json_is_object(doc))
-        return rb_fail(RB_EINVAL, err, "session document must be a JSON object");
-    if ((e = store__need_string(doc, what, "session_id", &id, err)) != RB_OK ||
-        (e = store__need_string(doc, what, "status", &status, err)) != RB_OK ||
-        (e = store__need_int(doc, what, "created_at", err)) != RB_OK ||
-        (e = store__need_int(doc, what, "last_used_at", err)) != RB_OK ||
-        (e = store__opt_string(doc, what, "container_id", err)) != RB_OK || (e = store__opt_int(doc, what, "ended_at", err)) != RB_OK)
-        return e;
-    if ((e = store__doc_encode(st, doc, what, err)) != RB_OK)
-        return e;
-    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_SESSION_PUT, err, &e);
-    if (s != NULL) {
-        json_t *cid = json_object_get(doc, "container_id");
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, status, -1, SQLITE_STATIC);
-        if (json_is_string(cid))
-            sqlite3_bind_text(s, 3, json_string_value(cid), (int)json_string_length(cid), SQLITE_STATIC);
-        else
-            sqlite3_bind_null(s, 3);
-        sqlite3_bind_int64(s, 4, (sqlite3_int64)json_integer_value(json_object_get(doc, "created_at")));
-        sqlite3_bind_int64(s, 5, (sqlite3_int64)json_integer_value(json_object_get(doc, "last_used_at")));
-        store__bind_opt_int(s, 6, json_object_get(doc, "ended_at"));
-        sqlite3_bind_text(s, 7, st->doc.data, (int)st->doc.len, SQLITE_STATIC);
-        e = store__stmt_run(st, s, "saving a session", err);
-        if (e == RB_OK && sqlite3_changes(st->db) == 0)
-            e = rb_fail(RB_EINVAL, err, "session document: \"created_at\" of existing session %s cannot change", id);
-    }
-    store__doc_release(st);
-    return e;
-}
-
-rb_err store_session_get(store *st, const char *session_id, json_t **out, char *err)
-{
-    return store__get_one(st, STORE__STMT_SESSION_GET, session_id, "session", out, err);
-}
-
-rb_err store_session_list(store *st, int include_ended, json_t **out, char *err)
-{
-    rb_err e;
-    *out = NULL;
-    sqlite3_stmt *s = store__stmt_get(st, include_ended ? STORE__STMT_SESSION_LIST_ALL : STORE__STMT_SESSION_LIST_LIVE, err, &e);
-    if (s == NULL)
-        return e;
-    return store__get_all(st, s, "session", out, err);
-}
-
-rb_err store_session_delete(store *st, const char *session_id, char *err)
-{
-    rb_err e;
-    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_SESSION_DELETE, err, &e);
-    if (s == NULL)
-        return e;
-    sqlite3_bind_text(s, 1, session_id, -1, SQLITE_STATIC);
-    return store__stmt_run(st, s, "deleting a session", err);
-}
-
-/* ---- executions ---- */
-
-rb_err store_execution_put(store *st, json_t *doc, char *err)
-{
-    static const char what[] = "execution";
-    const char *rid = NULL, *sid = NULL, *status = NULL;
-    rb_err e;
-    if (!json_is_object(doc))
-        return rb_fail(RB_EINVAL, err, "execution document must be a JSON object");
-    if ((e = store__need_string(doc, what, "request_id", &rid, err)) != RB_OK ||
-        (e = store__need_string(doc, what, "session_id", &sid, err)) != RB_OK ||
-        (e = store__need_string(doc, what, "status", &status, err)) != RB_OK ||
-        (e = store__need_int(doc, what, "created_at", err)) != RB_OK || (e = store__opt_int(doc, what, "started_at", err)) != RB_OK ||
-        (e = store__opt_int(doc, what, "completed_at", err)) != RB_OK || (e = store__opt_string(doc, what, "code", err)) != RB_OK)
-        return e;
-    if ((e = store__doc_encode(st, doc, what, err)) != RB_OK)
-        return e;
-    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_EXEC_PUT, err, &e);
-    if (s != NULL) {
-        sqlite3_bind_text(s, 1, rid, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, sid, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 3, status, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 4, (sqlite3_int64)json_integer_value(json_object_get(doc, "created_at")));
-        store__bind_opt_int(s, 5, json_object_get(doc, "started_at"));
-        store__bind_opt_int(s, 6, json_object_get(doc, "completed_at"));
-        sqlite3_bind_text(s, 7, st->doc.data, (int)st->doc.len, SQLITE_STATIC);
-        e = store__stmt_run(st, s, "saving an execution", err);
-        if (e == RB_OK && sqlite3_changes(st->db) == 0)
-            e = rb_fail(RB_EINVAL, err,
-                        "execution document: \"session_id\" and \"created_at\" of existing execution %s cannot change",
-                        rid);
-    }
-    store__doc_release(st);
-    return e;
-}
-
-rb_err store_execution_get(store *st, const char *request_id, json_t **out, char *err)
-{
-    return store__get_one(st, STORE__STMT_EXEC_GET, request_id, "execution", out, err);
-}
-
-rb_err store_execution_list(store *st, const char *session_id, int limit, json_t **out, char *err)
-{
-    rb_err e;
-    *out = NULL;
-    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_EXEC_LIST, err, &e);
-    if (s == NULL)
-        return e;
-    sqlite3_bind_text(s, 1, session_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, limit > 0 ? limit : -1);
-    return store__get_all(st, s, "execution", out, err);
-}
-
-rb_err store_execution_fail_unfinished(store *st, const char *message, int *changed, char *err)
-{
-    rb_err e;
-    int count = 0;
-    json_t *docs = NULL;
-    if (changed != NULL)
-        *changed = 0;
-    if ((e = store__op_begin(st, err)) != RB_OK)
-        return e;
-    /* Read first, write after: the scan must not see its own updates. */
-    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_EXEC_UNFINISHED, err, &e);
-    if (s == NULL)
-        goto end;
-    if ((e = store__get_all(st, s, "execution", &docs, err)) != RB_OK)
-        goto end;
-    int64_t now = rb_now_ms();
-    size_t i;
-    json_t *doc;
-    json_array_foreach (docs, i, doc) {
-        json_object_set_new(doc, "status", json_string("error"));
-        json_object_set_new(doc, "completed_at", json_integer(now));
-        json_object_set_new(doc, "error",
-                            json_pack("{s:s, s:s, s:[]}", "ename", "ServerRestarted", "evalue",
-                                      message != NULL ? message : "", "traceback"));
-        if ((e = store_execution_put(st, doc, err)) != RB_OK)
-            goto end;
-        count++;
-    }
-end:
-    json_decref(docs);
-    e = store__op_end(st, e, err);
-    if (e == RB_OK && changed != NULL)
-        *changed = count;
-    return e;
-}
-
 rb_err store_prune(store *st, int64_t before_ms, int *deleted, char *err)
 {
     static const int ids[] = {STORE__STMT_PRUNE_EXECUTIONS, STORE__STMT_PRUNE_SESSIONS, STORE__STMT_PRUNE_MCP};
@@ -684,60 +539,4 @@ rb_err store_meta_put(store *st, const char *key, const char *value, char *err)
     sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
     return store__stmt_run(st, s, "saving meta", err);
-}
-
-/* ---- MCP sessions ---- */
-
-rb_err store_mcp_session_put(store *st, json_t *doc, char *err)
-{
-    static const char what[] = "MCP session";
-    const char *id;
-    rb_err e;
-    if (!json_is_object(doc))
-        return rb_fail(RB_EINVAL, err, "MCP session document must be a JSON object");
-    if ((e = store__need_string(doc, what, "mcp_session_id", &id, err)) != RB_OK ||
-        (e = store__need_int(doc, what, "created_at", err)) != RB_OK ||
-        (e = store__need_int(doc, what, "last_used_at", err)) != RB_OK || (e = store__opt_int(doc, what, "ended_at", err)) != RB_OK)
-        return e;
-    if ((e = store__doc_encode(st, doc, what, err)) != RB_OK)
-        return e;
-    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_MCP_PUT, err, &e);
-    if (s != NULL) {
-        sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 2, (sqlite3_int64)json_integer_value(json_object_get(doc, "created_at")));
-        sqlite3_bind_int64(s, 3, (sqlite3_int64)json_integer_value(json_object_get(doc, "last_used_at")));
-        store__bind_opt_int(s, 4, json_object_get(doc, "ended_at"));
-        sqlite3_bind_text(s, 5, st->doc.data, (int)st->doc.len, SQLITE_STATIC);
-        e = store__stmt_run(st, s, "saving an MCP session", err);
-        if (e == RB_OK && sqlite3_changes(st->db) == 0)
-            e = rb_fail(RB_EINVAL, err, "MCP session document: \"created_at\" of existing MCP session %s cannot change",
-                        id);
-    }
-    store__doc_release(st);
-    return e;
-}
-
-rb_err store_mcp_session_get(store *st, const char *mcp_session_id, json_t **out, char *err)
-{
-    return store__get_one(st, STORE__STMT_MCP_GET, mcp_session_id, "MCP session", out, err);
-}
-
-rb_err store_mcp_session_list(store *st, int include_ended, json_t **out, char *err)
-{
-    rb_err e;
-    *out = NULL;
-    sqlite3_stmt *s = store__stmt_get(st, include_ended ? STORE__STMT_MCP_LIST_ALL : STORE__STMT_MCP_LIST_LIVE, err, &e);
-    if (s == NULL)
-        return e;
-    return store__get_all(st, s, "MCP session", out, err);
-}
-
-rb_err store_mcp_session_delete(store *st, const char *mcp_session_id, char *err)
-{
-    rb_err e;
-    sqlite3_stmt *s = store__stmt_get(st, STORE__STMT_MCP_DELETE, err, &e);
-    if (s == NULL)
-        return e;
-    sqlite3_bind_text(s, 1, mcp_session_id, -1, SQLITE_STATIC);
-    return store__stmt_run(st, s, "deleting an MCP session", err);
 }

@@ -1,9 +1,9 @@
 /*
  * store_private.h: what the files of the store module share: store.c (the connection, the
- * schema and its migrations, the cached statements, transactions) and document.c (the JSON
- * document each row keeps, and reading rows back). Not part of the module's interface: nothing
- * outside store/ includes it. Like store.h's functions, everything here runs on the loop thread
- * on st's one connection.
+ * schema and its migrations, the cached statements, transactions, meta, pruning), document.c
+ * (the JSON document each row keeps, and reading rows back), session.c and execution.c (the
+ * per-table operations). Not part of the module's interface: nothing outside store/ includes
+ * it. Like store.h's functions, everything here runs on the loop thread on st's one connection.
  */
 #ifndef RB_STORE_PRIVATE_H
 #define RB_STORE_PRIVATE_H
