@@ -94,7 +94,8 @@ rb_err runner_event_parse(const char *p, size_t n, runner_event *ev, char *err)
         ev->status = done_status(string_of(json, "status"));
         json_t *dropped = json_object_get(json, "dropped");
         if (json_is_integer(dropped) && json_integer_value(dropped) > 0)
-            ev->dropped = json_integer_value(dropped);
+            ev->dropped = json_integer_value(dropped) < RUNNER_DROPPED_MAX ? json_integer_value(dropped)
+                                                                            : RUNNER_DROPPED_MAX;
         ev->reset = json_is_true(json_object_get(json, "reset"));
         ev->reset_reason = string_of(json, "reset_reason");
         ev->files_written = json_object_get(json, "files_written");

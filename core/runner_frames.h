@@ -17,6 +17,11 @@
 #include "base/err.h"
 #include "base/mem.h"
 
+/* The largest "dropped" count a done event is read with: far more than any sandbox can write,
+ * and small enough that adding it to an execution's own count (bytes it really dropped) cannot
+ * overflow an int64_t. */
+#define RUNNER_DROPPED_MAX ((int64_t)1 << 62)
+
 /* ---- lines ---------------------------------------------------------------------------- */
 
 /** Line assembly state of one stdout stream (caller-allocated: runner_lines_init/dispose). */
@@ -72,7 +77,7 @@ typedef struct runner_event {
     const char *message;      /* error_reply: "message" when a string, else NULL */
     const char *status;       /* done: "completed", "error", "timeout" or "cancelled" (anything else is
                                  read as "error"); a static string */
-    int64_t dropped;          /* done: "dropped" when a positive integer, else 0 */
+    int64_t dropped;          /* done: "dropped" when a positive integer, at most RUNNER_DROPPED_MAX; else 0 */
     int reset;                /* done: "reset" is true */
     const char *reset_reason; /* done: "reset_reason" when a string, else NULL */
     json_t *files_written;    /* done: "files_written" as sent (any JSON type, or NULL): see

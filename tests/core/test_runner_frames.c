@@ -174,6 +174,20 @@ Test(runner_event, done)
     runner_event_dispose(&ev);
 }
 
+/* sandbox.c adds dropped to the execution's own count: a forged count near INT64_MAX overflowed
+ * it (undefined behaviour) once the execution had dropped anything itself. */
+Test(runner_event, done_dropped_is_bounded)
+{
+    runner_event ev = parse_ok("{\"type\":\"done\",\"id\":\"e_1\",\"dropped\":9223372036854775807}");
+    cr_assert_eq(ev.dropped, RUNNER_DROPPED_MAX);
+    int64_t own = 16 * 1024 * 1024;
+    cr_assert_leq(ev.dropped, INT64_MAX - own);
+    runner_event_dispose(&ev);
+    ev = parse_ok("{\"type\":\"done\",\"id\":\"e_1\",\"dropped\":4611686018427387903}");
+    cr_assert_eq(ev.dropped, RUNNER_DROPPED_MAX - 1);
+    runner_event_dispose(&ev);
+}
+
 Test(runner_event, malformed_lines_are_refused)
 {
     static const char *const bad[] = {"", "{", "[1,2]", "\"done\"", "null", "{\"type\":\"done\",\"type\":\"pong\"}",
