@@ -1,12 +1,19 @@
 /*
  * test_runner_frames.c: core/runner_frames.c without Docker: a sandbox's stdout cut into lines
  * (pieces joined, the maximum, over-long lines dropped up to their end) and lines read into
- * typed events (each type's fields, malformed lines refused).
+ * typed events (each type's fields, malformed lines refused), and a replay of the libFuzzer seed
+ * corpus in tests/fuzz/corpus/runner/ through the checks of tests/fuzz/fuzz_runner.c.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "core/runner_frames.h"
+#include "tests/common/corpus.h"
+
+/* The fuzz target, with its checks as Criterion assertions naming the seed. */
+static const char *replay_seed = "";
+#define FUZZ_CHECK(cond) cr_assert(cond, "%s: check failed: %s", replay_seed, #cond)
+#include "tests/fuzz/fuzz_runner.c"
 
 /* Feeds text to rl in pieces of step bytes and records what comes out, one entry per line:
  * "L:<line>" or "T:<dropped>". */
@@ -200,4 +207,17 @@ Test(runner_event, malformed_lines_are_refused)
         cr_assert_null(ev.json);
         runner_event_dispose(&ev);
     }
+}
+
+static void check_runner_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)
+{
+    (void)data;
+    (void)path;
+    replay_seed = seed;
+    LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
+}
+
+Test(runner_frames, fuzz_corpus_replay)
+{
+    cr_assert_geq(corpus_each("runner", check_runner_seed, NULL), 10);
 }
