@@ -1,11 +1,18 @@
 /*
  * test_query.c: server/query.c: finding a query parameter, decoding its value leniently, and
- * noticing an encoded NUL.
+ * noticing an encoded NUL, and a replay of the libFuzzer seed corpus in tests/fuzz/corpus/query/
+ * through the checks of tests/fuzz/fuzz_query.c.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "server/query.h"
+#include "tests/common/corpus.h"
+
+/* The fuzz target, with its checks as Criterion assertions naming the seed. */
+static const char *replay_seed = "";
+#define FUZZ_CHECK(cond) cr_assert(cond, "%s: check failed: %s", replay_seed, #cond)
+#include "tests/fuzz/fuzz_query.c"
 
 /* The decoded value of name in q, "<none>" when absent. */
 static const char *param(const char *q, const char *name, char *out, size_t cap)
@@ -63,4 +70,17 @@ Test(query, encoded_nul)
     cr_expect(!query_holds_nul("x=%2500", 7)); /* decodes to the text "%00" */
     cr_expect(!query_holds_nul("path=a%01b", 10));
     cr_expect(!query_holds_nul("", 0));
+}
+
+static void check_query_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)
+{
+    (void)data;
+    (void)path;
+    replay_seed = seed;
+    LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
+}
+
+Test(query, fuzz_corpus_replay)
+{
+    cr_assert_geq(corpus_each("query", check_query_seed, NULL), 10);
 }
