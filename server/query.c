@@ -44,6 +44,8 @@ size_t query_decode(const char *v, size_t n, char *out)
 
 int query_holds_nul(const char *q, size_t n)
 {
+    if (memchr(q, '\0', n) != NULL)
+        return 1;
     for (size_t i = 0; i + 2 < n; i++)
         if (q[i] == '%' && q[i + 1] == '0' && q[i + 2] == '0')
             return 1;

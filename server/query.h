@@ -25,8 +25,8 @@ int query_find(const char *q, size_t n, const char *name, const char **value, si
  */
 size_t query_decode(const char *v, size_t n, char *out);
 
-/** Whether the query q[0..n) holds "%00": a NUL in a decoded value would cut the
- * NUL-terminated string short, so routes that read values refuse such a query. */
+/** Whether the query q[0..n) holds "%00" or a NUL byte: a NUL in a decoded value would cut
+ * the NUL-terminated string short, so routes that read values refuse such a query. */
 int query_holds_nul(const char *q, size_t n);
 
 #endif

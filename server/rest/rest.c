@@ -248,7 +248,7 @@ static int execution_events(http_call *call)
 /* ---- files in a session's /workspace ---------------------------------------------------- */
 
 /* The path parameters are NUL-terminated once decoded: a %00 would silently cut them short, so
- * any encoded NUL in the query string is refused. */
+ * a query string with a NUL, encoded or raw, is refused (query_holds_nul). */
 static int query_has_nul(h2o_req_t *req)
 {
     if (req->query_at == SIZE_MAX)

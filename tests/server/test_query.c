@@ -72,6 +72,15 @@ Test(query, encoded_nul)
     cr_expect(!query_holds_nul("", 0));
 }
 
+/* A NUL byte in the URI itself would be copied into the value just the same (h2o's HTTP/1
+ * parser refuses control bytes in the request target; this does not rely on it). */
+Test(query, raw_nul)
+{
+    cr_expect(query_holds_nul("path=a\0b", 8));
+    cr_expect(query_holds_nul("=\0", 2));
+    cr_expect(query_holds_nul("\0", 1));
+}
+
 static void check_query_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)
 {
     (void)data;
