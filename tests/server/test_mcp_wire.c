@@ -1,12 +1,20 @@
 /*
  * test_mcp_wire.c: server/mcp/mcp_wire.c without HTTP: what a POST body is, batches by
  * protocol version and size, the initialize request, single messages (request, notification,
- * answer, each Invalid Request and Invalid Params), and SSE event ids both ways.
+ * answer, each Invalid Request and Invalid Params), and SSE event ids both ways; and a replay of
+ * the libFuzzer seed corpus in tests/fuzz/corpus/jsonrpc/ through the checks of
+ * tests/fuzz/fuzz_jsonrpc.c.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "server/mcp/mcp_wire.h"
+#include "tests/common/corpus.h"
+
+/* The fuzz target, with its checks as Criterion assertions naming the seed. */
+static const char *replay_seed = "";
+#define FUZZ_CHECK(cond) cr_assert(cond, "%s: check failed: %s", replay_seed, #cond)
+#include "tests/fuzz/fuzz_jsonrpc.c"
 
 static json_t *js(const char *text)
 {
@@ -155,4 +163,17 @@ Test(mcp_wire, sse_ids)
     cr_expect(parse("0a1b2c3d-9\0zz", 13, &seq) && seq == 9);
     /* only len bytes are read */
     cr_expect(parse("0a1b2c3d-123", 11, &seq) && seq == 12);
+}
+
+static void check_jsonrpc_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)
+{
+    (void)data;
+    (void)path;
+    replay_seed = seed;
+    LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
+}
+
+Test(mcp_wire, fuzz_corpus_replay_jsonrpc)
+{
+    cr_assert_geq(corpus_each("jsonrpc", check_jsonrpc_seed, NULL), 10);
 }
