@@ -57,10 +57,14 @@ const char *mcp__batch_refusal(json_t *batch, const char *version)
 
 json_t *mcp__initialize_error(json_t *msg, const char **version)
 {
+    char kind = 0;
+    json_t *error = NULL;
+    if (mcp__classify(msg, &kind, &error) != 0)
+        return error;
     json_t *id = json_object_get(msg, "id");
     json_t *params = json_object_get(msg, "params");
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
-    if (id == NULL)
+    if (kind != 'r')
         return mcp__rpc_error(NULL, MCP_ERR_INVALID_REQUEST, "initialize must be a request (with an id)", NULL);
     if (asked == NULL)
         return mcp__rpc_error(id, MCP_ERR_PARAMS, "initialize needs params.protocolVersion (a string)", NULL);

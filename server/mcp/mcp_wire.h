@@ -53,9 +53,10 @@ mcp_body_kind mcp__body_kind(json_t *body);
  * and hold 1 to MCP_MAX_BATCH messages. */
 const char *mcp__batch_refusal(json_t *batch, const char *version);
 
-/** Checks an initialize request (a body of kind MCP_BODY_INITIALIZE): NULL with *version set
- * to params.protocolVersion (borrowed from msg) when it is usable, else the JSON-RPC error
- * response to answer (status 400). */
+/** Checks an initialize request (a body of kind MCP_BODY_INITIALIZE): a valid JSON-RPC request
+ * (mcp__classify: "jsonrpc" "2.0", a string or integer id, object params) with a string
+ * params.protocolVersion. Returns NULL with *version set to it (borrowed from msg), else the
+ * JSON-RPC error response to answer (status 400). */
 json_t *mcp__initialize_error(json_t *msg, const char **version);
 
 /** Validates a single message: 0 and *kind set ('r' request, 'n' notification, 'a' answer from

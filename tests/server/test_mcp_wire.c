@@ -99,6 +99,38 @@ Test(mcp_wire, initialize)
     json_decref(msg);
 }
 
+/* initialize was checked for an id and a version only: {"jsonrpc":"1.0","id":true} or an object id
+ * started a session and the id went back into the answer, which JSON-RPC 2.0 does not allow
+ * (found by fuzz_jsonrpc). It is a request like any other. */
+Test(mcp_wire, initialize_is_a_json_rpc_request)
+{
+    static const char *const bad[] = {
+        "{\"jsonrpc\":\"1.0\",\"id\":true,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":{\"a\":1},\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}",
+        "{\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}",
+    };
+    char id[64];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *msg = js(bad[i]);
+        const char *v = NULL;
+        json_t *e = mcp__initialize_error(msg, &v);
+        cr_assert_not_null(e, "%s", bad[i]);
+        cr_expect_eq(error_code(e, id, sizeof(id)), MCP_ERR_INVALID_REQUEST, "%s", bad[i]);
+        cr_expect(strcmp(id, "null") == 0 || strcmp(id, "1") == 0, "%s: %s", bad[i], id);
+        json_decref(e);
+        json_decref(msg);
+    }
+    json_t *msg = js("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":[\"2025-06-18\"]}");
+    const char *v = NULL;
+    json_t *e = mcp__initialize_error(msg, &v);
+    cr_expect_eq(error_code(e, id, sizeof(id)), MCP_ERR_PARAMS);
+    cr_expect_str_eq(id, "2");
+    json_decref(e);
+    json_decref(msg);
+}
+
 /* classify's answer for text: the kind, or "E<code> <id>" for an error. */
 static const char *classify(const char *text, char *out, size_t cap)
 {
