@@ -1,9 +1,9 @@
 /*
  * test_mcp_wire.c: server/mcp/mcp_wire.c without HTTP: what a POST body is, batches by
  * protocol version and size, the initialize request, single messages (request, notification,
- * answer, each Invalid Request and Invalid Params), and SSE event ids both ways; and a replay of
- * the libFuzzer seed corpus in tests/fuzz/corpus/jsonrpc/ through the checks of
- * tests/fuzz/fuzz_jsonrpc.c.
+ * answer, each Invalid Request and Invalid Params), and SSE event ids both ways; and replays of
+ * the libFuzzer seed corpora in tests/fuzz/corpus/jsonrpc/ and sse_id/ through the checks of
+ * tests/fuzz/fuzz_jsonrpc.c and fuzz_sse_id.c.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -11,10 +11,16 @@
 #include "server/mcp/mcp_wire.h"
 #include "tests/common/corpus.h"
 
-/* The fuzz target, with its checks as Criterion assertions naming the seed. */
+/* The fuzz targets, with their checks as Criterion assertions naming the seed, and their entry
+ * points renamed apart. */
 static const char *replay_seed = "";
 #define FUZZ_CHECK(cond) cr_assert(cond, "%s: check failed: %s", replay_seed, #cond)
+#define LLVMFuzzerTestOneInput fuzz_jsonrpc_input
 #include "tests/fuzz/fuzz_jsonrpc.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_sse_id_input
+#include "tests/fuzz/fuzz_sse_id.c"
+#undef LLVMFuzzerTestOneInput
 
 static json_t *js(const char *text)
 {
@@ -202,10 +208,23 @@ static void check_jsonrpc_seed(void *data, const char *seed, const char *path, c
     (void)data;
     (void)path;
     replay_seed = seed;
-    LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
+    fuzz_jsonrpc_input((const uint8_t *)buf, len);
 }
 
 Test(mcp_wire, fuzz_corpus_replay_jsonrpc)
 {
     cr_assert_geq(corpus_each("jsonrpc", check_jsonrpc_seed, NULL), 10);
+}
+
+static void check_sse_id_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)
+{
+    (void)data;
+    (void)path;
+    replay_seed = seed;
+    fuzz_sse_id_input((const uint8_t *)buf, len);
+}
+
+Test(mcp_wire, fuzz_corpus_replay_sse_id)
+{
+    cr_assert_geq(corpus_each("sse_id", check_sse_id_seed, NULL), 10);
 }
