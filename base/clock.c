@@ -25,14 +25,24 @@ int64_t rb_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The times RFC 3339's four-digit years can show: 0000-01-01T00:00:00.000Z to
+ * 9999-12-31T23:59:59.999Z. */
+#define TIME_MIN_MS INT64_C(-62167219200000)
+#define TIME_MAX_MS INT64_C(253402300799999)
+
 void rb_time_format(int64_t ms, char *buf, size_t len)
 {
-    time_t secs = (time_t)(ms / 1000);
+    /* Times can come from a sandbox (file times): out of range they are clamped, and before
+     * 1970 the milliseconds count from the second before (floor, not truncation). */
+    ms = ms < TIME_MIN_MS ? TIME_MIN_MS : ms > TIME_MAX_MS ? TIME_MAX_MS : ms;
+    int64_t frac = ms % 1000;
+    if (frac < 0)
+        frac += 1000;
+    time_t secs = (time_t)((ms - frac) / 1000);
     struct tm tm;
     gmtime_r(&secs, &tm);
-    char base[24];
-    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, len, "%s.%03dZ", base, (int)(ms % 1000));
+    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+             tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
 }
 
 void rb_random_id(const char *prefix, char *buf, size_t len)

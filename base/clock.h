@@ -13,7 +13,9 @@
 int64_t rb_now_ms(void);
 /** Monotonic clock in milliseconds. */
 int64_t rb_mono_ms(void);
-/** Formats epoch milliseconds as RFC 3339 UTC with milliseconds into buf (at least 32 bytes). */
+/** Formats epoch milliseconds as RFC 3339 UTC with milliseconds ("2023-11-14T22:13:20.123Z") into
+ * buf (at least 32 bytes; a shorter one gets a cut, NUL-terminated text). Times before year 0
+ * or after 9999 are clamped to its first or last millisecond. */
 void rb_time_format(int64_t ms, char *buf, size_t len);
 
 /** Writes a random identifier `<prefix><32 lowercase hex chars>` (unguessable, from getrandom)

@@ -4,7 +4,8 @@
  * ping after a restart, execute and interrupt requests, and turning the runner's JSON lines
  * into execution events. What a sandbox looks like (limits, labels, hardening) is decided here
  * and handed to the backend as a backend_spec (core/backend.h). Bytes from the container are
- * untrusted: lines are bounded and malformed ones are dropped.
+ * untrusted: lines are bounded and malformed ones are dropped (the pure part, lines and events,
+ * is core/runner_frames.c).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/runner_frames.h"
 
 enum { SB_CREATING, SB_STARTING, SB_ATTACHING, SB_HANDSHAKE, SB_READY, SB_CLOSED };
 
@@ -24,8 +26,7 @@ struct sandbox {
     int state;
     int inflight;         /* backend calls whose callbacks still hold this sandbox */
     int opening;          /* attach started, on_open not yet reported */
-    rb_buf line;          /* partial stdout line */
-    int skipping;         /* dropping the rest of an over-long line */
+    runner_lines lines;   /* stdout cut into lines (partial line, skipping an over-long one) */
     rb_buf errline;       /* partial stderr line (runner diagnostics, logged) */
     char *name;           /* the container name asked for, while its create is in flight */
     execution *ex;        /* the execution the runner is working on */
@@ -65,7 +66,7 @@ static void release(sandbox *sb)
         uv_close((uv_handle_t *)sb->resume, timer_close_cb);
         sb->resume = NULL;
     }
-    rb_buf_dispose(&sb->line);
+    runner_lines_dispose(&sb->lines);
     rb_buf_dispose(&sb->errline);
     free(sb->name);
     free(sb->container_id);
@@ -128,25 +129,15 @@ static rb_err send_line(sandbox *sb, json_t *msg, char *err)
 
 /* ---- runner events ------------------------------------------------------------------- */
 
-static const char *done_status(const char *s)
+static void handle_event(sandbox *sb, const runner_event *ev)
 {
-    static const char *const ok[] = {"completed", "error", "timeout", "cancelled"};
-    for (size_t i = 0; s && i < sizeof(ok) / sizeof(ok[0]); i++)
-        if (strcmp(s, ok[i]) == 0)
-            return ok[i];
-    return "error";
-}
-
-static void handle_event(sandbox *sb, json_t *ev)
-{
-    const char *type = json_string_value(json_object_get(ev, "type"));
-    const char *id = json_string_value(json_object_get(ev, "id"));
-    if (type == NULL)
+    const char *id = ev->id;
+    if (ev->type == RUNNER_EV_NONE)
         return;
-    if (strcmp(type, "pong") == 0) {
+    if (ev->type == RUNNER_EV_PONG) {
         if (sb->state != SB_HANDSHAKE || id == NULL || strcmp(id, sb->ping_id) != 0)
             return;
-        const char *busy = json_string_value(json_object_get(ev, "busy"));
+        const char *busy = ev->busy;
         if (busy != NULL && strlen(busy) < sizeof(sb->stale_id)) {
             /* A cell from before a runboxd restart is still running: its result has nowhere
              * to go (the store marked it failed). Interrupt it and become ready at its done. */
@@ -162,35 +153,30 @@ static void handle_event(sandbox *sb, json_t *ev)
         return;
     }
     if (sb->state == SB_HANDSHAKE && sb->stale_id[0] != '\0') {
-        if (strcmp(type, "done") == 0 && id != NULL && strcmp(id, sb->stale_id) == 0) {
+        if (ev->type == RUNNER_EV_DONE && id != NULL && strcmp(id, sb->stale_id) == 0) {
             sb->stale_id[0] = '\0';
             finish_ready(sb, RB_OK, NULL);
         }
         return;
     }
-    if (strcmp(type, "ready") == 0)
+    if (ev->type == RUNNER_EV_READY)
         return;
-    if (strcmp(type, "error_reply") == 0) {
-        const char *m = json_string_value(json_object_get(ev, "message"));
-        rb_warn("container %.12s: runner: %s", sb->container_id, m ? m : "(no message)");
+    if (ev->type == RUNNER_EV_ERROR_REPLY) {
+        rb_warn("container %.12s: runner: %s", sb->container_id, ev->message ? ev->message : "(no message)");
         return;
     }
     execution *ex = sb->ex;
     if (ex == NULL || id == NULL || strcmp(id, ex->id) != 0)
         return; /* late output of an execution already given up on */
-    if (strcmp(type, "done") == 0) {
+    if (ev->type == RUNNER_EV_DONE) {
         sb->ex = NULL;
-        json_t *dropped = json_object_get(ev, "dropped");
-        if (json_is_integer(dropped) && json_integer_value(dropped) > 0)
-            ex->dropped += json_integer_value(dropped);
+        ex->dropped += ev->dropped;
         json_decref(ex->files_written);
-        ex->files_written = files_written_from_runner(json_object_get(ev, "files_written"));
-        const char *reason = json_string_value(json_object_get(ev, "reset_reason"));
-        execution_finish(ex, done_status(json_string_value(json_object_get(ev, "status"))), reason,
-                         json_is_true(json_object_get(ev, "reset")));
+        ex->files_written = files_written_from_runner(ev->files_written);
+        execution_finish(ex, ev->status, ev->reset_reason, ev->reset);
         return;
     }
-    execution_add_event(ex, ev);
+    execution_add_event(ex, ev->json);
 }
 
 /* Logs a warning about what the sandbox sent, at most once per RUNNER_WARN_EVERY_MS per sandbox
@@ -240,15 +226,14 @@ static void handle_line(sandbox *sb, const char *p, size_t n)
             return;
         }
     }
-    json_error_t jerr;
-    json_t *ev = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
-    if (ev == NULL || !json_is_object(ev)) {
-        sb_warn(sb, "dropped a malformed runner line (%zu bytes): %s", n, jerr.text);
-        json_decref(ev);
+    runner_event ev;
+    char err[RB_ERR_LEN];
+    if (runner_event_parse(p, n, &ev, err) != RB_OK) {
+        sb_warn(sb, "dropped a malformed runner line (%zu bytes): %s", n, err);
         return;
     }
-    handle_event(sb, ev);
-    json_decref(ev);
+    handle_event(sb, &ev);
+    runner_event_dispose(&ev);
 }
 
 static void resume_cb(uv_timer_t *t)
@@ -288,31 +273,23 @@ static void throttle(sandbox *sb, size_t len)
 static void on_stdout(sandbox *sb, const char *buf, size_t len)
 {
     throttle(sb, len);
-    while (len > 0 && sb->state != SB_CLOSED) {
-        const char *nl = memchr(buf, '\n', len);
-        size_t take = nl ? (size_t)(nl - buf) : len;
-        if (sb->skipping) {
-            if (nl)
-                sb->skipping = 0;
-        } else if (rb_buf_append(&sb->line, buf, take) != RB_OK) {
+    /* handle_line may close the sandbox (a finished execution can end the session) */
+    while (sb->state != SB_CLOSED) {
+        rb_buf line;
+        size_t dropped = 0;
+        runner_lines_status st = runner_lines_next(&sb->lines, &buf, &len, &line, &dropped);
+        if (st == RUNNER_LINES_MORE)
+            break;
+        if (st == RUNNER_LINES_TOOLONG) {
             sb_warn(sb, "a runner line exceeded %u bytes; dropped", RB_RUNNER_LINE_MAX);
             if (sb->ex != NULL) {
                 sb->ex->truncated = 1;
-                sb->ex->dropped += (int64_t)(sb->line.len + take);
+                sb->ex->dropped += (int64_t)dropped;
             }
-            rb_buf_reset(&sb->line);
-            sb->skipping = nl == NULL;
-        } else if (nl) {
-            /* handle_line may close the sandbox (a finished execution can end the session) */
-            rb_buf line = sb->line;
-            rb_buf_init(&sb->line, RB_RUNNER_LINE_MAX);
-            handle_line(sb, line.data ? line.data : "", line.len);
-            rb_buf_dispose(&line);
+            continue;
         }
-        if (nl == NULL)
-            break;
-        len -= take + 1;
-        buf = nl + 1;
+        handle_line(sb, line.data ? line.data : "", line.len);
+        rb_buf_dispose(&line);
     }
 }
 
@@ -580,7 +557,7 @@ static sandbox *sandbox_alloc(rb_core *c, session *s, sandbox_ready_cb cb)
     sb->c = c;
     sb->s = s;
     sb->ready_cb = cb;
-    rb_buf_init(&sb->line, RB_RUNNER_LINE_MAX);
+    runner_lines_init(&sb->lines, RB_RUNNER_LINE_MAX);
     rb_buf_init(&sb->errline, 8192);
     return sb;
 }

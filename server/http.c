@@ -18,8 +18,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "base/codec.h"
 #include "server/admit.h"
+#include "server/query.h"
 
 struct rb_server {
     h2o_globalconf_t globalconf;
@@ -262,32 +262,13 @@ const char *http_query_param(h2o_req_t *req, const char *name)
 {
     if (req->query_at == SIZE_MAX || req->query_at >= req->path.len)
         return NULL;
-    const char *q = req->path.base + req->query_at + 1;
-    const char *end = req->path.base + req->path.len;
-    size_t nlen = strlen(name);
-    while (q < end) {
-        const char *amp = memchr(q, '&', (size_t)(end - q));
-        const char *stop = amp ? amp : end;
-        const char *eq = memchr(q, '=', (size_t)(stop - q));
-        const char *kend = eq ? eq : stop;
-        if ((size_t)(kend - q) == nlen && memcmp(q, name, nlen) == 0) {
-            const char *v = eq ? eq + 1 : stop;
-            char *out = h2o_mem_alloc_pool(&req->pool, (size_t)(stop - v) + 1);
-            size_t o = 0;
-            for (const char *p = v; p < stop; p++) {
-                if (*p == '%' && stop - p >= 3 && codec_hex_value(p[1]) >= 0 && codec_hex_value(p[2]) >= 0) {
-                    out[o++] = (char)(codec_hex_value(p[1]) * 16 + codec_hex_value(p[2]));
-                    p += 2;
-                } else {
-                    out[o++] = *p;
-                }
-            }
-            out[o] = '\0';
-            return out;
-        }
-        q = stop + 1;
-    }
-    return NULL;
+    const char *v;
+    size_t len;
+    if (!query_find(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1, name, &v, &len))
+        return NULL;
+    char *out = h2o_mem_alloc_pool(&req->pool, len + 1);
+    query_decode(v, len, out);
+    return out;
 }
 
 /* ---- routing -------------------------------------------------------------------------- */

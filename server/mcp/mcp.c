@@ -10,8 +10,9 @@
  *
  * The rest of the module (shared declarations in server/mcp/mcp_internal.h): mcp_rt.c keeps the
  * transport state of live MCP sessions (event logs, streams, posts, calls in flight),
- * mcp_rpc.c classifies and dispatches JSON-RPC messages and reads resources, mcp_tools.c runs
- * the tools and mcp_files.c the file, package and dependency tools and file resources.
+ * mcp_rpc.c dispatches JSON-RPC messages and reads resources, mcp_wire.c reads and builds the
+ * messages and event ids (pure), mcp_tools.c runs the tools and mcp_files.c the file, package
+ * and dependency tools and file resources.
  */
 #include "server/mcp/mcp.h"
 
@@ -139,11 +140,13 @@ static int handle_initialize(http_call *hc, json_t *msg)
     mcp_server *ms = server_of(hc);
     json_t *id = json_object_get(msg, "id");
     json_t *params = json_object_get(msg, "params");
-    const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
-    if (id == NULL)
-        return reject(hc->req, 400, NULL, MCP_ERR_INVALID_REQUEST, "initialize must be a request (with an id)");
-    if (asked == NULL)
-        return reject(hc->req, 400, id, MCP_ERR_PARAMS, "initialize needs params.protocolVersion (a string)");
+    const char *asked = NULL;
+    json_t *error = mcp__initialize_error(msg, &asked);
+    if (error != NULL) {
+        http_send_json(hc->req, 400, error);
+        json_decref(error);
+        return 0;
+    }
     const char *v = version_supported(asked) ? asked : versions[0];
     json_t *info = json_pack("{s:s, s:O?, s:O?}", "protocol_version", v, "client_info",
                              json_object_get(params, "clientInfo"), "client_capabilities",
@@ -200,14 +203,14 @@ static int mcp_post_handler(http_call *hc)
         snprintf(msg, sizeof(msg), "Parse error: %s", err);
         return reject(req, 400, NULL, MCP_ERR_PARSE, msg);
     }
-    if (!json_is_object(body) && !json_is_array(body)) {
+    mcp_body_kind body_kind = mcp__body_kind(body);
+    if (body_kind == MCP_BODY_INVALID) {
         json_decref(body);
         return reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST,
                       "Invalid Request: the body must be a JSON-RPC message (an object)");
     }
     /* initialize starts a session: it needs no Mcp-Session-Id (and ignores one). */
-    if (json_is_object(body) && json_is_string(json_object_get(body, "method")) &&
-        strcmp(json_string_value(json_object_get(body, "method")), "initialize") == 0) {
+    if (body_kind == MCP_BODY_INITIALIZE) {
         int r = handle_initialize(hc, body);
         json_decref(body);
         return r;
@@ -228,15 +231,9 @@ static int mcp_post_handler(http_call *hc)
                  pv);
         return reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST, msg);
     }
-    int batch = json_is_array(body);
+    int batch = body_kind == MCP_BODY_BATCH;
     if (batch) {
-        const char *why = NULL;
-        if (strcmp(rt->version, "2025-03-26") != 0)
-            why = "Invalid Request: JSON-RPC batches are only accepted under protocol version 2025-03-26";
-        else if (json_array_size(body) == 0)
-            why = "Invalid Request: an empty batch";
-        else if (json_array_size(body) > MCP_MAX_BATCH)
-            why = "Invalid Request: a batch may hold at most 64 messages";
+        const char *why = mcp__batch_refusal(body, rt->version);
         if (why != NULL) {
             json_decref(body);
             json_decref(rec);
@@ -334,15 +331,10 @@ static int mcp_get_handler(http_call *hc)
     const char *last = header(req, "last-event-id", &len);
     uint64_t seq = 0;
     mcp_event *from = NULL;
-    size_t blen = strlen(ms->boot);
-    if (last != NULL && len > blen + 1 && strncmp(last, ms->boot, blen) == 0 && last[blen] == '-') {
-        char *end;
-        seq = strtoull(last + blen + 1, &end, 10);
-        if (*end == '\0')
-            for (mcp_event *e = rt->log_head; e != NULL; e = e->next)
-                if (e->seq == seq)
-                    from = e;
-    }
+    if (last != NULL && mcp__sse_id_parse(last, len, ms->boot, &seq))
+        for (mcp_event *e = rt->log_head; e != NULL; e = e->next)
+            if (e->seq == seq)
+                from = e;
     if (from == NULL) {
         mcp_stream *st = mcp__stream_new(rt, 1);
         st->sink = sse_start(ms->server, req, mcp__on_sink_closed, st);

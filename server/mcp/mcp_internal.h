@@ -1,9 +1,9 @@
 /*
  * mcp_internal.h: what the files of the MCP module share, and nothing outside it may use: the
- * transport objects, the JSON-RPC error codes and the `mcp__` helpers. The module is
- * mcp.c (HTTP side and lifecycle), mcp_rt.c (live sessions, streams, posts and calls),
- * mcp_rpc.c (JSON-RPC messages, dispatch and resources), mcp_tools.c (tools) and mcp_files.c
- * (file, package and dependency tools, file resources).
+ * transport objects and the `mcp__` helpers. The module is mcp.c (HTTP side and lifecycle),
+ * mcp_rt.c (live sessions, streams, posts and calls), mcp_rpc.c (dispatch and resources),
+ * mcp_wire.c (JSON-RPC messages, error codes and SSE event ids: pure, see mcp_wire.h),
+ * mcp_tools.c (tools) and mcp_files.c (file, package and dependency tools, file resources).
  *
  * Ownership: an mcp_rt is attached to its MCP session in core's one registry of MCP sessions
  * (mcp_sessions_attach, found again with mcp_sessions_transport) and freed when the registry
@@ -18,18 +18,11 @@
 
 #include "core/mcp_sessions.h"
 #include "server/mcp/mcp.h"
+#include "server/mcp/mcp_wire.h"
 #include "server/sse.h"
 
-#define MCP_MAX_BATCH 64
 /* GET (standalone) event streams one MCP session may hold open at once. */
 #define MCP_MAX_GET_STREAMS 4
-#define MCP_ERR_PARSE -32700
-#define MCP_ERR_INVALID_REQUEST -32600
-#define MCP_ERR_METHOD -32601
-#define MCP_ERR_PARAMS -32602
-#define MCP_ERR_INTERNAL -32603
-#define MCP_ERR_RESOURCE -32002
-#define MCP_ERR_CANCELLED -32800
 
 /* MCP log levels, in order of severity (logging/setLevel, notifications/message). */
 #define MCP_NLEVELS 8
@@ -167,17 +160,8 @@ void mcp__on_session_detached(void *data, const char *id, void *transport);
 
 /* ---- mcp_rpc.c ---- */
 
-/** A JSON-RPC error response; id (NULL for null) is borrowed, data (may be NULL) stolen. */
-json_t *mcp__rpc_error(json_t *id, int code, const char *message, json_t *data);
-/** A JSON-RPC response with result (stolen). */
-json_t *mcp__rpc_result(json_t *id, json_t *result);
-/** A JSON-RPC response with result (borrowed). */
-json_t *mcp__rpc_result_of(json_t *id, json_t *result);
 /** A resources/read result holding obj (borrowed) as JSON text under uri. */
 json_t *mcp__resource_text(const char *uri, json_t *obj);
-/** Validates a single message: 0 and *kind set ('r' request, 'n' notification, 'a' answer from
- * the client), or -1 with *error (a JSON-RPC error response) set. */
-int mcp__classify(json_t *msg, char *kind, json_t **error);
 /** Handles one request of a live session (rec: its record, borrowed). Returns the response now
  * (new reference) or NULL when a call answers later (then post->outstanding counts it). */
 json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const char *method, json_t *params);

@@ -1,8 +1,8 @@
 /*
- * mcp_rpc.c: the JSON-RPC layer of MCP (server/mcp/mcp_internal.h): building responses and errors,
- * validating single messages, dispatching the methods of a live session (ping, tools/...,
- * resources/..., logging/setLevel) and client notifications (cancellation), and reading the
- * session and execution resources. Tools run in mcp_tools.c, file resources in mcp_files.c;
+ * mcp_rpc.c: the JSON-RPC layer of MCP (server/mcp/mcp_internal.h): dispatching the methods of a
+ * live session (ping, tools/..., resources/..., logging/setLevel) and client notifications
+ * (cancellation), and reading the session and execution resources. Responses are built and
+ * messages validated by mcp_wire.c, tools run in mcp_tools.c, file resources in mcp_files.c;
  * nothing here touches HTTP.
  */
 #include <stdio.h>
@@ -10,28 +10,6 @@
 #include <string.h>
 
 #include "server/mcp/mcp_internal.h"
-
-/* ---- messages -------------------------------------------------------------------------- */
-
-json_t *mcp__rpc_error(json_t *id, int code, const char *message, json_t *data)
-{
-    json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
-    if (data != NULL)
-        json_object_set_new(err, "data", data);
-    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err);
-}
-
-/* A response with result (stolen). */
-json_t *mcp__rpc_result(json_t *id, json_t *result)
-{
-    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result);
-}
-
-/* A response with result (borrowed). */
-json_t *mcp__rpc_result_of(json_t *id, json_t *result)
-{
-    return json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id", id, "result", result);
-}
 
 /* ---- resources ------------------------------------------------------------------------- */
 
@@ -242,42 +220,4 @@ void mcp__notification(mcp_rt *rt, const char *method, json_t *params)
         }
         return;
     }
-}
-
-/* Validates a single message: 0 and *kind set ('r' request, 'n' notification, 'a' answer from
- * the client), or -1 with *error (a JSON-RPC error response) set. */
-int mcp__classify(json_t *msg, char *kind, json_t **error)
-{
-    if (!json_is_object(msg)) {
-        *error = mcp__rpc_error(NULL, MCP_ERR_INVALID_REQUEST, "a JSON-RPC message must be an object", NULL);
-        return -1;
-    }
-    json_t *id = json_object_get(msg, "id");
-    const char *jv = json_string_value(json_object_get(msg, "jsonrpc"));
-    json_t *valid_id = (json_is_string(id) || json_is_integer(id)) ? id : NULL;
-    if (jv == NULL || strcmp(jv, "2.0") != 0) {
-        *error = mcp__rpc_error(valid_id, MCP_ERR_INVALID_REQUEST, "\"jsonrpc\" must be \"2.0\"", NULL);
-        return -1;
-    }
-    json_t *method = json_object_get(msg, "method");
-    if (method == NULL && valid_id != NULL &&
-        (json_object_get(msg, "result") != NULL || json_object_get(msg, "error") != NULL)) {
-        *kind = 'a';
-        return 0;
-    }
-    if (!json_is_string(method)) {
-        *error = mcp__rpc_error(valid_id, MCP_ERR_INVALID_REQUEST, "\"method\" must be a string", NULL);
-        return -1;
-    }
-    if (id != NULL && valid_id == NULL) {
-        *error = mcp__rpc_error(NULL, MCP_ERR_INVALID_REQUEST, "\"id\" must be a string or an integer", NULL);
-        return -1;
-    }
-    json_t *params = json_object_get(msg, "params");
-    if (params != NULL && !json_is_object(params)) {
-        *error = mcp__rpc_error(valid_id, MCP_ERR_PARAMS, "\"params\" must be an object", NULL);
-        return -1;
-    }
-    *kind = id != NULL ? 'r' : 'n';
-    return 0;
 }

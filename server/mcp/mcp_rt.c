@@ -26,7 +26,7 @@ const char *const mcp__levels[MCP_NLEVELS] = {"debug", "info",     "notice", "wa
 
 void mcp__event_id(const mcp_rt *rt, uint64_t seq, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s-%llu", rt->ms->boot, (unsigned long long)seq);
+    mcp__sse_id_format(rt->ms->boot, seq, buf, len);
 }
 
 static void log_trim(mcp_rt *rt)

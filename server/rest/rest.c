@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/codec.h"
+#include "server/query.h"
 #include "server/rest/multipart.h"
 #include "server/sse.h"
 
@@ -247,17 +248,12 @@ static int execution_events(http_call *call)
 /* ---- files in a session's /workspace ---------------------------------------------------- */
 
 /* The path parameters are NUL-terminated once decoded: a %00 would silently cut them short, so
- * any encoded NUL in the query string is refused. */
+ * a query string with a NUL, encoded or raw, is refused (query_holds_nul). */
 static int query_has_nul(h2o_req_t *req)
 {
     if (req->query_at == SIZE_MAX)
         return 0;
-    const char *q = req->path.base + req->query_at;
-    size_t n = req->path.len - req->query_at;
-    for (size_t i = 0; i + 2 < n; i++)
-        if (q[i] == '%' && q[i + 1] == '0' && q[i + 2] == '0')
-            return 1;
-    return 0;
+    return query_holds_nul(req->path.base + req->query_at, req->path.len - req->query_at);
 }
 
 #define NUL_MSG "path: NUL characters are not allowed in file paths"

@@ -135,6 +135,20 @@ Test(mcp, initialize_assigns_an_unguessable_session_and_negotiates)
     http_resp_dispose(&r);
 }
 
+/* initialize is a JSON-RPC request like any other: an id of another type or another jsonrpc
+ * used to start a session (and went back in the answer). */
+Test(mcp, initialize_must_be_a_json_rpc_request)
+{
+    post_expect_error(NULL, NULL, NULL,
+                      "{\"jsonrpc\":\"2.0\",\"id\":{\"a\":1},\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                      "\"2025-06-18\"}}",
+                      400, -32600);
+    post_expect_error(NULL, NULL, NULL,
+                      "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                      "\"2025-06-18\"}}",
+                      400, -32600);
+}
+
 Test(mcp, session_header_missing_is_400_unknown_is_404)
 {
     post_expect_error(NULL, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 400, -32600);

@@ -1,0 +1,53 @@
+/*
+ * query.c: see query.h.
+ */
+#include "server/query.h"
+
+#include <string.h>
+
+#include "base/codec.h"
+
+int query_find(const char *q, size_t n, const char *name, const char **value, size_t *len)
+{
+    const char *end = q + n;
+    size_t nlen = strlen(name);
+    while (q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *stop = amp ? amp : end;
+        const char *eq = memchr(q, '=', (size_t)(stop - q));
+        const char *kend = eq ? eq : stop;
+        if ((size_t)(kend - q) == nlen && memcmp(q, name, nlen) == 0) {
+            *value = eq ? eq + 1 : stop;
+            *len = (size_t)(stop - *value);
+            return 1;
+        }
+        q = stop + 1;
+    }
+    return 0;
+}
+
+size_t query_decode(const char *v, size_t n, char *out)
+{
+    const char *stop = v + n;
+    size_t o = 0;
+    for (const char *p = v; p < stop; p++) {
+        if (*p == '%' && stop - p >= 3 && codec_hex_value(p[1]) >= 0 && codec_hex_value(p[2]) >= 0) {
+            out[o++] = (char)(codec_hex_value(p[1]) * 16 + codec_hex_value(p[2]));
+            p += 2;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
+int query_holds_nul(const char *q, size_t n)
+{
+    if (memchr(q, '\0', n) != NULL)
+        return 1;
+    for (size_t i = 0; i + 2 < n; i++)
+        if (q[i] == '%' && q[i + 1] == '0' && q[i + 2] == '0')
+            return 1;
+    return 0;
+}

@@ -1,0 +1,32 @@
+/*
+ * query: the query string of a request URI ("name=value&..." after the '?'), read as runboxd's
+ * routes read it: the first pair with the name asked for, its value percent-decoded leniently
+ * (a '%' not followed by two hex digits stays itself; '+' stays a '+', RFC 3986), and whether
+ * the query carries a NUL that a decoded value would hide. Pure functions over the bytes of the
+ * URI (untrusted, not NUL-terminated); http_query_param puts them on h2o. Fuzzed by
+ * tests/fuzz/fuzz_query.c.
+ */
+#ifndef RB_SERVER_QUERY_H
+#define RB_SERVER_QUERY_H
+
+#include <stddef.h>
+
+/**
+ * Finds the first pair of the query q[0..n) (without the '?') whose name is name, compared byte
+ * for byte (names are not decoded). Pairs are separated by '&'; a pair without '=' has an empty
+ * value. Returns 1 and the raw value as *value (inside q) and *len, or 0 when there is none.
+ */
+int query_find(const char *q, size_t n, const char *name, const char **value, size_t *len);
+
+/**
+ * Decodes the raw value v[0..n) into out, which has room for n + 1 bytes: every %XX (hex, either
+ * case) becomes its byte, %00 included (see query_holds_nul); anything else is copied. Returns
+ * the decoded length (at most n); out[length] is a NUL.
+ */
+size_t query_decode(const char *v, size_t n, char *out);
+
+/** Whether the query q[0..n) holds "%00" or a NUL byte: a NUL in a decoded value would cut
+ * the NUL-terminated string short, so routes that read values refuse such a query. */
+int query_holds_nul(const char *q, size_t n);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * test_query.c: server/query.c: finding a query parameter, decoding its value leniently, and
+ * noticing an encoded NUL, and a replay of the libFuzzer seed corpus in tests/fuzz/corpus/query/
+ * through the checks of tests/fuzz/fuzz_query.c.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "server/query.h"
+#include "tests/common/corpus.h"
+
+/* The fuzz target, with its checks as Criterion assertions naming the seed. */
+static const char *replay_seed = "";
+#define FUZZ_CHECK(cond) cr_assert(cond, "%s: check failed: %s", replay_seed, #cond)
+#include "tests/fuzz/fuzz_query.c"
+
+/* The decoded value of name in q, "<none>" when absent. */
+static const char *param(const char *q, const char *name, char *out, size_t cap)
+{
+    const char *v;
+    size_t len;
+    if (!query_find(q, strlen(q), name, &v, &len))
+        return "<none>";
+    cr_assert_lt(len, cap);
+    cr_assert(v >= q && v + len <= q + strlen(q));
+    size_t n = query_decode(v, len, out);
+    cr_assert_eq(out[n], '\0');
+    cr_assert_leq(n, len);
+    return out;
+}
+
+Test(query, find_first_pair_of_a_name)
+{
+    char out[128];
+    cr_expect_str_eq(param("path=a.csv&dir=x", "path", out, sizeof(out)), "a.csv");
+    cr_expect_str_eq(param("path=a.csv&dir=x", "dir", out, sizeof(out)), "x");
+    cr_expect_str_eq(param("path=1&path=2", "path", out, sizeof(out)), "1");
+    cr_expect_str_eq(param("pathx=1&path=2", "path", out, sizeof(out)), "2");
+    cr_expect_str_eq(param("pat=1", "path", out, sizeof(out)), "<none>");
+    cr_expect_str_eq(param("path", "path", out, sizeof(out)), "");
+    cr_expect_str_eq(param("path=", "path", out, sizeof(out)), "");
+    cr_expect_str_eq(param("&&path=a=b&", "path", out, sizeof(out)), "a=b");
+    cr_expect_str_eq(param("", "path", out, sizeof(out)), "<none>");
+    cr_expect_str_eq(param("=x", "", out, sizeof(out)), "x");
+    /* names are compared raw, not decoded */
+    cr_expect_str_eq(param("p%61th=1", "path", out, sizeof(out)), "<none>");
+}
+
+Test(query, decode_is_lenient)
+{
+    char out[128];
+    cr_expect_str_eq(param("path=out%2Fplot%20one.png", "path", out, sizeof(out)), "out/plot one.png");
+    cr_expect_str_eq(param("path=%e2%82%ac", "path", out, sizeof(out)), "\xe2\x82\xac");
+    cr_expect_str_eq(param("path=c++.txt", "path", out, sizeof(out)), "c++.txt");
+    cr_expect_str_eq(param("path=100%", "path", out, sizeof(out)), "100%");
+    cr_expect_str_eq(param("path=%4", "path", out, sizeof(out)), "%4");
+    cr_expect_str_eq(param("path=%zz%41", "path", out, sizeof(out)), "%zzA");
+    cr_expect_str_eq(param("path=%2541", "path", out, sizeof(out)), "%41");
+}
+
+Test(query, encoded_nul)
+{
+    char out[16];
+    const char v[] = "a%00b";
+    cr_assert_eq(query_decode(v, 5, out), 3);
+    cr_assert_eq(memcmp(out, "a\0b", 4), 0);
+    cr_expect(query_holds_nul("path=a%00b", 10));
+    cr_expect(query_holds_nul("x=%00", 5));
+    cr_expect(!query_holds_nul("x=%0", 4));
+    cr_expect(!query_holds_nul("x=%2500", 7)); /* decodes to the text "%00" */
+    cr_expect(!query_holds_nul("path=a%01b", 10));
+    cr_expect(!query_holds_nul("", 0));
+}
+
+/* A NUL byte in the URI itself would be copied into the value just the same (h2o's HTTP/1
+ * parser refuses control bytes in the request target; this does not rely on it). */
+Test(query, raw_nul)
+{
+    cr_expect(query_holds_nul("path=a\0b", 8));
+    cr_expect(query_holds_nul("=\0", 2));
+    cr_expect(query_holds_nul("\0", 1));
+}
+
+static void check_query_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)
+{
+    (void)data;
+    (void)path;
+    replay_seed = seed;
+    LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
+}
+
+Test(query, fuzz_corpus_replay)
+{
+    cr_assert_geq(corpus_each("query", check_query_seed, NULL), 10);
+}
