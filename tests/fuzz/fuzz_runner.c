@@ -32,8 +32,9 @@
 #define SMALL_MAX 64
 /* The execution's output limit: small, so that short inputs reach the caps. */
 #define OUTPUT_LIMIT 1024
-/* item_cap of execution.c for OUTPUT_LIMIT (clamped to [4 KiB, 4 MiB]), and room for its marker */
-#define ITEM_CAP 4096
+/* item_cap of execution.c for OUTPUT_LIMIT: 4 bytes per character of the clamped limit ([4 KiB,
+ * 4 MiB]) plus 4 KiB for the runner's marker, and room for runboxd's own marker */
+#define ITEM_CAP (4 * 4096 + 4096)
 #define MARKER_MAX 96
 
 /* One line of the input as the reference splitter sees it. */
