@@ -1,0 +1,221 @@
+/*
+ * reply.c: the answers and request bodies every protocol's handlers share (server/http.h): the
+ * one error table (rb_err -> HTTP status and code word), JSON answers and error documents,
+ * the JSON body reader (Content-Type, size limit, parse errors with line and column) and
+ * query parameters. Per-request work only: no listener, no routing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "server/http_private.h"
+#include "server/query.h"
+
+/* ---- error table ---------------------------------------------------------------------- */
+
+static const int status_of_err[RB_ERR_MAX] = {
+    [RB_OK] = 200,
+    [RB_EINVAL] = 400,
+    [RB_ENOTFOUND] = 404,
+    [RB_ECONFLICT] = 409,
+    [RB_ETOOBIG] = 413,
+    [RB_EMEDIA] = 415,
+    [RB_EUNAVAILABLE] = 503,
+    [RB_EBUSY] = 429,
+    [RB_ETIMEDOUT] = 504,
+    [RB_ECANCELED] = 409,
+    [RB_EIO] = 502,
+    [RB_ESTORE] = 500,
+    [RB_EINTERNAL] = 500,
+    [RB_EFORBIDDEN] = 403,
+};
+
+int http_status_of(rb_err e)
+{
+    if ((unsigned)e >= RB_ERR_MAX)
+        return 500;
+    return status_of_err[e];
+}
+
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 403: return "Forbidden";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Unknown";
+    }
+}
+
+/* The code for a status that h2o produced itself (no rb_err behind it). */
+const char *http__code_of_status(int status)
+{
+    switch (status) {
+    case 400: return "invalid_request";
+    case 404: return "not_found";
+    case 405: return "method_not_allowed";
+    case 413: return "payload_too_large";
+    case 415: return "unsupported_media_type";
+    case 417: return "invalid_request";
+    case 429: return "too_many_requests";
+    case 502: return "upstream_error";
+    case 503: return "docker_unavailable";
+    case 504: return "timeout";
+    default: return "internal_error";
+    }
+}
+
+/* ---- answers -------------------------------------------------------------------------- */
+
+char *http_pool_strdup(h2o_req_t *req, const char *s, size_t len)
+{
+    char *p = h2o_mem_alloc_pool(&req->pool, len + 1);
+    memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+static void send_body(h2o_req_t *req, int status, const char *type, h2o_iovec_t body)
+{
+    static h2o_generator_t generator = {NULL, NULL};
+    req->res.status = status;
+    req->res.reason = reason_of(status);
+    req->res.content_length = body.len;
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, type, strlen(type), 1);
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, H2O_STRLIT("no-store"), 1);
+    h2o_start_response(req, &generator);
+    h2o_send(req, &body, 1, H2O_SEND_STATE_FINAL);
+}
+
+h2o_iovec_t http__encode(h2o_req_t *req, json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (text == NULL)
+        text = xstrdup("{\"error\":{\"code\":\"internal_error\",\"message\":\"the answer could not be encoded\"}}");
+    size_t len = strlen(text);
+    /* A trailing newline keeps terminals and line-based clients happy. */
+    char *p = h2o_mem_alloc_pool(&req->pool, len + 1);
+    memcpy(p, text, len);
+    p[len] = '\n';
+    free(text);
+    return h2o_iovec_init(p, len + 1);
+}
+
+void http_send_json(h2o_req_t *req, int status, json_t *body)
+{
+    send_body(req, status, "application/json", http__encode(req, body));
+}
+
+json_t *http__error_doc(const char *code, const char *message)
+{
+    return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message ? message : "");
+}
+
+void http_send_error_as(h2o_req_t *req, int status, const char *code, const char *message)
+{
+    json_t *doc = http__error_doc(code, message);
+    http_send_json(req, status, doc);
+    json_decref(doc);
+}
+
+void http_send_error(h2o_req_t *req, rb_err e, const char *message)
+{
+    if (e == RB_OK)
+        e = RB_EINTERNAL;
+    http_send_error_as(req, http_status_of(e), rb_strerror(e), message && message[0] ? message : rb_strerror(e));
+}
+
+/* ---- request bodies ------------------------------------------------------------------- */
+
+/* Content-Type is application/json, parameters (charset=...) allowed, case-insensitive. */
+static int is_json_type(h2o_req_t *req)
+{
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    if (i == -1)
+        return 0;
+    h2o_iovec_t v = req->headers.entries[i].value;
+    size_t n = v.len;
+    for (size_t k = 0; k < v.len; k++) {
+        if (v.base[k] == ';') {
+            n = k;
+            break;
+        }
+    }
+    while (n > 0 && (v.base[n - 1] == ' ' || v.base[n - 1] == '\t'))
+        n--;
+    size_t start = 0;
+    while (start < n && (v.base[start] == ' ' || v.base[start] == '\t'))
+        start++;
+    return h2o_lcstris(v.base + start, n - start, H2O_STRLIT("application/json"));
+}
+
+static int all_blank(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n')
+            return 0;
+    return 1;
+}
+
+static rb_err read_json(h2o_req_t *req, size_t max, int empty_ok, int any, json_t **out, char *err)
+{
+    *out = NULL;
+    if (req->entity.base == NULL || all_blank(req->entity.base, req->entity.len)) {
+        if (empty_ok)
+            return RB_OK;
+        return rb_fail(RB_EINVAL, err, "a JSON object body is required (Content-Type: application/json)");
+    }
+    if (!is_json_type(req))
+        return rb_fail(RB_EMEDIA, err, "the body must be JSON: send it with Content-Type: application/json");
+    if (req->entity.len > max) {
+        http__server_of(req)->counts.refusals[HTTP_REFUSED_BODY]++;
+        return rb_fail(RB_ETOOBIG, err, "the body is %zu bytes; the limit is %zu bytes (max-body)", req->entity.len, max);
+    }
+    json_error_t jerr;
+    json_t *v = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES | (any ? JSON_DECODE_ANY : 0), &jerr);
+    if (v == NULL)
+        return rb_fail(RB_EINVAL, err, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+    if (!any && !json_is_object(v)) {
+        json_decref(v);
+        return rb_fail(RB_EINVAL, err, "the body must be a JSON object");
+    }
+    *out = v;
+    return RB_OK;
+}
+
+rb_err http_read_json(h2o_req_t *req, size_t max, int empty_ok, json_t **out, char *err)
+{
+    return read_json(req, max, empty_ok, 0, out, err);
+}
+
+rb_err http_read_json_value(h2o_req_t *req, size_t max, json_t **out, char *err)
+{
+    return read_json(req, max, 0, 1, out, err);
+}
+
+const char *http_query_param(h2o_req_t *req, const char *name)
+{
+    if (req->query_at == SIZE_MAX || req->query_at >= req->path.len)
+        return NULL;
+    const char *v;
+    size_t len;
+    if (!query_find(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1, name, &v, &len))
+        return NULL;
+    char *out = h2o_mem_alloc_pool(&req->pool, len + 1);
+    query_decode(v, len, out);
+    return out;
+}
+

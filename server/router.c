@@ -1,0 +1,234 @@
+/*
+ * router.c: the route table protocols register with (server_register) and the h2o handler at
+ * "/" that serves it, so that REST, MCP and metrics share the 404/405 rules; before any route,
+ * every request passes the Host and Origin checks (server/admit.h) and, while stopping, gets
+ * 503. Also the tracking of long-lived streams that server_stop ends. No protocol is known here.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/admit.h"
+#include "server/http_private.h"
+
+/* ---- routing -------------------------------------------------------------------------- */
+
+/* Matches path against pattern; on success fills params (pool strings). */
+static int match_route(h2o_req_t *req, const char *pattern, h2o_iovec_t path, const char **params)
+{
+    const char *p = pattern, *s = path.base, *send = path.base + path.len;
+    int np = 0;
+    while (*p != '\0') {
+        if (s >= send || *s != '/' || *p != '/')
+            return 0;
+        p++;
+        s++;
+        const char *pseg_end = strchr(p, '/');
+        if (pseg_end == NULL)
+            pseg_end = p + strlen(p);
+        const char *sseg_end = memchr(s, '/', (size_t)(send - s));
+        if (sseg_end == NULL)
+            sseg_end = send;
+        size_t plen = (size_t)(pseg_end - p), slen = (size_t)(sseg_end - s);
+        if (plen >= 2 && p[0] == '{' && p[plen - 1] == '}') {
+            if (slen == 0 || np >= HTTP_MAX_PARAMS)
+                return 0;
+            if (params != NULL)
+                params[np] = http_pool_strdup(req, s, slen);
+            np++;
+        } else if (plen != slen || memcmp(p, s, plen) != 0) {
+            return 0;
+        }
+        p = pseg_end;
+        s = sseg_end;
+    }
+    return s == send;
+}
+
+/* The error document for an error answered outside any handler: in the shape of the protocol
+ * whose error_prefix the path starts with, else the JSON error document. New reference. */
+json_t *http__protocol_error_doc(rb_server *s, h2o_req_t *req, int status, const char *code, const char *msg)
+{
+    for (size_t i = 0; i < s->nprotocols; i++) {
+        const http_protocol *p = &s->protocols[i];
+        size_t n = p->error_prefix != NULL ? strlen(p->error_prefix) : 0;
+        if (p->error_doc != NULL && n > 0 && req->input.path.len >= n &&
+            memcmp(req->input.path.base, p->error_prefix, n) == 0)
+            return p->error_doc(status, msg);
+    }
+    return http__error_doc(code, msg);
+}
+
+/* Answers an error decided before routing, in the shape of the path's protocol, and counts it
+ * under why. Returns 0. */
+static int refuse(rb_server *s, h2o_req_t *req, http_refusal why, int status, const char *code, const char *msg)
+{
+    s->counts.refusals[why]++;
+    json_t *doc = http__protocol_error_doc(s, req, status, code, msg);
+    http_send_json(req, status, doc);
+    json_decref(doc);
+    return 0;
+}
+
+int http__on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    rb_server *s = ((route_handler *)self)->server;
+    /* HTTP/1.0 may come without Host (h2o then names the default host); browsers, the clients DNS
+     * rebinding drives, always speak HTTP/1.1 or later and send one. */
+    int has_host = req->version >= 0x101;
+    if (!admit_host(s->cfg, has_host ? req->input.authority.base : NULL, has_host ? req->input.authority.len : 0)) {
+        char msg[RB_ERR_LEN];
+        snprintf(msg, sizeof(msg),
+                 "Host '%.*s' is not served here (a DNS-rebinding defence): use localhost or 127.0.0.1, or let the "
+                 "operator allow this name with --allowed-hosts",
+                 (int)(req->input.authority.len > 100 ? 100 : req->input.authority.len), req->input.authority.base);
+        return refuse(s, req, HTTP_REFUSED_HOST, 403, "forbidden", msg);
+    }
+    ssize_t oi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
+    if (oi >= 0 && !admit_origin(s->cfg, req->headers.entries[oi].value.base, req->headers.entries[oi].value.len))
+        return refuse(s, req, HTTP_REFUSED_ORIGIN, 403, "forbidden",
+                      "Forbidden: this browser Origin may not call runboxd (the operator can allow it with "
+                      "--allowed-origins)");
+    if (s->stopping) {
+        /* Requests that reach a keep-alive connection after server_stop: the core is still
+         * there (it is freed after the server), but nothing new is started. */
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+        return refuse(s, req, HTTP_REFUSED_STOPPING, 503, "shutting_down",
+                      "runboxd is stopping; retry in a few seconds, once it has restarted");
+    }
+    h2o_iovec_t path = req->path_normalized;
+    char allow[128];
+    size_t allow_len = 0;
+    allow[0] = '\0';
+
+    for (size_t i = 0; i < s->nroutes; i++) {
+        const http_route *r = &s->routes[i].route;
+        if (!match_route(req, r->pattern, path, NULL))
+            continue;
+        if (h2o_memis(req->method.base, req->method.len, r->method, strlen(r->method))) {
+            http_call *call = h2o_mem_alloc_pool(&req->pool, sizeof(*call));
+            memset(call, 0, sizeof(*call));
+            call->server = s;
+            call->data = s->routes[i].protocol->data;
+            call->core = s->core;
+            call->cfg = s->cfg;
+            call->req = req;
+            match_route(req, r->pattern, path, call->params);
+            return r->handler(call);
+        }
+        size_t mlen = strlen(r->method);
+        if (strstr(allow, r->method) == NULL && allow_len + mlen + 3 < sizeof(allow)) {
+            if (allow_len > 0) {
+                memcpy(allow + allow_len, ", ", 2);
+                allow_len += 2;
+            }
+            memcpy(allow + allow_len, r->method, mlen);
+            allow_len += mlen;
+            allow[allow_len] = '\0';
+        }
+    }
+    char msg[RB_ERR_LEN];
+    int plen = path.len > 200 ? 200 : (int)path.len;
+    int mlen = req->method.len > 16 ? 16 : (int)req->method.len;
+    if (allow_len > 0) {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, http_pool_strdup(req, allow, allow_len),
+                       allow_len);
+        snprintf(msg, sizeof(msg), "%.*s is not allowed on %.*s; use %s", mlen, req->method.base, plen, path.base,
+                 allow);
+        http_send_error_as(req, 405, "method_not_allowed", msg);
+    } else {
+        snprintf(msg, sizeof(msg), "no such endpoint: %.*s %.*s (see openapi.yaml for the routes)", mlen,
+                 req->method.base, plen, path.base);
+        http_send_error_as(req, 404, "not_found", msg);
+    }
+    return 0;
+}
+
+/* Counts an answered request under the protocol whose route its path matches (any method). */
+void http__count_request(rb_server *s, h2o_req_t *req)
+{
+    if (req->res.status < 200 || req->res.status > 599)
+        return; /* the client went away before an answer */
+    h2o_iovec_t path = req->path_normalized;
+    if (path.base == NULL) {
+        /* h2o's own errors can come before the path is normalised: the raw path, no query */
+        path = req->input.path;
+        const char *q = path.base != NULL ? memchr(path.base, '?', path.len) : NULL;
+        if (q != NULL)
+            path.len = (size_t)(q - path.base);
+    }
+    size_t p = s->nprotocols;
+    for (size_t i = 0; i < s->nroutes && path.base != NULL; i++) {
+        if (match_route(req, s->routes[i].route.pattern, path, NULL)) {
+            p = (size_t)(s->routes[i].protocol - s->protocols);
+            break;
+        }
+    }
+    s->counts.requests[p][req->res.status / 100 - 2]++;
+    s->counts.body_bytes_in += req->entity.len;
+    s->counts.body_bytes_out += req->bytes_sent;
+}
+
+void server_register(rb_server *s, const http_protocol *p)
+{
+    assert(s->nprotocols < HTTP_MAX_PROTOCOLS);
+    http_protocol *copy = &s->protocols[s->nprotocols++];
+    *copy = *p;
+    s->routes = xrealloc(s->routes, (s->nroutes + p->nroutes) * sizeof(*s->routes));
+    for (size_t i = 0; i < p->nroutes; i++) {
+        s->routes[s->nroutes + i].route = p->routes[i];
+        s->routes[s->nroutes + i].protocol = copy;
+    }
+    s->nroutes += p->nroutes;
+}
+
+int server_stream_room(rb_server *s, char *err)
+{
+    if (s->nstreams < (size_t)s->cfg->max_streams)
+        return 1;
+    s->counts.refusals[HTTP_REFUSED_STREAMS]++;
+    rb_fail(RB_EBUSY, err,
+            "too many event streams are open (max-streams %d): close one, or poll the results instead of streaming "
+            "them",
+            s->cfg->max_streams);
+    return 0;
+}
+
+void server_track_stream(rb_server *s, http_stream_link *l)
+{
+    h2o_linklist_insert(&s->streams, &l->link);
+    l->server = s;
+    s->nstreams++;
+}
+
+void server_untrack_stream(http_stream_link *l)
+{
+    if (h2o_linklist_is_linked(&l->link)) {
+        h2o_linklist_unlink(&l->link);
+        l->server->nstreams--;
+    }
+}
+
+const char *http_refusal_name(http_refusal r)
+{
+    static const char *const names[HTTP_REFUSED_MAX] = {
+        [HTTP_REFUSED_HOST] = "host",
+        [HTTP_REFUSED_ORIGIN] = "origin",
+        [HTTP_REFUSED_STOPPING] = "stopping",
+        [HTTP_REFUSED_STREAMS] = "too_many_streams",
+        [HTTP_REFUSED_BODY] = "body_too_large",
+        [HTTP_REFUSED_MALFORMED] = "bad_request",
+    };
+    return (unsigned)r < HTTP_REFUSED_MAX ? names[r] : "";
+}
+
+void server_stats(const rb_server *s, http_stats *out)
+{
+    *out = s->counts;
+    out->nprotocols = s->nprotocols;
+    for (size_t i = 0; i < s->nprotocols; i++)
+        out->protocol[i] = s->protocols[i].name;
+    out->streams = s->nstreams;
+}
+
