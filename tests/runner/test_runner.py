@@ -189,6 +189,13 @@ def test_uninterruptible_loop_is_killed_and_reset():
         py.close()
 
 
+def test_user_code_runs_at_the_lowest_cpu_priority(py):
+    # so that a fork bomb cannot starve the supervisor (issue 9, tests/security test_fork_bomb_*)
+    assert py.execute("import os\nos.getpriority(os.PRIO_PROCESS, 0)").result == "19"
+    r = py.execute("import subprocess\nprint(subprocess.run(['nice'], capture_output=True, text=True).stdout)")
+    assert r.text("stdout") == "19\n\n"
+
+
 def test_worker_exit_resets(py):
     py.execute("gone = True")
     r = py.execute("import os\nos._exit(3)")

@@ -152,8 +152,8 @@ class _Worker:
                 pass
 
     def reap_zombies(self):
-        """Collects exited children: after an interrupted cell the supervisor killed what the
-        cell left in the worker's process group, and their zombies would hold pids."""
+        """Collects exited children (asked by the supervisor after it killed what an interrupted
+        cell left in the worker's process group): their zombies would hold pids."""
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -184,13 +184,16 @@ class _Worker:
                 if "ack" in msg:
                     msg = None  # a sync answer that came after its write was interrupted
                     continue
+                if "n" not in msg:
+                    if msg.get("reap"):
+                        self.reap_zombies()
+                    msg = None
+                    continue
                 self.last_stream = None
                 limit = msg.get("limit")
                 if isinstance(limit, int) and not isinstance(limit, bool):
                     self.text_cap = max(TEXT_CAP_MIN, min(limit, TEXT_CAP_MAX))
                 self.repair_stdio()
-                if msg.get("reap"):
-                    self.reap_zombies()
                 self.run_cell(msg["n"], msg["code"])
             except KeyboardInterrupt:
                 # An interrupt that arrived just as a cell ended; the done was sent or is lost

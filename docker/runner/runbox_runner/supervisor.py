@@ -32,6 +32,8 @@ RUNNER_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the
 WORKER_ENTRY = os.path.join(RUNNER_HOME, "runbox_worker.py")  # runbox_policy.py ships there too
 READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
 DEFAULT_MAX_OUTPUT = 1024 * 1024
+CLEAR_AFTER_S = 0.5            # after an interrupt, the cell's other processes get this long
+DRAIN_READS = 4                # reads per stream when draining the worker's pipes
 
 
 def log(msg):
@@ -50,7 +52,6 @@ class WorkerProc:
         self.hello = False
         self.startup = bash_worker.StartupFilter() if language == "bash" else None
         self.exit_status = None
-        self.reap_next = False    # the last cell was interrupted: its killed children are zombies
         c2w_r, c2w_w = os.pipe()  # commands to the worker
         w2c_r, w2c_w = os.pipe()  # control messages from the worker
         for fd in (c2w_w, w2c_r):
@@ -63,7 +64,8 @@ class WorkerProc:
             stdin = subprocess.DEVNULL
         self.proc = subprocess.Popen(
             argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=(c2w_r, w2c_w), start_new_session=True, env=env, cwd=None)
+            pass_fds=(c2w_r, w2c_w), start_new_session=True, env=env, cwd=None,
+            preexec_fn=_lowest_cpu_priority)
         os.close(c2w_r)
         os.close(w2c_w)
         self.pid = self.proc.pid
@@ -99,8 +101,14 @@ class WorkerProc:
         if self.language == "bash":
             self.send_raw(bash_worker.execute_text(n, code))
         else:
-            self.send_msg({"n": n, "code": code, "limit": limit, "reap": self.reap_next})
-        self.reap_next = False
+            self.send_msg({"n": n, "code": code, "limit": limit})
+
+    def collect_children(self):
+        """Asks an idle Python worker to collect its exited children: the ones killed after an
+        interrupt stay zombies, holding pids of the sandbox's pids limit, until their parent waits
+        for them (bash does so by itself)."""
+        if self.language != "bash":
+            self.send_msg({"reap": True})
 
     def after_interrupt(self, n):
         if self.language == "bash":
@@ -108,26 +116,40 @@ class WorkerProc:
 
     def kill_group_except_leader(self):
         """SIGKILL the processes of the worker's process group but the worker: what a cell
-        that was interrupted left running (forked copies, subprocesses)."""
-        for _ in range(20):  # again while a copy forked between the scan and the kill
+        that was interrupted left running (forked copies, subprocesses). The group is stopped
+        first: one signal reaches every member and a stopped process cannot fork, so a scan of
+        /proc finds them all even while a fork bomb refills every pid that a kill frees (scans
+        that chased it took seconds each on a CPU shared with the bomb). Then the worker goes on."""
+        self.signal_group(signal.SIGSTOP)
+        try:
+            for _ in range(5):  # again only if something was continued (SIGCONT) behind our back
+                if not self._kill_members():
+                    return
+        finally:
             try:
-                names = os.listdir("/proc")
-            except OSError:
-                return
-            killed = 0
-            for name in names:
-                if not name.isdigit() or int(name) == self.pid:
-                    continue
-                try:
-                    with open("/proc/%s/stat" % name, "rb") as f:
-                        fields = f.read().rsplit(b")", 1)[1].split()
-                    if fields[0] != b"Z" and int(fields[2]) == self.pid:  # state, pgrp
-                        os.kill(int(name), signal.SIGKILL)
-                        killed += 1
-                except (OSError, IndexError, ValueError):
-                    pass
-            if not killed:
-                return
+                os.kill(self.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def _kill_members(self):
+        """One scan of /proc: SIGKILL every live member of the group but the leader; the count."""
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return 0
+        killed = 0
+        for name in names:
+            if not name.isdigit() or int(name) == self.pid:
+                continue
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                if fields[0] != b"Z" and int(fields[2]) == self.pid:  # state, pgrp
+                    os.kill(int(name), signal.SIGKILL)
+                    killed += 1
+            except (OSError, IndexError, ValueError):
+                pass
+        return killed
 
     def signal_group(self, sig):
         try:
@@ -173,6 +195,18 @@ class WorkerProc:
         self.proc.returncode = self.exit_status if self.exit_status is not None else -9
 
 
+def _lowest_cpu_priority():
+    """In the worker's process before exec: nice 19. User code shares the sandbox's CPU quota
+    with the supervisor, and up to pids_limit busy copies of a fork bomb at the same priority left
+    it a few milliseconds a second, too little to stop them before runboxd gave up on the
+    sandbox. The nice value is inherited by everything the worker starts, and without
+    CAP_SYS_NICE user code cannot lower it again."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 19)
+    except OSError:
+        pass
+
+
 def _no_nul(obj):
     """obj with every NUL character in its strings replaced by U+FFFD."""
     if isinstance(obj, str):
@@ -193,6 +227,7 @@ class Cell:
         self.start = time.monotonic()
         self.deadline = self.start + timeout if timeout else None
         self.kill_at = None
+        self.clear_at = None          # when what the cell started is killed if it is still running
         self.forced = None            # "timeout" / "cancelled" once interrupted
         self.files_before = None      # workspace_snapshot() when the cell started
 
@@ -243,7 +278,7 @@ class Supervisor:
                 # Out of processes (a fork bomb) or memory: free them and try again.
                 log("cannot start the interpreter: %s" % e)
                 if in_sandbox():
-                    kill_strays(())
+                    kill_strays()
                 time.sleep(0.1)
         else:
             raise SystemExit("runner: cannot start the interpreter")
@@ -285,7 +320,7 @@ class Supervisor:
     def replace_worker(self):
         self.stop_worker()
         if in_sandbox():
-            kill_strays(())
+            kill_strays()
             self.reap()
         quick = time.monotonic() - self.worker_started < 1.0
         self.worker_failures = self.worker_failures + 1 if quick else 0
@@ -332,8 +367,11 @@ class Supervisor:
                 self.sel.get_key(fd)
             except (KeyError, ValueError):
                 continue
-            while self.read_stream(fd, name):
-                pass
+            # What the worker wrote before its last message is in the pipe (at most READ_SIZE);
+            # more reads would chase writers that never stop (the copies of a fork bomb).
+            for _ in range(DRAIN_READS):
+                if not self.read_stream(fd, name):
+                    break
 
     def take_output(self, name, data):
         if self.worker is not None and self.worker.startup is not None:
@@ -438,6 +476,7 @@ class Supervisor:
         cell = self.cell
         cell.forced = status
         cell.kill_at = time.monotonic() + self.grace
+        cell.clear_at = time.monotonic() + min(CLEAR_AFTER_S, self.grace / 2)
         self.worker.signal_group(signal.SIGINT)
         self.worker.after_interrupt(cell.n)
 
@@ -485,7 +524,7 @@ class Supervisor:
                 status = msg.get("status", "completed")
             if cell.forced is not None:
                 w.kill_group_except_leader()
-                w.reap_next = True
+                w.collect_children()
             self.finish_cell(cell.forced or status)
             return
         self.capture.finish_decoders()
@@ -562,7 +601,7 @@ class Supervisor:
         cell = self.cell
         timeout = 1.0
         for t in (cell and cell.deadline if cell and not cell.forced else None,
-                  cell and cell.kill_at, self.capture.flush_at()):
+                  cell and cell.kill_at, cell and cell.clear_at, self.capture.flush_at()):
             if t:
                 timeout = min(timeout, max(0.0, t - now))
         if cell is not None:
@@ -600,6 +639,11 @@ class Supervisor:
         if cell is not None:
             if cell.forced is None and cell.deadline is not None and now >= cell.deadline:
                 self.interrupt("timeout")
+            elif cell.clear_at is not None and now >= cell.clear_at:
+                # The processes the cell started had their SIGINT; if they are still there (a
+                # fork bomb forks on), they go, so that the interpreter gets the CPU to stop.
+                cell.clear_at = None
+                w.kill_group_except_leader()
             elif cell.kill_at is not None and now >= cell.kill_at:
                 self.drain()
                 self.replace_worker()
