@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -367,3 +368,67 @@ def test_round_trip_in_sandbox_image():
         rc = r.close()
         subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert rc == 0
+
+
+# ---- output of earlier cells (issue 9): processes and threads write to the pipes of the cell that
+# started them; what reaches a later cell is marked with the cell it came from, line by line.
+
+def marked(line, rid):
+    return line.startswith("[from earlier execution %s] " % rid)
+
+
+def run_with_id(runner, rid, code, timeout=30):
+    runner.send({"op": "execute", "id": rid, "code": code, "timeout": timeout, "max_output": 1 << 20})
+    events = []
+    while not events or events[-1]["type"] != "done":
+        events.append(runner.event())
+    return Result(events)
+
+
+def test_thread_output_of_an_earlier_cell_is_marked(py):
+    r = run_with_id(py, "cell-1", "import threading, time\n"
+                    "threading.Thread(target=lambda: time.sleep(0.3) or\n"
+                    "                 [print('bg', i) or time.sleep(0.05) for i in range(40)]).start()\n"
+                    "print('first')")
+    assert r.text("stdout") == "first\n"
+    r = run_with_id(py, "cell-2", "import time\nfor i in range(10):\n    print('mine', i)\n    time.sleep(0.1)")
+    lines = r.text("stdout").splitlines()
+    assert [l for l in lines if "mine" in l] == ["mine %d" % i for i in range(10)]
+    bg = [l for l in lines if "bg" in l]
+    assert bg and all(marked(l, "cell-1") for l in bg), lines
+    time.sleep(1.5)  # the thread ends between cells: its last lines come with the next cell, marked
+    r = run_with_id(py, "cell-3", "print('third')")
+    lines = r.text("stdout").splitlines()
+    assert "third" in lines and all(marked(l, "cell-1") for l in lines if l != "third"), lines
+    assert "[from earlier execution cell-1] bg 39" in lines
+    assert run_with_id(py, "cell-4", "print('quiet')").text("stdout") == "quiet\n"
+
+
+def test_process_output_of_an_earlier_cell_is_marked(py):
+    run_with_id(py, "c1", "import subprocess\n"
+                "subprocess.Popen(['sh', '-c', 'for i in 1 2 3 4 5 6; do echo orphan $i; echo oops $i >&2; sleep 0.2; done'])")
+    r = run_with_id(py, "c2", "import time\nprint('mine', flush=True)\ntime.sleep(2)\nprint('end')")
+    out, err = r.text("stdout").splitlines(), r.text("stderr").splitlines()
+    assert [l for l in out if not marked(l, "c1")] == ["mine", "end"], out
+    assert "[from earlier execution c1] orphan 6" in out
+    assert err and all(marked(l, "c1") for l in err) and "[from earlier execution c1] oops 6" in err, err
+
+
+def test_bash_background_output_of_an_earlier_cell_is_marked(sh):
+    run_with_id(sh, "b1", "(for i in 1 2 3 4 5 6; do echo bg $i; sleep 0.2; done) &")
+    r = run_with_id(sh, "b2", "echo mine; sleep 2; echo end")
+    out = r.text("stdout").splitlines()
+    assert [l for l in out if not marked(l, "b1")] == ["mine", "end"], out
+    assert "[from earlier execution b1] bg 6" in out
+
+
+def test_flood_from_an_earlier_cell_is_capped(py):
+    run_with_id(py, "f1", "import threading\n"
+                "stop = threading.Event()\n"
+                "threading.Thread(target=lambda: [print('x' * 99) for _ in iter(stop.is_set, True)]).start()")
+    r = run_with_id(py, "f2", "import time\ntime.sleep(1)\nprint('mine')\nstop.set()")
+    out = r.text("stdout")
+    assert "mine\n" in out.splitlines(True)
+    foreign = [l for l in out.splitlines() if marked(l, "f1")]
+    assert 0 < sum(len(l) + 1 for l in foreign) <= 64 * 1024
+    assert "bytes of output from earlier cells dropped ...]" in out and r.done["dropped"] > 0

@@ -115,14 +115,16 @@ def test_background_processes_left_running(guard):
                          "'started'", timeout=10)
     # The call does not wait for them.
     assert doc["status"] == "completed" and doc["result"] == "'started'", short(doc)
-    # They go on running, and what they print between calls is delivered with the next call.
+    # They go on running, and what they print between calls is delivered with the next call,
+    # marked as output of the call that started them.
     seen = []
+    mark = f"[from earlier execution {doc['request_id']}] "
 
     def printed_both():
         doc = guard.run(sid, "sleeper.poll() is None")
         assert doc["status"] == "completed" and doc["result"] == "True", short(doc)
-        seen.append(doc["stdout"])
-        return "late-output" in "".join(seen) and "late-thread" in "".join(seen)
+        seen.extend(doc["stdout"].splitlines())
+        return mark + "late-output" in seen and mark + "late-thread" in seen
 
     poll(printed_both, "the background output to be delivered", every=0.5)
     # Processes that escaped the process group (setsid) are gone after the interpreter is reset.

@@ -39,9 +39,11 @@ def quote(code):
     return "$'" + "".join(out) + "'"
 
 
-def execute_text(n, code):
-    """The command line that runs cell n (stdin /dev/null, no control fd) and reports its status."""
-    return "eval %s </dev/null %d>&-; __rb_done %d $?\n" % (quote(code), CTRL_FD, n)
+def execute_text(n, code, out=None, err=None):
+    """The command line that runs cell n (stdin /dev/null, no control fd, stdout and stderr to the
+    cell's FIFOs out and err when given) and reports its status."""
+    redirect = (" >%s" % quote(out) if out else "") + (" 2>%s" % quote(err) if err else "")
+    return "eval %s </dev/null %d>&-%s; __rb_done %d $?\n" % (quote(code), CTRL_FD, redirect, n)
 
 
 def interrupt_text(n):

@@ -5,13 +5,14 @@ This module runs on the untrusted side of the trust boundary: everything in this
 (only protocol, for the control channel) and holds no secret; the supervisor enforces timeouts,
 output caps and restarts from outside, and the code policy is checked there before a cell gets
 here. It is started by runbox_worker.py with the two control pipes; its fd 1/2 are pipes read
-by the supervisor and its stdin is /dev/null.
+by the supervisor (for each cell, that cell's own pair: see pipes) and its stdin is /dev/null.
 
 What it does: runs each cell in one persistent __main__ namespace, sends the value of a last
 expression (repr), the exception that ended a cell (traceback without the runner's frames, a
 SyntaxError as Python prints it) and the matplotlib figures left open (PNG); keeps stdout and
-stderr of Python code in write order; repairs fd 1/2 and sys.stdout/sys.stderr between cells;
-makes a process forked by user code exit at the end of its cell. Python standard library only;
+stderr of Python code in write order; puts each cell's pipes on fd 1/2 (repairing them and
+sys.stdout/sys.stderr) and sends what a thread writes to the pipes of the cell that started
+it; makes a process forked by user code exit at the end of its cell. Python standard library only;
 imports are kept lazy so that the worker starts fast.
 """
 
@@ -31,7 +32,9 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # frames from here are
 class _OrderedStream:
     """sys.stdout/sys.stderr of the worker: before a write to the other stream than the last
     one, it waits until the supervisor has read everything written so far (a sync round trip
-    on the control pipes), so stdout and stderr text of Python code arrive in write order."""
+    on the control pipes), so stdout and stderr text of Python code arrive in write order. A
+    thread started by an earlier cell writes to that cell's pipes instead (as Jupyter shows
+    it in the cell that started it), so that it is not taken for the running cell's output."""
 
     def __init__(self, inner, name, worker):
         self._inner = inner
@@ -40,6 +43,10 @@ class _OrderedStream:
 
     def write(self, s):
         w = self._worker
+        fd = w.thread_fd(self._name)
+        if fd is not None:
+            protocol.write_all(fd, s.encode("utf-8", "backslashreplace"))
+            return len(s)
         if w.running and w.last_stream not in (None, self._name) and os.getpid() == w.pid:
             w.sync()
         w.last_stream = self._name
@@ -68,13 +75,15 @@ class _Worker:
         self.last_stream = None
         self.sync_seq = 0
         self.text_cap = 1024 * 1024
-        # Copies of the output pipes, so that code that closes or replaces fd 1/2 (os.close(1),
-        # os.dup2) loses its output for that cell only.
+        self.cell_n = None            # the cell that runs, or ran last
+        self.cell_fds = {}            # n -> {1: fd, 2: fd}: the pipes of cell n, for its threads
+        # Copies of the worker's own output pipes: fd 1/2 when a cell has no pipes of its own
+        # (and after code that closed or replaced them), and where a thread of no known cell
+        # writes.
         self.saved_fds = {}
         for fd in (1, 2):
             try:
-                st = os.fstat(fd)
-                self.saved_fds[fd] = (os.dup(fd), (st.st_dev, st.st_ino))
+                self.saved_fds[fd] = os.dup(fd)
             except OSError:
                 pass
         sys.stdout = _OrderedStream(sys.stdout, "stdout", self)
@@ -87,6 +96,73 @@ class _Worker:
         warnings.filterwarnings("ignore", message=".*non-GUI backend.*")
         warnings.filterwarnings("ignore", message=".*is non-interactive, and thus cannot be shown.*")
         signal.signal(signal.SIGINT, self._on_sigint)
+        self._track_threads()
+
+    def _track_threads(self):
+        """Every thread remembers the cell that started it (a thread started by a thread, its
+        starter's): thread_fd sends its writes to that cell's pipes."""
+        import threading
+        worker, start = self, threading.Thread.start
+        self.threading = threading
+
+        def tracked_start(thread):
+            parent = threading.current_thread()
+            if parent is threading.main_thread():
+                cell = worker.cell_n if worker.running else None
+            else:
+                cell = getattr(parent, "_runbox_cell", None)
+            try:
+                thread._runbox_cell = cell
+            except AttributeError:
+                pass
+            return start(thread)
+
+        tracked_start.__doc__ = start.__doc__
+        threading.Thread.start = tracked_start
+
+    def thread_fd(self, name):
+        """For a write to stream name ("stdout"/"stderr") by a thread: the fd of the pipe of the
+        cell that started the thread (the worker's own pipe when that cell is not known), even
+        while that cell runs, so that a write racing the switch to the next cell's pipes still
+        lands in its own cell's. None for the main thread: fd 1/2 through sys.stdout/stderr."""
+        t = self.threading.current_thread()
+        if t is self.threading.main_thread():
+            return None
+        cell = getattr(t, "_runbox_cell", None)
+        fd = 1 if name == "stdout" else 2
+        own = self.cell_fds.get(cell, {}).get(fd)
+        if own is not None:
+            return own
+        if cell is not None and cell == self.cell_n:
+            return None  # the running cell has no pipes of its own
+        return self.saved_fds.get(fd)
+
+    def enter_cell(self, n, out, err):
+        """Before cell n: its pipes (FIFOs out and err, opened by path) become fd 1/2, or the
+        worker's own pipes when there are none; the pipes of earlier cells whose threads are all
+        gone are closed (what the cells started may hold them still)."""
+        opened = {}
+        for fd, path in ((1, out), (2, err)):
+            if isinstance(path, str):
+                try:
+                    opened[fd] = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+                except OSError:
+                    pass
+        live = {getattr(t, "_runbox_cell", None) for t in self.threading.enumerate()}
+        for k in [k for k in self.cell_fds if k not in live]:
+            for fd in self.cell_fds.pop(k).values():
+                os.close(fd)
+        for fd in (1, 2):
+            target = opened.get(fd)
+            if target is None:
+                target = self.saved_fds.get(fd)
+            if target is not None:
+                try:
+                    os.dup2(target, fd)
+                except OSError:
+                    pass
+        self.cell_fds[n] = opened
+        self.cell_n = n
 
     def _on_sigint(self, signum, frame):
         if self.running:
@@ -126,20 +202,9 @@ class _Worker:
         os._exit(code)
 
     def repair_stdio(self):
-        """Before each cell: fd 1/2 back to the output pipes and sys.stdout/sys.stderr back to
-        the runner's streams if earlier code closed or replaced them."""
+        """Before each cell (after enter_cell, which put fd 1/2 back): sys.stdout/sys.stderr
+        back to the runner's streams if earlier code closed or replaced them."""
         import io
-        for fd, (saved, ident) in self.saved_fds.items():
-            try:
-                st = os.fstat(fd)
-                same = (st.st_dev, st.st_ino) == ident
-            except OSError:
-                same = False
-            if not same:
-                try:
-                    os.dup2(saved, fd)
-                except OSError:
-                    pass
         for name, fd in (("stdout", 1), ("stderr", 2)):
             cur = getattr(sys, name)
             if isinstance(cur, _OrderedStream) and not cur._inner.closed:
@@ -193,6 +258,7 @@ class _Worker:
                 limit = msg.get("limit")
                 if isinstance(limit, int) and not isinstance(limit, bool):
                     self.text_cap = max(TEXT_CAP_MIN, min(limit, TEXT_CAP_MAX))
+                self.enter_cell(msg["n"], msg.get("out"), msg.get("err"))
                 self.repair_stdio()
                 self.run_cell(msg["n"], msg["code"])
             except KeyboardInterrupt:

@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 
-from runbox_runner import bash_worker, capture, protocol
+from runbox_runner import bash_worker, capture, pipes, protocol
 from runbox_runner.container import (describe_exit, files_written, in_sandbox, kill_strays, make_undumpable,
                                      oom_kills, workspace_snapshot)
 from runbox_runner.protocol import write_all
@@ -75,13 +75,9 @@ class WorkerProc:
         self.err_fd = self.proc.stderr.fileno()
         self.ctrl_buf = b""
         self.ctrl_eof = False
-        import fcntl
         for fd in (self.out_fd, self.err_fd, self.ctrl_fd):
             os.set_blocking(fd, False)
-            try:
-                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, READ_SIZE)
-            except (OSError, AttributeError):
-                pass
+            pipes.set_pipe_size(fd)
         if language == "bash":
             self.send_raw(bash_worker.init_text(c2w_r, w2c_w))
 
@@ -97,11 +93,14 @@ class WorkerProc:
         except OSError as e:
             log("cannot write to the worker: %s" % e)
 
-    def execute(self, n, code, limit):
+    def execute(self, n, code, limit, paths):
+        """Runs cell n; paths: {"stdout", "stderr"} FIFOs for the cell's output, or None."""
+        paths = paths or {}
         if self.language == "bash":
-            self.send_raw(bash_worker.execute_text(n, code))
+            self.send_raw(bash_worker.execute_text(n, code, paths.get("stdout"), paths.get("stderr")))
         else:
-            self.send_msg({"n": n, "code": code, "limit": limit})
+            self.send_msg({"n": n, "code": code, "limit": limit, "out": paths.get("stdout"),
+                           "err": paths.get("stderr")})
 
     def collect_children(self):
         """Asks an idle Python worker to collect its exited children: the ones killed after an
@@ -230,6 +229,7 @@ class Cell:
         self.clear_at = None          # when what the cell started is killed if it is still running
         self.forced = None            # "timeout" / "cancelled" once interrupted
         self.files_before = None      # workspace_snapshot() when the cell started
+        self.pipes = None             # its output pipes (pipes.CellPipes), if it got any
 
 
 class Supervisor:
@@ -256,6 +256,7 @@ class Supervisor:
         self.cell = None
         self.n = 0
         self.capture = capture.Capture(self.emit)
+        self.pipes = pipes.Pipes(lambda fd: self.sel.register(fd, 1), self.sel.unregister, self.end_source)
         self.lost_state = None        # reason the state was lost between cells
         self.worker_started = 0.0
         self.worker_failures = 0
@@ -291,8 +292,9 @@ class Supervisor:
         self.oom_base = oom_kills()
         self.worker_started = time.monotonic()
         self.capture.reset_decoders()
-        for fd in (self.worker.out_fd, self.worker.err_fd, self.worker.ctrl_fd):
-            self.sel.register(fd, 1)  # EVENT_READ
+        self.sel.register(self.worker.ctrl_fd, 1)  # EVENT_READ
+        self.pipes.add_worker(self.worker.out_fd, "stdout")
+        self.pipes.add_worker(self.worker.err_fd, "stderr")
 
     def stop_worker(self):
         w = self.worker
@@ -309,11 +311,13 @@ class Supervisor:
                 w.exit_status = os.waitstatus_to_exitcode(status)
             except ChildProcessError:
                 pass
-        for fd in (w.out_fd, w.err_fd, w.ctrl_fd):
-            try:
-                self.sel.unregister(fd)
-            except (KeyError, ValueError):
-                pass
+        try:
+            self.sel.unregister(w.ctrl_fd)
+        except (KeyError, ValueError):
+            pass
+        for fd in (w.out_fd, w.err_fd):
+            self.end_source(self.pipes.get(fd))
+            self.pipes.drop_worker(fd)
         w.close()
         self.worker = None
 
@@ -341,8 +345,11 @@ class Supervisor:
                 self.worker.exit_status = os.waitstatus_to_exitcode(status)
 
     # ---- output handling ----
-    def read_stream(self, fd, name):
-        """Reads one chunk of worker output; returns False at EOF or when nothing was there."""
+    def read_stream(self, fd):
+        """Reads one chunk from an output pipe; returns False at EOF or when nothing was there."""
+        src = self.pipes.get(fd)
+        if src is None:
+            return False
         try:
             data = os.read(fd, READ_SIZE)
         except BlockingIOError:
@@ -350,35 +357,36 @@ class Supervisor:
         except OSError:
             data = b""
         if not data:
-            try:
-                self.sel.unregister(fd)
-            except (KeyError, ValueError):
-                pass
+            self.end_source(src)
+            if src.cell is None:
+                self.pipes.drop_worker(fd)
+            else:
+                self.pipes.forget(fd)
             return False
-        self.take_output(name, data)
+        if src.cell is None and self.worker is not None and self.worker.startup is not None:
+            data = self.worker.startup.filter(src.name, data)
+            if not data:
+                return True
+        cell = self.cell
+        if cell is not None and (src.cell is cell or (src.cell is None and cell.pipes is None)):
+            self.capture.take(src.name, data)
+        else:
+            # Not the running cell's pipe: a thread or process of an earlier cell wrote it.
+            self.capture.take_foreign(src.foreign, src.name, data)
         return True
 
+    def end_source(self, src):
+        """An output pipe will be read no more: the last line of an earlier cell goes out."""
+        if src is not None:
+            self.capture.end_foreign(src.foreign, src.name)
+
     def drain(self):
-        w = self.worker
-        if w is None:
-            return
-        for fd, name in ((w.out_fd, "stdout"), (w.err_fd, "stderr")):
-            try:
-                self.sel.get_key(fd)
-            except (KeyError, ValueError):
-                continue
+        for fd in self.pipes.fds():
             # What the worker wrote before its last message is in the pipe (at most READ_SIZE);
             # more reads would chase writers that never stop (the copies of a fork bomb).
             for _ in range(DRAIN_READS):
-                if not self.read_stream(fd, name):
+                if not self.read_stream(fd):
                     break
-
-    def take_output(self, name, data):
-        if self.worker is not None and self.worker.startup is not None:
-            data = self.worker.startup.filter(name, data)
-            if not data:
-                return
-        self.capture.take(name, data)
 
     # ---- requests ----
     def handle_line(self, line):
@@ -434,7 +442,8 @@ class Supervisor:
         self.cell = Cell(rid, self.n, timeout)
         self.capture.start(rid, max_output)
         self.cell.files_before = workspace_snapshot()
-        self.worker.execute(self.n, code, max_output)
+        self.cell.pipes = self.pipes.open_cell(self.cell)
+        self.worker.execute(self.n, code, max_output, self.cell.pipes and self.cell.pipes.paths)
 
     # ---- optional code policy (runbox_policy.py beside the entry scripts) ----
     def policy_allows(self, rid, code, policy):
@@ -484,6 +493,7 @@ class Supervisor:
     def finish_cell(self, status, reset=False, reason=None):
         cell = self.cell
         self.capture.finish_decoders()
+        self.capture.end_cell_foreign()
         self.capture.flush_all()
         if self.lost_state and not reset:
             reset, reason = True, self.lost_state
@@ -492,6 +502,8 @@ class Supervisor:
                    "reset_reason": reason, "duration_ms": int((time.monotonic() - cell.start) * 1000),
                    "dropped": self.capture.dropped(),
                    "files_written": files_written(cell.files_before)})
+        if cell.pipes is not None:
+            self.pipes.close_cell(cell.pipes)
         self.cell = None
         self.capture.stop()
 
@@ -595,6 +607,7 @@ class Supervisor:
                 self.step(stdin)
         finally:
             self.stop_worker()
+            self.pipes.cleanup()
 
     def step(self, stdin):
         now = time.monotonic()
@@ -615,10 +628,8 @@ class Supervisor:
                 self.read_requests(stdin)
             elif w is not None and fd == w.ctrl_fd:
                 ctrl_msgs.extend(w.read_ctrl())
-            elif w is not None and fd == w.out_fd:
-                self.read_stream(fd, "stdout")
-            elif w is not None and fd == w.err_fd:
-                self.read_stream(fd, "stderr")
+            else:
+                self.read_stream(fd)
         if ctrl_msgs:
             self.drain()
             for msg in ctrl_msgs:
