@@ -432,3 +432,56 @@ def test_flood_from_an_earlier_cell_is_capped(py):
     foreign = [l for l in out.splitlines() if marked(l, "f1")]
     assert 0 < sum(len(l) + 1 for l in foreign) <= 64 * 1024
     assert "bytes of output from earlier cells dropped ...]" in out and r.done["dropped"] > 0
+
+
+def test_forged_control_messages_are_bounded(py):
+    # Issue 9: the worker is user code, which can write anything to its control pipe (its fd
+    # number is in sys.argv). The supervisor forwards at most one result and one error per cell,
+    # clipped to the cell's cap (max_output within [4 KiB, 4 MiB]), and survives garbage.
+    code = ("import os, sys, json\nfd = int(sys.argv[2])\n"
+            "def send(obj):\n    os.write(fd, (json.dumps(obj) + '\\n').encode())\n"
+            "os.write(fd, b'[1, 2]\\n\"text\"\\n{bad json\\nnull\\n')\n"
+            "for i in range(3):\n    send({'t': 'result', 'text': 'r%d' % i + 'x' * 100000})\n"
+            "send({'t': 'error', 'ename': 'E' * 10000, 'evalue': 'v' * 100000,\n"
+            "      'traceback': ['line\\n'] * 100000 + [5, None, {'a': 1}]})\n"
+            "send({'t': 'error', 'ename': 'Second', 'evalue': '', 'traceback': []})\n"
+            "send({'t': 'display', 'mime': 'text/html', 'data': '<script>'})\n"
+            "send({'t': 'display', 'mime': 'image/png', 'data': 5})\n"
+            "send({'t': 'sync', 'seq': 'x' * 100000})\n"
+            "send({'t': 'result', 'text': 5})\n"
+            "os.write(fd, b'{\"t\": \"result\", \"text\": \"' + b'y' * (40 << 20) + b'\"}\\n')\n"
+            "'the real result'")
+    r = py.execute(code, max_output=8192)
+    assert r.status == "completed", r.events[-3:]
+    results, errors = r.of("result"), r.of("error")
+    assert len(results) == 1 and results[0]["text"].startswith("r0x")
+    assert "characters of the result dropped" in results[0]["text"] and len(results[0]["text"]) < 8192 + 100
+    assert len(errors) == 1 and errors[0]["ename"].startswith("EEE") and len(errors[0]["ename"]) < 400
+    assert len(errors[0]["evalue"]) < 2048 + 100
+    tb = errors[0]["traceback"]
+    assert all(isinstance(l, str) for l in tb) and sum(map(len, tb)) < 8192 + 200
+    assert "lines" in "".join(tb) and "of the traceback dropped" in "".join(tb)
+    assert r.of("display") == []
+    assert r.done["dropped"] > 100000
+    assert py.execute("1 + 1").result == "2"
+
+
+def test_worker_that_reads_no_answers_cannot_block_the_supervisor():
+    # Syncs sent by user code whose answers it never reads would fill the command pipe; a
+    # supervisor blocked writing them could no longer time the cell out.
+    import threading
+    py = Runner(grace_ms=300)
+    try:
+        code = ("import os, sys, json, time\nfd = int(sys.argv[2])\n"
+                "for i in range(100000):\n    os.write(fd, b'{\"t\": \"sync\", \"seq\": %d}\\n' % i)\n"
+                "time.sleep(60)")
+        box = []
+        t = threading.Thread(target=lambda: box.append(py.execute(code, timeout=1)), daemon=True)
+        t.start()
+        t.join(30)
+        assert box, "the cell was not timed out: the supervisor is stuck"
+        assert box[0].status == "timeout"
+        assert py.execute("1 + 1").result == "2"
+    finally:
+        py.proc.kill()
+        py.proc.wait()

@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 
-from runbox_runner import bash_worker, capture, pipes, protocol
+from runbox_runner import bash_worker, capture, forward, pipes, protocol
 from runbox_runner.container import (describe_exit, files_written, in_sandbox, kill_strays, make_undumpable,
                                      oom_kills, workspace_snapshot)
 from runbox_runner.protocol import write_all
@@ -34,6 +34,8 @@ READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 CLEAR_AFTER_S = 0.5            # after an interrupt, the cell's other processes get this long
 DRAIN_READS = 4                # reads per stream when draining the worker's pipes
+CMD_PENDING_MAX = 64 * 1024    # bytes waiting for the command pipe past which sync answers are dropped
+CTRL_LINE_MAX = 32 * 1024 * 1024  # longest control message from the worker; longer ones are dropped
 
 
 def log(msg):
@@ -70,10 +72,15 @@ class WorkerProc:
         os.close(w2c_w)
         self.pid = self.proc.pid
         self.cmd_fd = c2w_w
+        self.cmd_pending = bytearray()  # commands the pipe did not take yet
+        os.set_blocking(c2w_w, False)
         self.ctrl_fd = w2c_r
         self.out_fd = self.proc.stdout.fileno()
         self.err_fd = self.proc.stderr.fileno()
-        self.ctrl_buf = b""
+        self.ctrl_buf = bytearray()
+        self.ctrl_scanned = 0         # bytes of ctrl_buf known to hold no newline
+        self.ctrl_skip = False        # inside a line too long to keep: dropped up to its newline
+        self.ctrl_dropped = 0         # bytes of such lines
         self.ctrl_eof = False
         for fd in (self.out_fd, self.err_fd, self.ctrl_fd):
             os.set_blocking(fd, False)
@@ -82,16 +89,31 @@ class WorkerProc:
             self.send_raw(bash_worker.init_text(c2w_r, w2c_w))
 
     def send_raw(self, text):
-        try:
-            write_all(self.cmd_fd, text.encode("utf-8", "surrogateescape"))
-        except OSError as e:
-            log("cannot write to the worker: %s" % e)
+        self.send_bytes(text.encode("utf-8", "surrogateescape"))
 
     def send_msg(self, msg):
-        try:
-            write_all(self.cmd_fd, protocol.encode(msg))
-        except OSError as e:
-            log("cannot write to the worker: %s" % e)
+        self.send_bytes(protocol.encode(msg))
+
+    def send_bytes(self, data, droppable=False):
+        """Queues data for the worker's command pipe and writes what the pipe takes now: the
+        worker is user code and may stop reading, which must never block the supervisor. A
+        droppable message (a sync answer) is dropped when CMD_PENDING_MAX bytes already wait."""
+        if droppable and len(self.cmd_pending) > CMD_PENDING_MAX:
+            return
+        self.cmd_pending += data
+        self.flush_commands()
+
+    def flush_commands(self):
+        while self.cmd_pending and self.cmd_fd is not None:
+            try:
+                n = os.write(self.cmd_fd, self.cmd_pending)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                log("cannot write to the worker: %s" % e)
+                self.cmd_pending.clear()
+                return
+            del self.cmd_pending[:n]
 
     def execute(self, n, code, limit, paths):
         """Runs cell n; paths: {"stdout", "stderr"} FIFOs for the cell's output, or None."""
@@ -167,17 +189,36 @@ class WorkerProc:
         if not data:
             self.ctrl_eof = True
             return []
-        self.ctrl_buf += data
+        # The worker is user code: whatever it writes here is bounded and checked (on_ctrl).
+        buf = self.ctrl_buf
+        buf += data
         msgs = []
+        start = 0
         while True:
-            i = self.ctrl_buf.find(b"\n")
+            i = buf.find(b"\n", max(start, self.ctrl_scanned))
             if i < 0:
                 break
-            line, self.ctrl_buf = self.ctrl_buf[:i], self.ctrl_buf[i + 1:]
-            try:
-                msgs.append(json.loads(line))
-            except ValueError:
-                log("bad control message from the worker: %r" % line[:200])
+            if self.ctrl_skip:
+                self.ctrl_skip = False
+                self.ctrl_dropped += i - start
+            else:
+                try:
+                    msg = json.loads(bytes(buf[start:i]))
+                except (ValueError, RecursionError):
+                    msg = None
+                if isinstance(msg, dict):
+                    msgs.append(msg)
+                else:
+                    log("bad control message from the worker: %r" % bytes(buf[start:min(i, start + 200)]))
+            start = i + 1
+        del buf[:start]
+        self.ctrl_scanned = len(buf)
+        if len(buf) > CTRL_LINE_MAX:
+            log("a control message from the worker longer than %d bytes was dropped" % CTRL_LINE_MAX)
+            self.ctrl_skip = True
+            self.ctrl_dropped += len(buf)
+            del buf[:]
+            self.ctrl_scanned = 0
         return msgs
 
     def close(self):
@@ -230,6 +271,7 @@ class Cell:
         self.forced = None            # "timeout" / "cancelled" once interrupted
         self.files_before = None      # workspace_snapshot() when the cell started
         self.pipes = None             # its output pipes (pipes.CellPipes), if it got any
+        self.forward = None           # forward.CellForward: bounds of what the worker sends
 
 
 class Supervisor:
@@ -261,6 +303,7 @@ class Supervisor:
         self.worker_started = 0.0
         self.worker_failures = 0
         self.oom_base = None
+        self.cmd_watched = None       # the command pipe while it is selected for writing
 
     # ---- output to runboxd ----
     def emit(self, obj):
@@ -315,6 +358,9 @@ class Supervisor:
             self.sel.unregister(w.ctrl_fd)
         except (KeyError, ValueError):
             pass
+        if self.cmd_watched is not None:
+            self.sel.unregister(self.cmd_watched)
+            self.cmd_watched = None
         for fd in (w.out_fd, w.err_fd):
             self.end_source(self.pipes.get(fd))
             self.pipes.drop_worker(fd)
@@ -441,6 +487,7 @@ class Supervisor:
         self.n += 1
         self.cell = Cell(rid, self.n, timeout)
         self.capture.start(rid, max_output)
+        self.cell.forward = forward.CellForward(max_output)
         self.cell.files_before = workspace_snapshot()
         self.cell.pipes = self.pipes.open_cell(self.cell)
         self.worker.execute(self.n, code, max_output, self.cell.pipes and self.cell.pipes.paths)
@@ -500,7 +547,7 @@ class Supervisor:
         self.lost_state = None
         self.emit({"type": "done", "id": cell.id, "status": status, "reset": reset,
                    "reset_reason": reason, "duration_ms": int((time.monotonic() - cell.start) * 1000),
-                   "dropped": self.capture.dropped(),
+                   "dropped": self.capture.dropped() + cell.forward.dropped,
                    "files_written": files_written(cell.files_before)})
         if cell.pipes is not None:
             self.pipes.close_cell(cell.pipes)
@@ -515,7 +562,9 @@ class Supervisor:
             self.worker_failures = 0
             return
         if t == "sync":
-            w.send_msg({"ack": msg.get("seq")})  # output was drained first
+            seq = msg.get("seq")
+            if isinstance(seq, int) and not isinstance(seq, bool):
+                w.send_bytes(protocol.encode({"ack": seq}), droppable=True)  # output was drained first
             return
         cell = self.cell
         if cell is None:
@@ -528,26 +577,26 @@ class Supervisor:
                 status = "completed"
                 if rc != 0:
                     status = "error"
-                    if cell.forced is None:
+                    fields = cell.forward.error({"ename": "ExitCode", "evalue": str(rc), "traceback": []})
+                    if cell.forced is None and fields is not None:
                         self.capture.flush_all()
-                        self.emit({"type": "error", "id": cell.id, "ename": "ExitCode", "evalue": str(rc),
-                                   "traceback": []})
+                        self.emit(dict(fields, type="error", id=cell.id))
             else:
-                status = msg.get("status", "completed")
+                status = msg.get("status")
+                if status not in ("completed", "error"):
+                    status = "error"
             if cell.forced is not None:
                 w.kill_group_except_leader()
                 w.collect_children()
             self.finish_cell(cell.forced or status)
             return
+        take = {"result": cell.forward.result, "display": cell.forward.display, "error": cell.forward.error}.get(t)
+        fields = take(msg) if take is not None else None
+        if fields is None:
+            return
         self.capture.finish_decoders()
         self.capture.flush_all()
-        if t == "result":
-            self.emit({"type": "result", "id": cell.id, "text": msg.get("text", "")})
-        elif t == "display":
-            self.emit({"type": "display", "id": cell.id, "mime": msg.get("mime"), "data": msg.get("data")})
-        elif t == "error":
-            self.emit({"type": "error", "id": cell.id, "ename": msg.get("ename"), "evalue": msg.get("evalue"),
-                       "traceback": msg.get("traceback", [])})
+        self.emit(dict(fields, type=t, id=cell.id))
 
     def worker_gone(self):
         """The worker exited or closed its control pipe."""
@@ -609,6 +658,17 @@ class Supervisor:
             self.stop_worker()
             self.pipes.cleanup()
 
+    def watch_commands(self):
+        """Selects the worker's command pipe for writing while commands wait for it."""
+        w = self.worker
+        want = w.cmd_fd if w is not None and w.cmd_pending else None
+        if want != self.cmd_watched:
+            if self.cmd_watched is not None:
+                self.sel.unregister(self.cmd_watched)
+            if want is not None:
+                self.sel.register(want, 2)  # EVENT_WRITE
+            self.cmd_watched = want
+
     def step(self, stdin):
         now = time.monotonic()
         cell = self.cell
@@ -619,6 +679,7 @@ class Supervisor:
                 timeout = min(timeout, max(0.0, t - now))
         if cell is not None:
             timeout = min(timeout, 0.1)  # notice a dead worker even if a child holds its pipes
+        self.watch_commands()
         events = self.sel.select(timeout)
         w = self.worker
         ctrl_msgs = []
@@ -628,6 +689,8 @@ class Supervisor:
                 self.read_requests(stdin)
             elif w is not None and fd == w.ctrl_fd:
                 ctrl_msgs.extend(w.read_ctrl())
+            elif w is not None and fd == w.cmd_fd:
+                w.flush_commands()
             else:
                 self.read_stream(fd)
         if ctrl_msgs:
