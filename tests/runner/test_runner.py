@@ -1,8 +1,8 @@
 """Tests of the sandbox runner (docker/runner/runner.py) driven over its stdin/stdout.
 
-The runner runs as a plain subprocess of the test (no Docker) except in the last test, which
-does one round trip inside the runbox-sandbox:latest image and is skipped when the image or
-Docker is missing. Run: python3 -m pytest tests/runner -q
+The runner runs as a plain subprocess of the test (no Docker) except in the last tests, which
+run it inside the sandbox image (RUNBOX_IMAGE, default runbox-sandbox:latest) and are skipped
+when the image or Docker is missing. Run: python3 -m pytest tests/runner -q
 """
 
 import base64
@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 RUNNER = os.path.join(os.path.dirname(__file__), "..", "..", "docker", "runner", "runner.py")
-IMAGE = "runbox-sandbox:latest"
+IMAGE = os.environ.get("RUNBOX_IMAGE", "runbox-sandbox:latest")
 
 
 class Runner:
@@ -485,3 +485,66 @@ def test_worker_that_reads_no_answers_cannot_block_the_supervisor():
     finally:
         py.proc.kill()
         py.proc.wait()
+
+
+PRIVSEP_PROBE = r"""
+import errno, os, resource, signal
+sup = os.getppid()
+def refused(f):
+    try:
+        f()
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    return 'ALLOWED'
+def status(pid):
+    return {l.split(':')[0]: l.split()[1] for l in open('/proc/%s/status' % pid) if l.startswith(('Uid', 'CapEff', 'CapPrm'))}
+{'me': status('self'), 'supervisor': status(sup)['Uid'], 'init': status(1)['Uid'],
+ 'container stdout via init': refused(lambda: os.open('/proc/1/fd/1', os.O_WRONLY)),
+ 'container stdout via supervisor': refused(lambda: os.open('/proc/%d/fd/1' % sup, os.O_WRONLY)),
+ 'kill supervisor': refused(lambda: os.kill(sup, signal.SIGKILL)),
+ 'stop supervisor': refused(lambda: os.kill(sup, signal.SIGSTOP)),
+ 'kill init': refused(lambda: os.kill(1, signal.SIGTERM)),
+ 'renice supervisor': refused(lambda: os.setpriority(os.PRIO_PROCESS, sup, 19)),
+ 'prlimit supervisor': refused(lambda: resource.prlimit(sup, resource.RLIMIT_CPU, (1, 1))),
+ 'root again': refused(lambda: os.setuid(0))}
+"""
+
+
+@pytest.mark.skipif(not image_available(), reason="%s is not built (docker/build-images)" % IMAGE)
+def test_privilege_separation_in_sandbox_image():
+    # Issue 9: started as root with CAP_KILL, CAP_SETUID and CAP_SETGID only, the supervisor
+    # becomes uid 999 and runs user code as uid 1000 without capabilities: the container's
+    # stdout (docker-init's and the supervisor's fd 1) is out of its reach.
+    name = "runbox-test-runner-%s" % uuid.uuid4().hex[:8]
+    argv = ["docker", "run", "-i", "--rm", "--name", name, "--label", "runbox.test=1", "--network", "none",
+            "--read-only", "--tmpfs", "/tmp", "--tmpfs", "/workspace:uid=1000", "--user", "0:0", "--init",
+            "--cap-drop", "ALL", "--cap-add", "KILL", "--cap-add", "SETUID", "--cap-add", "SETGID",
+            "--security-opt", "no-new-privileges", "--pids-limit", "128", "-e", "RUNBOX_SANDBOX=1",
+            "-e", "RUNBOX_GRACE_MS=500", IMAGE]
+    r = Runner(argv=argv)
+    try:
+        res = r.execute(PRIVSEP_PROBE, timeout=60)
+        assert res.status == "completed", res.events
+        got = eval(res.result)
+        assert got["me"] == {"Uid": "1000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000"}
+        assert (got["supervisor"], got["init"]) == ("999", "0")
+        assert got["container stdout via init"] == got["container stdout via supervisor"] == "EACCES"
+        for what in ("kill supervisor", "stop supervisor", "kill init", "renice supervisor", "prlimit supervisor",
+                     "root again"):
+            assert got[what] == "EPERM", (what, got)
+        # The supervisor still governs the worker: output, timeouts, processes left behind, restarts.
+        assert r.execute("kept = 7\nprint('out'); 6 * 7").text("stdout") == "out\n"
+        run_with_id(r, "bg", "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 0.5; echo late'])")
+        res = r.execute("import time; time.sleep(1)")
+        assert res.text("stdout") == "[from earlier execution bg] late\n"
+        res = r.execute("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+                        timeout=1)
+        assert res.status == "timeout", res.events[-3:]
+        assert r.execute("kept if 'kept' in globals() else 'reset'").result in ("7", "'reset'")
+        res = r.execute("import os\nos._exit(3)")
+        assert res.done["reset"] is True and "code 3" in res.done["reset_reason"]
+        assert r.execute("import os\nos.getuid()").result == "1000"
+    finally:
+        rc = r.close()
+        subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert rc == 0

@@ -16,6 +16,7 @@ set +o history +H
 PS1= PS2= PS4=
 unset PROMPT_COMMAND
 exec %(fd)d>&%(w)d %(w)d>&- %(r)d<&-
+echo 1000 >/proc/self/oom_score_adj 2>/dev/null
 __rb_done() { printf '{"t":"done","n":%%d,"rc":%%d}\n' "$1" "$2" >&%(fd)d; }
 printf '\036runbox-sync\036\n'; printf '\036runbox-sync\036\n' >&2
 printf '{"t":"hello","pid":%%d}\n' $$ >&%(fd)d

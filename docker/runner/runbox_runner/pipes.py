@@ -58,7 +58,10 @@ class Pipes:
     """Every output pipe the supervisor reads; register(fd) and unregister(fd) add and remove
     one from the supervisor's selector, ended(source) lets capture end its last line."""
 
-    def __init__(self, register, unregister, ended):
+    def __init__(self, register, unregister, ended, shared=False):
+        """shared: the worker runs as another user (privilege separation), who must be able to
+        open the FIFOs for writing (but not list, remove or read them)."""
+        self.shared = shared
         self.register = register
         self.unregister = unregister
         self.ended = ended            # ended(source) when an earlier cell's pipe is given up
@@ -86,10 +89,14 @@ class Pipes:
         try:
             if self.dir is None or not os.path.isdir(self.dir):
                 self.dir = tempfile.mkdtemp(prefix="runbox-pipes-", dir="/tmp")
+                if self.shared:
+                    os.chmod(self.dir, 0o711)
             self.seq += 1
             for name in ("stdout", "stderr"):
                 path = os.path.join(self.dir, "%d-%s" % (self.seq, name))
                 os.mkfifo(path, 0o600)
+                if self.shared:
+                    os.chmod(path, 0o622)
                 pipes.paths[name] = path
                 r = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
                 made.append((r, name))

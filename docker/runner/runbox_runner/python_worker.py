@@ -423,6 +423,16 @@ def _seed_matplotlib():
 
 
 
+def _first_to_go():
+    """The worker (and what it starts), not the supervisor, is the one the OOM killer should
+    choose. Done here, since the supervisor may run as another user (privilege separation)."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def main(argv, entry):
     """Runs the worker on the control pipes named by argv (command fd, control fd) until the
     command pipe closes; entry is the path of the entry script (its frames are the runner's)."""
@@ -432,5 +442,6 @@ def main(argv, entry):
     ctrl_in, ctrl_out = int(argv[0]), int(argv[1])
     os.set_inheritable(ctrl_in, False)
     os.set_inheritable(ctrl_out, False)
+    _first_to_go()
     _seed_matplotlib()
     _Worker(ctrl_in, ctrl_out, entry).serve()

@@ -24,7 +24,7 @@ import time
 
 from runbox_runner import bash_worker, capture, forward, pipes, protocol
 from runbox_runner.container import (describe_exit, files_written, in_sandbox, kill_strays, make_undumpable,
-                                     oom_kills, workspace_snapshot)
+                                     oom_kills, separate_privileges, workspace_snapshot)
 from runbox_runner.protocol import write_all
 
 VERSION = 1
@@ -48,7 +48,8 @@ def log(msg):
 class WorkerProc:
     """One worker process with its pipes."""
 
-    def __init__(self, language, env):
+    def __init__(self, language, env, user):
+        """user: (uid, gid) to start the worker as (privilege separation), or None."""
         import subprocess
         self.language = language
         self.hello = False
@@ -64,10 +65,11 @@ class WorkerProc:
         else:
             argv = [sys.executable, WORKER_ENTRY, str(c2w_r), str(w2c_w)]
             stdin = subprocess.DEVNULL
+        ids = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
         self.proc = subprocess.Popen(
             argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             pass_fds=(c2w_r, w2c_w), start_new_session=True, env=env, cwd=None,
-            preexec_fn=_lowest_cpu_priority)
+            preexec_fn=_lowest_cpu_priority, **ids)
         os.close(c2w_r)
         os.close(w2c_w)
         self.pid = self.proc.pid
@@ -275,8 +277,10 @@ class Cell:
 
 
 class Supervisor:
-    def __init__(self):
+    def __init__(self, worker_user=None):
+        """worker_user: (uid, gid) of the workers when privileges are separated, else None."""
         import selectors
+        self.worker_user = worker_user
         self.language = os.environ.get("RUNBOX_LANGUAGE", "python").strip().lower() or "python"
         if self.language not in ("python", "bash"):
             log("unknown RUNBOX_LANGUAGE %r; using python" % self.language)
@@ -298,7 +302,8 @@ class Supervisor:
         self.cell = None
         self.n = 0
         self.capture = capture.Capture(self.emit)
-        self.pipes = pipes.Pipes(lambda fd: self.sel.register(fd, 1), self.sel.unregister, self.end_source)
+        self.pipes = pipes.Pipes(lambda fd: self.sel.register(fd, 1), self.sel.unregister, self.end_source,
+                                 shared=worker_user is not None)
         self.lost_state = None        # reason the state was lost between cells
         self.worker_started = 0.0
         self.worker_failures = 0
@@ -316,7 +321,7 @@ class Supervisor:
     def start_worker(self):
         for attempt in range(50):
             try:
-                self.worker = WorkerProc(self.language, self.env)
+                self.worker = WorkerProc(self.language, self.env, self.worker_user)
                 break
             except OSError as e:
                 # Out of processes (a fork bomb) or memory: free them and try again.
@@ -326,12 +331,6 @@ class Supervisor:
                 time.sleep(0.1)
         else:
             raise SystemExit("runner: cannot start the interpreter")
-        try:
-            # The worker, not the supervisor, is the one the OOM killer should choose.
-            with open("/proc/%d/oom_score_adj" % self.worker.pid, "w") as f:
-                f.write("1000")
-        except OSError:
-            pass
         self.oom_base = oom_kills()
         self.worker_started = time.monotonic()
         self.capture.reset_decoders()
@@ -751,9 +750,10 @@ class Supervisor:
 
 def main():
     """Runs the supervisor until its stdin closes and the last cell is over."""
+    worker_user = separate_privileges()
     # Keep the protocol stream private: nothing but the supervisor writes to the real stdout.
     out = os.dup(1)
     os.dup2(2, 1)
-    sup = Supervisor()
+    sup = Supervisor(worker_user)
     sup.out = out
     sup.run()
