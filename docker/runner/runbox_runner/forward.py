@@ -14,18 +14,28 @@ import collections
 
 TEXT_CAP_MIN = 4096            # the least a result text / traceback may keep, whatever max_output says
 TEXT_CAP_MAX = 4 * 1024 * 1024  # ... and the most
+MARKER_ROOM = 100              # bytes of a cap left for the marker of a clipped text
 NAME_CAP = 256                 # characters of an exception's name
 DISPLAY_BYTES_MAX = 32 * 1024 * 1024  # base64 bytes of displays per cell (runboxd keeps as much)
 DISPLAY_MIMES = ("image/png",)
 
 
 def clip(text, cap, what):
-    """text within about cap characters: head and tail around a marker naming what was cut."""
-    if len(text) <= cap:
+    """text within cap bytes of UTF-8, marker included (runboxd holds every text to the cell's
+    output limit in bytes): head and tail around a marker counting the characters cut."""
+    if len(text) * 4 <= cap:
         return text
-    half = cap // 2
-    return "%s\n[... %d characters of the %s dropped ...]\n%s" % (text[:half], len(text) - 2 * half, what,
-                                                                  text[-half:])
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= cap:
+        return text
+    half = max(0, cap - MARKER_ROOM) // 2
+    h, t = half, len(data) - half
+    while h > 0 and (data[h] & 0xC0) == 0x80:
+        h -= 1  # do not split a character
+    while t < len(data) and (data[t] & 0xC0) == 0x80:
+        t += 1
+    head, tail = data[:h].decode("utf-8", "surrogatepass"), data[t:].decode("utf-8", "surrogatepass")
+    return "%s\n[... %d characters of the %s dropped ...]\n%s" % (head, len(text) - len(head) - len(tail), what, tail)
 
 
 def bounded_lines(lines, cap):

@@ -26,6 +26,7 @@ from runbox_runner import protocol
 DEPS_SITE = "/workspace/.runbox/site-packages"  # where core/deps.c installs session packages
 TEXT_CAP_MAX = 4 * 1024 * 1024 # largest result text / traceback sent for one cell (characters)
 TEXT_CAP_MIN = 4096            # ... and the least, whatever max_output says
+MARKER_ROOM = 100              # bytes of a cap left for the marker of a clipped text
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # frames from here are the runner's
 
 
@@ -228,11 +229,21 @@ class _Worker:
                 return
 
     def clip(self, text, cap, what):
-        if len(text) <= cap:
+        """text within cap bytes of UTF-8, marker included (runboxd holds every text to the cell's
+        output limit in bytes): head and tail around a marker counting the characters cut."""
+        if len(text) * 4 <= cap:
             return text
-        half = cap // 2
-        return "%s\n[... %d characters of the %s dropped ...]\n%s" % (
-            text[:half], len(text) - 2 * half, what, text[-half:])
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) <= cap:
+            return text
+        half = max(0, cap - MARKER_ROOM) // 2
+        h, t = half, len(data) - half
+        while h > 0 and (data[h] & 0xC0) == 0x80:
+            h -= 1  # do not split a character
+        while t < len(data) and (data[t] & 0xC0) == 0x80:
+            t += 1
+        head, tail = data[:h].decode("utf-8", "surrogatepass"), data[t:].decode("utf-8", "surrogatepass")
+        return "%s\n[... %d characters of the %s dropped ...]\n%s" % (head, len(text) - len(head) - len(tail), what, tail)
 
     def serve(self):
         self.send({"t": "hello", "pid": os.getpid()})
