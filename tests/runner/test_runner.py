@@ -548,3 +548,23 @@ def test_privilege_separation_in_sandbox_image():
         rc = r.close()
         subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert rc == 0
+
+
+def test_interrupt_right_after_execute_is_not_lost():
+    # A SIGINT that reached the worker before it began the cell's code was ignored: the cell ran
+    # on until the grace period was over and the interpreter was restarted (state lost).
+    py = Runner(grace_ms=1000)
+    try:
+        py.execute("kept = 'yes'")
+        for i in range(15):
+            rid = "quick-%d" % i
+            py.send({"op": "execute", "id": rid, "code": "import time\nfor _ in range(600):\n    time.sleep(0.1)",
+                     "timeout": 60, "max_output": 1000})
+            py.send({"op": "interrupt", "id": rid})
+            events = [py.event()]
+            while events[-1]["type"] != "done":
+                events.append(py.event())
+            assert events[-1]["status"] == "cancelled" and events[-1]["reset"] is False, (i, events[-1])
+        assert py.execute("kept").result == "'yes'"
+    finally:
+        py.close()

@@ -308,6 +308,8 @@ class _Worker:
                     e.__context__ = None
                     raise
                 self.running = True
+                if self.interrupted_before_start(n):
+                    raise KeyboardInterrupt
                 exec(body, self.ns)
                 value = eval(tail, self.ns) if tail is not None else None
                 self.running = False
@@ -334,6 +336,24 @@ class _Worker:
         finally:
             self.running = False
         self.send({"t": "done", "n": n, "status": status})
+
+    def interrupted_before_start(self, n):
+        """Whether the supervisor interrupted cell n before its code began (its SIGINT then found
+        running False): it writes {"interrupt": n} to the command pipe before the signal, and
+        nothing else is sent between a cell's command and its code."""
+        import select
+        fd = self.ctrl_in.fileno()
+        while select.select([fd], [], [], 0)[0]:
+            line = self.ctrl_in.readline()
+            if not line:
+                return False
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("interrupt") == n:
+                return True
+        return False
 
     def _repr(self, value):
         try:

@@ -133,6 +133,13 @@ class WorkerProc:
         if self.language != "bash":
             self.send_msg({"reap": True})
 
+    def before_interrupt(self, n):
+        """Tells a Python worker, ahead of the SIGINT, that cell n is interrupted: a SIGINT that
+        arrives before the cell's code runs finds no code to stop, and the worker looks for this
+        message when it starts the code."""
+        if self.language != "bash":
+            self.send_msg({"interrupt": n})
+
     def after_interrupt(self, n):
         if self.language == "bash":
             self.send_raw(bash_worker.interrupt_text(n))
@@ -532,6 +539,7 @@ class Supervisor:
         cell.forced = status
         cell.kill_at = time.monotonic() + self.grace
         cell.clear_at = time.monotonic() + min(CLEAR_AFTER_S, self.grace / 2)
+        self.worker.before_interrupt(cell.n)
         self.worker.signal_group(signal.SIGINT)
         self.worker.after_interrupt(cell.n)
 
