@@ -99,8 +99,8 @@ def test_background_output_of_an_earlier_call_is_marked(guard):
     off as a later call's output: each one arrives marked with the call that started it."""
     sid = guard.create_session()["session_id"]
     first = guard.run(sid, "import threading, time\n"
-                           "threading.Thread(target=lambda: [print('bg', i) or time.sleep(0.2) for i in range(50)])"
-                           ".start()\n'started'")
+                           "threading.Thread(target=lambda: time.sleep(0.5) or\n"
+                           "                 [print('bg', i) or time.sleep(0.2) for i in range(50)]).start()\n'started'")
     assert first["status"] == "completed", short(first)
     doc = guard.run(sid, "import time\nprint('mine')\ntime.sleep(1)")
     assert doc["status"] == "completed", short(doc)

@@ -32,7 +32,11 @@ def test_container_defaults(guard):
         assert "size=" in ws[0]["VolumeOptions"]["DriverConfig"]["Options"]["o"]
     ulimits = {u["Name"]: u for u in hc["Ulimits"]}
     assert ulimits["nofile"]["Hard"] == 1024 and ulimits["core"]["Hard"] == 0
-    assert cfg["User"] not in ("", "root", "0")
+    if sectest.privilege_separated(s["container_id"]):
+        # started as root only so that the runner can separate privileges (test_runner_death)
+        assert cfg["User"] in ("0", "0:0") and sorted(hc["CapAdd"]) == ["KILL", "SETGID", "SETUID"], hc["CapAdd"]
+    else:
+        assert cfg["User"] not in ("", "root", "0")
     assert s["execution_options"]["pids_limit"] == 256
     assert s["execution_options"]["workspace_size"] == "512m"
     assert s["execution_options"]["network"] is False
