@@ -55,7 +55,7 @@ def test_worker_alone_loads_only_its_modules():
     ctrl = os.fdopen(ctrl_r, "rb")
     try:
         assert json.loads(ctrl.readline())["t"] == "hello"
-        os.write(cmd_w, (json.dumps({"n": 1, "code": SHOW_MODULES, "limit": 4096, "reap": False}) + "\n").encode())
+        os.write(cmd_w, (json.dumps({"n": 1, "code": SHOW_MODULES, "limit": 4096}) + "\n").encode())
         msgs = [json.loads(ctrl.readline())]
         while msgs[-1]["t"] != "done":
             msgs.append(json.loads(ctrl.readline()))

@@ -1,8 +1,8 @@
 """Tests of the sandbox runner (docker/runner/runner.py) driven over its stdin/stdout.
 
-The runner runs as a plain subprocess of the test (no Docker) except in the last test, which
-does one round trip inside the runbox-sandbox:latest image and is skipped when the image or
-Docker is missing. Run: python3 -m pytest tests/runner -q
+The runner runs as a plain subprocess of the test (no Docker) except in the last tests, which
+run it inside the sandbox image (RUNBOX_IMAGE, default runbox-sandbox:latest) and are skipped
+when the image or Docker is missing. Run: python3 -m pytest tests/runner -q
 """
 
 import base64
@@ -11,12 +11,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
 
 RUNNER = os.path.join(os.path.dirname(__file__), "..", "..", "docker", "runner", "runner.py")
-IMAGE = "runbox-sandbox:latest"
+IMAGE = os.environ.get("RUNBOX_IMAGE", "runbox-sandbox:latest")
 
 
 class Runner:
@@ -187,6 +188,13 @@ def test_uninterruptible_loop_is_killed_and_reset():
         assert py.execute("2 * 21").result == "42"
     finally:
         py.close()
+
+
+def test_user_code_runs_at_the_lowest_cpu_priority(py):
+    # so that a fork bomb cannot starve the supervisor (issue 9, tests/security test_fork_bomb_*)
+    assert py.execute("import os\nos.getpriority(os.PRIO_PROCESS, 0)").result == "19"
+    r = py.execute("import subprocess\nprint(subprocess.run(['nice'], capture_output=True, text=True).stdout)")
+    assert r.text("stdout") == "19\n\n"
 
 
 def test_worker_exit_resets(py):
@@ -360,3 +368,203 @@ def test_round_trip_in_sandbox_image():
         rc = r.close()
         subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert rc == 0
+
+
+# ---- output of earlier cells (issue 9): processes and threads write to the pipes of the cell that
+# started them; what reaches a later cell is marked with the cell it came from, line by line.
+
+def marked(line, rid):
+    return line.startswith("[from earlier execution %s] " % rid)
+
+
+def run_with_id(runner, rid, code, timeout=30):
+    runner.send({"op": "execute", "id": rid, "code": code, "timeout": timeout, "max_output": 1 << 20})
+    events = []
+    while not events or events[-1]["type"] != "done":
+        events.append(runner.event())
+    return Result(events)
+
+
+def test_thread_output_of_an_earlier_cell_is_marked(py):
+    r = run_with_id(py, "cell-1", "import threading, time\n"
+                    "threading.Thread(target=lambda: time.sleep(0.3) or\n"
+                    "                 [print('bg', i) or time.sleep(0.05) for i in range(40)]).start()\n"
+                    "print('first')")
+    assert r.text("stdout") == "first\n"
+    r = run_with_id(py, "cell-2", "import time\nfor i in range(10):\n    print('mine', i)\n    time.sleep(0.1)")
+    lines = r.text("stdout").splitlines()
+    assert [l for l in lines if "mine" in l] == ["mine %d" % i for i in range(10)]
+    bg = [l for l in lines if "bg" in l]
+    assert bg and all(marked(l, "cell-1") for l in bg), lines
+    time.sleep(1.5)  # the thread ends between cells: its last lines come with the next cell, marked
+    r = run_with_id(py, "cell-3", "print('third')")
+    lines = r.text("stdout").splitlines()
+    assert "third" in lines and all(marked(l, "cell-1") for l in lines if l != "third"), lines
+    assert "[from earlier execution cell-1] bg 39" in lines
+    assert run_with_id(py, "cell-4", "print('quiet')").text("stdout") == "quiet\n"
+
+
+def test_process_output_of_an_earlier_cell_is_marked(py):
+    run_with_id(py, "c1", "import subprocess\n"
+                "subprocess.Popen(['sh', '-c', 'for i in 1 2 3 4 5 6; do echo orphan $i; echo oops $i >&2; sleep 0.2; done'])")
+    r = run_with_id(py, "c2", "import time\nprint('mine', flush=True)\ntime.sleep(2)\nprint('end')")
+    out, err = r.text("stdout").splitlines(), r.text("stderr").splitlines()
+    assert [l for l in out if not marked(l, "c1")] == ["mine", "end"], out
+    assert "[from earlier execution c1] orphan 6" in out
+    assert err and all(marked(l, "c1") for l in err) and "[from earlier execution c1] oops 6" in err, err
+
+
+def test_bash_background_output_of_an_earlier_cell_is_marked(sh):
+    run_with_id(sh, "b1", "(for i in 1 2 3 4 5 6; do echo bg $i; sleep 0.2; done) &")
+    r = run_with_id(sh, "b2", "echo mine; sleep 2; echo end")
+    out = r.text("stdout").splitlines()
+    assert [l for l in out if not marked(l, "b1")] == ["mine", "end"], out
+    assert "[from earlier execution b1] bg 6" in out
+
+
+def test_flood_from_an_earlier_cell_is_capped(py):
+    run_with_id(py, "f1", "import threading\n"
+                "stop = threading.Event()\n"
+                "threading.Thread(target=lambda: [print('x' * 99) for _ in iter(stop.is_set, True)]).start()")
+    r = run_with_id(py, "f2", "import time\ntime.sleep(1)\nprint('mine')\nstop.set()")
+    out = r.text("stdout")
+    assert "mine\n" in out.splitlines(True)
+    foreign = [l for l in out.splitlines() if marked(l, "f1")]
+    assert 0 < sum(len(l) + 1 for l in foreign) <= 64 * 1024
+    assert "bytes of output from earlier cells dropped ...]" in out and r.done["dropped"] > 0
+
+
+def test_forged_control_messages_are_bounded(py):
+    # Issue 9: the worker is user code, which can write anything to its control pipe (its fd
+    # number is in sys.argv). The supervisor forwards at most one result and one error per cell,
+    # clipped to the cell's cap (max_output within [4 KiB, 4 MiB]), and survives garbage.
+    code = ("import os, sys, json\nfd = int(sys.argv[2])\n"
+            "def send(obj):\n    os.write(fd, (json.dumps(obj) + '\\n').encode())\n"
+            "os.write(fd, b'[1, 2]\\n\"text\"\\n{bad json\\nnull\\n')\n"
+            "for i in range(3):\n    send({'t': 'result', 'text': 'r%d' % i + 'x' * 100000})\n"
+            "send({'t': 'error', 'ename': 'E' * 10000, 'evalue': 'v' * 100000,\n"
+            "      'traceback': ['line\\n'] * 100000 + [5, None, {'a': 1}]})\n"
+            "send({'t': 'error', 'ename': 'Second', 'evalue': '', 'traceback': []})\n"
+            "send({'t': 'display', 'mime': 'text/html', 'data': '<script>'})\n"
+            "send({'t': 'display', 'mime': 'image/png', 'data': 5})\n"
+            "send({'t': 'sync', 'seq': 'x' * 100000})\n"
+            "send({'t': 'result', 'text': 5})\n"
+            "os.write(fd, b'{\"t\": \"result\", \"text\": \"' + b'y' * (40 << 20) + b'\"}\\n')\n"
+            "'the real result'")
+    r = py.execute(code, max_output=8192)
+    assert r.status == "completed", r.events[-3:]
+    results, errors = r.of("result"), r.of("error")
+    assert len(results) == 1 and results[0]["text"].startswith("r0x")
+    assert "characters of the result dropped" in results[0]["text"] and len(results[0]["text"]) < 8192 + 100
+    assert len(errors) == 1 and errors[0]["ename"].startswith("EEE") and len(errors[0]["ename"]) < 400
+    assert len(errors[0]["evalue"]) < 2048 + 100
+    tb = errors[0]["traceback"]
+    assert all(isinstance(l, str) for l in tb) and sum(map(len, tb)) < 8192 + 200
+    assert "lines" in "".join(tb) and "of the traceback dropped" in "".join(tb)
+    assert r.of("display") == []
+    assert r.done["dropped"] > 100000
+    assert py.execute("1 + 1").result == "2"
+
+
+def test_worker_that_reads_no_answers_cannot_block_the_supervisor():
+    # Syncs sent by user code whose answers it never reads would fill the command pipe; a
+    # supervisor blocked writing them could no longer time the cell out.
+    import threading
+    py = Runner(grace_ms=300)
+    try:
+        code = ("import os, sys, json, time\nfd = int(sys.argv[2])\n"
+                "for i in range(100000):\n    os.write(fd, b'{\"t\": \"sync\", \"seq\": %d}\\n' % i)\n"
+                "time.sleep(60)")
+        box = []
+        t = threading.Thread(target=lambda: box.append(py.execute(code, timeout=1)), daemon=True)
+        t.start()
+        t.join(30)
+        assert box, "the cell was not timed out: the supervisor is stuck"
+        assert box[0].status == "timeout"
+        assert py.execute("1 + 1").result == "2"
+    finally:
+        py.proc.kill()
+        py.proc.wait()
+
+
+PRIVSEP_PROBE = r"""
+import errno, os, resource, signal
+sup = os.getppid()
+def refused(f):
+    try:
+        f()
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    return 'ALLOWED'
+def status(pid):
+    return {l.split(':')[0]: l.split()[1] for l in open('/proc/%s/status' % pid) if l.startswith(('Uid', 'CapEff', 'CapPrm'))}
+{'me': status('self'), 'supervisor': status(sup)['Uid'], 'init': status(1)['Uid'],
+ 'container stdout via init': refused(lambda: os.open('/proc/1/fd/1', os.O_WRONLY)),
+ 'container stdout via supervisor': refused(lambda: os.open('/proc/%d/fd/1' % sup, os.O_WRONLY)),
+ 'kill supervisor': refused(lambda: os.kill(sup, signal.SIGKILL)),
+ 'stop supervisor': refused(lambda: os.kill(sup, signal.SIGSTOP)),
+ 'kill init': refused(lambda: os.kill(1, signal.SIGTERM)),
+ 'renice supervisor': refused(lambda: os.setpriority(os.PRIO_PROCESS, sup, 19)),
+ 'prlimit supervisor': refused(lambda: resource.prlimit(sup, resource.RLIMIT_CPU, (1, 1))),
+ 'root again': refused(lambda: os.setuid(0))}
+"""
+
+
+@pytest.mark.skipif(not image_available(), reason="%s is not built (docker/build-images)" % IMAGE)
+def test_privilege_separation_in_sandbox_image():
+    # Issue 9: started as root with CAP_KILL, CAP_SETUID and CAP_SETGID only, the supervisor
+    # becomes uid 999 and runs user code as uid 1000 without capabilities: the container's
+    # stdout (docker-init's and the supervisor's fd 1) is out of its reach.
+    name = "runbox-test-runner-%s" % uuid.uuid4().hex[:8]
+    argv = ["docker", "run", "-i", "--rm", "--name", name, "--label", "runbox.test=1", "--network", "none",
+            "--read-only", "--tmpfs", "/tmp", "--tmpfs", "/workspace:uid=1000", "--user", "0:0", "--init",
+            "--cap-drop", "ALL", "--cap-add", "KILL", "--cap-add", "SETUID", "--cap-add", "SETGID",
+            "--security-opt", "no-new-privileges", "--pids-limit", "128", "-e", "RUNBOX_SANDBOX=1",
+            "-e", "RUNBOX_GRACE_MS=500", IMAGE]
+    r = Runner(argv=argv)
+    try:
+        res = r.execute(PRIVSEP_PROBE, timeout=60)
+        assert res.status == "completed", res.events
+        got = eval(res.result)
+        assert got["me"] == {"Uid": "1000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000"}
+        assert (got["supervisor"], got["init"]) == ("999", "0")
+        assert got["container stdout via init"] == got["container stdout via supervisor"] == "EACCES"
+        for what in ("kill supervisor", "stop supervisor", "kill init", "renice supervisor", "prlimit supervisor",
+                     "root again"):
+            assert got[what] == "EPERM", (what, got)
+        # The supervisor still governs the worker: output, timeouts, processes left behind, restarts.
+        assert r.execute("kept = 7\nprint('out'); 6 * 7").text("stdout") == "out\n"
+        run_with_id(r, "bg", "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 0.5; echo late'])")
+        res = r.execute("import time; time.sleep(1)")
+        assert res.text("stdout") == "[from earlier execution bg] late\n"
+        res = r.execute("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+                        timeout=1)
+        assert res.status == "timeout", res.events[-3:]
+        assert r.execute("kept if 'kept' in globals() else 'reset'").result in ("7", "'reset'")
+        res = r.execute("import os\nos._exit(3)")
+        assert res.done["reset"] is True and "code 3" in res.done["reset_reason"]
+        assert r.execute("import os\nos.getuid()").result == "1000"
+    finally:
+        rc = r.close()
+        subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert rc == 0
+
+
+def test_interrupt_right_after_execute_is_not_lost():
+    # A SIGINT that reached the worker before it began the cell's code was ignored: the cell ran
+    # on until the grace period was over and the interpreter was restarted (state lost).
+    py = Runner(grace_ms=1000)
+    try:
+        py.execute("kept = 'yes'")
+        for i in range(15):
+            rid = "quick-%d" % i
+            py.send({"op": "execute", "id": rid, "code": "import time\nfor _ in range(600):\n    time.sleep(0.1)",
+                     "timeout": 60, "max_output": 1000})
+            py.send({"op": "interrupt", "id": rid})
+            events = [py.event()]
+            while events[-1]["type"] != "done":
+                events.append(py.event())
+            assert events[-1]["status"] == "cancelled" and events[-1]["reset"] is False, (i, events[-1])
+        assert py.execute("kept").result == "'yes'"
+    finally:
+        py.close()

@@ -46,6 +46,20 @@ def inspect(cid: str) -> dict:
     return json.loads(docker("inspect", cid))[0]
 
 
+def privilege_separated(cid: str) -> bool:
+    """True when the sandbox starts as root with CapAdd KILL/SETGID/SETUID, so that its runner
+    separates privileges (docker/runner/PROTOCOL.md: supervisor uid 999, user code uid 1000)."""
+    c = inspect(cid)
+    return c["Config"]["User"] in ("0", "0:0", "root") and bool(c["HostConfig"].get("CapAdd"))
+
+
+def supervisor_host_pid(cid: str) -> int:
+    """The host pid of a sandbox's supervisor: the child of its docker-init."""
+    init = inspect(cid)["State"]["Pid"]
+    with open(f"/proc/{init}/task/{init}/children") as f:
+        return int(f.read().split()[0])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

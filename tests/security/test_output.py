@@ -92,3 +92,19 @@ def test_huge_error_message_and_result(guard):
     assert doc["status"] == "completed" and doc["result"] is not None, short(doc)
     assert "characters of the result dropped" in doc["result"] and len(doc["result"]) < (2 << 20)
     assert doc["result"].startswith("'xxx") and doc["result"].endswith("xxx'")
+
+
+def test_background_output_of_an_earlier_call_is_marked(guard):
+    """Issue 9: a thread (or process) started by one call that prints on never passes its lines
+    off as a later call's output: each one arrives marked with the call that started it."""
+    sid = guard.create_session()["session_id"]
+    first = guard.run(sid, "import threading, time\n"
+                           "threading.Thread(target=lambda: time.sleep(0.5) or\n"
+                           "                 [print('bg', i) or time.sleep(0.2) for i in range(50)]).start()\n'started'")
+    assert first["status"] == "completed", short(first)
+    doc = guard.run(sid, "import time\nprint('mine')\ntime.sleep(1)")
+    assert doc["status"] == "completed", short(doc)
+    lines = doc["stdout"].splitlines()
+    mark = f"[from earlier execution {first['request_id']}] bg "
+    assert [l for l in lines if not l.startswith(mark)] == ["mine"], lines
+    assert len(lines) > 2, lines

@@ -32,7 +32,11 @@ def test_container_defaults(guard):
         assert "size=" in ws[0]["VolumeOptions"]["DriverConfig"]["Options"]["o"]
     ulimits = {u["Name"]: u for u in hc["Ulimits"]}
     assert ulimits["nofile"]["Hard"] == 1024 and ulimits["core"]["Hard"] == 0
-    assert cfg["User"] not in ("", "root", "0")
+    if sectest.privilege_separated(s["container_id"]):
+        # started as root only so that the runner can separate privileges (test_runner_death)
+        assert cfg["User"] in ("0", "0:0") and sorted(hc["CapAdd"]) == ["KILL", "SETGID", "SETUID"], hc["CapAdd"]
+    else:
+        assert cfg["User"] not in ("", "root", "0")
     assert s["execution_options"]["pids_limit"] == 256
     assert s["execution_options"]["workspace_size"] == "512m"
     assert s["execution_options"]["network"] is False
@@ -165,3 +169,35 @@ def test_gigabyte_print(guard):
 
 def RSS_LIMIT() -> int:
     return sectest.RSS_LIMIT_MB
+
+
+
+def test_fork_bomb_after_a_few_cells(guard):
+    """The bomb again, in a session whose interpreter already ran a few cells (imports that make
+    it big, so that every forked copy costs more): each time the cell ends, at its timeout or
+    with the interpreter's own failed fork, and the session lives on, with its variables or with
+    a plain reset (issue 9: it used to end the session, "the sandbox stopped answering")."""
+    sid = guard.create_session()["session_id"]
+    for n in range(4):
+        assert guard.value(sid, f"import numpy, pandas\nkept = {n}\nkept") == str(n)
+        doc = guard.run(sid, "import os\nwhile True:\n    os.fork()\n", timeout=1)
+        assert doc["status"] in ("timeout", "error"), short(doc)
+        if doc["status"] == "error" and not doc["reset"]:
+            assert doc["error"]["ename"] in ("BlockingIOError", "KeyboardInterrupt"), short(doc)
+        if doc["reset"]:
+            assert "restarted" in doc["reset_reason"], short(doc)
+        assert guard.session(sid)["status"] == "ready", short(doc)
+        after = guard.run(sid, "kept")
+        if doc["reset"]:
+            assert after["error"]["ename"] == "NameError", short(after)
+        else:
+            assert after["result"] == str(n), short(after)
+    # bash: the classic bomb, while the cell waits
+    sid = guard.create_session(language="bash")["session_id"]
+    for n in range(2):
+        assert guard.run(sid, f"KEPT={n}")["status"] == "completed"
+        doc = guard.run(sid, ":(){ :|:& };:; sleep 60", timeout=1)
+        assert doc["status"] == "timeout", short(doc)
+        assert guard.session(sid)["status"] == "ready", short(doc)
+        after = guard.run(sid, "echo ${KEPT:-reset}")
+        assert after["stdout"].endswith("reset\n" if doc["reset"] else f"{n}\n"), short(after)

@@ -7,6 +7,12 @@ end_reason. runboxd and a neighbouring session are unaffected (`guard`)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
+import pytest
+
 import sectest
 from sectest import poll, short
 
@@ -16,12 +22,14 @@ def test_kill_pid_1_is_ignored(guard):
     assert guard.value(sid, "kept = 5") is None
     # SIGKILL to PID 1 is ignored by the kernel; the rest docker-init forwards to the runner,
     # which must not die of them. The same signals sent to the runner (the worker's parent).
+    # With privilege separation (docker/runner/PROTOCOL.md) user code may not signal them at all.
     sigs = "signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, " \
            "signal.SIGUSR2, signal.SIGPIPE, signal.SIGALRM"
-    assert guard.value(sid, f"import os, signal, time\nfor sig in ({sigs}):\n    os.kill(1, sig)\n"
+    send = "def send(pid, sig):\n    try:\n        os.kill(pid, sig)\n    except PermissionError:\n        pass\n"
+    assert guard.value(sid, f"import os, signal, time\n{send}for sig in ({sigs}):\n    send(1, sig)\n"
                             f"time.sleep(0.5)\n'sent'") == "'sent'"
-    assert guard.value(sid, f"import os, signal, time\nfor sig in ({sigs}):\n"
-                            f"    if sig != signal.SIGKILL:\n        os.kill(os.getppid(), sig)\n"
+    assert guard.value(sid, f"import os, signal, time\n{send}for sig in ({sigs}):\n"
+                            f"    if sig != signal.SIGKILL:\n        send(os.getppid(), sig)\n"
                             f"time.sleep(0.5)\n'sent'") == "'sent'"
     assert guard.value(sid, "kept") == "5"
     assert guard.session(sid)["status"] == "ready"
@@ -76,7 +84,16 @@ def test_forked_copies_do_not_become_second_interpreters(guard):
 def test_killing_the_supervisor_marks_the_session_dead(guard):
     s = guard.create_session()
     sid = s["session_id"]
-    doc = guard.run(sid, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(30)")
+    if sectest.privilege_separated(s["container_id"]):
+        # User code may not kill it (test_control_channel_is_out_of_reach); the host can.
+        refused = guard.run(sid, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
+        assert refused["error"]["ename"] == "PermissionError", short(refused)
+        rid = guard.submit(sid, "import time; time.sleep(30)")
+        time.sleep(1)
+        os.kill(sectest.supervisor_host_pid(s["container_id"]), signal.SIGKILL)
+        doc = guard.result(rid)
+    else:
+        doc = guard.run(sid, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(30)")
     assert doc["status"] == "error", short(doc)
     assert doc["error"] is not None and "create a new session" in doc["error"]["evalue"], short(doc)
     sess = poll(lambda: (lambda d: d if d["status"] == "dead" else None)(guard.session(sid)), "session dead")
@@ -87,12 +104,18 @@ def test_killing_the_supervisor_marks_the_session_dead(guard):
 
 
 def test_forged_protocol_lines(guard):
-    """User code can open the container's stdout through /proc/1/fd/1 (docker-init's); what it
-    writes there only confuses its own session: runboxd stays healthy."""
-    sid = guard.create_session()["session_id"]
+    """Without privilege separation user code can open the container's stdout through
+    /proc/1/fd/1 (docker-init's); what it writes there only confuses its own session: runboxd
+    stays healthy. With it, the open is refused."""
+    s = guard.create_session()
+    sid = s["session_id"]
     doc = guard.run(sid, "import os\ntry:\n    open(f'/proc/{os.getppid()}/fd/1', 'wb')\n    print('opened')\n"
                          "except OSError as e:\n    print('refused', e.errno)\n")
     assert doc["stdout"] == "refused 13\n", short(doc)  # the supervisor is not dumpable
+    doc = guard.run(sid, "import os\ntry:\n    open('/proc/1/fd/1', 'wb')\n    print('opened')\n"
+                         "except OSError as e:\n    print('refused', e.errno)\n")
+    assert doc["stdout"] == ("refused 13\n" if sectest.privilege_separated(s["container_id"]) else "opened\n"), \
+        short(doc)
     code = ("import os\nfd = os.open('/proc/1/fd/1', os.O_WRONLY)\n"
             "for junk in (b'not json\\n', b'[1,2]\\n', b'{\"type\":\"done\",\"id\":\"e_forged\"}\\n',\n"
             "             b'{\"type\":\"stream\",\"id\":null,\"text\":\"\\\\u0000\"}\\n', b'\\xff\\xfe\\n',\n"
@@ -115,14 +138,16 @@ def test_background_processes_left_running(guard):
                          "'started'", timeout=10)
     # The call does not wait for them.
     assert doc["status"] == "completed" and doc["result"] == "'started'", short(doc)
-    # They go on running, and what they print between calls is delivered with the next call.
+    # They go on running, and what they print between calls is delivered with the next call,
+    # marked as output of the call that started them.
     seen = []
+    mark = f"[from earlier execution {doc['request_id']}] "
 
     def printed_both():
         doc = guard.run(sid, "sleeper.poll() is None")
         assert doc["status"] == "completed" and doc["result"] == "True", short(doc)
-        seen.append(doc["stdout"])
-        return "late-output" in "".join(seen) and "late-thread" in "".join(seen)
+        seen.extend(doc["stdout"].splitlines())
+        return mark + "late-output" in seen and mark + "late-thread" in seen
 
     poll(printed_both, "the background output to be delivered", every=0.5)
     # Processes that escaped the process group (setsid) are gone after the interpreter is reset.
@@ -137,3 +162,36 @@ def test_background_processes_left_running(guard):
     r = guard.http.delete(f"{guard.url}/sessions/{sid}", timeout=30)
     assert r.status_code == 200, r.text
     poll(lambda: not sectest.containers(f"runbox.session={sid}"), "the container to be removed")
+
+
+PROBE = r"""
+import errno, os, resource, signal
+sup = os.getppid()
+def refused(f):
+    try:
+        f()
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    return 'ALLOWED'
+def uid(pid):
+    return [l.split()[1] for l in open('/proc/%s/status' % pid) if l.startswith('Uid')][0]
+caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith(('CapPrm', 'CapEff'))]
+[uid('self'), caps, uid(sup), uid(1),
+ refused(lambda: os.open('/proc/1/fd/1', os.O_WRONLY)), refused(lambda: os.open('/proc/%d/fd/1' % sup, os.O_WRONLY)),
+ refused(lambda: os.kill(sup, signal.SIGSTOP)), refused(lambda: os.kill(1, signal.SIGTERM)),
+ refused(lambda: os.setpriority(os.PRIO_PROCESS, sup, 19)),
+ refused(lambda: resource.prlimit(sup, resource.RLIMIT_CPU, (1, 1))), refused(lambda: os.setuid(0))]
+"""
+
+
+def test_control_channel_is_out_of_reach(guard):
+    """Issue 9: the container's stdout (the protocol stream, docker-init's and the supervisor's
+    fd 1) is out of user code's reach, and so are those processes (docker/runner/PROTOCOL.md,
+    "Privilege separation")."""
+    s = guard.create_session()
+    if not sectest.privilege_separated(s["container_id"]):
+        pytest.xfail("privilege separation is off: runboxd starts sandboxes as the sandbox user (core/sandbox.c)")
+    got = eval(guard.value(s["session_id"], PROBE))
+    assert got[:4] == ["1000", ["0000000000000000", "0000000000000000"], "999", "0"], got
+    assert got[4:] == ["EACCES", "EACCES", "EPERM", "EPERM", "EPERM", "EPERM", "EPERM"], got
+    assert guard.value(s["session_id"], "import os\nos.getuid(), os.getgid(), os.getgroups()") == "(1000, 1000, [])"

@@ -5,6 +5,8 @@ The package is split along the trust boundary between runboxd's side and the use
   trusted (the supervisor process, started as runner.py):
     supervisor     talks to runboxd over stdin/stdout (PROTOCOL.md), starts, times and kills workers
     capture        turns the worker's stdout/stderr bytes into capped, ordered stream events
+    pipes          the output pipes of each cell, which tell a cell's output from an earlier one's
+    forward        bounds what of the worker's messages (result, error, display) goes to runboxd
     bash_worker    how the supervisor drives a persistent bash as the worker
     container      cgroup memory and OOM kills, stray processes, files a cell wrote
   untrusted (the Python worker process, started as runbox_worker.py, running the user's code):

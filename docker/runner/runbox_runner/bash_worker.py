@@ -16,6 +16,7 @@ set +o history +H
 PS1= PS2= PS4=
 unset PROMPT_COMMAND
 exec %(fd)d>&%(w)d %(w)d>&- %(r)d<&-
+echo 1000 >/proc/self/oom_score_adj 2>/dev/null
 __rb_done() { printf '{"t":"done","n":%%d,"rc":%%d}\n' "$1" "$2" >&%(fd)d; }
 printf '\036runbox-sync\036\n'; printf '\036runbox-sync\036\n' >&2
 printf '{"t":"hello","pid":%%d}\n' $$ >&%(fd)d
@@ -39,9 +40,11 @@ def quote(code):
     return "$'" + "".join(out) + "'"
 
 
-def execute_text(n, code):
-    """The command line that runs cell n (stdin /dev/null, no control fd) and reports its status."""
-    return "eval %s </dev/null %d>&-; __rb_done %d $?\n" % (quote(code), CTRL_FD, n)
+def execute_text(n, code, out=None, err=None):
+    """The command line that runs cell n (stdin /dev/null, no control fd, stdout and stderr to the
+    cell's FIFOs out and err when given) and reports its status."""
+    redirect = (" >%s" % quote(out) if out else "") + (" 2>%s" % quote(err) if err else "")
+    return "eval %s </dev/null %d>&-%s; __rb_done %d $?\n" % (quote(code), CTRL_FD, redirect, n)
 
 
 def interrupt_text(n):

@@ -4,9 +4,14 @@ Runs on the trusted side, inside the supervisor, which reads the worker's output
 hands every chunk here (take). It decodes UTF-8 incrementally (invalid bytes become U+FFFD),
 gathers small writes for COALESCE_S, sends stream events of at most CHUNK bytes in the order
 the bytes arrived, and enforces the cell's max_output in bounded memory: the first half of the
-budget as head, the last part as a tail window, a marker line in place of the middle. Output
-written between cells is kept (up to IDLE_KEEP) for the next cell. It does not read pipes,
-know the worker or decide when a cell ends; the supervisor tells it (start, stop).
+budget as head, the last part as a tail window, a marker line in place of the middle.
+
+Output of an earlier cell (a thread or process it started that writes on after its done, which
+the supervisor tells apart by the pipe it arrives on) is never passed off as the running
+cell's: it is delivered line by line, each line prefixed with the cell it came from, at most
+FOREIGN_KEEP bytes per cell (kept between cells for the next one); past that it is dropped and
+counted, with a marker line at the end of the cell. It does not read pipes, know the worker or
+decide when a cell ends; the supervisor tells it (start, stop).
 """
 
 import codecs
@@ -14,7 +19,8 @@ import time
 
 CHUNK = 64 * 1024              # largest stream event text (UTF-8 bytes)
 COALESCE_S = 0.02              # small writes are gathered for this long
-IDLE_KEEP = 1024 * 1024        # output written between cells that is kept for the next one
+FOREIGN_KEEP = 64 * 1024       # bytes of earlier cells' output delivered with one cell (or kept for it)
+FOREIGN_LINE = 4096            # a longer line of an earlier cell is cut into lines of this size
 
 
 class _CellOutput:
@@ -32,6 +38,21 @@ class _CellOutput:
         self.reported = 0             # dropped bytes already announced by a marker
 
 
+class Foreign:
+    """One pipe that carries output of earlier cells: the label of the cell it belongs to (its
+    request id, or None when unknown) and the start of a line not yet complete."""
+
+    def __init__(self, label):
+        self.label = label
+        self.partial = bytearray()
+
+    def prefix(self):
+        if self.label is None:
+            return b"[from an earlier cell] "
+        label = str(self.label)[:128].encode("utf-8", "replace")
+        return b"[from earlier execution " + label + b"] "
+
+
 class Capture:
     """The output of the current worker; emit(event) sends one stream event to runboxd."""
 
@@ -43,29 +64,100 @@ class Capture:
         self.pending_since = None
         self.decoders = {}
         self.last_char = {"stdout": "\n", "stderr": "\n"}
-        self.idle_out = []            # output written between cells: [name, bytes]
-        self.idle_size = 0
-        self.idle_dropped = 0
+        self.foreign_out = []         # marked lines of earlier cells kept for the next cell: [name, bytes]
+        self.foreign_left = FOREIGN_KEEP
+        self.foreign_dropped = 0
+        self.foreign_drop_stream = "stdout"
+        self.own_open = {"stdout": False, "stderr": False}  # the running cell's last line unfinished
+        self.deferred = []            # marked lines waiting for the end of such a line: [name, bytes]
 
     def start(self, rid, max_output):
-        """Cell rid starts with a budget of max_output bytes; output kept since the last cell
-        becomes its first output (and what could not be kept counts as dropped)."""
+        """Cell rid starts with a budget of max_output bytes; the marked lines of earlier cells
+        kept since the last cell become its first output."""
         self.cell = _CellOutput(rid, max_output)
         self.last_char = {"stdout": "\n", "stderr": "\n"}
-        idle, self.idle_out, self.idle_size = self.idle_out, [], 0
-        self.cell.dropped += self.idle_dropped
-        self.idle_dropped = 0
-        for name, data in idle:
-            self.take(name, data)
+        self.own_open = {"stdout": False, "stderr": False}
+        kept, self.foreign_out = self.foreign_out, []
+        for name, data in kept:
+            self.add(name, data)
 
     def dropped(self):
-        """Bytes of the running cell's output not sent."""
-        return self.cell.dropped
+        """Bytes of the running cell's output not sent (earlier cells' output included)."""
+        return self.cell.dropped + self.foreign_dropped
 
     def stop(self):
         """The cell is over (its output flushed, its done sent): output is idle again."""
         self.cell = None
         self.decoders = {}
+        self.foreign_left = FOREIGN_KEEP
+        self.foreign_dropped = 0
+        self.deferred = []
+
+    def take_foreign(self, src, name, data):
+        """Takes bytes that src (a Foreign) got on stream name: each complete line goes out
+        marked; an incomplete one waits for the rest (up to FOREIGN_LINE bytes)."""
+        buf = src.partial
+        buf.extend(data)
+        start = 0
+        while True:
+            i = buf.find(b"\n", start, start + FOREIGN_LINE)
+            if i >= 0:
+                end = i + 1
+            elif len(buf) - start > FOREIGN_LINE:
+                end = start + FOREIGN_LINE
+                while end > start + 1 and (buf[end] & 0xC0) == 0x80:
+                    end -= 1  # do not split a UTF-8 character
+            else:
+                break
+            line = bytes(buf[start:end])
+            self.foreign_line(src, name, line if line.endswith(b"\n") else line + b"\n")
+            start = end
+        del buf[:start]
+
+    def end_foreign(self, src, name):
+        """src will get nothing more: its incomplete line goes out as it is."""
+        if src.partial:
+            line, src.partial = bytes(src.partial), bytearray()
+            self.foreign_line(src, name, line + b"\n")
+
+    def foreign_line(self, src, name, line):
+        text = src.prefix() + line
+        if len(text) > self.foreign_left:
+            if not self.foreign_dropped:
+                self.foreign_drop_stream = name
+            self.foreign_dropped += len(line)
+            return
+        self.foreign_left -= len(text)
+        if self.cell is None:
+            self.foreign_out.append((name, text))
+        elif self.own_open[name]:
+            self.deferred.append((name, text))  # not inside a line the running cell is writing
+        else:
+            self.add(name, text)
+
+    def release_deferred(self, name=None):
+        """Marked lines held back for stream name (every stream: None) go out."""
+        keep = []
+        for seg_name, text in self.deferred:
+            if name is None or seg_name == name:
+                if self.own_open[seg_name]:
+                    text = b"\n" + text
+                    self.own_open[seg_name] = False
+                self.add(seg_name, text)
+            else:
+                keep.append((seg_name, text))
+        self.deferred = keep
+
+    def end_cell_foreign(self):
+        """At the end of a cell: the marked lines held back go out, then a marker line for the
+        output of earlier cells that was dropped."""
+        if self.cell is None:
+            return
+        self.release_deferred()
+        if self.foreign_dropped:
+            name = self.foreign_drop_stream
+            prefix = b"\n" if self.own_open[name] else b""
+            self.add(name, b"%s[... %d bytes of output from earlier cells dropped ...]\n" % (prefix, self.foreign_dropped))
 
     def reset_decoders(self):
         """A new worker: bytes of a character the old one left half written are forgotten."""
@@ -80,17 +172,17 @@ class Capture:
             self.flush_pending()
 
     def take(self, name, data):
-        """Takes bytes the worker wrote to stream name ("stdout" or "stderr")."""
-        cell = self.cell
-        if cell is None:
-            room = IDLE_KEEP - self.idle_size
-            if room < len(data):
-                self.idle_dropped += len(data) - max(room, 0)
-                data = data[:max(room, 0)]
-            if data:
-                self.idle_out.append((name, data))
-                self.idle_size += len(data)
+        """Takes bytes the running cell wrote to stream name ("stdout" or "stderr")."""
+        if self.cell is None or not data:
             return
+        self.add(name, data)
+        self.own_open[name] = not data.endswith(b"\n")
+        if self.deferred and not self.own_open[name]:
+            self.release_deferred(name)
+
+    def add(self, name, data):
+        """Adds bytes to stream name within the running cell's budget."""
+        cell = self.cell
         if not cell.tail_mode:
             if len(data) <= cell.head_left:
                 cell.head_left -= len(data)

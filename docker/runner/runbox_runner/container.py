@@ -4,7 +4,7 @@ Runs on the trusted side, inside the supervisor. What it reads (the memory cgrou
 /workspace) the user's code can change or fill, so every reader is bounded and fails soft. It
 decides nothing: the supervisor calls it to describe a worker's end (describe_exit), to kill
 what escaped the worker's process group (kill_strays, only inside a sandbox), to protect
-itself (make_undumpable) and to list the files a cell wrote (workspace_snapshot,
+itself (separate_privileges, make_undumpable) and to list the files a cell wrote (workspace_snapshot,
 files_written). It is not the worker handling (supervisor) and never runs user code.
 """
 
@@ -75,27 +75,71 @@ def in_sandbox():
     return os.environ.get("RUNBOX_SANDBOX") == "1" and os.path.exists("/.dockerenv")
 
 
-def kill_strays(keep):
-    """SIGKILL every process of the container but PID 1, this one and the pids in keep:
-    processes that escaped the worker's process group (setsid, daemons, fork bombs)."""
-    me = os.getpid()
+def kill_strays():
+    """SIGKILL every process of the container but PID 1 and this one: processes that escaped the
+    worker's process group (setsid, daemons, fork bombs). One kill(-1), which the kernel applies
+    to all of them at once, so a fork bomb cannot refill the pids a scan of /proc frees. Only
+    inside a sandbox, where every other process is the user's."""
+    if not in_sandbox():
+        return
     try:
-        names = os.listdir("/proc")
+        os.kill(-1, signal.SIGKILL)
     except OSError:
-        return 0
-    n = 0
-    for name in names:
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        if pid in (1, me) or pid in keep:
-            continue
-        try:
-            os.kill(pid, signal.SIGKILL)
-            n += 1
-        except OSError:
-            pass
-    return n
+        pass
+
+
+SUPERVISOR_UID = 999           # the supervisor's own user when the container starts as root
+SANDBOX_UID = 1000             # the user code's (the image's user "sandbox")
+_CAPS = {"CAP_KILL": 5, "CAP_SETGID": 6, "CAP_SETUID": 7}
+
+
+def _capset(caps):
+    """Sets this process's effective and permitted capabilities to exactly caps (bit mask)."""
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    data[0].effective = data[0].permitted = caps
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset: %s" % os.strerror(ctypes.get_errno()))
+
+
+def separate_privileges():
+    """Privilege separation, when the container starts as root (inside a sandbox only): this
+    process becomes SUPERVISOR_UID with no capabilities but CAP_KILL (to signal the user's
+    processes), CAP_SETUID and CAP_SETGID (to start each worker as SANDBOX_UID), and user code
+    then runs as another user: it cannot open this process's or docker-init's (root's)
+    /proc/<pid>/fd, where the container's stdout is, signal them, ptrace, renice or prlimit them.
+    Returns (uid, gid) for the workers, or None when the container starts as the sandbox user
+    (then all share one user, as before). Started as root without those capabilities it refuses
+    to run: user code must never run as root."""
+    if os.geteuid() != 0 or not in_sandbox():
+        return None
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    keep = sum(1 << bit for bit in _CAPS.values())
+    try:
+        if libc.prctl(8, 1, 0, 0, 0) != 0:  # PR_SET_KEEPCAPS: keep the permitted set over setuid
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_KEEPCAPS)")
+        os.setgroups([])
+        os.setresgid(SUPERVISOR_UID, SUPERVISOR_UID, SUPERVISOR_UID)
+        os.setresuid(SUPERVISOR_UID, SUPERVISOR_UID, SUPERVISOR_UID)
+        _capset(keep)
+        libc.prctl(8, 0, 0, 0, 0)
+        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS, inherited by the workers
+    except OSError as e:
+        raise SystemExit("runner: started as root, but cannot become uid %d keeping only %s (%s); the container "
+                         "needs CapAdd %s; refusing to run user code as root"
+                         % (SUPERVISOR_UID, ", ".join(_CAPS), e, ", ".join(c[4:] for c in _CAPS)))
+    return (SANDBOX_UID, SANDBOX_UID)
 
 
 def make_undumpable():

@@ -5,13 +5,14 @@ This module runs on the untrusted side of the trust boundary: everything in this
 (only protocol, for the control channel) and holds no secret; the supervisor enforces timeouts,
 output caps and restarts from outside, and the code policy is checked there before a cell gets
 here. It is started by runbox_worker.py with the two control pipes; its fd 1/2 are pipes read
-by the supervisor and its stdin is /dev/null.
+by the supervisor (for each cell, that cell's own pair: see pipes) and its stdin is /dev/null.
 
 What it does: runs each cell in one persistent __main__ namespace, sends the value of a last
 expression (repr), the exception that ended a cell (traceback without the runner's frames, a
 SyntaxError as Python prints it) and the matplotlib figures left open (PNG); keeps stdout and
-stderr of Python code in write order; repairs fd 1/2 and sys.stdout/sys.stderr between cells;
-makes a process forked by user code exit at the end of its cell. Python standard library only;
+stderr of Python code in write order; puts each cell's pipes on fd 1/2 (repairing them and
+sys.stdout/sys.stderr) and sends what a thread writes to the pipes of the cell that started
+it; makes a process forked by user code exit at the end of its cell. Python standard library only;
 imports are kept lazy so that the worker starts fast.
 """
 
@@ -25,13 +26,16 @@ from runbox_runner import protocol
 DEPS_SITE = "/workspace/.runbox/site-packages"  # where core/deps.c installs session packages
 TEXT_CAP_MAX = 4 * 1024 * 1024 # largest result text / traceback sent for one cell (characters)
 TEXT_CAP_MIN = 4096            # ... and the least, whatever max_output says
+MARKER_ROOM = 100              # bytes of a cap left for the marker of a clipped text
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # frames from here are the runner's
 
 
 class _OrderedStream:
     """sys.stdout/sys.stderr of the worker: before a write to the other stream than the last
     one, it waits until the supervisor has read everything written so far (a sync round trip
-    on the control pipes), so stdout and stderr text of Python code arrive in write order."""
+    on the control pipes), so stdout and stderr text of Python code arrive in write order. A
+    thread started by an earlier cell writes to that cell's pipes instead (as Jupyter shows
+    it in the cell that started it), so that it is not taken for the running cell's output."""
 
     def __init__(self, inner, name, worker):
         self._inner = inner
@@ -40,6 +44,10 @@ class _OrderedStream:
 
     def write(self, s):
         w = self._worker
+        fd = w.thread_fd(self._name)
+        if fd is not None:
+            protocol.write_all(fd, s.encode("utf-8", "backslashreplace"))
+            return len(s)
         if w.running and w.last_stream not in (None, self._name) and os.getpid() == w.pid:
             w.sync()
         w.last_stream = self._name
@@ -68,13 +76,15 @@ class _Worker:
         self.last_stream = None
         self.sync_seq = 0
         self.text_cap = 1024 * 1024
-        # Copies of the output pipes, so that code that closes or replaces fd 1/2 (os.close(1),
-        # os.dup2) loses its output for that cell only.
+        self.cell_n = None            # the cell that runs, or ran last
+        self.cell_fds = {}            # n -> {1: fd, 2: fd}: the pipes of cell n, for its threads
+        # Copies of the worker's own output pipes: fd 1/2 when a cell has no pipes of its own
+        # (and after code that closed or replaced them), and where a thread of no known cell
+        # writes.
         self.saved_fds = {}
         for fd in (1, 2):
             try:
-                st = os.fstat(fd)
-                self.saved_fds[fd] = (os.dup(fd), (st.st_dev, st.st_ino))
+                self.saved_fds[fd] = os.dup(fd)
             except OSError:
                 pass
         sys.stdout = _OrderedStream(sys.stdout, "stdout", self)
@@ -87,6 +97,73 @@ class _Worker:
         warnings.filterwarnings("ignore", message=".*non-GUI backend.*")
         warnings.filterwarnings("ignore", message=".*is non-interactive, and thus cannot be shown.*")
         signal.signal(signal.SIGINT, self._on_sigint)
+        self._track_threads()
+
+    def _track_threads(self):
+        """Every thread remembers the cell that started it (a thread started by a thread, its
+        starter's): thread_fd sends its writes to that cell's pipes."""
+        import threading
+        worker, start = self, threading.Thread.start
+        self.threading = threading
+
+        def tracked_start(thread):
+            parent = threading.current_thread()
+            if parent is threading.main_thread():
+                cell = worker.cell_n if worker.running else None
+            else:
+                cell = getattr(parent, "_runbox_cell", None)
+            try:
+                thread._runbox_cell = cell
+            except AttributeError:
+                pass
+            return start(thread)
+
+        tracked_start.__doc__ = start.__doc__
+        threading.Thread.start = tracked_start
+
+    def thread_fd(self, name):
+        """For a write to stream name ("stdout"/"stderr") by a thread: the fd of the pipe of the
+        cell that started the thread (the worker's own pipe when that cell is not known), even
+        while that cell runs, so that a write racing the switch to the next cell's pipes still
+        lands in its own cell's. None for the main thread: fd 1/2 through sys.stdout/stderr."""
+        t = self.threading.current_thread()
+        if t is self.threading.main_thread():
+            return None
+        cell = getattr(t, "_runbox_cell", None)
+        fd = 1 if name == "stdout" else 2
+        own = self.cell_fds.get(cell, {}).get(fd)
+        if own is not None:
+            return own
+        if cell is not None and cell == self.cell_n:
+            return None  # the running cell has no pipes of its own
+        return self.saved_fds.get(fd)
+
+    def enter_cell(self, n, out, err):
+        """Before cell n: its pipes (FIFOs out and err, opened by path) become fd 1/2, or the
+        worker's own pipes when there are none; the pipes of earlier cells whose threads are all
+        gone are closed (what the cells started may hold them still)."""
+        opened = {}
+        for fd, path in ((1, out), (2, err)):
+            if isinstance(path, str):
+                try:
+                    opened[fd] = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+                except OSError:
+                    pass
+        live = {getattr(t, "_runbox_cell", None) for t in self.threading.enumerate()}
+        for k in [k for k in self.cell_fds if k not in live]:
+            for fd in self.cell_fds.pop(k).values():
+                os.close(fd)
+        for fd in (1, 2):
+            target = opened.get(fd)
+            if target is None:
+                target = self.saved_fds.get(fd)
+            if target is not None:
+                try:
+                    os.dup2(target, fd)
+                except OSError:
+                    pass
+        self.cell_fds[n] = opened
+        self.cell_n = n
 
     def _on_sigint(self, signum, frame):
         if self.running:
@@ -126,20 +203,9 @@ class _Worker:
         os._exit(code)
 
     def repair_stdio(self):
-        """Before each cell: fd 1/2 back to the output pipes and sys.stdout/sys.stderr back to
-        the runner's streams if earlier code closed or replaced them."""
+        """Before each cell (after enter_cell, which put fd 1/2 back): sys.stdout/sys.stderr
+        back to the runner's streams if earlier code closed or replaced them."""
         import io
-        for fd, (saved, ident) in self.saved_fds.items():
-            try:
-                st = os.fstat(fd)
-                same = (st.st_dev, st.st_ino) == ident
-            except OSError:
-                same = False
-            if not same:
-                try:
-                    os.dup2(saved, fd)
-                except OSError:
-                    pass
         for name, fd in (("stdout", 1), ("stderr", 2)):
             cur = getattr(sys, name)
             if isinstance(cur, _OrderedStream) and not cur._inner.closed:
@@ -152,8 +218,8 @@ class _Worker:
                 pass
 
     def reap_zombies(self):
-        """Collects exited children: after an interrupted cell the supervisor killed what the
-        cell left in the worker's process group, and their zombies would hold pids."""
+        """Collects exited children (asked by the supervisor after it killed what an interrupted
+        cell left in the worker's process group): their zombies would hold pids."""
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -163,11 +229,21 @@ class _Worker:
                 return
 
     def clip(self, text, cap, what):
-        if len(text) <= cap:
+        """text within cap bytes of UTF-8, marker included (runboxd holds every text to the cell's
+        output limit in bytes): head and tail around a marker counting the characters cut."""
+        if len(text) * 4 <= cap:
             return text
-        half = cap // 2
-        return "%s\n[... %d characters of the %s dropped ...]\n%s" % (
-            text[:half], len(text) - 2 * half, what, text[-half:])
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) <= cap:
+            return text
+        half = max(0, cap - MARKER_ROOM) // 2
+        h, t = half, len(data) - half
+        while h > 0 and (data[h] & 0xC0) == 0x80:
+            h -= 1  # do not split a character
+        while t < len(data) and (data[t] & 0xC0) == 0x80:
+            t += 1
+        head, tail = data[:h].decode("utf-8", "surrogatepass"), data[t:].decode("utf-8", "surrogatepass")
+        return "%s\n[... %d characters of the %s dropped ...]\n%s" % (head, len(text) - len(head) - len(tail), what, tail)
 
     def serve(self):
         self.send({"t": "hello", "pid": os.getpid()})
@@ -184,13 +260,17 @@ class _Worker:
                 if "ack" in msg:
                     msg = None  # a sync answer that came after its write was interrupted
                     continue
+                if "n" not in msg:
+                    if msg.get("reap"):
+                        self.reap_zombies()
+                    msg = None
+                    continue
                 self.last_stream = None
                 limit = msg.get("limit")
                 if isinstance(limit, int) and not isinstance(limit, bool):
                     self.text_cap = max(TEXT_CAP_MIN, min(limit, TEXT_CAP_MAX))
+                self.enter_cell(msg["n"], msg.get("out"), msg.get("err"))
                 self.repair_stdio()
-                if msg.get("reap"):
-                    self.reap_zombies()
                 self.run_cell(msg["n"], msg["code"])
             except KeyboardInterrupt:
                 # An interrupt that arrived just as a cell ended; the done was sent or is lost
@@ -228,6 +308,8 @@ class _Worker:
                     e.__context__ = None
                     raise
                 self.running = True
+                if self.interrupted_before_start(n):
+                    raise KeyboardInterrupt
                 exec(body, self.ns)
                 value = eval(tail, self.ns) if tail is not None else None
                 self.running = False
@@ -254,6 +336,24 @@ class _Worker:
         finally:
             self.running = False
         self.send({"t": "done", "n": n, "status": status})
+
+    def interrupted_before_start(self, n):
+        """Whether the supervisor interrupted cell n before its code began (its SIGINT then found
+        running False): it writes {"interrupt": n} to the command pipe before the signal, and
+        nothing else is sent between a cell's command and its code."""
+        import select
+        fd = self.ctrl_in.fileno()
+        while select.select([fd], [], [], 0)[0]:
+            line = self.ctrl_in.readline()
+            if not line:
+                return False
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("interrupt") == n:
+                return True
+        return False
 
     def _repr(self, value):
         try:
@@ -354,6 +454,16 @@ def _seed_matplotlib():
 
 
 
+def _first_to_go():
+    """The worker (and what it starts), not the supervisor, is the one the OOM killer should
+    choose. Done here, since the supervisor may run as another user (privilege separation)."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def main(argv, entry):
     """Runs the worker on the control pipes named by argv (command fd, control fd) until the
     command pipe closes; entry is the path of the entry script (its frames are the runner's)."""
@@ -363,5 +473,6 @@ def main(argv, entry):
     ctrl_in, ctrl_out = int(argv[0]), int(argv[1])
     os.set_inheritable(ctrl_in, False)
     os.set_inheritable(ctrl_out, False)
+    _first_to_go()
     _seed_matplotlib()
     _Worker(ctrl_in, ctrl_out, entry).serve()

@@ -22,9 +22,9 @@ import signal
 import sys
 import time
 
-from runbox_runner import bash_worker, capture, protocol
+from runbox_runner import bash_worker, capture, forward, pipes, protocol
 from runbox_runner.container import (describe_exit, files_written, in_sandbox, kill_strays, make_undumpable,
-                                     oom_kills, workspace_snapshot)
+                                     oom_kills, separate_privileges, workspace_snapshot)
 from runbox_runner.protocol import write_all
 
 VERSION = 1
@@ -32,6 +32,10 @@ RUNNER_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the
 WORKER_ENTRY = os.path.join(RUNNER_HOME, "runbox_worker.py")  # runbox_policy.py ships there too
 READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
 DEFAULT_MAX_OUTPUT = 1024 * 1024
+CLEAR_AFTER_S = 0.5            # after an interrupt, the cell's other processes get this long
+DRAIN_READS = 4                # reads per stream when draining the worker's pipes
+CMD_PENDING_MAX = 64 * 1024    # bytes waiting for the command pipe past which sync answers are dropped
+CTRL_LINE_MAX = 32 * 1024 * 1024  # longest control message from the worker; longer ones are dropped
 
 
 def log(msg):
@@ -44,13 +48,13 @@ def log(msg):
 class WorkerProc:
     """One worker process with its pipes."""
 
-    def __init__(self, language, env):
+    def __init__(self, language, env, user):
+        """user: (uid, gid) to start the worker as (privilege separation), or None."""
         import subprocess
         self.language = language
         self.hello = False
         self.startup = bash_worker.StartupFilter() if language == "bash" else None
         self.exit_status = None
-        self.reap_next = False    # the last cell was interrupted: its killed children are zombies
         c2w_r, c2w_w = os.pipe()  # commands to the worker
         w2c_r, w2c_w = os.pipe()  # control messages from the worker
         for fd in (c2w_w, w2c_r):
@@ -61,46 +65,80 @@ class WorkerProc:
         else:
             argv = [sys.executable, WORKER_ENTRY, str(c2w_r), str(w2c_w)]
             stdin = subprocess.DEVNULL
+        ids = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
         self.proc = subprocess.Popen(
             argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=(c2w_r, w2c_w), start_new_session=True, env=env, cwd=None)
+            pass_fds=(c2w_r, w2c_w), start_new_session=True, env=env, cwd=None,
+            preexec_fn=_lowest_cpu_priority, **ids)
         os.close(c2w_r)
         os.close(w2c_w)
         self.pid = self.proc.pid
         self.cmd_fd = c2w_w
+        self.cmd_pending = bytearray()  # commands the pipe did not take yet
+        os.set_blocking(c2w_w, False)
         self.ctrl_fd = w2c_r
         self.out_fd = self.proc.stdout.fileno()
         self.err_fd = self.proc.stderr.fileno()
-        self.ctrl_buf = b""
+        self.ctrl_buf = bytearray()
+        self.ctrl_scanned = 0         # bytes of ctrl_buf known to hold no newline
+        self.ctrl_skip = False        # inside a line too long to keep: dropped up to its newline
+        self.ctrl_dropped = 0         # bytes of such lines
         self.ctrl_eof = False
-        import fcntl
         for fd in (self.out_fd, self.err_fd, self.ctrl_fd):
             os.set_blocking(fd, False)
-            try:
-                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, READ_SIZE)
-            except (OSError, AttributeError):
-                pass
+            pipes.set_pipe_size(fd)
         if language == "bash":
             self.send_raw(bash_worker.init_text(c2w_r, w2c_w))
 
     def send_raw(self, text):
-        try:
-            write_all(self.cmd_fd, text.encode("utf-8", "surrogateescape"))
-        except OSError as e:
-            log("cannot write to the worker: %s" % e)
+        self.send_bytes(text.encode("utf-8", "surrogateescape"))
 
     def send_msg(self, msg):
-        try:
-            write_all(self.cmd_fd, protocol.encode(msg))
-        except OSError as e:
-            log("cannot write to the worker: %s" % e)
+        self.send_bytes(protocol.encode(msg))
 
-    def execute(self, n, code, limit):
+    def send_bytes(self, data, droppable=False):
+        """Queues data for the worker's command pipe and writes what the pipe takes now: the
+        worker is user code and may stop reading, which must never block the supervisor. A
+        droppable message (a sync answer) is dropped when CMD_PENDING_MAX bytes already wait."""
+        if droppable and len(self.cmd_pending) > CMD_PENDING_MAX:
+            return
+        self.cmd_pending += data
+        self.flush_commands()
+
+    def flush_commands(self):
+        while self.cmd_pending and self.cmd_fd is not None:
+            try:
+                n = os.write(self.cmd_fd, self.cmd_pending)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                log("cannot write to the worker: %s" % e)
+                self.cmd_pending.clear()
+                return
+            del self.cmd_pending[:n]
+
+    def execute(self, n, code, limit, paths):
+        """Runs cell n; paths: {"stdout", "stderr"} FIFOs for the cell's output, or None."""
+        paths = paths or {}
         if self.language == "bash":
-            self.send_raw(bash_worker.execute_text(n, code))
+            self.send_raw(bash_worker.execute_text(n, code, paths.get("stdout"), paths.get("stderr")))
         else:
-            self.send_msg({"n": n, "code": code, "limit": limit, "reap": self.reap_next})
-        self.reap_next = False
+            self.send_msg({"n": n, "code": code, "limit": limit, "out": paths.get("stdout"),
+                           "err": paths.get("stderr")})
+
+    def collect_children(self):
+        """Asks an idle Python worker to collect its exited children: the ones killed after an
+        interrupt stay zombies, holding pids of the sandbox's pids limit, until their parent waits
+        for them (bash does so by itself)."""
+        if self.language != "bash":
+            self.send_msg({"reap": True})
+
+    def before_interrupt(self, n):
+        """Tells a Python worker, ahead of the SIGINT, that cell n is interrupted: a SIGINT that
+        arrives before the cell's code runs finds no code to stop, and the worker looks for this
+        message when it starts the code."""
+        if self.language != "bash":
+            self.send_msg({"interrupt": n})
 
     def after_interrupt(self, n):
         if self.language == "bash":
@@ -108,26 +146,40 @@ class WorkerProc:
 
     def kill_group_except_leader(self):
         """SIGKILL the processes of the worker's process group but the worker: what a cell
-        that was interrupted left running (forked copies, subprocesses)."""
-        for _ in range(20):  # again while a copy forked between the scan and the kill
+        that was interrupted left running (forked copies, subprocesses). The group is stopped
+        first: one signal reaches every member and a stopped process cannot fork, so a scan of
+        /proc finds them all even while a fork bomb refills every pid that a kill frees (scans
+        that chased it took seconds each on a CPU shared with the bomb). Then the worker goes on."""
+        self.signal_group(signal.SIGSTOP)
+        try:
+            for _ in range(5):  # again only if something was continued (SIGCONT) behind our back
+                if not self._kill_members():
+                    return
+        finally:
             try:
-                names = os.listdir("/proc")
-            except OSError:
-                return
-            killed = 0
-            for name in names:
-                if not name.isdigit() or int(name) == self.pid:
-                    continue
-                try:
-                    with open("/proc/%s/stat" % name, "rb") as f:
-                        fields = f.read().rsplit(b")", 1)[1].split()
-                    if fields[0] != b"Z" and int(fields[2]) == self.pid:  # state, pgrp
-                        os.kill(int(name), signal.SIGKILL)
-                        killed += 1
-                except (OSError, IndexError, ValueError):
-                    pass
-            if not killed:
-                return
+                os.kill(self.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def _kill_members(self):
+        """One scan of /proc: SIGKILL every live member of the group but the leader; the count."""
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return 0
+        killed = 0
+        for name in names:
+            if not name.isdigit() or int(name) == self.pid:
+                continue
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                if fields[0] != b"Z" and int(fields[2]) == self.pid:  # state, pgrp
+                    os.kill(int(name), signal.SIGKILL)
+                    killed += 1
+            except (OSError, IndexError, ValueError):
+                pass
+        return killed
 
     def signal_group(self, sig):
         try:
@@ -146,17 +198,36 @@ class WorkerProc:
         if not data:
             self.ctrl_eof = True
             return []
-        self.ctrl_buf += data
+        # The worker is user code: whatever it writes here is bounded and checked (on_ctrl).
+        buf = self.ctrl_buf
+        buf += data
         msgs = []
+        start = 0
         while True:
-            i = self.ctrl_buf.find(b"\n")
+            i = buf.find(b"\n", max(start, self.ctrl_scanned))
             if i < 0:
                 break
-            line, self.ctrl_buf = self.ctrl_buf[:i], self.ctrl_buf[i + 1:]
-            try:
-                msgs.append(json.loads(line))
-            except ValueError:
-                log("bad control message from the worker: %r" % line[:200])
+            if self.ctrl_skip:
+                self.ctrl_skip = False
+                self.ctrl_dropped += i - start
+            else:
+                try:
+                    msg = json.loads(bytes(buf[start:i]))
+                except (ValueError, RecursionError):
+                    msg = None
+                if isinstance(msg, dict):
+                    msgs.append(msg)
+                else:
+                    log("bad control message from the worker: %r" % bytes(buf[start:min(i, start + 200)]))
+            start = i + 1
+        del buf[:start]
+        self.ctrl_scanned = len(buf)
+        if len(buf) > CTRL_LINE_MAX:
+            log("a control message from the worker longer than %d bytes was dropped" % CTRL_LINE_MAX)
+            self.ctrl_skip = True
+            self.ctrl_dropped += len(buf)
+            del buf[:]
+            self.ctrl_scanned = 0
         return msgs
 
     def close(self):
@@ -171,6 +242,18 @@ class WorkerProc:
             except OSError:
                 pass
         self.proc.returncode = self.exit_status if self.exit_status is not None else -9
+
+
+def _lowest_cpu_priority():
+    """In the worker's process before exec: nice 19. User code shares the sandbox's CPU quota
+    with the supervisor, and up to pids_limit busy copies of a fork bomb at the same priority left
+    it a few milliseconds a second, too little to stop them before runboxd gave up on the
+    sandbox. The nice value is inherited by everything the worker starts, and without
+    CAP_SYS_NICE user code cannot lower it again."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 19)
+    except OSError:
+        pass
 
 
 def _no_nul(obj):
@@ -193,13 +276,18 @@ class Cell:
         self.start = time.monotonic()
         self.deadline = self.start + timeout if timeout else None
         self.kill_at = None
+        self.clear_at = None          # when what the cell started is killed if it is still running
         self.forced = None            # "timeout" / "cancelled" once interrupted
         self.files_before = None      # workspace_snapshot() when the cell started
+        self.pipes = None             # its output pipes (pipes.CellPipes), if it got any
+        self.forward = None           # forward.CellForward: bounds of what the worker sends
 
 
 class Supervisor:
-    def __init__(self):
+    def __init__(self, worker_user=None):
+        """worker_user: (uid, gid) of the workers when privileges are separated, else None."""
         import selectors
+        self.worker_user = worker_user
         self.language = os.environ.get("RUNBOX_LANGUAGE", "python").strip().lower() or "python"
         if self.language not in ("python", "bash"):
             log("unknown RUNBOX_LANGUAGE %r; using python" % self.language)
@@ -221,10 +309,13 @@ class Supervisor:
         self.cell = None
         self.n = 0
         self.capture = capture.Capture(self.emit)
+        self.pipes = pipes.Pipes(lambda fd: self.sel.register(fd, 1), self.sel.unregister, self.end_source,
+                                 shared=worker_user is not None)
         self.lost_state = None        # reason the state was lost between cells
         self.worker_started = 0.0
         self.worker_failures = 0
         self.oom_base = None
+        self.cmd_watched = None       # the command pipe while it is selected for writing
 
     # ---- output to runboxd ----
     def emit(self, obj):
@@ -237,27 +328,22 @@ class Supervisor:
     def start_worker(self):
         for attempt in range(50):
             try:
-                self.worker = WorkerProc(self.language, self.env)
+                self.worker = WorkerProc(self.language, self.env, self.worker_user)
                 break
             except OSError as e:
                 # Out of processes (a fork bomb) or memory: free them and try again.
                 log("cannot start the interpreter: %s" % e)
                 if in_sandbox():
-                    kill_strays(())
+                    kill_strays()
                 time.sleep(0.1)
         else:
             raise SystemExit("runner: cannot start the interpreter")
-        try:
-            # The worker, not the supervisor, is the one the OOM killer should choose.
-            with open("/proc/%d/oom_score_adj" % self.worker.pid, "w") as f:
-                f.write("1000")
-        except OSError:
-            pass
         self.oom_base = oom_kills()
         self.worker_started = time.monotonic()
         self.capture.reset_decoders()
-        for fd in (self.worker.out_fd, self.worker.err_fd, self.worker.ctrl_fd):
-            self.sel.register(fd, 1)  # EVENT_READ
+        self.sel.register(self.worker.ctrl_fd, 1)  # EVENT_READ
+        self.pipes.add_worker(self.worker.out_fd, "stdout")
+        self.pipes.add_worker(self.worker.err_fd, "stderr")
 
     def stop_worker(self):
         w = self.worker
@@ -274,18 +360,23 @@ class Supervisor:
                 w.exit_status = os.waitstatus_to_exitcode(status)
             except ChildProcessError:
                 pass
-        for fd in (w.out_fd, w.err_fd, w.ctrl_fd):
-            try:
-                self.sel.unregister(fd)
-            except (KeyError, ValueError):
-                pass
+        try:
+            self.sel.unregister(w.ctrl_fd)
+        except (KeyError, ValueError):
+            pass
+        if self.cmd_watched is not None:
+            self.sel.unregister(self.cmd_watched)
+            self.cmd_watched = None
+        for fd in (w.out_fd, w.err_fd):
+            self.end_source(self.pipes.get(fd))
+            self.pipes.drop_worker(fd)
         w.close()
         self.worker = None
 
     def replace_worker(self):
         self.stop_worker()
         if in_sandbox():
-            kill_strays(())
+            kill_strays()
             self.reap()
         quick = time.monotonic() - self.worker_started < 1.0
         self.worker_failures = self.worker_failures + 1 if quick else 0
@@ -306,8 +397,11 @@ class Supervisor:
                 self.worker.exit_status = os.waitstatus_to_exitcode(status)
 
     # ---- output handling ----
-    def read_stream(self, fd, name):
-        """Reads one chunk of worker output; returns False at EOF or when nothing was there."""
+    def read_stream(self, fd):
+        """Reads one chunk from an output pipe; returns False at EOF or when nothing was there."""
+        src = self.pipes.get(fd)
+        if src is None:
+            return False
         try:
             data = os.read(fd, READ_SIZE)
         except BlockingIOError:
@@ -315,32 +409,36 @@ class Supervisor:
         except OSError:
             data = b""
         if not data:
-            try:
-                self.sel.unregister(fd)
-            except (KeyError, ValueError):
-                pass
+            self.end_source(src)
+            if src.cell is None:
+                self.pipes.drop_worker(fd)
+            else:
+                self.pipes.forget(fd)
             return False
-        self.take_output(name, data)
+        if src.cell is None and self.worker is not None and self.worker.startup is not None:
+            data = self.worker.startup.filter(src.name, data)
+            if not data:
+                return True
+        cell = self.cell
+        if cell is not None and (src.cell is cell or (src.cell is None and cell.pipes is None)):
+            self.capture.take(src.name, data)
+        else:
+            # Not the running cell's pipe: a thread or process of an earlier cell wrote it.
+            self.capture.take_foreign(src.foreign, src.name, data)
         return True
 
-    def drain(self):
-        w = self.worker
-        if w is None:
-            return
-        for fd, name in ((w.out_fd, "stdout"), (w.err_fd, "stderr")):
-            try:
-                self.sel.get_key(fd)
-            except (KeyError, ValueError):
-                continue
-            while self.read_stream(fd, name):
-                pass
+    def end_source(self, src):
+        """An output pipe will be read no more: the last line of an earlier cell goes out."""
+        if src is not None:
+            self.capture.end_foreign(src.foreign, src.name)
 
-    def take_output(self, name, data):
-        if self.worker is not None and self.worker.startup is not None:
-            data = self.worker.startup.filter(name, data)
-            if not data:
-                return
-        self.capture.take(name, data)
+    def drain(self):
+        for fd in self.pipes.fds():
+            # What the worker wrote before its last message is in the pipe (at most READ_SIZE);
+            # more reads would chase writers that never stop (the copies of a fork bomb).
+            for _ in range(DRAIN_READS):
+                if not self.read_stream(fd):
+                    break
 
     # ---- requests ----
     def handle_line(self, line):
@@ -395,8 +493,10 @@ class Supervisor:
         self.n += 1
         self.cell = Cell(rid, self.n, timeout)
         self.capture.start(rid, max_output)
+        self.cell.forward = forward.CellForward(max_output)
         self.cell.files_before = workspace_snapshot()
-        self.worker.execute(self.n, code, max_output)
+        self.cell.pipes = self.pipes.open_cell(self.cell)
+        self.worker.execute(self.n, code, max_output, self.cell.pipes and self.cell.pipes.paths)
 
     # ---- optional code policy (runbox_policy.py beside the entry scripts) ----
     def policy_allows(self, rid, code, policy):
@@ -438,6 +538,8 @@ class Supervisor:
         cell = self.cell
         cell.forced = status
         cell.kill_at = time.monotonic() + self.grace
+        cell.clear_at = time.monotonic() + min(CLEAR_AFTER_S, self.grace / 2)
+        self.worker.before_interrupt(cell.n)
         self.worker.signal_group(signal.SIGINT)
         self.worker.after_interrupt(cell.n)
 
@@ -445,14 +547,17 @@ class Supervisor:
     def finish_cell(self, status, reset=False, reason=None):
         cell = self.cell
         self.capture.finish_decoders()
+        self.capture.end_cell_foreign()
         self.capture.flush_all()
         if self.lost_state and not reset:
             reset, reason = True, self.lost_state
         self.lost_state = None
         self.emit({"type": "done", "id": cell.id, "status": status, "reset": reset,
                    "reset_reason": reason, "duration_ms": int((time.monotonic() - cell.start) * 1000),
-                   "dropped": self.capture.dropped(),
+                   "dropped": self.capture.dropped() + cell.forward.dropped,
                    "files_written": files_written(cell.files_before)})
+        if cell.pipes is not None:
+            self.pipes.close_cell(cell.pipes)
         self.cell = None
         self.capture.stop()
 
@@ -464,7 +569,9 @@ class Supervisor:
             self.worker_failures = 0
             return
         if t == "sync":
-            w.send_msg({"ack": msg.get("seq")})  # output was drained first
+            seq = msg.get("seq")
+            if isinstance(seq, int) and not isinstance(seq, bool):
+                w.send_bytes(protocol.encode({"ack": seq}), droppable=True)  # output was drained first
             return
         cell = self.cell
         if cell is None:
@@ -477,26 +584,26 @@ class Supervisor:
                 status = "completed"
                 if rc != 0:
                     status = "error"
-                    if cell.forced is None:
+                    fields = cell.forward.error({"ename": "ExitCode", "evalue": str(rc), "traceback": []})
+                    if cell.forced is None and fields is not None:
                         self.capture.flush_all()
-                        self.emit({"type": "error", "id": cell.id, "ename": "ExitCode", "evalue": str(rc),
-                                   "traceback": []})
+                        self.emit(dict(fields, type="error", id=cell.id))
             else:
-                status = msg.get("status", "completed")
+                status = msg.get("status")
+                if status not in ("completed", "error"):
+                    status = "error"
             if cell.forced is not None:
                 w.kill_group_except_leader()
-                w.reap_next = True
+                w.collect_children()
             self.finish_cell(cell.forced or status)
+            return
+        take = {"result": cell.forward.result, "display": cell.forward.display, "error": cell.forward.error}.get(t)
+        fields = take(msg) if take is not None else None
+        if fields is None:
             return
         self.capture.finish_decoders()
         self.capture.flush_all()
-        if t == "result":
-            self.emit({"type": "result", "id": cell.id, "text": msg.get("text", "")})
-        elif t == "display":
-            self.emit({"type": "display", "id": cell.id, "mime": msg.get("mime"), "data": msg.get("data")})
-        elif t == "error":
-            self.emit({"type": "error", "id": cell.id, "ename": msg.get("ename"), "evalue": msg.get("evalue"),
-                       "traceback": msg.get("traceback", [])})
+        self.emit(dict(fields, type=t, id=cell.id))
 
     def worker_gone(self):
         """The worker exited or closed its control pipe."""
@@ -556,17 +663,30 @@ class Supervisor:
                 self.step(stdin)
         finally:
             self.stop_worker()
+            self.pipes.cleanup()
+
+    def watch_commands(self):
+        """Selects the worker's command pipe for writing while commands wait for it."""
+        w = self.worker
+        want = w.cmd_fd if w is not None and w.cmd_pending else None
+        if want != self.cmd_watched:
+            if self.cmd_watched is not None:
+                self.sel.unregister(self.cmd_watched)
+            if want is not None:
+                self.sel.register(want, 2)  # EVENT_WRITE
+            self.cmd_watched = want
 
     def step(self, stdin):
         now = time.monotonic()
         cell = self.cell
         timeout = 1.0
         for t in (cell and cell.deadline if cell and not cell.forced else None,
-                  cell and cell.kill_at, self.capture.flush_at()):
+                  cell and cell.kill_at, cell and cell.clear_at, self.capture.flush_at()):
             if t:
                 timeout = min(timeout, max(0.0, t - now))
         if cell is not None:
             timeout = min(timeout, 0.1)  # notice a dead worker even if a child holds its pipes
+        self.watch_commands()
         events = self.sel.select(timeout)
         w = self.worker
         ctrl_msgs = []
@@ -576,10 +696,10 @@ class Supervisor:
                 self.read_requests(stdin)
             elif w is not None and fd == w.ctrl_fd:
                 ctrl_msgs.extend(w.read_ctrl())
-            elif w is not None and fd == w.out_fd:
-                self.read_stream(fd, "stdout")
-            elif w is not None and fd == w.err_fd:
-                self.read_stream(fd, "stderr")
+            elif w is not None and fd == w.cmd_fd:
+                w.flush_commands()
+            else:
+                self.read_stream(fd)
         if ctrl_msgs:
             self.drain()
             for msg in ctrl_msgs:
@@ -600,6 +720,11 @@ class Supervisor:
         if cell is not None:
             if cell.forced is None and cell.deadline is not None and now >= cell.deadline:
                 self.interrupt("timeout")
+            elif cell.clear_at is not None and now >= cell.clear_at:
+                # The processes the cell started had their SIGINT; if they are still there (a
+                # fork bomb forks on), they go, so that the interpreter gets the CPU to stop.
+                cell.clear_at = None
+                w.kill_group_except_leader()
             elif cell.kill_at is not None and now >= cell.kill_at:
                 self.drain()
                 self.replace_worker()
@@ -633,9 +758,10 @@ class Supervisor:
 
 def main():
     """Runs the supervisor until its stdin closes and the last cell is over."""
+    worker_user = separate_privileges()
     # Keep the protocol stream private: nothing but the supervisor writes to the real stdout.
     out = os.dup(1)
     os.dup2(2, 1)
-    sup = Supervisor()
+    sup = Supervisor(worker_user)
     sup.out = out
     sup.run()

@@ -1,0 +1,115 @@
+"""What the supervisor forwards to runboxd of the worker's control messages, bounded.
+
+Runs on the trusted side, inside the supervisor. The worker clips its results and tracebacks
+itself, but the worker is the user's process: user code can write any line to its control pipe
+(the fd number is in its argv), so that clipping is no boundary. Here every message is checked
+again before it becomes an event: per cell at most one `result` and one `error`, texts clipped to
+the cell's cap (its max_output within [TEXT_CAP_MIN, TEXT_CAP_MAX], as PROTOCOL.md says), fields of
+the wrong type replaced, `display` only for known types and within DISPLAY_BYTES_MAX per cell.
+What is refused counts as dropped output of the cell. It does not read the control pipe
+(supervisor) and knows nothing of stream output (capture).
+"""
+
+import collections
+
+TEXT_CAP_MIN = 4096            # the least a result text / traceback may keep, whatever max_output says
+TEXT_CAP_MAX = 4 * 1024 * 1024  # ... and the most
+MARKER_ROOM = 100              # bytes of a cap left for the marker of a clipped text
+NAME_CAP = 256                 # characters of an exception's name
+DISPLAY_BYTES_MAX = 32 * 1024 * 1024  # base64 bytes of displays per cell (runboxd keeps as much)
+DISPLAY_MIMES = ("image/png",)
+
+
+def clip(text, cap, what):
+    """text within cap bytes of UTF-8, marker included (runboxd holds every text to the cell's
+    output limit in bytes): head and tail around a marker counting the characters cut."""
+    if len(text) * 4 <= cap:
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= cap:
+        return text
+    half = max(0, cap - MARKER_ROOM) // 2
+    h, t = half, len(data) - half
+    while h > 0 and (data[h] & 0xC0) == 0x80:
+        h -= 1  # do not split a character
+    while t < len(data) and (data[t] & 0xC0) == 0x80:
+        t += 1
+    head, tail = data[:h].decode("utf-8", "surrogatepass"), data[t:].decode("utf-8", "surrogatepass")
+    return "%s\n[... %d characters of the %s dropped ...]\n%s" % (head, len(text) - len(head) - len(tail), what, tail)
+
+
+def bounded_lines(lines, cap):
+    """A traceback's lines (strings; anything else is left out) within about cap characters: the
+    first lines up to half of it, a marker, then the last lines."""
+    head, head_size = [], 0
+    tail, tail_size = collections.deque(), 0
+    dropped_lines = dropped_chars = 0
+    line_cap = max(256, cap // 8)
+    for line in lines:
+        if not isinstance(line, str):
+            continue
+        line = clip(line, line_cap, "line")
+        if head_size + len(line) <= cap // 2 and not tail and not dropped_lines:
+            head.append(line)
+            head_size += len(line)
+            continue
+        tail.append(line)
+        tail_size += len(line)
+        while tail and tail_size > cap // 2:
+            old = tail.popleft()
+            tail_size -= len(old)
+            dropped_lines += 1
+            dropped_chars += len(old)
+    if dropped_lines:
+        head.append("  [... %d lines (%d characters) of the traceback dropped ...]\n" % (dropped_lines, dropped_chars))
+    return head + list(tail)
+
+
+def _size(value):
+    """Characters a refused field would have carried (for the dropped count)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return sum(_size(v) for v in value)
+    return 0
+
+
+class CellForward:
+    """The bounds of one cell's forwarded messages."""
+
+    def __init__(self, max_output):
+        self.cap = max(TEXT_CAP_MIN, min(max_output, TEXT_CAP_MAX))
+        self.results = 0
+        self.errors = 0
+        self.display_bytes = 0
+        self.dropped = 0
+
+    def result(self, msg):
+        """The fields of a `result` event for the worker's message, or None if it is refused."""
+        text = msg.get("text")
+        if not isinstance(text, str) or self.results:
+            self.dropped += _size(text)
+            return None
+        self.results += 1
+        return {"text": clip(text, self.cap, "result")}
+
+    def error(self, msg):
+        """The fields of an `error` event, or None: only the first error of a cell goes out."""
+        ename, evalue, tb = msg.get("ename"), msg.get("evalue"), msg.get("traceback")
+        if self.errors:
+            self.dropped += _size(ename) + _size(evalue) + _size(tb)
+            return None
+        self.errors += 1
+        return {"ename": clip(ename, NAME_CAP, "name") if isinstance(ename, str) else "Error",
+                "evalue": clip(evalue, self.cap // 4, "message") if isinstance(evalue, str) else "",
+                "traceback": bounded_lines(tb, self.cap) if isinstance(tb, list) else []}
+
+    def display(self, msg):
+        """The fields of a `display` event, or None (an unknown type, or past the cell's budget)."""
+        mime, data = msg.get("mime"), msg.get("data")
+        if mime not in DISPLAY_MIMES or not isinstance(data, str) \
+                or self.display_bytes + len(data) > DISPLAY_BYTES_MAX:
+            self.dropped += _size(data)
+            return None
+        self.display_bytes += len(data)
+        return {"mime": mime, "data": data}
