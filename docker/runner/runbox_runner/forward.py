@@ -12,30 +12,13 @@ What is refused counts as dropped output of the cell. It does not read the contr
 
 import collections
 
+from runbox_runner import protocol
+
 TEXT_CAP_MIN = 4096            # the least a result text / traceback may keep, whatever max_output says
 TEXT_CAP_MAX = 4 * 1024 * 1024  # ... and the most
-MARKER_ROOM = 100              # bytes of a cap left for the marker of a clipped text
 NAME_CAP = 256                 # characters of an exception's name
 DISPLAY_BYTES_MAX = 32 * 1024 * 1024  # base64 bytes of displays per cell (runboxd keeps as much)
 DISPLAY_MIMES = ("image/png",)
-
-
-def clip(text, cap, what):
-    """text within cap bytes of UTF-8, marker included (runboxd holds every text to the cell's
-    output limit in bytes): head and tail around a marker counting the characters cut."""
-    if len(text) * 4 <= cap:
-        return text
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= cap:
-        return text
-    half = max(0, cap - MARKER_ROOM) // 2
-    h, t = half, len(data) - half
-    while h > 0 and (data[h] & 0xC0) == 0x80:
-        h -= 1  # do not split a character
-    while t < len(data) and (data[t] & 0xC0) == 0x80:
-        t += 1
-    head, tail = data[:h].decode("utf-8", "surrogatepass"), data[t:].decode("utf-8", "surrogatepass")
-    return "%s\n[... %d characters of the %s dropped ...]\n%s" % (head, len(text) - len(head) - len(tail), what, tail)
 
 
 def bounded_lines(lines, cap):
@@ -48,7 +31,7 @@ def bounded_lines(lines, cap):
     for line in lines:
         if not isinstance(line, str):
             continue
-        line = clip(line, line_cap, "line")
+        line = protocol.clip(line, line_cap, "line")
         if head_size + len(line) <= cap // 2 and not tail and not dropped_lines:
             head.append(line)
             head_size += len(line)
@@ -91,7 +74,7 @@ class CellForward:
             self.dropped += _size(text)
             return None
         self.results += 1
-        return {"text": clip(text, self.cap, "result")}
+        return {"text": protocol.clip(text, self.cap, "result")}
 
     def error(self, msg):
         """The fields of an `error` event, or None: only the first error of a cell goes out."""
@@ -100,8 +83,8 @@ class CellForward:
             self.dropped += _size(ename) + _size(evalue) + _size(tb)
             return None
         self.errors += 1
-        return {"ename": clip(ename, NAME_CAP, "name") if isinstance(ename, str) else "Error",
-                "evalue": clip(evalue, self.cap // 4, "message") if isinstance(evalue, str) else "",
+        return {"ename": protocol.clip(ename, NAME_CAP, "name") if isinstance(ename, str) else "Error",
+                "evalue": protocol.clip(evalue, self.cap // 4, "message") if isinstance(evalue, str) else "",
                 "traceback": bounded_lines(tb, self.cap) if isinstance(tb, list) else []}
 
     def display(self, msg):

@@ -2,8 +2,9 @@
 
 This is not runboxd's protocol (that one is in PROTOCOL.md and spoken only by the supervisor);
 it is the private channel over the two pipes between the supervisor and the worker process. It
-runs on both sides of the trust boundary, so it holds framing only, imports nothing of the
-runner and keeps no state.
+runs on both sides of the trust boundary, so it holds framing (and `clip`, the one rule for how
+large a text of a message may be, which the worker applies to spare the pipe and the supervisor
+applies again as the boundary) only, imports nothing of the runner and keeps no state.
 
 One JSON object per line, ASCII (json's escaping), on the worker's control pipe:
   worker -> supervisor  {"t": "hello", "pid"}, {"t": "sync", "seq"}, {"t": "result", "text"},
@@ -21,6 +22,8 @@ every message from the worker as untrusted input.
 import json
 import os
 
+MARKER_ROOM = 100  # bytes of a cap left for the marker of a clipped text
+
 
 def write_all(fd, data):
     """Writes all of data (bytes) to fd, retrying short writes; OSError goes to the caller."""
@@ -36,3 +39,21 @@ def write_all(fd, data):
 def encode(msg):
     """One control message as its line (bytes, newline-terminated)."""
     return (json.dumps(msg) + "\n").encode("ascii")
+
+
+def clip(text, cap, what):
+    """text within cap bytes of UTF-8, marker included (runboxd holds every text to the cell's
+    output limit in bytes): head and tail around a marker counting the characters cut."""
+    if len(text) * 4 <= cap:
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= cap:
+        return text
+    half = max(0, cap - MARKER_ROOM) // 2
+    h, t = half, len(data) - half
+    while h > 0 and (data[h] & 0xC0) == 0x80:
+        h -= 1  # do not split a character
+    while t < len(data) and (data[t] & 0xC0) == 0x80:
+        t += 1
+    head, tail = data[:h].decode("utf-8", "surrogatepass"), data[t:].decode("utf-8", "surrogatepass")
+    return "%s\n[... %d characters of the %s dropped ...]\n%s" % (head, len(text) - len(head) - len(tail), what, tail)

@@ -26,7 +26,6 @@ from runbox_runner import protocol
 DEPS_SITE = "/workspace/.runbox/site-packages"  # where core/deps.c installs session packages
 TEXT_CAP_MAX = 4 * 1024 * 1024 # largest result text / traceback sent for one cell (characters)
 TEXT_CAP_MIN = 4096            # ... and the least, whatever max_output says
-MARKER_ROOM = 100              # bytes of a cap left for the marker of a clipped text
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # frames from here are the runner's
 
 
@@ -228,23 +227,6 @@ class _Worker:
             if pid == 0:
                 return
 
-    def clip(self, text, cap, what):
-        """text within cap bytes of UTF-8, marker included (runboxd holds every text to the cell's
-        output limit in bytes): head and tail around a marker counting the characters cut."""
-        if len(text) * 4 <= cap:
-            return text
-        data = text.encode("utf-8", "surrogatepass")
-        if len(data) <= cap:
-            return text
-        half = max(0, cap - MARKER_ROOM) // 2
-        h, t = half, len(data) - half
-        while h > 0 and (data[h] & 0xC0) == 0x80:
-            h -= 1  # do not split a character
-        while t < len(data) and (data[t] & 0xC0) == 0x80:
-            t += 1
-        head, tail = data[:h].decode("utf-8", "surrogatepass"), data[t:].decode("utf-8", "surrogatepass")
-        return "%s\n[... %d characters of the %s dropped ...]\n%s" % (head, len(text) - len(head) - len(tail), what, tail)
-
     def serve(self):
         self.send({"t": "hello", "pid": os.getpid()})
         while True:
@@ -317,7 +299,7 @@ class _Worker:
                     self.child_exit(0)
                 if value is not None:
                     self.ns["_"] = value
-                    self.send({"t": "result", "text": self.clip(self._repr(value), self.text_cap, "result")})
+                    self.send({"t": "result", "text": protocol.clip(self._repr(value), self.text_cap, "result")})
             except BaseException as e:
                 self.running = False
                 if os.getpid() != self.pid:
@@ -371,7 +353,7 @@ class _Worker:
         except BaseException:
             lines = ["%s: <traceback formatting failed>\n" % type(e).__name__]
         try:
-            evalue = self.clip(str(e), cap // 4, "message")
+            evalue = protocol.clip(str(e), cap // 4, "message")
         except BaseException:
             evalue = "<str() failed>"
         self.send({"t": "error", "ename": type(e).__name__, "evalue": evalue, "traceback": lines})
@@ -385,7 +367,7 @@ class _Worker:
         dropped_lines = dropped_chars = 0
         line_cap = max(256, cap // 8)
         for line in gen:
-            line = self.clip(line, line_cap, "line")
+            line = protocol.clip(line, line_cap, "line")
             if head_size + len(line) <= cap // 2 and not tail and not dropped_lines:
                 head.append(line)
                 head_size += len(line)
