@@ -147,3 +147,14 @@ def test_schemas_accept_contract_examples():
 def test_schemas_reject_what_the_contract_forbids(name, doc):
     with pytest.raises(AssertionError):
         rbtest.check_schema(doc, name)
+
+
+def test_every_setting_is_documented():
+    """Every key of runboxd's configuration table (daemon/config.c) has its row in docs/settings.md,
+    with its environment variable."""
+    table = (rbtest.ROOT / "daemon" / "config.c").read_text()
+    keys = re.findall(r'\{"([a-z-]+)", "(RUNBOX_[A-Z_]+)"', table)
+    assert len(keys) >= 40, keys
+    doc = (rbtest.ROOT / "docs" / "settings.md").read_text()
+    missing = [k for k, env in keys if f"`--{k}`" not in doc or f"`{env}`" not in doc]
+    assert not missing, f"settings missing from docs/settings.md: {missing}"
