@@ -10,8 +10,6 @@ What is refused counts as dropped output of the cell. It does not read the contr
 (supervisor) and knows nothing of stream output (capture).
 """
 
-import collections
-
 from runbox_runner import protocol
 
 TEXT_CAP_MIN = 4096            # the least a result text / traceback may keep, whatever max_output says
@@ -21,31 +19,6 @@ DISPLAY_BYTES_MAX = 32 * 1024 * 1024  # base64 bytes of displays per cell (runbo
 DISPLAY_MIMES = ("image/png",)
 
 
-def bounded_lines(lines, cap):
-    """A traceback's lines (strings; anything else is left out) within about cap characters: the
-    first lines up to half of it, a marker, then the last lines."""
-    head, head_size = [], 0
-    tail, tail_size = collections.deque(), 0
-    dropped_lines = dropped_chars = 0
-    line_cap = max(256, cap // 8)
-    for line in lines:
-        if not isinstance(line, str):
-            continue
-        line = protocol.clip(line, line_cap, "line")
-        if head_size + len(line) <= cap // 2 and not tail and not dropped_lines:
-            head.append(line)
-            head_size += len(line)
-            continue
-        tail.append(line)
-        tail_size += len(line)
-        while tail and tail_size > cap // 2:
-            old = tail.popleft()
-            tail_size -= len(old)
-            dropped_lines += 1
-            dropped_chars += len(old)
-    if dropped_lines:
-        head.append("  [... %d lines (%d characters) of the traceback dropped ...]\n" % (dropped_lines, dropped_chars))
-    return head + list(tail)
 
 
 def _size(value):
@@ -85,7 +58,7 @@ class CellForward:
         self.errors += 1
         return {"ename": protocol.clip(ename, NAME_CAP, "name") if isinstance(ename, str) else "Error",
                 "evalue": protocol.clip(evalue, self.cap // 4, "message") if isinstance(evalue, str) else "",
-                "traceback": bounded_lines(tb, self.cap) if isinstance(tb, list) else []}
+                "traceback": protocol.bounded_lines(tb, self.cap) if isinstance(tb, list) else []}
 
     def display(self, msg):
         """The fields of a `display` event, or None (an unknown type, or past the cell's budget)."""

@@ -2,8 +2,8 @@
 
 This is not runboxd's protocol (that one is in PROTOCOL.md and spoken only by the supervisor);
 it is the private channel over the two pipes between the supervisor and the worker process. It
-runs on both sides of the trust boundary, so it holds framing (and `clip`, the one rule for how
-large a text of a message may be, which the worker applies to spare the pipe and the supervisor
+runs on both sides of the trust boundary, so it holds framing (and `clip` and `bounded_lines`, the rules for how
+large a text or traceback of a message may be, which the worker applies to spare the pipe and the supervisor
 applies again as the boundary) only, imports nothing of the runner and keeps no state.
 
 One JSON object per line, ASCII (json's escaping), on the worker's control pipe:
@@ -19,6 +19,7 @@ pipes before acting on one, which keeps output and messages in order. The superv
 every message from the worker as untrusted input.
 """
 
+import collections
 import json
 import os
 
@@ -57,3 +58,30 @@ def clip(text, cap, what):
         t += 1
     head, tail = data[:h].decode("utf-8", "surrogatepass"), data[t:].decode("utf-8", "surrogatepass")
     return "%s\n[... %d characters of the %s dropped ...]\n%s" % (head, len(text) - len(head) - len(tail), what, tail)
+
+
+def bounded_lines(lines, cap):
+    """A traceback's lines (strings; anything else is left out) within about cap characters: the
+    first lines up to half of it, a marker, then the last lines."""
+    head, head_size = [], 0
+    tail, tail_size = collections.deque(), 0
+    dropped_lines = dropped_chars = 0
+    line_cap = max(256, cap // 8)
+    for line in lines:
+        if not isinstance(line, str):
+            continue
+        line = clip(line, line_cap, "line")
+        if head_size + len(line) <= cap // 2 and not tail and not dropped_lines:
+            head.append(line)
+            head_size += len(line)
+            continue
+        tail.append(line)
+        tail_size += len(line)
+        while tail and tail_size > cap // 2:
+            old = tail.popleft()
+            tail_size -= len(old)
+            dropped_lines += 1
+            dropped_chars += len(old)
+    if dropped_lines:
+        head.append("  [... %d lines (%d characters) of the traceback dropped ...]\n" % (dropped_lines, dropped_chars))
+    return head + list(tail)

@@ -359,30 +359,8 @@ class _Worker:
         self.send({"t": "error", "ename": type(e).__name__, "evalue": evalue, "traceback": lines})
 
     def _bounded_lines(self, gen, cap):
-        """The traceback's lines within about cap characters: the first lines up to half of it,
-        then a marker, then the last lines (kept in a bounded window while the rest streams by)."""
-        import collections
-        head, head_size = [], 0
-        tail, tail_size = collections.deque(), 0
-        dropped_lines = dropped_chars = 0
-        line_cap = max(256, cap // 8)
-        for line in gen:
-            line = protocol.clip(line, line_cap, "line")
-            if head_size + len(line) <= cap // 2 and not tail and not dropped_lines:
-                head.append(line)
-                head_size += len(line)
-                continue
-            tail.append(line)
-            tail_size += len(line)
-            while tail and tail_size > cap // 2:
-                old = tail.popleft()
-                tail_size -= len(old)
-                dropped_lines += 1
-                dropped_chars += len(old)
-        if dropped_lines:
-            head.append("  [... %d lines (%d characters) of the traceback dropped ...]\n"
-                        % (dropped_lines, dropped_chars))
-        return head + list(tail)
+        """The traceback's lines within about cap characters (protocol.bounded_lines)."""
+        return protocol.bounded_lines(gen, cap)
 
     def _drop_runner_frames(self, te, seen):
         import traceback
