@@ -20,6 +20,7 @@ static const char *const err_names[RB_ERR_MAX] = {
     [RB_ESTORE] = "store_error",
     [RB_EINTERNAL] = "internal_error",
     [RB_EFORBIDDEN] = "forbidden",
+    [RB_EQUOTA] = "quota_exceeded",
 };
 
 const char *rb_strerror(rb_err e)

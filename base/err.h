@@ -29,6 +29,7 @@ typedef enum rb_err {
     RB_EINTERNAL,    /* a bug or an impossible state (500) */
     RB_EFORBIDDEN,   /* the request is understood but not allowed: a path escaping the workspace, a
                         package the operator's policy forbids (403) */
+    RB_EQUOTA,       /* the caller's own quota (its API key's limit) was reached; retry later (429) */
     RB_ERR_MAX
 } rb_err;
 

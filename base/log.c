@@ -9,6 +9,8 @@
 
 #include "base/clock.h"
 
+/* Process-wide on purpose, like the sink (stderr) it filters: set once at start-up by the daemon
+ * (or a test), read by every layer. */
 static rb_log_level log_level = RB_LOG_INFO;
 
 void rb_log_set_level(rb_log_level lvl)

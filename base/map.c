@@ -15,8 +15,9 @@ struct rb_map_slot {
     void *value;
 };
 
-static char tombstone;
-#define TOMBSTONE (&tombstone)
+/* Only its address is used (a key no string can have); nothing is ever written to it. */
+static const char tombstone;
+#define TOMBSTONE ((char *)&tombstone)
 
 static uint64_t hash(const char *s)
 {

@@ -4,6 +4,7 @@
  */
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/backend.h"
 
@@ -128,4 +129,19 @@ rb_err backend_workspace_volume(backend *b, const char *id, const char *path, ba
 {
     assert(id != NULL && path != NULL && cb != NULL);
     return b->ops->workspace_volume(b->self, id, path, cb, data, err);
+}
+
+rb_err backend_state(backend *b, const char *id, backend_state_cb cb, void *data, char *err)
+{
+    assert(id != NULL && cb != NULL);
+    if (b->ops->state == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot tell a sandbox's state", b->ops->name);
+    return b->ops->state(b->self, id, cb, data, err);
+}
+
+void backend_stats_read(backend *b, backend_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (b != NULL && b->ops->stats != NULL)
+        b->ops->stats(b->self, out);
 }

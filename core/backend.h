@@ -37,6 +37,7 @@
 #include <jansson.h>
 
 #include "base/base.h"
+#include "base/latency.h"
 
 typedef struct backend backend;
 /** An open attach stream (backend_attach_open); opaque, owned by the backend. */
@@ -163,6 +164,32 @@ typedef struct backend_exec_result {
 /** Completion of backend_exec and backend_run: on success r is the result; on failure r is NULL. */
 typedef void (*backend_exec_cb)(void *data, rb_err err, const char *errmsg, const backend_exec_result *r);
 
+/** What backend_state found: whether a sandbox runs and, if it stopped, how. */
+typedef struct backend_sandbox_state {
+    int running;    /* its command runs */
+    int oom_killed; /* the engine killed it for exceeding its memory limit */
+    int exit_code;  /* of its command once stopped; -1 while running or unknown */
+} backend_sandbox_state;
+/** Completion of backend_state: on success st describes the sandbox; NULL on failure. */
+typedef void (*backend_state_cb)(void *data, rb_err err, const char *errmsg, const backend_sandbox_state *st);
+
+/**
+ * The calls an engine answered, as backend_stats_read reports them: by kind of operation (the
+ * implementation's fixed set of names, e.g. "create", "start", "attach", ..., "other") the time
+ * each call took and, for failed ones, by reason (again a fixed set, e.g. "timeout",
+ * "unreachable", "connection", "http_4xx", "http_5xx"). Names are static strings; label values
+ * for /metrics, so they never come from anything a caller sent.
+ */
+#define BACKEND_STATS_OPS 12
+#define BACKEND_STATS_REASONS 6
+typedef struct backend_stats {
+    size_t n_ops, n_reasons;
+    const char *op[BACKEND_STATS_OPS];
+    const char *reason[BACKEND_STATS_REASONS];
+    rb_latency latency[BACKEND_STATS_OPS];                  /* completed calls (failed ones too) */
+    uint64_t failures[BACKEND_STATS_OPS][BACKEND_STATS_REASONS];
+} backend_stats;
+
 /** The callbacks of an attach stream (copied by backend_attach_open). */
 typedef struct backend_attach_cbs {
     /** Once: RB_OK when the stream is open (writes are accepted from then on), or the error
@@ -208,6 +235,10 @@ typedef struct backend_ops {
     rb_err (*volume_remove)(void *self, const char *name, backend_cb cb, void *data, char *err);
     rb_err (*workspace_volume)(void *self, const char *id, const char *path, backend_name_cb cb, void *data,
                                char *err);
+    /* Optional (NULL: RB_EINTERNAL, "not supported"). */
+    rb_err (*state)(void *self, const char *id, backend_state_cb cb, void *data, char *err);
+    /* Optional (NULL: no operations, nothing counted). */
+    void (*stats)(void *self, backend_stats *out);
 } backend_ops;
 
 /** A backend: an implementation's ops and its instance. Read-only after backend_new. */
@@ -242,6 +273,13 @@ rb_err backend_start(backend *b, const char *id, backend_cb cb, void *data, char
 /** Stops and removes a sandbox with its workspace, whatever its state. RB_ENOTFOUND when it
  * no longer exists. */
 rb_err backend_remove(backend *b, const char *id, backend_cb cb, void *data, char *err);
+/** Tells whether sandbox id runs and, if it stopped, how (its exit code, whether the engine
+ * killed it for its memory limit). RB_ENOTFOUND when it no longer exists. */
+rb_err backend_state(backend *b, const char *id, backend_state_cb cb, void *data, char *err);
+/** Fills *out with the calls the engine answered so far (all zero for a backend that counts
+ * nothing). Synchronous; never fails. */
+void backend_stats_read(backend *b, backend_stats *out);
+
 /** Lists the sandboxes, running or not, that carry label: "key" (any value) or "key=value". */
 rb_err backend_list(backend *b, const char *label, backend_list_cb cb, void *data, char *err);
 

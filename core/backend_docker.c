@@ -158,6 +158,7 @@ typedef struct call {
     backend_bytes_cb bytes;
     backend_list_cb list;
     backend_name_cb name;
+    backend_state_cb state;
     void *data;
     docker *d;
     char *path; /* workspace_volume: the mount point asked for */
@@ -221,7 +222,9 @@ static void created_cb(void *data, rb_err err, const char *errmsg, int status, j
     (void)status;
     const char *id = err == RB_OK ? json_string_value(json_object_get(body, "Id")) : NULL;
     if (err == RB_OK && id == NULL)
-        c->created(c->data, RB_EIO, "no id returned", NULL);
+        c->created(c->data, RB_EIO,
+                   "Docker's answer to the container create has no container id (an answer cut short or malformed)",
+                   NULL);
     else
         c->created(c->data, err, errmsg, id);
     call_free(c);
@@ -303,6 +306,52 @@ static void sandbox_inspected_cb(void *data, rb_err err, const char *errmsg, int
         c->name(c->data, RB_OK, NULL, found);
     }
     call_free(c);
+}
+
+/* A sandbox's state from its inspect answer. */
+static void state_inspected_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    (void)status;
+    json_t *st = json_object_get(body, "State");
+    json_t *running = json_object_get(st, "Running"), *code = json_object_get(st, "ExitCode");
+    if (err == RB_OK && !json_is_boolean(running)) {
+        c->state(c->data, RB_EIO, "Docker's answer to the container inspect has no State.Running", NULL);
+    } else if (err != RB_OK) {
+        c->state(c->data, err, errmsg, NULL);
+    } else {
+        backend_sandbox_state s = {json_is_true(running), json_is_true(json_object_get(st, "OOMKilled")), -1};
+        if (!s.running && json_is_integer(code))
+            s.exit_code = (int)json_integer_value(code);
+        c->state(c->data, RB_OK, NULL, &s);
+    }
+    call_free(c);
+}
+
+static rb_err d_state(void *self, const char *id, backend_state_cb cb, void *data, char *err)
+{
+    call *c = call_new(self, data);
+    c->state = cb;
+    return call_started(c, docker_container_inspect(self, id, state_inspected_cb, c, err));
+}
+
+/* The client's counts under its own names (docker_op_name, docker_failure_name). */
+static void d_stats(void *self, backend_stats *out)
+{
+    _Static_assert(DOCKER_OP_MAX <= BACKEND_STATS_OPS && DOCKER_FAIL_MAX <= BACKEND_STATS_REASONS,
+                   "backend_stats has room for every Docker operation and failure reason");
+    docker_stats ds;
+    docker_stats_read(self, &ds);
+    out->n_ops = DOCKER_OP_MAX;
+    out->n_reasons = DOCKER_FAIL_MAX;
+    for (int f = 0; f < DOCKER_FAIL_MAX; f++)
+        out->reason[f] = docker_failure_name((docker_failure)f);
+    for (int op = 0; op < DOCKER_OP_MAX; op++) {
+        out->op[op] = docker_op_name((docker_op)op);
+        out->latency[op] = ds.latency[op];
+        for (int f = 0; f < DOCKER_FAIL_MAX; f++)
+            out->failures[op][f] = ds.failures[op][f];
+    }
 }
 
 static rb_err d_image_id(void *self, const char *image, backend_name_cb cb, void *data, char *err)
@@ -476,6 +525,12 @@ static void exec_inspected_cb(void *data, rb_err err, const char *errmsg, int st
     (void)status;
     if (err != RB_OK)
         snprintf(msg, sizeof(msg), "could not read its exit code: %s", errmsg);
+    if (err == RB_OK && json_is_true(json_object_get(body, "Running"))) {
+        /* Docker ends the output when the command exits: an end before that was a cut */
+        err = RB_EIO;
+        snprintf(msg, sizeof(msg), "Docker's output stream of the command ended while the command still ran (the "
+                                   "connection to the engine was cut)");
+    }
     json_t *code = json_object_get(body, "ExitCode"); /* body is NULL after an error */
     exec_finish(data, err, msg, json_is_integer(code) ? (int)json_integer_value(code) : -1);
 }
@@ -492,7 +547,14 @@ static void exec_started_cb(void *data, rb_err err, const char *errmsg, int stat
     docker_demux dm;
     docker_demux_init(&dm);
     if (docker_demux_feed(&dm, body, len, exec_demux_cb, x) != RB_OK) {
-        exec_finish(x, RB_EIO, "its output was malformed", -1);
+        exec_finish(x, RB_EIO, "Docker's answer to the exec start is malformed (a bad output frame)", -1);
+        return;
+    }
+    if (dm.hdr_len > 0 || dm.remaining > 0) {
+        exec_finish(x, RB_EIO,
+                    "Docker's answer to the exec start was cut short in the middle of an output frame (the "
+                    "connection to the engine broke)",
+                    -1);
         return;
     }
     if (docker_exec_inspect(x->d, x->id, exec_inspected_cb, x, msg) != RB_OK)
@@ -552,7 +614,8 @@ typedef struct run_op {
     void *data;
     long timeout_ms;
     size_t max;
-    char *id; /* the container's, once created */
+    char *name; /* the container's name asked for */
+    char *id;   /* the container's, once created */
     int exit_code;
     rb_err err; /* the outcome so far, with its text in msg */
     char msg[RB_ERR_LEN];
@@ -562,6 +625,7 @@ typedef struct run_op {
 static void run_report(run_op *r)
 {
     report_output(r->cb, r->data, r->err, r->msg, r->exit_code, r->out);
+    free(r->name);
     free(r->id);
     free(r);
 }
@@ -575,15 +639,18 @@ static void run_removed_cb(void *data, rb_err err, const char *errmsg, int statu
     if (r->err == RB_OK && err == RB_ECANCELED)
         r->err = rb_fail(RB_ECANCELED, r->msg, "the Docker client is shutting down");
     else if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
-        rb_warn("container %.12s: could not remove it: %s", r->id, errmsg);
+        rb_warn("container %.12s: could not remove it: %s", r->id ? r->id : r->name, errmsg);
     run_report(r);
 }
 
-/* Removes the container (if it exists), then reports r's outcome. */
+/* Removes the container (if it exists), then reports r's outcome. A create that failed other
+ * than for a missing image may still have made the container (its answer lost or late): it
+ * is removed by name. */
 static void run_finish(run_op *r)
 {
     char err[RB_ERR_LEN];
-    if (r->id == NULL || docker_container_remove(r->d, r->id, run_removed_cb, r, err) != RB_OK)
+    const char *ref = r->id != NULL ? r->id : r->err != RB_ENOTFOUND ? r->name : NULL;
+    if (ref == NULL || docker_container_remove(r->d, ref, run_removed_cb, r, err) != RB_OK)
         run_report(r);
 }
 
@@ -687,6 +754,7 @@ static rb_err d_run(void *self, const char *name, const backend_spec *spec, long
     r->cb = cb;
     r->data = data;
     r->timeout_ms = timeout_ms;
+    r->name = xstrdup(name);
     r->max = max_output > 0 ? max_output : RUN_OUTPUT_MAX_DEFAULT;
     r->exit_code = -1;
     for (int i = 0; i < 3; i++)
@@ -697,6 +765,7 @@ static rb_err d_run(void *self, const char *name, const backend_spec *spec, long
     if (e != RB_OK) {
         for (int i = 0; i < 3; i++)
             rb_buf_dispose(&r->out[i]);
+        free(r->name);
         free(r);
     }
     return e;
@@ -729,14 +798,29 @@ static const backend_ops docker_ops = {
     .volume_create = d_volume_create,
     .volume_remove = d_volume_remove,
     .workspace_volume = d_workspace_volume,
+    .state = d_state,
+    .stats = d_stats,
 };
 
-rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, backend **out, char *err)
+rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, long call_ms, long transfer_ms, backend **out,
+                          char *err)
 {
     docker *d;
+    if (call_ms < 0 || transfer_ms < 0)
+        return rb_fail(RB_EINVAL, err, "Docker deadlines must not be negative");
     rb_err e = docker_new(loop, socket_path, &d, err);
     if (e != RB_OK)
         return e;
+    docker_timeouts to;
+    docker_timeouts_default(&to);
+    if (call_ms > 0)
+        to.short_ms = to.attach_ms = call_ms;
+    if (transfer_ms > 0)
+        to.transfer_ms = transfer_ms;
+    if ((e = docker_set_timeouts(d, &to, err)) != RB_OK) {
+        docker_free(d);
+        return e;
+    }
     *out = backend_new(&docker_ops, d);
     return RB_OK;
 }

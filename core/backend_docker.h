@@ -12,9 +12,13 @@
 #include "core/backend.h"
 
 /** Creates the Docker backend for the engine at socket_path, on loop. Does no I/O (the first
- * backend_ping says whether the engine answers). RB_EINVAL for an unusable socket path. *out
+ * backend_ping says whether the engine answers). call_ms is the deadline of the calls that
+ * should answer at once (create, start, remove, inspect, exec create, the attach handshake),
+ * transfer_ms that of the calls that move files (archive, logs); 0 keeps the client's default
+ * (docker_timeouts_default). RB_EINVAL for an unusable socket path or a negative deadline. *out
  * is owned by the caller (backend_free). */
-rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, backend **out, char *err);
+rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, long call_ms, long transfer_ms, backend **out,
+                          char *err);
 
 /** Exported for tests: the Engine API container configuration (POST /containers/create body)
  * that backend_create sends for spec. New reference. */

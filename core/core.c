@@ -95,11 +95,10 @@ static void sweep_cb(uv_timer_t *t)
             }
         }
     }
-    static int64_t last_prune;
-    if (now - last_prune >= PRUNE_EVERY_MS) {
+    if (now - c->last_prune >= PRUNE_EVERY_MS) {
         char err[RB_ERR_LEN];
         int n = 0;
-        last_prune = now;
+        c->last_prune = now;
         if (store_prune(c->st, now - (int64_t)c->cfg->retention * 1000, &n, err) != RB_OK)
             rb_warn("retention: %s", err);
         else if (n > 0)
@@ -125,6 +124,8 @@ session *session_from_doc(rb_core *c, json_t *doc)
     s->core = c;
     snprintf(s->id, sizeof(s->id), "%s", id);
     snprintf(s->language, sizeof(s->language), "%s", lang && strcmp(lang, "bash") == 0 ? "bash" : "python");
+    const char *owner = json_string_value(json_object_get(doc, "owner"));
+    s->owner = xstrdup(owner ? owner : "");
     s->status = "starting";
     s->created_at = json_integer_value(json_object_get(doc, "created_at"));
     s->last_used_at = json_integer_value(json_object_get(doc, "last_used_at"));
@@ -152,6 +153,7 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
     c->cfg = cfg;
     map_init(&c->sessions);
     map_init(&c->executions);
+    map_init(&c->removals);
 
     if ((e = policy_new(cfg, &c->policy, err)) != RB_OK)
         goto fail_free;
@@ -192,7 +194,8 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
     json_decref(live);
 
     /* the default backend (core/backend.h): the Docker engine at cfg->docker_socket */
-    if (be == NULL && (e = backend_docker_new(loop, cfg->docker_socket, &be, err)) != RB_OK)
+    if (be == NULL && (e = backend_docker_new(loop, cfg->docker_socket, (long)(cfg->docker_timeout * 1000),
+                                              (long)(cfg->docker_transfer_timeout * 1000), &be, err)) != RB_OK)
         goto fail_sessions;
     c->be = be;
     snprintf(c->docker_error, sizeof(c->docker_error), "not probed yet");
@@ -274,9 +277,11 @@ void core_free(rb_core *c)
     close_timer(c->dispatch_timer);
     c->dispatch_timer = NULL;
     backend_free(c->be);
+    sandbox_drop_removals(c);
     files_dispose(c); /* the budget itself lives on while cancelled downloads or held files count on it */
     store_close(c->st);
     policy_free(c->policy);
+    json_decref(c->packages_cache);
     map_dispose(&c->sessions);
     map_dispose(&c->executions);
     free(c);
@@ -352,7 +357,80 @@ static int live_count(rb_core *c, int *busy)
     return n;
 }
 
-rb_err core_session_create(rb_core *c, json_t *opts, core_cb cb, void *data, core_op **handle, char *err)
+/* ---- callers ------------------------------------------------------------------------ */
+
+int core_caller_owns(const core_caller *who, const char *owner)
+{
+    return who == NULL || strcmp(who->owner, owner ? owner : "") == 0;
+}
+
+session *core__session_of(rb_core *c, const core_caller *who, const char *session_id)
+{
+    session *s = map_get(&c->sessions, session_id);
+    return s != NULL && core_caller_owns(who, s->owner) ? s : NULL;
+}
+
+execution *core__execution_of(rb_core *c, const core_caller *who, const char *request_id)
+{
+    execution *ex = map_get(&c->executions, request_id);
+    return ex != NULL && core_caller_owns(who, ex->owner) ? ex : NULL;
+}
+
+int core__doc_visible(const core_caller *who, json_t *doc)
+{
+    return core_caller_owns(who, json_string_value(json_object_get(doc, "owner")));
+}
+
+/* A stored session document of who's (RB_ENOTFOUND for another key's, like an unknown id). */
+static rb_err stored_session(rb_core *c, const core_caller *who, const char *session_id, json_t **doc, char *err)
+{
+    rb_err e = store_session_get(c->st, session_id, doc, err);
+    if (e == RB_OK && !core__doc_visible(who, *doc)) {
+        json_decref(*doc);
+        *doc = NULL;
+        e = RB_ENOTFOUND;
+    }
+    return e;
+}
+
+/* The quota of who's key on live sessions (RB_EQUOTA at its limit). */
+static rb_err check_session_quota(rb_core *c, const core_caller *who, char *err)
+{
+    if (who == NULL || who->max_sessions <= 0)
+        return RB_OK;
+    size_t pos = 0;
+    session *s;
+    int n = 0;
+    while ((s = map_next(&c->sessions, &pos)) != NULL)
+        n += strcmp(s->owner, who->owner) == 0;
+    if (n >= who->max_sessions)
+        return rb_fail(RB_EQUOTA, err,
+                       "the API key '%s' already has %d live sessions, its limit (sessions= in the api-keys file); "
+                       "delete sessions it no longer needs (DELETE /sessions/{id}) or ask the operator to raise it",
+                       who->owner, n);
+    return RB_OK;
+}
+
+/* The quota of who's key on queued + running executions (RB_EQUOTA at its limit). */
+static rb_err check_execution_quota(rb_core *c, const core_caller *who, char *err)
+{
+    if (who == NULL || who->max_executions <= 0)
+        return RB_OK;
+    size_t pos = 0;
+    execution *ex;
+    int n = 0;
+    while ((ex = map_next(&c->executions, &pos)) != NULL)
+        n += strcmp(ex->owner, who->owner) == 0;
+    if (n >= who->max_executions)
+        return rb_fail(RB_EQUOTA, err,
+                       "the API key '%s' already has %d executions queued or running, its limit (executions= in the "
+                       "api-keys file); wait for one to finish or cancel one (POST /execute/{id}/cancel)",
+                       who->owner, n);
+    return RB_OK;
+}
+
+rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, core_cb cb, void *data, core_op **handle,
+                           char *err)
 {
     rb_err e;
     /* Before the first probe has answered, try: the create reports Docker's error itself. */
@@ -365,8 +443,11 @@ rb_err core_session_create(rb_core *c, json_t *opts, core_cb cb, void *data, cor
                        "the server already runs %d sessions (its --max-sessions); delete sessions you no longer need "
                        "or wait for idle ones to expire",
                        c->cfg->max_sessions);
+    if ((e = check_session_quota(c, who, err)) != RB_OK)
+        return e;
     session *s = xcalloc(1, sizeof(*s));
     s->core = c;
+    s->owner = xstrdup(who ? who->owner : "");
     if ((e = core__parse_session_opts(c, s, opts, err)) != RB_OK) {
         session_free(s);
         return e;
@@ -402,15 +483,17 @@ void core_cancel(core_op *op)
         op->cancelled = 1;
 }
 
-rb_err core_session_get(rb_core *c, const char *session_id, json_t **out, char *err)
+rb_err core_session_get(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err)
 {
     session *s = map_get(&c->sessions, session_id);
     if (s != NULL) {
+        if (!core_caller_owns(who, s->owner))
+            return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", session_id);
         *out = session_to_api(s);
         return RB_OK;
     }
     json_t *doc;
-    rb_err e = store_session_get(c->st, session_id, &doc, err);
+    rb_err e = stored_session(c, who, session_id, &doc, err);
     if (e == RB_ENOTFOUND)
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", session_id);
     if (e != RB_OK)
@@ -420,25 +503,27 @@ rb_err core_session_get(rb_core *c, const char *session_id, json_t **out, char *
     return RB_OK;
 }
 
-rb_err core_session_list(rb_core *c, json_t **out, char *err)
+rb_err core_session_list(rb_core *c, const core_caller *who, json_t **out, char *err)
 {
     (void)err;
     json_t *arr = json_array();
     size_t pos = 0;
     session *s;
     while ((s = map_next(&c->sessions, &pos)) != NULL)
-        if (strcmp(s->status, "starting") != 0 || s->create_op == NULL)
+        if ((strcmp(s->status, "starting") != 0 || s->create_op == NULL) && core_caller_owns(who, s->owner))
             json_array_append_new(arr, session_to_api(s));
     *out = json_pack("{s:o}", "sessions", arr);
     return RB_OK;
 }
 
-rb_err core_session_delete(rb_core *c, const char *session_id, json_t **out, char *err)
+rb_err core_session_delete(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err)
 {
     session *s = map_get(&c->sessions, session_id);
+    if (s != NULL && !core_caller_owns(who, s->owner))
+        return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'", session_id);
     if (s == NULL || s->create_op != NULL) {
         json_t *doc = NULL;
-        if (s == NULL && store_session_get(c->st, session_id, &doc, NULL) == RB_OK) {
+        if (s == NULL && stored_session(c, who, session_id, &doc, NULL) == RB_OK) {
             json_decref(doc);
             return rb_fail(RB_ENOTFOUND, err, "session '%.64s' has already ended", session_id);
         }
@@ -447,12 +532,12 @@ rb_err core_session_delete(rb_core *c, const char *session_id, json_t **out, cha
     char id[RB_ID_LEN];
     snprintf(id, sizeof(id), "%s", s->id);
     session_end(s, "ended", "deleted by request");
-    return core_session_get(c, id, out, err);
+    return core_session_get(c, who, id, out, err);
 }
 
 /* ---- executions --------------------------------------------------------------------- */
 
-rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
+rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **out, char *err)
 {
     static const char *const keys[] = {"session_id", "code", "timeout", "wait", "language", "disabled_rules", NULL};
     rb_err e;
@@ -471,10 +556,12 @@ rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
     json_t *w = json_object_get(req, "wait");
     if (w != NULL && !json_is_boolean(w) && !json_is_null(w))
         return rb_fail(RB_EINVAL, err, "'wait' must be true or false");
-    session *s = map_get(&c->sessions, sid);
+    session *s = core__session_of(c, who, sid);
+    if (s == NULL && map_get(&c->sessions, sid) != NULL)
+        return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", sid);
     if (s == NULL || s->create_op != NULL) {
         json_t *doc = NULL;
-        if (s == NULL && store_session_get(c->st, sid, &doc, NULL) == RB_OK) {
+        if (s == NULL && stored_session(c, who, sid, &doc, NULL) == RB_OK) {
             const char *reason = json_string_value(json_object_get(doc, "end_reason"));
             e = rb_fail(RB_ECONFLICT, err, "session '%.64s' has ended (%s); create a new session with POST /sessions",
                         sid, reason ? reason : "no reason recorded");
@@ -484,10 +571,13 @@ rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", sid);
     }
     json_t *lang = json_object_get(req, "language");
-    if (lang != NULL && !json_is_null(lang) &&
-        (!json_is_string(lang) || strcmp(json_string_value(lang), s->language) != 0))
-        return rb_fail(RB_EINVAL, err, "'language' must match the session's language (\"%s\") or be omitted",
-                       s->language);
+    const char *l = json_string_value(lang);
+    if (lang != NULL && !json_is_null(lang) && (l == NULL || (strcmp(l, "python") != 0 && strcmp(l, "bash") != 0)))
+        return rb_fail(RB_EINVAL, err, "'language' must be \"python\" or \"bash\" (the session's) or be omitted");
+    if (l != NULL && strcmp(l, s->language) != 0)
+        return rb_fail(RB_ECONFLICT, err,
+                       "'language' is %s but session '%s' runs %s; omit it, or create a %s session (POST /sessions)", l,
+                       s->id, s->language, l);
     double timeout = s->timeout;
     json_t *t = json_object_get(req, "timeout");
     if (t != NULL && !json_is_null(t) && (e = core__check_timeout(c, t, "timeout", &timeout, err)) != RB_OK)
@@ -499,6 +589,10 @@ rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
     if (strcmp(s->language, "python") != 0) {
         json_decref(rules);
         rules = NULL;
+    }
+    if ((e = check_execution_quota(c, who, err)) != RB_OK) {
+        json_decref(rules);
+        return e;
     }
     if (s->queued >= c->cfg->max_queue) {
         json_decref(rules);
@@ -526,9 +620,14 @@ rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
     return RB_OK;
 }
 
-static rb_err load_doc(rb_core *c, const char *request_id, json_t **doc, char *err)
+static rb_err load_doc(rb_core *c, const core_caller *who, const char *request_id, json_t **doc, char *err)
 {
     rb_err e = store_execution_get(c->st, request_id, doc, err);
+    if (e == RB_OK && !core__doc_visible(who, *doc)) {
+        json_decref(*doc);
+        *doc = NULL;
+        e = RB_ENOTFOUND;
+    }
     if (e == RB_ENOTFOUND)
         return rb_fail(RB_ENOTFOUND, err, "no execution with request_id '%.64s'; use the request_id returned by POST /execute",
                        request_id);
@@ -537,14 +636,15 @@ static rb_err load_doc(rb_core *c, const char *request_id, json_t **doc, char *e
 
 /* Answers a view (status object or result document) of a live or stored execution: both are
  * built from the same stored-document form, so they cannot drift apart. */
-static rb_err execution_view(rb_core *c, const char *request_id, json_t *(*view)(json_t *doc), json_t **out, char *err)
+static rb_err execution_view(rb_core *c, const core_caller *who, const char *request_id, json_t *(*view)(json_t *doc),
+                             json_t **out, char *err)
 {
-    execution *ex = map_get(&c->executions, request_id);
+    execution *ex = core__execution_of(c, who, request_id);
     json_t *doc;
     if (ex != NULL) {
         doc = execution_to_doc(ex);
     } else {
-        rb_err e = load_doc(c, request_id, &doc, err);
+        rb_err e = load_doc(c, who, request_id, &doc, err);
         if (e != RB_OK)
             return e;
     }
@@ -553,22 +653,22 @@ static rb_err execution_view(rb_core *c, const char *request_id, json_t *(*view)
     return RB_OK;
 }
 
-rb_err core_execution_status(rb_core *c, const char *request_id, json_t **out, char *err)
+rb_err core_execution_status(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err)
 {
-    return execution_view(c, request_id, execution_doc_status_api, out, err);
+    return execution_view(c, who, request_id, execution_doc_status_api, out, err);
 }
 
-rb_err core_execution_results(rb_core *c, const char *request_id, json_t **out, char *err)
+rb_err core_execution_results(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err)
 {
-    return execution_view(c, request_id, execution_doc_result_api, out, err);
+    return execution_view(c, who, request_id, execution_doc_result_api, out, err);
 }
 
-rb_err core_execution_cancel(rb_core *c, const char *request_id, json_t **out, char *err)
+rb_err core_execution_cancel(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err)
 {
-    execution *ex = map_get(&c->executions, request_id);
+    execution *ex = core__execution_of(c, who, request_id);
     if (ex == NULL) {
         json_t *doc;
-        rb_err e = load_doc(c, request_id, &doc, err);
+        rb_err e = load_doc(c, who, request_id, &doc, err);
         if (e != RB_OK)
             return e;
         const char *st = json_string_value(json_object_get(doc, "status"));
@@ -592,7 +692,7 @@ rb_err core_execution_cancel(rb_core *c, const char *request_id, json_t **out, c
         char id[RB_ID_LEN];
         snprintf(id, sizeof(id), "%s", ex->id);
         execution_fail(ex, "cancelled", "Cancelled", "cancelled by request before it started", 0, NULL);
-        return core_execution_status(c, id, out, err);
+        return core_execution_status(c, who, id, out, err);
     }
     *out = execution_status_api(ex);
     if (s != NULL && s->sb != NULL)

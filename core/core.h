@@ -50,6 +50,23 @@ struct backend;
  * The core owns be from the call on, even when it fails (then be is freed). */
 rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, struct backend *be, rb_core **out, char *err);
 
+/*
+ * Callers. Every call that names a session, an execution or a file takes `who`: the API key
+ * that asks (server/auth.h maps an Authorization header to one). Sessions, their executions and
+ * files belong to the key that created the session; another key gets RB_ENOTFOUND, exactly as
+ * for an id that does not exist, so ids cannot be probed. who == NULL is the runboxd without
+ * API keys: one trusted caller that sees everything. Quotas (0 = none) are checked when a
+ * session is created and when an execution is queued: RB_EQUOTA names the key and the limit.
+ */
+typedef struct core_caller {
+    const char *owner;  /* the key's name ("" never matches a key) */
+    int max_sessions;   /* live sessions of this key at once */
+    int max_executions; /* queued + running executions of this key at once */
+} core_caller;
+
+/** Whether who may see something that belongs to owner (NULL owner: ""). */
+int core_caller_owns(const core_caller *who, const char *owner);
+
 /** Callback for async calls: on success err == RB_OK and body is the JSON answer (owned by
  * the callee: json_decref it); on failure body is NULL and msg explains. */
 typedef void (*core_cb)(void *data, rb_err err, const char *msg, json_t *body);
@@ -68,35 +85,35 @@ typedef struct core_op core_op;
  * validated here (RB_EINVAL says which field). Answers with the session object once its
  * sandbox is ready. RB_EUNAVAILABLE when Docker is unreachable, RB_EBUSY at max_sessions.
  * *handle (may be NULL) lets the caller detach with core_cancel if it goes away. */
-rb_err core_session_create(rb_core *c, json_t *opts, core_cb cb, void *data, core_op **handle, char *err);
+rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, core_cb cb, void *data, core_op **handle, char *err);
 /** Detaches the callback of a pending operation (the work itself goes on; cb never runs). */
 void core_cancel(core_op *op);
 
 /** The session object of session_id, live or ended (*out a new reference); RB_ENOTFOUND for an
  * unknown id (or one past retention). */
-rb_err core_session_get(rb_core *c, const char *session_id, json_t **out, char *err);
-/** {sessions: [...]} of live sessions (not ended). */
-rb_err core_session_list(rb_core *c, json_t **out, char *err);
+rb_err core_session_get(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err);
+/** {sessions: [...]} of who's live sessions (not ended). */
+rb_err core_session_list(rb_core *c, const core_caller *who, json_t **out, char *err);
 /** Ends a session: interrupts and cancels its executions, removes its container (in the
  * background), keeps its results readable. Answers with the ended session object.
  * RB_ENOTFOUND for unknown or already ended sessions. */
-rb_err core_session_delete(rb_core *c, const char *session_id, json_t **out, char *err);
+rb_err core_session_delete(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err);
 
 /*
  * Executions. Request body: {session_id, code, timeout?, disabled_rules?}. Answer (queued):
  * {request_id, session_id, status, created_at}.
  * status: "queued" | "running" | "completed" | "error" | "timeout" | "cancelled".
  */
-rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err);
+rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **out, char *err);
 /** {request_id, session_id, status, created_at, started_at, completed_at} (null when not yet). */
-rb_err core_execution_status(rb_core *c, const char *request_id, json_t **out, char *err);
+rb_err core_execution_status(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err);
 /** The full result document: status fields plus {outputs, stdout, stderr, result, error,
  * files, duration_ms, output, truncated, reset}. For a queued/running execution it holds what
  * has been produced so far. */
-rb_err core_execution_results(rb_core *c, const char *request_id, json_t **out, char *err);
+rb_err core_execution_results(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err);
 /** Interrupts a running execution or cancels a queued one; answers with its status object.
  * RB_ECONFLICT if it has already finished. */
-rb_err core_execution_cancel(rb_core *c, const char *request_id, json_t **out, char *err);
+rb_err core_execution_cancel(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err);
 
 /*
  * Watching an execution (for wait=true, SSE, MCP progress). Events, in order:
@@ -115,7 +132,7 @@ typedef void (*core_event_cb)(void *data, const char *event, json_t *payload);
  * core_watch_stop. *out (if out is not NULL; owned by the core) is valid until then.
  * RB_ENOTFOUND for an unknown request_id; a store error as the store reports it. A finished
  * execution delivers its replay (if asked) and "done" on the next loop turn. */
-rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_event_cb cb, void *data,
+rb_err core_watch_start(rb_core *c, const core_caller *who, const char *request_id, int replay, core_event_cb cb, void *data,
                         core_watch **out, char *err);
 /** Stops a watch before its "done"; no event is delivered after this returns. */
 void core_watch_stop(core_watch *w);
@@ -141,7 +158,7 @@ json_t *core_health(rb_core *c);
  * {packages: [...]}). Answers {session_id, dependencies (as given to pip), cached (served from
  * the cache without network), site_packages, duration_ms}. pip's own failure (no such package
  * or version, no wheel) is RB_EINVAL with pip's last lines. */
-rb_err core_dependencies_install(rb_core *c, const char *session_id, json_t *body, core_cb cb, void *data,
+rb_err core_dependencies_install(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb, void *data,
                                  core_op **handle, char *err);
 /** What the sandbox image has preinstalled: {image, image_id, python, packages: [{name,
  * version}]}; listed once per image id by a short container without network, then cached. */
@@ -150,21 +167,30 @@ rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char 
 /*
  * Files in a session's /workspace (core/files.c), moved with the Docker archive API. path is
  * relative to /workspace ("out/plot.png") or absolute under it ("/workspace/out/plot.png").
- * Errors: RB_EINVAL for an empty path, NUL/control characters or '\'; RB_EFORBIDDEN for "..",
- * an absolute path elsewhere, or a path that leads outside /workspace through a symlink;
- * RB_ENOTFOUND for an unknown session or a missing file; RB_ECONFLICT while the session is
- * not ready (starting, ended); RB_ETOOBIG beyond max-upload / max-download. Times are RFC 3339.
- * Async like core_session_create: the callback runs once unless the op is core_cancel'ed.
+ * Errors: RB_EINVAL for an empty path, NUL/control characters or '\', more than
+ * CORE_PATH_MAX_CHARS characters or a name over CORE_NAME_MAX_BYTES; RB_EFORBIDDEN for "..",
+ * an absolute path elsewhere, a path that leads outside /workspace through a symlink, or
+ * deleting /workspace itself; RB_ENOTFOUND for an unknown session or a missing file;
+ * RB_ECONFLICT while the session is not ready (starting, ended) or when the path is a folder
+ * (/workspace itself included) where a file is meant; RB_ETOOBIG beyond max-upload /
+ * max-download. Times are RFC 3339. Async like core_session_create: the callback runs once
+ * unless the op is core_cancel'ed.
  */
+/* A caller's path: at most this many characters (UTF-8 code points, as openapi.yaml's maxLength
+ * counts them), each file or folder name at most this many bytes (the file system's limit). */
+#define CORE_PATH_MAX_CHARS 1000
+#define CORE_NAME_MAX_BYTES 255
+/* An upload's dir: short enough that dir + '/' + a name of CORE_NAME_MAX_BYTES fits a path. */
+#define CORE_DIR_MAX_CHARS (CORE_PATH_MAX_CHARS - CORE_NAME_MAX_BYTES - 1)
 /** Writes len bytes (copied) to path, creating parent folders, replacing an existing file;
  * answers {session_id, path, size, modified}. The file belongs to the sandbox user (mode 0644). */
-rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, const void *data, size_t len,
+rb_err core_file_upload(rb_core *c, const core_caller *who, const char *session_id, const char *path, const void *data, size_t len,
                         core_cb cb, void *cbdata, core_op **handle, char *err);
 /** Answers {session_id, files: [{path, type: "file"|"directory"|"symlink"|"other", size,
  * modified, target?, escapes?}], truncated} for everything under /workspace (at most 10000
  * entries; symlinks are listed, not followed; escapes says a link points outside) except
  * /workspace/.runbox, where installed packages live. */
-rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err);
+rb_err core_file_list(rb_core *c, const core_caller *who, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err);
 /** A file read by core_file_download. bytes[0..len) is the file where it lies in the sandbox
  * engine's answer: runboxd holds it once, with no copy between the engine and here, so a
  * protocol should send it from there too. content_type is guessed from the name's extension;
@@ -184,14 +210,19 @@ typedef void (*core_file_cb)(void *data, rb_err err, const char *msg, core_file 
  * flight (from the moment their size is known until core_file_free) hold together at most
  * max-download-memory; a file that does not fit beside them is RB_EBUSY ("retry"), while one
  * file alone is always admitted. */
-rb_err core_file_download(rb_core *c, const char *session_id, const char *path, size_t max, core_file_cb cb,
+rb_err core_file_download(rb_core *c, const core_caller *who, const char *session_id, const char *path, size_t max, core_file_cb cb,
                           void *cbdata, core_op **handle, char *err);
 /** Releases a file of core_file_download: its bytes and its share of max-download-memory. May
  * be called after core_free. Accepts NULL. */
 void core_file_free(core_file *file);
+/** Makes the folder path and any missing parents (like mkdir -p; an existing folder is fine);
+ * answers {session_id, path, type: "directory"}. RB_ECONFLICT when path (or a parent) exists
+ * and is not a folder. */
+rb_err core_file_mkdir(rb_core *c, const core_caller *who, const char *session_id, const char *path, core_cb cb,
+                       void *cbdata, core_op **handle, char *err);
 /** Deletes a file, a symlink (not its target) or a folder with everything in it; answers
  * {session_id, path, deleted: true}. */
-rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,
+rb_err core_file_delete(rb_core *c, const core_caller *who, const char *session_id, const char *path, core_cb cb, void *cbdata,
                         core_op **handle, char *err);
 
 #endif

@@ -12,7 +12,8 @@
  *     which the sandbox's Python has on its path (the image's PYTHONPATH; the runner
  *     invalidates import caches before each cell). It exits 10 when the cache is not filled;
  *   - the filler (network on, root, which owns the volume) mounts the cache read-write and no
- *     workspace at all, and runs pip into it. Then the copier runs again.
+ *     workspace at all, and runs pip into it, constrained to the image's own package versions
+ *     so that nothing the image has is replaced or broken. Then the copier runs again.
  * The workspace is a tree user code controls, with links anywhere (issue 9, finding 8): only
  * a process with no more rights than user code touches it, and the cache is read-only
  * wherever a session's tree is mounted. The copier still follows none of the user's links: it
@@ -51,8 +52,35 @@
     "cmp -s /cache/.requirements /tmp/requirements.txt || { echo 'runbox: the cache volume holds another "           \
     "requirement set' >&2; exit 3; }\n"
 
+/* The image's own distributions as pip constraints (name==version), except those the set names
+ * itself: what the set pulls in must fit what the image has (a numpy 2 pulled in beside the
+ * image's numpy 1 breaks the image's matplotlib), while a package asked for by name may still
+ * be upgraded on purpose. Versions pip cannot parse (distribution packaging quirks) are left
+ * out rather than fail the install. */
+#define CONSTRAINTS_PY                                                                                               \
+    "import re, importlib.metadata as md\n"                                                                         \
+    "from pip._vendor.packaging.version import Version\n"                                                           \
+    "key = lambda n: re.sub(r\"[-_.]+\", \"-\", n).lower()\n"                                                          \
+    "asked = set()\n"                                                                                                \
+    "for line in open(\"/tmp/requirements.txt\"):\n"                                                                  \
+    "    m = re.match(r\"\\s*([A-Za-z0-9][A-Za-z0-9._-]*)\", line)\n"                                                  \
+    "    if m: asked.add(key(m.group(1)))\n"                                                                         \
+    "seen = set()\n"                                                                                                 \
+    "for d in md.distributions():\n"                                                                                \
+    "    n = d.metadata[\"Name\"]\n"                                                                                  \
+    "    if not n or key(n) in asked or key(n) in seen: continue\n"                                                 \
+    "    seen.add(key(n))\n"                                                                                         \
+    "    try: Version(d.version)\n"                                                                                 \
+    "    except Exception: continue\n"                                                                              \
+    "    print(key(n) + \"==\" + d.version)\n"
+
 /* The filler (root, network, the cache read-write, no workspace). Exit 0 = the cache is
- * filled, 4 = pip failed (its output on stderr), 3 = another set. */
+ * filled, 4 = pip failed (its output on stderr), 3 = another set. pip installs with --prefix,
+ * not --target: with --target it ignores what the image has and installs every dependency
+ * again (a fresh numpy over the image's), while with --prefix a requirement the image already
+ * satisfies is left alone, and the constraints keep what is pulled in compatible with the
+ * image. The prefix's site folder (Debian's scheme puts it under local/lib/python3.X/
+ * dist-packages) becomes the cache's site/. */
 static const char fill_sh[] =
     REQS_SH
     "exec 9>/cache/.lock\n"
@@ -61,9 +89,15 @@ static const char fill_sh[] =
     "  " SAME_SET_SH
     "  exit 0\n"
     "fi\n"
-    "rm -rf /cache/site\n"
+    "rm -rf /cache/site /cache/.prefix\n"
+    "python3 -I -c '" CONSTRAINTS_PY "' > /tmp/constraints.txt || exit 4\n"
     "python3 -I -m pip install --no-input --disable-pip-version-check --no-cache-dir --no-warn-script-location "
-    "--only-binary=:all: --target /cache/site -r /tmp/requirements.txt 1>&2 || exit 4\n"
+    "--only-binary=:all: --prefix /cache/.prefix -c /tmp/constraints.txt -r /tmp/requirements.txt 1>&2 || exit 4\n"
+    "mkdir -p /cache/site\n"
+    "find /cache/.prefix -type d \\( -name site-packages -o -name dist-packages \\) -prune -print | while read -r d; do\n"
+    "  cp -R -P \"$d/.\" /cache/site/ || exit 4\n"
+    "done || exit 4\n"
+    "rm -rf /cache/.prefix\n"
     "cp /tmp/requirements.txt /cache/.requirements\n"
     "touch /cache/.complete\n";
 
@@ -390,23 +424,30 @@ rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_
     return RB_OK;
 }
 
-rb_err core_dependencies_install(rb_core *c, const char *session_id, json_t *body, core_cb cb, void *data,
-                                 core_op **handle, char *err)
+rb_err core_dependencies_install(rb_core *c, const core_caller *who, const char *session_id, json_t *body,
+                                 core_cb cb, void *data, core_op **handle, char *err)
 {
-    session *s = map_get(&c->sessions, session_id);
+    session *s = core__session_of(c, who, session_id);
     if (s == NULL)
         return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
                        session_id);
     if (strcmp(s->status, "ready") != 0 && strcmp(s->status, "busy") != 0)
         return rb_fail(RB_ECONFLICT, err, "session %s is %s; install packages once it is ready", s->id, s->status);
     if (strcmp(s->language, "python") != 0)
-        return rb_fail(RB_EINVAL, err, "session %s runs %s; Python packages need a python session", s->id,
+        return rb_fail(RB_ECONFLICT, err, "session %s runs %s; Python packages need a python session", s->id,
                        s->language);
-    json_t *list = json_is_object(body) ? json_object_get(body, "dependencies") : NULL;
+    static const char *const keys[] = {"dependencies", "packages", NULL};
+    if (!json_is_object(body))
+        return rb_fail(RB_EINVAL, err,
+                       "the body must be a JSON object such as {\"dependencies\": [\"requests==2.32.3\"]}");
+    rb_err e = core__check_keys(body, "the dependencies request", keys, err);
+    if (e != RB_OK)
+        return e;
+    json_t *list = json_object_get(body, "dependencies");
     if (list == NULL && json_is_object(body))
         list = json_object_get(body, "packages");
     json_t *reqs = NULL;
-    rb_err e = requirements_parse(c->cfg, list, &reqs, err);
+    e = requirements_parse(c->cfg, list, &reqs, err);
     if (e != RB_OK)
         return e;
     if (reqs == NULL)

@@ -17,6 +17,7 @@ execution *execution_new(rb_core *c, session *s, const char *code, double timeou
     ex->s = s;
     rb_random_id("e_", ex->id, sizeof(ex->id));
     snprintf(ex->session_id, sizeof(ex->session_id), "%s", s->id);
+    ex->owner = xstrdup(s->owner ? s->owner : "");
     ex->code = xstrdup(code);
     ex->timeout = timeout;
     ex->status = "queued";
@@ -40,6 +41,7 @@ void execution_free(execution *ex)
         uv_timer_stop(ex->backstop);
         uv_close((uv_handle_t *)ex->backstop, backstop_close_cb);
     }
+    free(ex->owner);
     free(ex->code);
     free(ex->reset_reason);
     json_decref(ex->outputs);
@@ -82,6 +84,8 @@ json_t *execution_to_doc(const execution *ex)
     json_t *doc = json_object();
     json_object_set_new(doc, "request_id", json_string(ex->id));
     json_object_set_new(doc, "session_id", json_string(ex->session_id));
+    if (ex->owner != NULL && ex->owner[0] != '\0')
+        json_object_set_new(doc, "owner", json_string(ex->owner));
     json_object_set_new(doc, "status", json_string(ex->status));
     json_object_set_new(doc, "created_at", json_integer(ex->created_at));
     core_json_ms(doc, "started_at", ex->started_at);
@@ -549,13 +553,18 @@ void watch_dispatch_schedule(rb_core *c)
     }
 }
 
-rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_event_cb cb, void *data,
-                        core_watch **out, char *err)
+rb_err core_watch_start(rb_core *c, const core_caller *who, const char *request_id, int replay, core_event_cb cb,
+                        void *data, core_watch **out, char *err)
 {
-    execution *ex = map_get(&c->executions, request_id);
+    execution *ex = core__execution_of(c, who, request_id);
     json_t *doc = NULL;
     if (ex == NULL) {
         rb_err e = store_execution_get(c->st, request_id, &doc, err);
+        if (e == RB_OK && !core__doc_visible(who, doc)) {
+            json_decref(doc);
+            doc = NULL;
+            e = RB_ENOTFOUND;
+        }
         if (e == RB_ENOTFOUND)
             return rb_fail(RB_ENOTFOUND, err, "no execution with request_id '%s'; use the request_id returned by POST /execute",
                            request_id);

@@ -79,11 +79,18 @@ static const char helper_py[] =
     "  if os.path.isdir(t) and not os.path.islink(t): shutil.rmtree(t)\n"
     "  else: os.unlink(t)\n"
     "  out(0)\n"
+    "if op=='mkdir':\n"
+    "  d=os.path.realpath(p)\n"
+    "  if not inside(d) or d==R: out(3,real=d)\n"
+    "  try: os.makedirs(d,exist_ok=True)\n"
+    "  except OSError as x: out(5,error=str(x))\n"
+    "  if not inside(os.path.realpath(d)): out(3,real=d)\n"
+    "  out(0)\n"
     "out(2,error='unknown operation')\n";
 
 void file_helper_argv(const char **argv, file_helper_op op, const char *rel, const char *limit)
 {
-    static const char *const ops[] = {"list", "put", "get", "delete"};
+    static const char *const ops[] = {"list", "put", "get", "delete", "mkdir"};
     /* env -i: python gets only PATH and LANG; -I: no PYTHON* variables, user site or script
      * folder on sys.path; -S: no site module (nothing but the standard library is needed). */
     const char *const line[FILE_HELPER_ARGV_LEN] = {HELPER_ENV_PROGRAM, "-i", HELPER_PATH, HELPER_LANG, HELPER_PYTHON,

@@ -26,6 +26,7 @@ typedef enum file_helper_op {
     FILE_HELPER_PUT,    /* make the parent folders of a file to write: {dir, name} */
     FILE_HELPER_GET,    /* resolve a file to read: {real, size, modified} */
     FILE_HELPER_DELETE, /* delete a file, link or folder: {} */
+    FILE_HELPER_MKDIR,  /* make a folder and its parents: {} */
 } file_helper_op;
 
 /** The helper's exit codes; each comes with one JSON object on its stdout. */

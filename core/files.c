@@ -49,8 +49,12 @@
 #define TAR_SLACK (64u * 1024)
 #define LIST_MAX_ENTRIES 10000 /* file_helper_listing keeps no more either */
 #define SANDBOX_UID 1000
+/* The helper's user: the sandbox starts as root (sandbox.c), so an exec that named no user
+ * would run as root with the runner's capabilities; as the sandbox user it has exactly user
+ * code's rights, and the folders it makes for uploads are user code's to write in. */
+#define SANDBOX_USER "1000:1000"
 
-enum fop_kind { OP_LIST, OP_UPLOAD, OP_DOWNLOAD, OP_DELETE };
+enum fop_kind { OP_LIST, OP_UPLOAD, OP_DOWNLOAD, OP_DELETE, OP_MKDIR };
 
 /* The memory downloads in flight hold together (max-download-memory). The core holds one
  * reference, each download with a reservation and each core_file handed out one more. */
@@ -185,21 +189,24 @@ static rb_err reserve(file_op *f, size_t size, char *err)
 
 /* ---- paths ------------------------------------------------------------------------------ */
 
-rb_err files_normalize_path(const char *path, int allow_root, char **out, char *err)
+rb_err files_normalize_path(const char *path, rb_err root, char **out, char *err)
 {
     *out = NULL;
-    if (path == NULL)
+    if (path == NULL || path[0] == '\0')
         return rb_fail(RB_EINVAL, err, "path: required (a path relative to /workspace, e.g. \"data/input.csv\")");
-    size_t n = strlen(path);
-    if (n > TAR_NAME_MAX)
-        return rb_fail(RB_EINVAL, err, "path: longer than %d bytes", TAR_NAME_MAX);
+    size_t n = strlen(path), chars = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)path[i];
         if (ch < 0x20 || ch == 0x7f)
             return rb_fail(RB_EINVAL, err, "path: control characters are not allowed");
         if (ch == '\\')
             return rb_fail(RB_EINVAL, err, "path: use '/' to separate folders, not '\\'");
+        chars += (ch & 0xc0) != 0x80;
     }
+    /* Characters, as openapi.yaml's maxLength counts; 4 bytes each at most keep the absolute path
+     * within what the sandbox's file system and Docker's archive calls take. */
+    if (chars > CORE_PATH_MAX_CHARS || n > TAR_NAME_MAX)
+        return rb_fail(RB_EINVAL, err, "path: longer than %d characters", CORE_PATH_MAX_CHARS);
     const char *p = path;
     if (p[0] == '/') {
         size_t w = strlen(WORKSPACE);
@@ -222,6 +229,13 @@ rb_err files_normalize_path(const char *path, int allow_root, char **out, char *
             rb_buf_dispose(&b);
             return rb_fail(RB_EFORBIDDEN, err, "path: '..' is not allowed; give a path inside /workspace");
         }
+        if (seg > CORE_NAME_MAX_BYTES) {
+            rb_buf_dispose(&b);
+            return rb_fail(RB_EINVAL, err,
+                           "path: the name '%.40s...' is %zu bytes long; a file or folder name may have at most "
+                           "%d bytes (UTF-8)",
+                           p, seg, CORE_NAME_MAX_BYTES);
+        }
         if (!(seg == 1 && p[0] == '.')) {
             if (b.len > 0)
                 rb_buf_append(&b, "/", 1);
@@ -230,9 +244,11 @@ rb_err files_normalize_path(const char *path, int allow_root, char **out, char *
         p += seg;
     }
     rb_buf_append(&b, "", 1);
-    if (b.len == 1 && !allow_root) {
+    if (b.len == 1 && root != RB_OK) {
         rb_buf_dispose(&b);
-        return rb_fail(RB_EINVAL, err, "path: names /workspace itself; give a file inside it");
+        const char *what = root == RB_EFORBIDDEN ? "which cannot be deleted; give a file or folder inside it"
+                                                 : "a folder; give a file inside it";
+        return rb_fail(root, err, "path: '%.200s' names /workspace itself, %s", path, what);
     }
     *out = b.data;
     return RB_OK;
@@ -390,7 +406,12 @@ static void helper_done(file_op *f, const backend_exec_result *r)
                      : (json_string_value(json_object_get(f->info, "error")) ? json_string_value(json_object_get(
                                                                                    f->info, "error"))
                                                                              : "a folder"));
-        fail(f, f->kind == OP_UPLOAD ? RB_ECONFLICT : RB_EINVAL, msg);
+        if (f->kind == OP_MKDIR) {
+            const char *why = json_string_value(json_object_get(f->info, "error"));
+            snprintf(msg, sizeof(msg), "could not make the folder '%.200s' (%.200s)", shown,
+                     why ? why : "a file is in the way");
+        }
+        fail(f, RB_ECONFLICT, msg);
         return;
     case FILE_HELPER_TOOBIG:
         fail(f, RB_ETOOBIG, too_big(f, json_integer_value(json_object_get(f->info, "size")), msg));
@@ -410,6 +431,11 @@ static void helper_done(file_op *f, const backend_exec_result *r)
         json_t *out = json_pack("{s:s, s:o, s:b}", "session_id", f->session_id, "files", file_helper_listing(files),
                                 "truncated", json_is_true(json_object_get(f->info, "truncated")));
         finish(f, RB_OK, NULL, out);
+        return;
+    }
+    if (f->kind == OP_MKDIR) {
+        finish(f, RB_OK, NULL, json_pack("{s:s, s:s, s:s}", "session_id", f->session_id, "path", f->rel, "type",
+                                         "directory"));
         return;
     }
     if (f->kind == OP_DELETE) {
@@ -472,10 +498,11 @@ static void helper_exited_cb(void *data, rb_err err, const char *errmsg, const b
 /* Starts a file operation in session_id's sandbox: checks the session and path, then creates
  * the helper's exec. Its answer goes to cb (JSON answers) or fcb (downloads) with cbdata. On
  * success *handle (if not NULL) is the cancel handle and *out (if not NULL) the operation. */
-static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, const char *path, int allow_root,
-                    size_t max, core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle, file_op **out, char *err)
+static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, const char *session_id, const char *path,
+                    rb_err root, size_t max, core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle,
+                    file_op **out, char *err)
 {
-    session *s = map_get(&c->sessions, session_id);
+    session *s = core__session_of(c, who, session_id);
     if (s == NULL)
         return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
                        session_id);
@@ -484,7 +511,7 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     if (s->container_id == NULL)
         return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
     char *rel = NULL;
-    rb_err e = files_normalize_path(path, allow_root, &rel, err);
+    rb_err e = files_normalize_path(path, root, &rel, err);
     if (e != RB_OK)
         return e;
     file_op *f = xcalloc(1, sizeof(*f));
@@ -499,13 +526,15 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
     f->fcb = fcb;
     f->cbdata = cbdata;
 
-    static const file_helper_op ops[] = {FILE_HELPER_LIST, FILE_HELPER_PUT, FILE_HELPER_GET, FILE_HELPER_DELETE};
+    static const file_helper_op ops[] = {FILE_HELPER_LIST, FILE_HELPER_PUT, FILE_HELPER_GET, FILE_HELPER_DELETE,
+                                         FILE_HELPER_MKDIR};
     char limit[32];
     snprintf(limit, sizeof(limit), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : f->max);
     const char *argv[FILE_HELPER_ARGV_LEN];
     file_helper_argv(argv, ops[kind], rel, limit);
     const char **env = file_helper_env(json_object_get(s->options, "environment_variables"));
     backend_exec_spec spec = {.argv = argv,
+                              .user = SANDBOX_USER,
                               .working_dir = WORKSPACE,
                               .max_output = HELPER_OUTPUT_MAX,
                               .timeout_ms = HELPER_TIMEOUT_MS,
@@ -526,14 +555,14 @@ static rb_err start(rb_core *c, enum fop_kind kind, const char *session_id, cons
 
 /* ---- entry points ----------------------------------------------------------------------- */
 
-rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, const void *data, size_t len,
+rb_err core_file_upload(rb_core *c, const core_caller *who, const char *session_id, const char *path, const void *data, size_t len,
                         core_cb cb, void *cbdata, core_op **handle, char *err)
 {
     if (len > c->cfg->max_upload)
         return rb_fail(RB_ETOOBIG, err, "the file is %zu bytes; the upload limit is %zu bytes (max-upload)", len,
                        c->cfg->max_upload);
     file_op *f = NULL;
-    rb_err e = start(c, OP_UPLOAD, session_id, path, 0, 0, cb, NULL, cbdata, handle, &f, err);
+    rb_err e = start(c, who, OP_UPLOAD, session_id, path, RB_ECONFLICT, 0, cb, NULL, cbdata, handle, &f, err);
     if (e != RB_OK)
         return e;
     f->data = xmalloc(len > 0 ? len : 1);
@@ -543,21 +572,22 @@ rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, co
     return RB_OK;
 }
 
-rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err)
+rb_err core_file_list(rb_core *c, const core_caller *who, const char *session_id, core_cb cb, void *cbdata,
+                      core_op **handle, char *err)
 {
-    return start(c, OP_LIST, session_id, "", 1, 0, cb, NULL, cbdata, handle, NULL, err);
+    return start(c, who, OP_LIST, session_id, "/workspace", RB_OK, 0, cb, NULL, cbdata, handle, NULL, err);
 }
 
-rb_err core_file_download(rb_core *c, const char *session_id, const char *path, size_t max, core_file_cb cb,
-                          void *cbdata, core_op **handle, char *err)
+rb_err core_file_download(rb_core *c, const core_caller *who, const char *session_id, const char *path, size_t max,
+                          core_file_cb cb, void *cbdata, core_op **handle, char *err)
 {
-    return start(c, OP_DOWNLOAD, session_id, path, 0, max, NULL, cb, cbdata, handle, NULL, err);
+    return start(c, who, OP_DOWNLOAD, session_id, path, RB_ECONFLICT, max, NULL, cb, cbdata, handle, NULL, err);
 }
 
-rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,
-                        core_op **handle, char *err)
+rb_err core_file_delete(rb_core *c, const core_caller *who, const char *session_id, const char *path, core_cb cb,
+                        void *cbdata, core_op **handle, char *err)
 {
-    return start(c, OP_DELETE, session_id, path, 0, 0, cb, NULL, cbdata, handle, NULL, err);
+    return start(c, who, OP_DELETE, session_id, path, RB_EFORBIDDEN, 0, cb, NULL, cbdata, handle, NULL, err);
 }
 
 /* ---- files written by an execution -------------------------------------------------------- */
@@ -596,4 +626,10 @@ json_t *files_written_api(json_t *list)
         json_array_append_new(out, o);
     }
     return out;
+}
+
+rb_err core_file_mkdir(rb_core *c, const core_caller *who, const char *session_id, const char *path, core_cb cb,
+                       void *cbdata, core_op **handle, char *err)
+{
+    return start(c, who, OP_MKDIR, session_id, path, RB_ECONFLICT, 0, cb, NULL, cbdata, handle, NULL, err);
 }

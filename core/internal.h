@@ -58,6 +58,7 @@ struct execution {
     session *s;
     char id[RB_ID_LEN];
     char session_id[RB_ID_LEN];
+    char *owner;          /* the session's owner (core_caller.owner; "" without API keys), heap */
     char *code;
     double timeout;
     const char *status;
@@ -84,6 +85,7 @@ struct session {
     rb_core *core;
     char id[RB_ID_LEN];
     char language[8];
+    char *owner;          /* the API key that created it (core_caller.owner), "" without keys; heap */
     const char *status;   /* "starting" "ready" "busy" "ended" "dead" */
     char *end_reason;
     int64_t created_at, last_used_at, ended_at;
@@ -124,10 +126,13 @@ struct rb_core {
     core_watch *pending_head, *pending_tail;
     int closing;
     int pending_ops;      /* Docker work a graceful stop waits for: container creates and removals in flight */
+    rb_map removals;      /* containers whose removal failed, to retry (sandbox.c): id or name -> struct removal */
     struct pool *pool;    /* warm sandboxes (pool.c) */
     struct policy *policy;/* the optional code policy (policy.c) */
     stats_counters stats; /* what GET /metrics counts (stats.c) */
     struct download_budget *downloads; /* memory held by downloads in flight (files.c; NULL until the first) */
+    int64_t last_prune;   /* when the sweep last pruned the store for --retention (epoch ms; 0: not yet) */
+    json_t *packages_cache; /* {image_id, answer} of the last GET /packages listing (packages.c), or NULL */
 };
 
 /* session.c */
@@ -152,6 +157,14 @@ void session_free(session *s);
 void session_end(session *s, const char *status, const char *reason);
 /** Starts the next queued execution if the session is idle and its sandbox ready. */
 void session_pump(session *s);
+
+/* core.c: callers (core_caller) */
+/** The live session session_id if who may see it, else NULL. */
+session *core__session_of(rb_core *c, const core_caller *who, const char *session_id);
+/** The live (queued or running) execution request_id if who may see it, else NULL. */
+execution *core__execution_of(rb_core *c, const core_caller *who, const char *request_id);
+/** Whether who may see a stored session or execution document (its "owner"). */
+int core__doc_visible(const core_caller *who, json_t *doc);
 
 /* execution.c */
 /** A new queued execution of code (copied) in s with timeout seconds and a fresh e_ id; not yet
@@ -220,13 +233,25 @@ void sandbox_interrupt(sandbox *sb, execution *ex);
 /** Closes the stream; removes the container when remove != 0. Frees sb. */
 void sandbox_close(sandbox *sb, int remove);
 /** Removes a container in the background (counted by core_pending until the engine answers);
- * a failure is logged, and the next start removes what is left. */
+ * a failure is logged and the removal tried again after the next successful probe of the
+ * engine (sandbox_retry_removals); the next start's recovery removes whatever is left. */
 void sandbox_remove_container(rb_core *c, const char *container_id);
+/** Starts again the removals that failed (the engine did not answer, or a container whose
+ * create failed may still surface); those failing again wait for the next call. Returns how
+ * many were started. Called after each successful probe of the engine (recovery.c). */
+int sandbox_retry_removals(rb_core *c);
+/** Frees the removals still waiting (core_free). */
+void sandbox_drop_removals(rb_core *c);
+/** Non-zero if sb's runner is attached and takes executions. */
+int sandbox_ready(const sandbox *sb);
 
 /* files.c */
 /** Checks a caller's path and writes the normalised path relative to /workspace ("" for the
- * workspace itself, allowed only with allow_root) into *out (heap). Errors as for core_file_*. */
-rb_err files_normalize_path(const char *path, int allow_root, char **out, char *err);
+ * workspace itself) into *out (heap). A path naming the workspace itself is refused with root
+ * unless root is RB_OK. Errors as for core_file_*: RB_EINVAL for an empty or malformed path
+ * (control characters, '\\', too long, a name over CORE_NAME_MAX_BYTES), RB_EFORBIDDEN for one
+ * leading outside /workspace. */
+rb_err files_normalize_path(const char *path, rb_err root, char **out, char *err);
 /** Validated copy of a runner's files_written list (untrusted: entries that are not
  * {path: string, size: int, modified: int} are dropped, at most 100 kept); never NULL. */
 json_t *files_written_from_runner(json_t *list);
@@ -252,9 +277,13 @@ rb_err core__check_keys(json_t *obj, const char *where, const char *const *allow
 /** Reads a timeout in seconds from v into *out: RB_EINVAL naming field unless v is a number
  * greater than 0 and at most the server's max-timeout. */
 rb_err core__check_timeout(const rb_core *c, json_t *v, const char *field, double *out, char *err);
-/** Parses a size given by a caller: a positive JSON integer (bytes) or a string such as "512m",
- * "1g", "256MiB", "1048576". Returns 0 with *out in bytes, or -1 for anything else, including
- * sizes of 9e18 bytes or more. */
+/** Whether v is a whole number as JSON Schema's "integer" means it (an integer, or a real with
+ * no fraction such as 64.0 or 1e30); its value goes to *out. */
+int core__whole_number(json_t *v, double *out);
+/** Parses a size given by a caller: a positive whole number (bytes) or a string such as "512m",
+ * "1.5g", "256MiB", "1048576" (openapi.yaml's pattern). Returns 0 with *out in bytes (INT64_MAX
+ * for sizes of 9e18 bytes or more: the caller's range check refuses them), or -1 for anything
+ * else. */
 int core__parse_size(json_t *v, int64_t *out);
 /** Fills s's language, options and limits from a POST /sessions body. */
 rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err);
@@ -263,6 +292,9 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
 /** (Re)arms the Docker probe to run in ms milliseconds; the probe pings the engine, records
  * whether it answers (core_health) and, on the first answer, recovers the stored sessions. */
 void core__probe_start(rb_core *c, uint64_t ms);
+/** Brings the next probe forward to within a couple of seconds (unless one is due sooner or
+ * in flight): removals waiting for a retry go after it (sandbox_retry_removals). */
+void core__probe_soon(rb_core *c);
 
 /* core.c */
 /** Sets obj[key] to epoch milliseconds ms as RFC 3339 text. */

@@ -96,7 +96,7 @@ static int sandbox_live(mcp_sessions *m, const char *sid, int *busy)
     json_t *s = NULL;
     if (busy != NULL)
         *busy = 0;
-    if (core_session_get(m->core, sid, &s, NULL) != RB_OK)
+    if (core_session_get(m->core, NULL, sid, &s, NULL) != RB_OK)
         return 0;
     const char *st = json_string_value(json_object_get(s, "status"));
     int live = st != NULL && strcmp(st, "ended") != 0 && strcmp(st, "dead") != 0;
@@ -119,7 +119,7 @@ static void end_rec(mcp_sessions *m, mcp_rec *r, const char *reason)
     {
         json_t *out = NULL;
         const char *id = json_string_value(sid);
-        if (id != NULL && core_session_delete(m->core, id, &out, NULL) == RB_OK)
+        if (id != NULL && core_session_delete(m->core, NULL, id, &out, NULL) == RB_OK)
             rb_info("mcp session %s: ended its %s sandbox session %s", r->id, lang, id);
         json_decref(out);
     }
@@ -277,7 +277,7 @@ rb_err mcp_sessions_attach(mcp_sessions *m, const char *id, void *transport, cha
     return RB_OK;
 }
 
-rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *err)
+rb_err mcp_sessions_create(mcp_sessions *m, const core_caller *who, json_t *info, json_t **out, char *err)
 {
     if (m->live.len >= (size_t)m->core->cfg->max_mcp_sessions)
         return rb_fail(RB_EBUSY, err,
@@ -302,6 +302,8 @@ rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *er
                             json_object_get(info, "client_capabilities"), "log_level", "warning", "bound");
     if (doc == NULL)
         return rb_fail(RB_EINVAL, err, "the MCP session information is not valid JSON");
+    if (who != NULL)
+        json_object_set_new(doc, "owner", json_string(who->owner));
     mcp_rec *r = rec_new(doc);
     json_decref(doc);
     rb_err e = persist(m, r, err);
@@ -316,26 +318,30 @@ rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *er
 }
 
 /* The live record for id, or NULL with RB_ENOTFOUND text in err (ended or unknown). */
-static mcp_rec *find(mcp_sessions *m, const char *id, char *err)
+/* The live record id if who may use it (another key's session is "no MCP session", like an
+ * unknown id); else NULL with err saying why. */
+static mcp_rec *find(mcp_sessions *m, const core_caller *who, const char *id, char *err)
 {
     mcp_rec *r = id != NULL ? map_get(&m->live, id) : NULL;
-    if (r != NULL)
+    if (r != NULL && core__doc_visible(who, r->doc))
         return r;
     json_t *doc = NULL;
-    if (id != NULL && store_mcp_session_get(m->core->st, id, &doc, NULL) == RB_OK) {
+    if (r == NULL && id != NULL && store_mcp_session_get(m->core->st, id, &doc, NULL) == RB_OK &&
+        core__doc_visible(who, doc)) {
         const char *why = json_string_value(json_object_get(doc, "end_reason"));
         rb_fail(RB_ENOTFOUND, err, "MCP session %.64s has ended (%s); start a new one with initialize", id,
                 why ? why : "no reason recorded");
         json_decref(doc);
         return NULL;
     }
+    json_decref(doc);
     rb_fail(RB_ENOTFOUND, err, "no MCP session %.64s; start one with initialize", id ? id : "");
     return NULL;
 }
 
-rb_err mcp_sessions_touch(mcp_sessions *m, const char *id, json_t **out, char *err)
+rb_err mcp_sessions_touch(mcp_sessions *m, const core_caller *who, const char *id, json_t **out, char *err)
 {
-    mcp_rec *r = find(m, id, err);
+    mcp_rec *r = find(m, who, id, err);
     if (r == NULL)
         return RB_ENOTFOUND;
     int64_t now = rb_now_ms();
@@ -362,7 +368,7 @@ rb_err mcp_sessions_set(mcp_sessions *m, const char *id, const char *key, json_t
 {
     static const char *const reserved[] = {"mcp_session_id", "created_at", "last_used_at", "ended_at", "bound",
                                            "end_reason", NULL};
-    mcp_rec *r = find(m, id, err);
+    mcp_rec *r = find(m, NULL, id, err); /* the transport has checked the caller (touch) */
     if (r == NULL)
         return RB_ENOTFOUND;
     for (const char *const *k = reserved; *k != NULL; k++)
@@ -387,9 +393,9 @@ void mcp_sessions_hold(mcp_sessions *m, const char *id, int delta)
     }
 }
 
-rb_err mcp_sessions_end(mcp_sessions *m, const char *id, const char *reason, char *err)
+rb_err mcp_sessions_end(mcp_sessions *m, const core_caller *who, const char *id, const char *reason, char *err)
 {
-    mcp_rec *r = find(m, id, err);
+    mcp_rec *r = find(m, who, id, err);
     if (r == NULL)
         return RB_ENOTFOUND;
     end_rec(m, r, reason != NULL ? reason : "ended by request");
@@ -415,7 +421,7 @@ static void bound_created_cb(void *data, rb_err e, const char *msg, json_t *body
     if (e == RB_OK && r == NULL) {
         /* The MCP session ended while its sandbox was starting: it goes too. */
         json_t *out = NULL;
-        core_session_delete(m->core, sid, &out, NULL);
+        core_session_delete(m->core, NULL, sid, &out, NULL);
         json_decref(out);
         e = RB_ENOTFOUND;
         msg = "the MCP session ended while its sandbox was starting";
@@ -449,8 +455,8 @@ static core_op *wait_join(bind_wait *w, core_cb cb, void *data)
     return op;
 }
 
-rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const char *id, const char *language, char *session_id, core_cb cb,
-                              void *data, core_op **handle, char *err)
+rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const core_caller *who, const char *id, const char *language,
+                                  char *session_id, core_cb cb, void *data, core_op **handle, char *err)
 {
     session_id[0] = '\0';
     if (handle != NULL)
@@ -458,7 +464,7 @@ rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const char *id, const char *l
     int li = language != NULL ? lang_index(language) : 0;
     if (li < 0)
         return rb_fail(RB_EINVAL, err, "'language' must be \"python\" or \"bash\"");
-    mcp_rec *r = find(m, id, err);
+    mcp_rec *r = find(m, who, id, err);
     if (r == NULL)
         return RB_ENOTFOUND;
     json_t *bound = json_object_get(r->doc, "bound");
@@ -483,7 +489,7 @@ rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const char *id, const char *l
     w->lang = li;
     w->replaced = replaced;
     json_t *opts = json_pack("{s:s}", "language", langs[li]);
-    rb_err e = core_session_create(m->core, opts, bound_created_cb, w, &w->create_op, err);
+    rb_err e = core_session_create(m->core, who, opts, bound_created_cb, w, &w->create_op, err);
     json_decref(opts);
     if (e != RB_OK) {
         free(w);

@@ -8,7 +8,8 @@
  *
  * It knows nothing of HTTP or JSON-RPC (server/mcp/ translates); the transport's per-session
  * state (streams, replay log, calls in flight) is attached to the record here as an opaque
- * pointer, so there is one place to look a session up. Everything runs on the core's loop. Records cross this interface as jansson objects:
+ * pointer, so there is one place to look a session up. A session belongs to the API key that
+ * initialized it (who, core.h): touch, end and bound_sandbox answer RB_ENOTFOUND to another key. Everything runs on the core's loop. Records cross this interface as jansson objects:
  *   {mcp_session_id, created_at, last_used_at, ended_at (epoch ms or null), protocol_version,
  *    client_info, client_capabilities, log_level, bound: {language: session_id}, end_reason}.
  * json_t arguments are borrowed; json_t written to out-parameters are new references.
@@ -55,10 +56,10 @@ rb_err mcp_sessions_attach(mcp_sessions *m, const char *id, void *transport, cha
  * client_info?, client_capabilities?}. *out is the new record. RB_EBUSY at max-mcp-sessions
  * live sessions, RB_EINVAL when info serialises to more than MCP_SESSIONS_INFO_MAX bytes,
  * RB_ESTORE if it cannot be saved. */
-rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *err);
+rb_err mcp_sessions_create(mcp_sessions *m, const core_caller *who, json_t *info, json_t **out, char *err);
 /** Looks up a live MCP session and marks it used now. RB_ENOTFOUND for an unknown, ended or
  * expired id (err says which). out may be NULL; otherwise *out is a copy of the record. */
-rb_err mcp_sessions_touch(mcp_sessions *m, const char *id, json_t **out, char *err);
+rb_err mcp_sessions_touch(mcp_sessions *m, const core_caller *who, const char *id, json_t **out, char *err);
 /** Sets one member of a live record (e.g. "log_level") and persists it. RB_ENOTFOUND, RB_EINVAL
  * for the reserved members (ids, times, bound). value is borrowed. */
 rb_err mcp_sessions_set(mcp_sessions *m, const char *id, const char *key, json_t *value, char *err);
@@ -67,7 +68,7 @@ rb_err mcp_sessions_set(mcp_sessions *m, const char *id, const char *key, json_t
 void mcp_sessions_hold(mcp_sessions *m, const char *id, int delta);
 /** Ends a live MCP session: stores it as ended with reason, ends its bound sandbox sessions and
  * hands its transport (if any) to the detach callback. RB_ENOTFOUND when unknown or already ended. */
-rb_err mcp_sessions_end(mcp_sessions *m, const char *id, const char *reason, char *err);
+rb_err mcp_sessions_end(mcp_sessions *m, const core_caller *who, const char *id, const char *reason, char *err);
 
 /** The sandbox session bound to MCP session id for language ("python" or "bash").
  * - When one is live, it is written to session_id (MCP_SESSIONS_ID_LEN bytes) and cb never runs.
@@ -77,7 +78,7 @@ rb_err mcp_sessions_end(mcp_sessions *m, const char *id, const char *reason, cha
  *   NULL) lets the caller detach with core_cancel.
  * Errors returned directly: RB_ENOTFOUND (MCP session), RB_EINVAL (language), and those of
  * core_session_create (RB_EUNAVAILABLE, RB_EBUSY, ...); then cb never runs. */
-rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const char *id, const char *language, char *session_id, core_cb cb,
-                              void *data, core_op **handle, char *err);
+rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const core_caller *who, const char *id, const char *language,
+                                  char *session_id, core_cb cb, void *data, core_op **handle, char *err);
 
 #endif

@@ -24,9 +24,6 @@ static const char packages_py[] =
     "print(json.dumps({'python':sys.version.split()[0],"
     "'packages':sorted(seen.values(),key=lambda p:p['name'].lower())}))\n";
 
-/* {image_id, answer} of the last listing; one process serves one image, so one entry does. */
-static json_t *listing_cache;
-
 /* One core_packages call in flight. */
 typedef struct listing {
     rb_core *c;
@@ -63,8 +60,8 @@ static void on_listed(void *data, rb_err err, const char *msg, const backend_exe
     }
     json_object_set_new(doc, "image", json_string(l->c->cfg->image));
     json_object_set_new(doc, "image_id", json_string(l->image_id));
-    json_decref(listing_cache);
-    listing_cache = json_pack("{s:s, s:O}", "image_id", l->image_id, "answer", doc);
+    json_decref(l->c->packages_cache);
+    l->c->packages_cache = json_pack("{s:s, s:O}", "image_id", l->image_id, "answer", doc);
     listing_finish(l, RB_OK, NULL, doc);
 }
 
@@ -78,9 +75,9 @@ static void on_image_id(void *data, rb_err err, const char *errmsg, const char *
         return;
     }
     l->image_id = xstrdup(id);
-    const char *cached = json_string_value(json_object_get(listing_cache, "image_id"));
+    const char *cached = json_string_value(json_object_get(l->c->packages_cache, "image_id"));
     if (cached != NULL && strcmp(cached, id) == 0) {
-        listing_finish(l, RB_OK, NULL, json_deep_copy(json_object_get(listing_cache, "answer")));
+        listing_finish(l, RB_OK, NULL, json_deep_copy(json_object_get(l->c->packages_cache, "answer")));
         return;
     }
     const char *const cmd[] = {"python3", "-I", "-c", packages_py, NULL};

@@ -323,9 +323,9 @@ rb_err policy_rules_for(const policy *p, json_t *disabled, json_t **out, char *e
         json_array_foreach(disabled, i, v)
         {
             const char *name = json_string_value(v);
-            if (name == NULL)
-                return rb_fail(RB_EINVAL, err, "'disabled_rules[%zu]' must be a string (a rule name from GET /policy)",
-                               i);
+            if (name == NULL || strlen(name) != json_string_length(v))
+                return rb_fail(RB_EINVAL, err,
+                               "'disabled_rules[%zu]' must be a string without NUL (a rule name from GET /policy)", i);
             if (strcmp(name, "all") == 0) {
                 all = 1;
                 continue;

@@ -124,7 +124,17 @@ static void probed_cb(void *data, rb_err err, const char *errmsg, const char *ve
     c->docker_error[0] = '\0';
     if (!c->recovered)
         recover(c);
-    core__probe_start(c, PROBE_MS_UP);
+    /* Removals that failed go again; while there are some, the next probe comes sooner. */
+    int retried = sandbox_retry_removals(c);
+    core__probe_start(c, retried > 0 ? PROBE_MS_DOWN : PROBE_MS_UP);
+}
+
+void core__probe_soon(rb_core *c)
+{
+    if (c->closing || c->probe_timer == NULL || c->probing)
+        return; /* a probe in flight arms the next one when it answers */
+    if (!uv_is_active((uv_handle_t *)c->probe_timer) || uv_timer_get_due_in(c->probe_timer) > PROBE_MS_DOWN)
+        core__probe_start(c, PROBE_MS_DOWN);
 }
 
 static void probe_timer_cb(uv_timer_t *t)

@@ -222,7 +222,7 @@ static rb_err apply_rules(const core_settings *cfg, const requirement *r, char *
                        r->name);
     /* the minimum version: the larger of the allow rule's ">=V" and the block rule's "<V" */
     const char *min = NULL;
-    char rulebuf[256] = "";
+    char rulebuf[REQUIREMENTS_NAME_MAX + REQUIREMENTS_VERSION_MAX + 32] = "";
     if (has_allow && strcmp(arule.op, ">=") == 0) {
         min = arule.version;
         snprintf(rulebuf, sizeof(rulebuf), "deps-allow rule '%s>=%s'", arule.name, arule.version);

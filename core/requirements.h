@@ -20,7 +20,7 @@
 
 #define REQUIREMENTS_MAX 50          /* requirements in one request */
 #define REQUIREMENTS_TEXT_MAX 200    /* characters of one requirement as the caller wrote it */
-#define REQUIREMENTS_NAME_MAX 100    /* characters of a normalised name */
+#define REQUIREMENTS_NAME_MAX 200    /* characters of a normalised name (as many as a requirement may have) */
 #define REQUIREMENTS_VERSION_MAX 60  /* characters of a version */
 
 /** One parsed requirement. */

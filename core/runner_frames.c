@@ -84,8 +84,11 @@ rb_err runner_event_parse(const char *p, size_t n, runner_event *ev, char *err)
     } else if (strcmp(t, "pong") == 0) {
         ev->type = RUNNER_EV_PONG;
         ev->busy = string_of(json, "busy");
+        ev->warming = json_is_true(json_object_get(json, "warming"));
     } else if (strcmp(t, "ready") == 0) {
         ev->type = RUNNER_EV_READY;
+    } else if (strcmp(t, "warm") == 0) {
+        ev->type = RUNNER_EV_WARM;
     } else if (strcmp(t, "error_reply") == 0) {
         ev->type = RUNNER_EV_ERROR_REPLY;
         ev->message = string_of(json, "message");

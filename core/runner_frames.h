@@ -58,10 +58,11 @@ runner_lines_status runner_lines_next(runner_lines *rl, const char **buf, size_t
 
 typedef enum runner_event_type {
     RUNNER_EV_NONE,        /* no string "type": ignored */
-    RUNNER_EV_PONG,        /* the answer to a ping: id, busy */
+    RUNNER_EV_PONG,        /* the answer to a ping: id, busy, warming */
     RUNNER_EV_READY,       /* the runner started (ignored: the handshake is ping/pong) */
     RUNNER_EV_ERROR_REPLY, /* the runner did not understand a request: message */
     RUNNER_EV_DONE,        /* the end of a cell: id, status, dropped, reset, reset_reason, files_written */
+    RUNNER_EV_WARM,        /* the first interpreter is up, with the preload (after a pong with warming) */
     RUNNER_EV_OUTPUT,      /* any other type (stream, display, result, error, unknown ones): the running
                               execution's business, see execution_add_event */
 } runner_event_type;
@@ -74,6 +75,7 @@ typedef struct runner_event {
     const char *type_name;    /* "type" when a string, else NULL */
     const char *id;           /* "id" when a string, else NULL */
     const char *busy;         /* pong: "busy" when a string (a cell still running), else NULL */
+    int warming;              /* pong: "warming" is true (the first interpreter is still importing the preload) */
     const char *message;      /* error_reply: "message" when a string, else NULL */
     const char *status;       /* done: "completed", "error", "timeout" or "cancelled" (anything else is
                                  read as "error"); a static string */

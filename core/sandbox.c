@@ -15,7 +15,15 @@
 #include "core/internal.h"
 #include "core/runner_frames.h"
 
-enum { SB_CREATING, SB_STARTING, SB_ATTACHING, SB_HANDSHAKE, SB_READY, SB_CLOSED };
+/* SB_LOST: a ready sandbox's stream ended; the backend is asked why before the session
+ * reconnects (its container still runs) or ends. */
+enum { SB_CREATING, SB_STARTING, SB_ATTACHING, SB_HANDSHAKE, SB_READY, SB_LOST, SB_CLOSED };
+
+/* Rounds (successful Docker probes, recovery.c) in which a container whose create failed is
+ * looked for again when it is not there: the engine may carry a create out after its deadline. */
+#define REMOVE_MISSING_TRIES 3
+/* Removals to retry at most; beyond, a container is left for the next start's recovery. */
+#define REMOVALS_PENDING_MAX 4096
 
 struct sandbox {
     rb_core *c;
@@ -33,9 +41,10 @@ struct sandbox {
     char ping_id[RB_ID_LEN];
     char stale_id[RB_ID_LEN]; /* a cell left running by a previous runboxd, being interrupted */
     uv_timer_t *timer;    /* handshake deadline */
-    /* Bytes from the sandbox are untrusted (user code can reach the runner's channel): they are
-     * bounded per line (RB_RUNNER_LINE_MAX), per execution and per second, and what is dropped
-     * is logged at a limited rate. */
+    /* Bytes from the sandbox are untrusted (privilege separation keeps user code out of the
+     * runner's channel, but the runner shares its container): they are bounded per line
+     * (RB_RUNNER_LINE_MAX), per execution and per second, and what is dropped is logged at a
+     * limited rate. */
     int64_t window_start; /* the current one-second window of the rate limit (mono ms) */
     size_t window_bytes;  /* bytes read in it */
     int paused;           /* reading is stopped until the window ends */
@@ -43,8 +52,10 @@ struct sandbox {
     size_t ex_bytes;      /* protocol bytes received for the running execution */
     int64_t warned_at;    /* mono ms of the last warning logged, 0 = never */
     unsigned suppressed;  /* warnings not logged since */
+    int awaiting_warm;    /* a pool entry whose runner answered while still importing the preload */
     sandbox_pool_cb pool_cb; /* owner while a warm pool entry (s == NULL); NULL once claimed */
     void *pool_data;
+    char *lost;           /* SB_LOST: how the stream ended */
 };
 
 static void timer_close_cb(uv_handle_t *h)
@@ -68,36 +79,104 @@ static void release(sandbox *sb)
     }
     runner_lines_dispose(&sb->lines);
     rb_buf_dispose(&sb->errline);
+    free(sb->lost);
     free(sb->name);
     free(sb->container_id);
     free(sb);
 }
 
+/* A container to remove (by id or name): in flight, or waiting in c->removals for the next
+ * retry (sandbox_retry_removals). */
 struct removal {
     rb_core *c;
+    int missing_tries; /* retries left in which "no such container" is taken for "not there yet" */
     char id[];
 };
+
+static void remove_start(rb_core *c, const char *id, int missing_tries);
+
+/* Keeps r (owned from here) for the next retry. */
+static void remove_later(struct removal *r)
+{
+    rb_core *c = r->c;
+    struct removal *old = map_get(&c->removals, r->id);
+    if (old == NULL && c->removals.len >= REMOVALS_PENDING_MAX) {
+        rb_warn("container %.12s: %d removals are waiting already; it is left for the next start's recovery",
+                r->id, REMOVALS_PENDING_MAX);
+        free(r);
+        return;
+    }
+    free(old);
+    map_put(&c->removals, r->id, r);
+    core__probe_soon(c); /* the retry follows the next successful probe */
+}
 
 static void removed_cb(void *data, rb_err err, const char *msg)
 {
     struct removal *r = data;
-    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
-        rb_warn("container %.12s: could not remove it: %s", r->id, msg);
     r->c->pending_ops--;
+    if (err == RB_ENOTFOUND && r->missing_tries > 0) {
+        r->missing_tries--;
+        remove_later(r);
+        return;
+    }
+    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED && !r->c->closing) {
+        rb_warn("container %.12s: could not remove it (will try again once Docker answers): %s", r->id, msg);
+        remove_later(r);
+        return;
+    }
     free(r);
+}
+
+static void remove_start(rb_core *c, const char *id, int missing_tries)
+{
+    size_t n = strlen(id);
+    struct removal *r = xmalloc(sizeof(*r) + n + 1);
+    r->c = c;
+    r->missing_tries = missing_tries;
+    memcpy(r->id, id, n + 1);
+    char err[RB_ERR_LEN];
+    rb_err e = backend_remove(c->be, r->id, removed_cb, r, err);
+    if (e != RB_OK) {
+        if (e != RB_ECANCELED && e != RB_EINVAL && !c->closing) {
+            rb_warn("container %.12s: could not remove it (will try again once Docker answers): %s", r->id, err);
+            remove_later(r);
+        } else {
+            free(r);
+        }
+        return;
+    }
+    c->pending_ops++;
 }
 
 void sandbox_remove_container(rb_core *c, const char *container_id)
 {
-    size_t n = strlen(container_id);
-    struct removal *r = xmalloc(sizeof(*r) + n + 1);
-    r->c = c;
-    memcpy(r->id, container_id, n + 1);
-    if (backend_remove(c->be, r->id, removed_cb, r, NULL) != RB_OK) {
+    remove_start(c, container_id, 0);
+}
+
+int sandbox_retry_removals(rb_core *c)
+{
+    rb_map todo = c->removals;
+    map_init(&c->removals); /* removals failing again are kept anew */
+    size_t pos = 0;
+    struct removal *r;
+    int n = 0;
+    while ((r = map_next(&todo, &pos)) != NULL) {
+        remove_start(c, r->id, r->missing_tries);
         free(r);
-        return;
+        n++;
     }
-    c->pending_ops++;
+    map_dispose(&todo);
+    return n;
+}
+
+void sandbox_drop_removals(rb_core *c)
+{
+    size_t pos = 0;
+    struct removal *r;
+    while ((r = map_next(&c->removals, &pos)) != NULL)
+        free(r);
+    map_dispose(&c->removals);
 }
 
 static void finish_ready(sandbox *sb, rb_err err, const char *msg)
@@ -149,7 +228,20 @@ static void handle_event(sandbox *sb, const runner_event *ev)
             json_decref(req);
             return;
         }
+        if (ev->warming && sb->s == NULL && sb->pool_cb != NULL) {
+            /* A warm pool entry is ready once its first interpreter has imported the preload
+             * (--preload): the session that claims it pays nothing for the imports. */
+            sb->awaiting_warm = 1;
+            return;
+        }
         finish_ready(sb, RB_OK, NULL);
+        return;
+    }
+    if (ev->type == RUNNER_EV_WARM) {
+        if (sb->state == SB_HANDSHAKE && sb->awaiting_warm) {
+            sb->awaiting_warm = 0;
+            finish_ready(sb, RB_OK, NULL);
+        }
         return;
     }
     if (sb->state == SB_HANDSHAKE && sb->stale_id[0] != '\0') {
@@ -312,6 +404,14 @@ static void handshake_timeout_cb(uv_timer_t *t)
 {
     sandbox *sb = t->data;
     char msg[RB_ERR_LEN];
+    if (sb->awaiting_warm) {
+        /* The runner answers; its preload is only slow (a busy host): usable all the same. */
+        rb_warn("container %.12s: the preload took more than %d s; the warm sandbox is used without waiting",
+                sb->container_id, RB_HANDSHAKE_MS / 1000);
+        sb->awaiting_warm = 0;
+        finish_ready(sb, RB_OK, NULL);
+        return;
+    }
     snprintf(msg, sizeof(msg),
              "the sandbox container started but its runner did not answer within %d s; check that image '%s' was "
              "built by docker/build-images",
@@ -365,6 +465,93 @@ static void att_data(void *data, int stream, const char *buf, size_t len)
     release(sb);
 }
 
+static rb_err start_attach(sandbox *sb, char *err);
+
+/* Ready callback of a session reconnecting to its sandbox after its stream was cut. */
+static void reconnected_cb(session *s, rb_err err, const char *msg)
+{
+    if (err != RB_OK) {
+        char reason[RB_ERR_LEN];
+        snprintf(reason, sizeof(reason),
+                 "the connection to the sandbox (its Docker attach stream) was cut and reconnecting failed (%.300s): "
+                 "create a new session",
+                 msg);
+        session_end(s, "dead", reason);
+        return;
+    }
+    rb_info("session %s: reconnected to its sandbox after its stream was cut", s->id);
+    session_pump(s);
+}
+
+/* The stream of a ready sandbox whose container still runs was cut: the cell it ran is given
+ * up (what it printed meanwhile is lost), the line state starts afresh and the sandbox is
+ * attached again; the handshake interrupts the cell if it still runs (stale_id) and the
+ * session goes on, with its variables, at the runner's answer (reconnected_cb). */
+static rb_err reconnect(sandbox *sb, char *err)
+{
+    if (sb->ex != NULL) {
+        char why[RB_ERR_LEN];
+        snprintf(why, sizeof(why),
+                 "the connection to the sandbox (its Docker attach stream) was cut while this cell ran (%.100s): "
+                 "what it printed from then on is lost, so it was given up; the session reconnects to its "
+                 "sandbox and keeps its variables",
+                 sb->lost);
+        execution *ex = sb->ex;
+        sb->ex = NULL;
+        execution_fail(ex, "error", "ConnectionLost", why, 0, NULL);
+    }
+    runner_lines_dispose(&sb->lines);
+    runner_lines_init(&sb->lines, RB_RUNNER_LINE_MAX);
+    rb_buf_reset(&sb->errline);
+    if (sb->resume != NULL)
+        uv_timer_stop(sb->resume);
+    sb->paused = 0;
+    sb->ready_cb = reconnected_cb;
+    return start_attach(sb, err);
+}
+
+/* Why the stream of a ready sandbox ended, from the backend's view of its container: a cut
+ * stream of a running container is reconnected; otherwise the session ends with a reason that
+ * says what happened. */
+static void lost_state_cb(void *data, rb_err err, const char *errmsg, const backend_sandbox_state *st)
+{
+    sandbox *sb = data;
+    char msg[RB_ERR_LEN];
+    sb->inflight--;
+    if (sb->state != SB_LOST || sb->s == NULL) {
+        release(sb);
+        return;
+    }
+    if (err == RB_ENOTFOUND) {
+        snprintf(msg, sizeof(msg), "the sandbox container no longer exists (it was removed outside runboxd): create "
+                                   "a new session");
+    } else if (err != RB_OK) {
+        snprintf(msg, sizeof(msg),
+                 "the connection to the sandbox was lost (%.100s) and Docker could not say whether its container "
+                 "still runs (%.200s); the session was ended: create a new session",
+                 sb->lost, errmsg);
+    } else if (st->running) {
+        char e2[RB_ERR_LEN];
+        if (reconnect(sb, e2) == RB_OK)
+            return;
+        snprintf(msg, sizeof(msg),
+                 "the connection to the sandbox (its Docker attach stream) was cut while its container still ran "
+                 "(%.100s), and it cannot be attached again (%.200s): create a new session",
+                 sb->lost, e2);
+    } else if (st->oom_killed) {
+        snprintf(msg, sizeof(msg),
+                 "the sandbox container was killed for exceeding its memory limit (%lld MiB): create a new "
+                 "session, with a larger memory_limit if needed",
+                 (long long)(sb->s->memory_bytes / (1024 * 1024)));
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "the sandbox container stopped (exit code %d): its runner was killed or crashed: create a new "
+                 "session",
+                 st->exit_code);
+    }
+    session_end(sb->s, "dead", msg); /* closes sb */
+}
+
 static void att_close(void *data, rb_err err, const char *errmsg)
 {
     sandbox *sb = data;
@@ -384,12 +571,22 @@ static void att_close(void *data, rb_err err, const char *errmsg)
         finish_ready(sb, RB_EIO, msg);
         return;
     }
+    /* The container stopped, or the connection to the engine was cut: ask which. Meanwhile
+     * nothing new is sent to it (session_pump waits) and the running execution stays running. */
     session *s = sb->s;
-    snprintf(msg, sizeof(msg),
-             "the sandbox container stopped (%s); it may have been killed for exceeding its memory limit, or its "
-             "runner was killed: create a new session",
-             err == RB_OK ? "its output stream ended" : errmsg);
-    session_end(s, "dead", msg); /* closes sb */
+    free(sb->lost);
+    sb->lost = xstrdup(err == RB_OK ? "its output stream ended" : errmsg);
+    sb->state = SB_LOST;
+    if (backend_state(sb->c->be, sb->container_id, lost_state_cb, sb, msg) == RB_OK) {
+        sb->inflight++;
+        return;
+    }
+    char reason[RB_ERR_LEN];
+    snprintf(reason, sizeof(reason),
+             "the sandbox's output stream ended (%.100s): its container stopped (killed for exceeding its memory "
+             "limit, or its runner was killed) or the connection to Docker was cut (%.200s): create a new session",
+             sb->lost, msg);
+    session_end(s, "dead", reason); /* closes sb */
 }
 
 static rb_err start_attach(sandbox *sb, char *err)
@@ -432,9 +629,11 @@ static void created_cb(void *data, rb_err err, const char *errmsg, const char *i
     sb->c->pending_ops--;
     if (err == RB_OK)
         sb->container_id = xstrdup(id);
-    else if (err == RB_ETIMEDOUT)
-        /* The engine may still create it after our deadline: remove it by name, in case. */
-        sandbox_remove_container(sb->c, sb->name);
+    else if (err != RB_ENOTFOUND && err != RB_ECANCELED)
+        /* Unless the image is missing, the engine may have made it anyway: its answer was lost,
+         * cut short or late (it may even carry the create out after our deadline). Remove it by
+         * name, and look for it again a few times. */
+        remove_start(sb->c, sb->name, REMOVE_MISSING_TRIES);
     free(sb->name);
     sb->name = NULL;
     if (sb->state == SB_CLOSED) {
@@ -473,11 +672,20 @@ static void created_cb(void *data, rb_err err, const char *errmsg, const char *i
 /* The sandbox of a session: owner is the session id, or "pool" for a warm pool entry (labels
  * cannot change after creation: a claimed pool container is found by its id). s gives the
  * session's sandbox limits; NULL means the server's defaults (pool). The defaults are the
- * hardening of issue 4: no network, read-only root, non-root user (from the image), all
- * capabilities dropped, no-new-privileges, an init, pids/memory/CPU/open-file/file-size limits,
- * and size-limited memory-backed /workspace and /tmp. Their pages are charged to the sandbox's
- * memory, so their sizes are added to the memory limit: full disks never starve the interpreter
- * of the memory the session asked for. */
+ * hardening of issue 4: no network, read-only root, all capabilities dropped, no-new-privileges,
+ * an init, pids/memory/CPU/open-file/file-size limits, and size-limited memory-backed /workspace
+ * and /tmp. Their pages are charged to the sandbox's memory, so their sizes are added to the
+ * memory limit: full disks never starve the interpreter of the memory the session asked for.
+ *
+ * The container starts as root with only CAP_KILL, CAP_SETUID and CAP_SETGID (issue 9, finding
+ * 3): not to give anything to user code, but so that the runner separates privileges
+ * (docker/runner/PROTOCOL.md, "Privilege separation"). Its supervisor becomes uid 999 keeping
+ * those three (to signal the user's processes and start each worker), user code runs as the
+ * sandbox user 1000 with no capabilities, and docker-init stays root: the container's stdout
+ * (runboxd's control channel, their fd 1) and those processes are out of user code's reach.
+ * Without the three capabilities the runner refuses to run user code as root. Everything runboxd
+ * runs in the container names its user (files.c: SANDBOX_USER), since an exec would otherwise
+ * run as root with those capabilities. */
 typedef struct sandbox_spec {
     backend_spec spec;
     char **env; /* owned, like each string in it */
@@ -490,6 +698,7 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
                               int64_t memory_bytes, double cpus, json_t *env_vars, const session *s)
 {
     static const char *const cap_drop[] = {"ALL", NULL};
+    static const char *const cap_add[] = {"KILL", "SETGID", "SETUID", NULL}; /* the runner's, see above */
     static const char *const security_opt[] = {"no-new-privileges", NULL};
     static const backend_label volume_labels[] = {{"runbox.managed", "1"}};
     const core_settings *cfg = c->cfg;
@@ -498,8 +707,17 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     int64_t tmp = s ? s->tmp_bytes : (int64_t)cfg->tmp_size;
     int network = s ? s->network : 0;
     size_t n = 0;
-    ss->env = xcalloc(6 + json_object_size(env_vars), sizeof(*ss->env));
+    ss->env = xcalloc(8 + json_object_size(env_vars), sizeof(*ss->env));
     ss->env[n++] = xasprintf("RUNBOX_LANGUAGE=%s", language);
+    /* Modules the runner's zygote imports (docker/runner/PROTOCOL.md, "Preload"): before the
+     * first cell in a warm pool sandbox; in one made for a session (the cold path) only from its
+     * first reset on, so that a burst of pool misses does not spend seconds of CPU each on
+     * imports at start. */
+    if (strcmp(language, "python") == 0) {
+        ss->env[n++] = xasprintf("RUNBOX_PRELOAD=%s", cfg->preload ? cfg->preload : "");
+        if (s != NULL)
+            ss->env[n++] = xstrdup("RUNBOX_PRELOAD_LAZY=1");
+    }
     ss->env[n++] = xasprintf("RUNBOX_GRACE_MS=%d", cfg->grace_ms);
     /* packages installed for the session (deps.c), also for Python subprocesses of user code */
     ss->env[n++] = xstrdup("PYTHONPATH=/workspace/.runbox/site-packages");
@@ -520,6 +738,7 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     ss->ulimits[2] = (backend_ulimit){"core", 0, 0};
     ss->spec = (backend_spec){
         .image = cfg->image,
+        .user = "0", /* only until the runner separates privileges (above) */
         .env = (const char *const *)ss->env,
         .working_dir = "/workspace",
         .labels = ss->labels,
@@ -537,6 +756,7 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
         .ulimits = ss->ulimits,
         .n_ulimits = 3,
         .cap_drop = cap_drop,
+        .cap_add = cap_add,
         .security_opt = security_opt,
         .init = 1,
         .network = network ? cfg->egress_network : NULL,
@@ -660,6 +880,11 @@ rb_err sandbox_claim(sandbox *sb, session *s, sandbox_ready_cb cb, char *err)
 const char *sandbox_container_id(const sandbox *sb)
 {
     return sb->container_id;
+}
+
+int sandbox_ready(const sandbox *sb)
+{
+    return sb != NULL && sb->state == SB_READY;
 }
 
 rb_err sandbox_execute(sandbox *sb, execution *ex, char *err)

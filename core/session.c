@@ -14,6 +14,8 @@ json_t *session_to_doc(const session *s)
     json_t *doc = json_object();
     json_object_set_new(doc, "session_id", json_string(s->id));
     json_object_set_new(doc, "language", json_string(s->language));
+    if (s->owner != NULL && s->owner[0] != '\0')
+        json_object_set_new(doc, "owner", json_string(s->owner));
     json_object_set_new(doc, "status", json_string(s->status));
     json_object_set_new(doc, "created_at", json_integer(s->created_at));
     json_object_set_new(doc, "last_used_at", json_integer(s->last_used_at));
@@ -83,6 +85,7 @@ void session_free(session *s)
     json_decref(s->dependencies);
     if (s->deps_op != NULL)
         core_cancel(s->deps_op); /* deps.c frees it when its install ends */
+    free(s->owner);
     free(s->container_id);
     free(s->end_reason);
     free(s);
@@ -103,7 +106,7 @@ void session_pump(session *s)
 {
     rb_core *c = s->core;
     char err[RB_ERR_LEN];
-    while (s->running == NULL && s->queue_head != NULL && strcmp(s->status, "ready") == 0 && s->sb != NULL) {
+    while (s->running == NULL && s->queue_head != NULL && strcmp(s->status, "ready") == 0 && sandbox_ready(s->sb)) {
         execution *ex = s->queue_head;
         s->queue_head = ex->next;
         if (s->queue_head == NULL)

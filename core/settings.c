@@ -14,6 +14,8 @@ void core_settings_init(core_settings *s)
     s->db_path = xstrdup(RB_DEFAULT_DB);
     s->image = xstrdup(RB_DEFAULT_IMAGE);
     s->docker_socket = xstrdup(RB_DEFAULT_DOCKER_SOCKET);
+    s->docker_timeout = RB_DEFAULT_DOCKER_TIMEOUT_S;
+    s->docker_transfer_timeout = RB_DEFAULT_DOCKER_TRANSFER_TIMEOUT_S;
     s->output_limit = RB_DEFAULT_OUTPUT_LIMIT;
     s->default_timeout = RB_DEFAULT_TIMEOUT_S;
     s->max_timeout = RB_DEFAULT_MAX_TIMEOUT_S;
@@ -46,13 +48,14 @@ void core_settings_init(core_settings *s)
     s->code_policy = xstrdup(RB_DEFAULT_CODE_POLICY);
     s->code_policy_file = NULL;
     s->code_policy_overridable = xstrdup(RB_DEFAULT_CODE_POLICY_OVERRIDABLE);
+    s->preload = xstrdup(RB_DEFAULT_PRELOAD);
 }
 
 void core_settings_dispose(core_settings *s)
 {
     if (s == NULL)
         return;
-    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable};
+    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

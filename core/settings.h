@@ -14,6 +14,8 @@
 #define RB_DEFAULT_DB "runbox.db"
 #define RB_DEFAULT_IMAGE "runbox-sandbox:latest"
 #define RB_DEFAULT_DOCKER_SOCKET "/var/run/docker.sock"
+#define RB_DEFAULT_DOCKER_TIMEOUT_S 30.0
+#define RB_DEFAULT_DOCKER_TRANSFER_TIMEOUT_S 120.0
 #define RB_DEFAULT_OUTPUT_LIMIT (1024 * 1024)
 #define RB_DEFAULT_TIMEOUT_S 30.0
 #define RB_DEFAULT_MAX_TIMEOUT_S 3600.0
@@ -43,12 +45,17 @@
 #define RB_DEFAULT_MAX_DOWNLOAD_MEMORY (256 * 1024 * 1024)
 #define RB_DEFAULT_CODE_POLICY "off"
 #define RB_DEFAULT_CODE_POLICY_OVERRIDABLE "*"
+#define RB_DEFAULT_PRELOAD "numpy,pandas,matplotlib.pyplot"
 
 /* Field comments name the daemon's flag and environment variable that set each one. */
 typedef struct core_settings {
     char *db_path;         /* --db / RUNBOX_DB */
     char *image;           /* --image / RUNBOX_IMAGE */
     char *docker_socket;   /* --docker-socket / RUNBOX_DOCKER_SOCKET */
+    double docker_timeout; /* --docker-timeout / RUNBOX_DOCKER_TIMEOUT: seconds a Docker call that should answer at
+                              once may take (create, start, remove, inspect, the attach handshake) */
+    double docker_transfer_timeout; /* --docker-transfer-timeout / RUNBOX_DOCKER_TRANSFER_TIMEOUT: seconds a Docker
+                              call that moves files may take (archive upload and download, logs) */
     size_t output_limit;   /* --output-limit / RUNBOX_OUTPUT_LIMIT: bytes of stdout+stderr kept per execution */
     double default_timeout;/* --timeout / RUNBOX_TIMEOUT: seconds per execution unless the session/call says */
     double max_timeout;    /* --max-timeout / RUNBOX_MAX_TIMEOUT */
@@ -65,6 +72,8 @@ typedef struct core_settings {
     int max_queue;         /* --max-queue / RUNBOX_MAX_QUEUE: queued executions per session */
     int pool_size;         /* --pool-size / RUNBOX_POOL_SIZE: warm python sandboxes (default profile) kept ready; 0 = no pool */
     int pool_bash_size;    /* --pool-bash-size / RUNBOX_POOL_BASH_SIZE: warm bash sandboxes kept ready */
+    char *preload;         /* --preload / RUNBOX_PRELOAD: "module,module.sub,..." imported by every python sandbox
+                              before its first cell (docker/runner: the zygote); "" = none */
     /* Sandbox limits (each session may ask for less, or more up to the max-* value). /workspace
      * and /tmp are tmpfs: their sizes are added to the container's memory limit so that files
      * never eat into the memory the session asked for. */

@@ -86,4 +86,5 @@ void stats_read(rb_core *c, stats_snapshot *out)
     out->pool_misses = json_integer_value(json_object_get(ph, "misses"));
     json_decref(ph);
     out->docker_reachable = c->docker_ok != 0;
+    backend_stats_read(c->be, &out->engine);
 }

@@ -3,7 +3,8 @@
  * only grow while runboxd runs (sessions created and ended by reason class, executions finished
  * by status, their duration histogram, output and dropped bytes) and reads the gauges (live
  * sessions by status, executions running and queued, the warm pool, Docker reachability, live
- * MCP sessions) from the core's state when asked. Every label a reader sees comes from a fixed
+ * MCP sessions) from the core's state when asked, and passes on what the sandbox backend
+ * counts of its calls to the engine (their latency and failures, core/backend.h). Every label a reader sees comes from a fixed
  * set named here, never from what a caller sent, so the number of series stays bounded.
  *
  * It knows no output format (server/metrics/ renders Prometheus text) and keeps no history:
@@ -16,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/backend.h"
 #include "core/core.h"
 
 /** Why a session ended, as a class: deleted (DELETE /sessions/{id}, or its MCP session ended),
@@ -97,6 +99,7 @@ typedef struct stats_snapshot {
     int pool_size, pool_ready, pool_starting;
     int64_t pool_hits, pool_misses;
     int docker_reachable; /* 1 when the last probe of the engine answered */
+    backend_stats engine; /* the calls the sandbox engine answered, by operation (backend_stats_read) */
 } stats_snapshot;
 
 /** Fills *out with the current numbers of c (cost: one pass over live sessions and executions). */

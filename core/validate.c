@@ -14,42 +14,61 @@
 #include "core/requirements.h"
 
 
-int core__parse_size(json_t *v, int64_t *out)
+int core__whole_number(json_t *v, double *out)
 {
     if (json_is_integer(v)) {
-        *out = json_integer_value(v);
-        return *out > 0 ? 0 : -1;
+        *out = (double)json_integer_value(v);
+        return 1;
     }
-    const char *s = json_string_value(v);
-    if (s == NULL || !isdigit((unsigned char)*s))
-        return -1;
-    errno = 0;
-    char *end;
-    double n = strtod(s, &end);
-    if (errno != 0 || n <= 0)
-        return -1;
-    double mult = 1;
-    char unit = (char)tolower((unsigned char)*end);
-    if (unit == 'k')
-        mult = 1024.0;
-    else if (unit == 'm')
-        mult = 1024.0 * 1024;
-    else if (unit == 'g')
-        mult = 1024.0 * 1024 * 1024;
-    else if (unit == 'b' || unit == '\0')
-        mult = 1;
-    else
-        return -1;
-    if (*end != '\0') {
-        end++;
-        if (strcmp(end, "") != 0 && strcasecmp(end, "b") != 0 && strcasecmp(end, "ib") != 0)
+    double d = json_real_value(v);
+    if (!json_is_real(v) || !isfinite(d) || d != floor(d))
+        return 0;
+    *out = d;
+    return 1;
+}
+
+int core__parse_size(json_t *v, int64_t *out)
+{
+    double whole;
+    if (core__whole_number(v, &whole)) {
+        if (!(whole > 0))
             return -1;
+        *out = whole < 9.0e18 ? (int64_t)whole : INT64_MAX;
+        return 0;
     }
-    /* Beyond what int64 holds the cast would be undefined ("1e300g"): such a size is refused. */
-    double bytes = n * mult;
-    if (!(bytes < 9.0e18))
+    /* DIGITS[.DIGITS][k|m|g][[i]b] or DIGITS[.DIGITS]b: the pattern openapi.yaml declares. */
+    const char *s = json_string_value(v);
+    if (s == NULL || strlen(s) != json_string_length(v) || !isdigit((unsigned char)*s))
         return -1;
-    *out = (int64_t)bytes;
+    double n = 0;
+    while (isdigit((unsigned char)*s))
+        n = n * 10 + (*s++ - '0');
+    if (*s == '.') {
+        s++;
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        for (double scale = 0.1; isdigit((unsigned char)*s); scale /= 10)
+            n += (*s++ - '0') * scale;
+    }
+    double mult = 1;
+    char unit = (char)tolower((unsigned char)*s);
+    if (unit == 'k' || unit == 'm' || unit == 'g') {
+        mult = unit == 'k' ? 1024.0 : unit == 'm' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
+        s++;
+        if (tolower((unsigned char)*s) == 'i')
+            s++;
+        if (tolower((unsigned char)*s) == 'b')
+            s++;
+        else if (tolower((unsigned char)s[-1]) == 'i')
+            return -1;
+    } else if (unit == 'b') {
+        s++;
+    }
+    if (*s != '\0')
+        return -1;
+    /* Beyond what int64 holds the cast would be undefined: such a size reads as the largest. */
+    double bytes = n * mult;
+    *out = bytes < 9.0e18 ? (int64_t)bytes : INT64_MAX;
     return 0;
 }
 
@@ -90,9 +109,12 @@ rb_err core__check_timeout(const rb_core *c, json_t *v, const char *field, doubl
     if (!json_is_number(v))
         return rb_fail(RB_EINVAL, err, "'%s' must be a number of seconds, e.g. 30", field);
     double t = json_number_value(v);
-    if (!(t > 0) || !isfinite(t) || t > c->cfg->max_timeout)
-        return rb_fail(RB_EINVAL, err, "'%s' must be greater than 0 and at most %g seconds (the server's maximum), not %g",
-                       field, c->cfg->max_timeout, t);
+    if (!(t > 0) || !isfinite(t))
+        return rb_fail(RB_EINVAL, err, "'%s' must be a number of seconds greater than 0, not %g", field, t);
+    if (t > c->cfg->max_timeout)
+        return rb_fail(RB_EFORBIDDEN, err,
+                       "'%s' may be at most %g seconds on this server (its maximum, --max-timeout), not %g", field,
+                       c->cfg->max_timeout, t);
     *out = t;
     return RB_OK;
 }
@@ -108,17 +130,30 @@ static json_t *size_text(int64_t bytes)
     return json_sprintf("%lld", (long long)bytes);
 }
 
-static rb_err parse_size_opt(json_t *eo, const char *key, int64_t min, int64_t max, int64_t *out, char *err)
+/* A size field of execution_options: RB_EINVAL when it is not a size, RB_EFORBIDDEN when it is
+ * one outside [min, max] (this server's range; flag names the setting of the maximum). */
+static rb_err check_size(json_t *v, const char *key, int64_t min, int64_t max, const char *flag, int64_t *out,
+                         char *err)
+{
+    if (core__parse_size(v, out) != 0)
+        return rb_fail(RB_EINVAL, err,
+                       "'execution_options.%s' must be a size such as \"256m\" or \"1g\" (digits, an optional "
+                       "fraction, then k, m or g)",
+                       key);
+    if (*out < min || *out > max)
+        return rb_fail(RB_EFORBIDDEN, err,
+                       "'execution_options.%s' must be between %lldm and %lldm on this server (the maximum is its %s)",
+                       key, (long long)(min / (1024 * 1024)), (long long)(max / (1024 * 1024)), flag);
+    return RB_OK;
+}
+
+static rb_err parse_size_opt(json_t *eo, const char *key, int64_t min, int64_t max, const char *flag, int64_t *out,
+                             char *err)
 {
     json_t *v = json_object_get(eo, key);
     if (v == NULL || json_is_null(v))
         return RB_OK;
-    if (core__parse_size(v, out) != 0 || *out < min || *out > max)
-        return rb_fail(RB_EINVAL, err,
-                       "'execution_options.%s' must be a size such as \"256m\" or \"1g\", between %lldm and %lldm (the "
-                       "server's maximum)",
-                       key, (long long)(min / (1024 * 1024)), (long long)(max / (1024 * 1024)));
-    return RB_OK;
+    return check_size(v, key, min, max, flag, out, err);
 }
 
 /* The sandbox limits of execution_options (eo may be NULL): pids_limit, workspace_size,
@@ -133,25 +168,29 @@ static rb_err parse_sandbox_limits(rb_core *c, session *s, json_t *eo, char *err
     s->network = 0;
     json_t *v = json_object_get(eo, "pids_limit");
     if (v != NULL && !json_is_null(v)) {
-        json_int_t n = json_integer_value(v);
-        if (!json_is_integer(v) || n < 16 || n > cfg->max_pids_limit)
+        double n;
+        if (!core__whole_number(v, &n) || n < 16)
             return rb_fail(RB_EINVAL, err,
-                           "'execution_options.pids_limit' must be a whole number of processes between 16 and %d (the "
-                           "server's maximum)",
+                           "'execution_options.pids_limit' must be a whole number of processes, at least 16");
+        if (n > cfg->max_pids_limit)
+            return rb_fail(RB_EFORBIDDEN, err,
+                           "'execution_options.pids_limit' may be at most %d on this server (its maximum, "
+                           "--max-pids-limit)",
                            cfg->max_pids_limit);
         s->pids_limit = (int)n;
     }
-    if ((e = parse_size_opt(eo, "workspace_size", 1024 * 1024, (int64_t)cfg->max_workspace_size, &s->workspace_bytes,
-                            err)) != RB_OK)
+    if ((e = parse_size_opt(eo, "workspace_size", 1024 * 1024, (int64_t)cfg->max_workspace_size, "--max-workspace-size",
+                            &s->workspace_bytes, err)) != RB_OK)
         return e;
-    if ((e = parse_size_opt(eo, "tmp_size", 4 * 1024 * 1024, (int64_t)cfg->max_tmp_size, &s->tmp_bytes, err)) != RB_OK)
+    if ((e = parse_size_opt(eo, "tmp_size", 4 * 1024 * 1024, (int64_t)cfg->max_tmp_size, "--max-tmp-size",
+                            &s->tmp_bytes, err)) != RB_OK)
         return e;
     v = json_object_get(eo, "network");
     if (v != NULL && !json_is_null(v)) {
         if (!json_is_boolean(v))
             return rb_fail(RB_EINVAL, err, "'execution_options.network' must be true or false");
         if (json_is_true(v) && !cfg->allow_network)
-            return rb_fail(RB_EINVAL, err,
+            return rb_fail(RB_EFORBIDDEN, err,
                            "'execution_options.network': this server does not allow network access from sandboxes "
                            "(the operator can turn it on with --allow-network=true)");
         s->network = json_is_true(v);
@@ -204,21 +243,20 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
             goto fail;
         if ((v = json_object_get(eo, "memory_limit")) != NULL && !json_is_null(v)) {
             int64_t max = (int64_t)c->cfg->max_memory_mb * 1024 * 1024;
-            if (core__parse_size(v, &s->memory_bytes) != 0 || s->memory_bytes < 16 * 1024 * 1024 ||
-                s->memory_bytes > max) {
-                e = rb_fail(RB_EINVAL, err,
-                            "'execution_options.memory_limit' must be a size such as \"512m\" or \"1g\", between 16m "
-                            "and %dm (the server's maximum)",
-                            c->cfg->max_memory_mb);
+            if ((e = check_size(v, "memory_limit", 16 * 1024 * 1024, max, "--max-memory", &s->memory_bytes, err)) !=
+                RB_OK)
                 goto fail;
-            }
         }
         if ((v = json_object_get(eo, "cpu_limit")) != NULL && !json_is_null(v)) {
             double cpus = json_number_value(v);
-            if (!json_is_number(v) || !(cpus >= 0.01) || cpus > c->cfg->max_cpus) {
-                e = rb_fail(RB_EINVAL, err,
-                            "'execution_options.cpu_limit' must be a number of CPUs between 0.01 and %g (the server's "
-                            "maximum)",
+            if (!json_is_number(v) || !(cpus >= 0.01)) {
+                e = rb_fail(RB_EINVAL, err, "'execution_options.cpu_limit' must be a number of CPUs, at least 0.01");
+                goto fail;
+            }
+            if (cpus > c->cfg->max_cpus) {
+                e = rb_fail(RB_EFORBIDDEN, err,
+                            "'execution_options.cpu_limit' may be at most %g CPUs on this server (its maximum, "
+                            "--max-cpus)",
                             c->cfg->max_cpus);
                 goto fail;
             }

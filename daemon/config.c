@@ -16,7 +16,7 @@
 
 #include "core/requirements.h"
 
-typedef enum key_kind { K_STR, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL } key_kind;
+typedef enum key_kind { K_STR, K_LIST, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL } key_kind;
 
 typedef struct key_def {
     const char *key;
@@ -33,6 +33,11 @@ static const key_def keys[] = {
     {"db", "RUNBOX_DB", K_STR, OFF(core.db_path), "path of the SQLite database file"},
     {"image", "RUNBOX_IMAGE", K_STR, OFF(core.image), "Docker image of the sandboxes"},
     {"docker-socket", "RUNBOX_DOCKER_SOCKET", K_STR, OFF(core.docker_socket), "path of the Docker Engine socket"},
+    {"docker-timeout", "RUNBOX_DOCKER_TIMEOUT", K_SECS, OFF(core.docker_timeout),
+     "deadline of a Docker call that should answer at once (create, start, remove, inspect, exec create, the "
+     "attach handshake); seconds"},
+    {"docker-transfer-timeout", "RUNBOX_DOCKER_TRANSFER_TIMEOUT", K_SECS, OFF(core.docker_transfer_timeout),
+     "deadline of a Docker call that moves files (archive upload and download, container logs); seconds"},
     {"max-body", "RUNBOX_MAX_BODY", K_SIZE, OFF(server.max_body), "largest request body (bytes, or k/m/g suffix)"},
     {"output-limit", "RUNBOX_OUTPUT_LIMIT", K_SIZE, OFF(core.output_limit),
      "stdout+stderr bytes kept per execution (bytes, or k/m/g suffix)"},
@@ -58,6 +63,12 @@ static const key_def keys[] = {
      "event streams (GET /execute/{id}/events, GET /mcp) open at once; more get 429"},
     {"max-mcp-sessions", "RUNBOX_MAX_MCP_SESSIONS", K_INT, OFF(core.max_mcp_sessions),
      "MCP client sessions kept at once (each ends on DELETE /mcp or after idle-timeout); initialize beyond gets 429"},
+    {"api-keys-file", "RUNBOX_API_KEYS_FILE", K_STR, OFF(server.api_keys_file),
+     "file of API keys (lines: name sha256:<hash of the key> [sessions=N] [executions=N] [rps=N]); callers send "
+     "Authorization: Bearer <key> and see only their own sessions; reloaded on SIGHUP; unset = no keys (loopback only)"},
+    {"allow-unauthenticated", "RUNBOX_ALLOW_UNAUTHENTICATED", K_BOOL, OFF(server.allow_unauthenticated),
+     "listen on a non-loopback address without API keys (anyone who reaches the port controls every session); "
+     "logged as a warning at start"},
     {"allowed-hosts", "RUNBOX_ALLOWED_HOSTS", K_STR, OFF(server.allowed_hosts),
      "comma-separated Host names runboxd answers to besides localhost, 127.0.0.1, [::1] and the listen address "
      "(e.g. runbox.internal when behind a proxy or in compose); * = any (no DNS-rebinding defence)"},
@@ -83,6 +94,9 @@ static const key_def keys[] = {
     {"pool-size", "RUNBOX_POOL_SIZE", K_INT, OFF(core.pool_size),
      "warm python sandboxes (default limits) kept started for fast session creation; 0 disables the pool"},
     {"pool-bash-size", "RUNBOX_POOL_BASH_SIZE", K_INT, OFF(core.pool_bash_size), "warm bash sandboxes kept started"},
+    {"preload", "RUNBOX_PRELOAD", K_LIST, OFF(core.preload),
+     "comma-separated Python modules warm pool sandboxes import before their first cell and keep imported across "
+     "interpreter resets (a sandbox made for a session: from its first reset on); empty = none"},
     {"max-pids-limit", "RUNBOX_MAX_PIDS_LIMIT", K_INT, OFF(core.max_pids_limit),
      "largest processes per sandbox a caller may ask"},
     {"workspace-size", "RUNBOX_WORKSPACE_SIZE", K_SIZE, OFF(core.workspace_size),
@@ -222,6 +236,12 @@ static int parse_int(const char *s, long *out)
     return 0;
 }
 
+int config_is_switch(const char *key)
+{
+    const key_def *k = find_key(key);
+    return k != NULL && k->kind == K_BOOL;
+}
+
 rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err)
 {
     const key_def *k = find_key(key);
@@ -236,6 +256,10 @@ rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err)
     case K_STR:
         if (value[0] == '\0')
             return rb_fail(RB_EINVAL, err, "%s: the value must not be empty", k->key);
+        free(*(char **)field);
+        *(char **)field = xstrdup(value);
+        return RB_OK;
+    case K_LIST: /* a list that may be empty (= none) */
         free(*(char **)field);
         *(char **)field = xstrdup(value);
         return RB_OK;
@@ -335,6 +359,42 @@ static int listen_ok(const char *s)
     return 1;
 }
 
+/* --preload: module names (dotted Python identifiers) separated by commas; blanks around them
+ * are allowed, an empty list turns the preload off. */
+static rb_err check_preload(const char *list, char *err)
+{
+    if (list == NULL)
+        return RB_OK;
+    if (strlen(list) > 4096)
+        return rb_fail(RB_EINVAL, err, "preload: longer than 4096 characters");
+    const char *p = list;
+    while (*p != '\0') {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *start = p;
+        int at_start = 1; /* of a dotted part */
+        while (*p != '\0' && *p != ',' && *p != ' ') {
+            char ch = *p;
+            int ok = ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (!at_start && ((ch >= '0' && ch <= '9') || ch == '.'));
+            if (ch == '.' && (at_start || p[1] == '\0' || p[1] == ',' || p[1] == ' ' || p[1] == '.'))
+                ok = 0;
+            if (!ok)
+                return rb_fail(RB_EINVAL, err,
+                               "preload: '%.*s' is not a Python module name (give names like numpy,pandas,"
+                               "matplotlib.pyplot separated by commas, or an empty string for none)",
+                               (int)strcspn(start, ", "), start);
+            at_start = ch == '.';
+            p++;
+        }
+        while (*p == ' ')
+            p++;
+        if (*p != '\0' && *p != ',')
+            return rb_fail(RB_EINVAL, err, "preload: module names must be separated by commas (near '%.20s')", p);
+    }
+    return RB_OK;
+}
+
 rb_err config_validate(const rb_config *cfg, char *err)
 {
     rb_log_level lvl;
@@ -347,6 +407,10 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "image: an image name is required");
     if (cfg->core.docker_socket == NULL || cfg->core.docker_socket[0] == '\0')
         return rb_fail(RB_EINVAL, err, "docker-socket: a socket path is required");
+    if (!(cfg->core.docker_timeout >= 0.1) || cfg->core.docker_timeout > 3600)
+        return rb_fail(RB_EINVAL, err, "docker-timeout: must be between 0.1 and 3600 seconds");
+    if (!(cfg->core.docker_transfer_timeout >= 0.1) || cfg->core.docker_transfer_timeout > 86400)
+        return rb_fail(RB_EINVAL, err, "docker-transfer-timeout: must be between 0.1 and 86400 seconds");
     if (cfg->server.max_body == 0)
         return rb_fail(RB_EINVAL, err, "max-body: must be at least 1 byte");
     if (cfg->core.output_limit == 0)
@@ -412,6 +476,8 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "max-mcp-sessions: must be at least 1");
     if (requirements_check_settings(&cfg->core, err) != RB_OK)
         return RB_EINVAL;
+    if (check_preload(cfg->core.preload, err) != RB_OK)
+        return RB_EINVAL;
     if (strcmp(cfg->core.code_policy, "off") == 0 && cfg->core.code_policy_file != NULL)
         return rb_fail(RB_EINVAL, err,
                        "code-policy-file: set --code-policy to default, strict or custom too (it is off)");
@@ -425,6 +491,7 @@ void config_each(const rb_config *cfg, config_key_cb cb, void *data)
         char v[64];
         switch (keys[i].kind) {
         case K_STR:
+        case K_LIST:
         case K_LEVEL: {
             const char *s = *(char *const *)field;
             cb(data, keys[i].key, keys[i].env, s ? s : "", keys[i].help);

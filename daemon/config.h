@@ -27,6 +27,9 @@ void config_dispose(rb_config *cfg);
 /** Sets one key by its flag name without dashes ("listen", "db", "max-body", ...) from text.
  * RB_EINVAL naming the key and the expected form when the value is bad or the key unknown. */
 rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err);
+/** Whether key is a true/false switch, which a command line may give without a value
+ * ("--allow-unauthenticated" alone means true). */
+int config_is_switch(const char *key);
 /** Applies RUNBOX_<KEY> variables from the environment (key upper-cased, '-' -> '_'). */
 rb_err config_load_env(rb_config *cfg, char *err);
 /** Checks cross-field rules (defaults within maxima, positive sizes); names the bad key. */

@@ -26,7 +26,7 @@ typedef struct daemon_state {
     uv_loop_t *loop;
     rb_core *core;
     rb_server *server;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
     uv_timer_t settle;
     int64_t drain_deadline, settle_deadline;
     int stopping;
@@ -94,6 +94,7 @@ static void on_settle(uv_timer_t *t)
     d->core = NULL;
     uv_close((uv_handle_t *)&d->sigint, NULL);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
 }
 
 /* Starts the shutdown (idempotent). */
@@ -115,6 +116,21 @@ static void on_signal(uv_signal_t *sig, int signum)
     if (!d->stopping)
         rb_info("runboxd: %s received, shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
     begin_shutdown(d);
+}
+
+/* SIGHUP: the API key file is read again; a file that does not parse leaves the keys as they were. */
+static void on_hangup(uv_signal_t *sig, int signum)
+{
+    (void)signum;
+    daemon_state *d = sig->data;
+    char err[RB_ERR_LEN];
+    size_t n = 0;
+    if (d->stopping)
+        return;
+    if (server_reload_keys(d->server, &n, err) == RB_OK)
+        rb_info("runboxd: SIGHUP: API keys reloaded, %zu in force", n);
+    else
+        rb_error("runboxd: SIGHUP: API keys not reloaded (the keys in force are kept): %s", err);
 }
 
 /* Parses argv into cfg; returns 0 to run, 1 when --help/--version was handled, -1 on error. */
@@ -147,6 +163,8 @@ static int parse_args(int argc, char **argv, rb_config *cfg)
         key[klen] = '\0';
         if (eq != NULL) {
             value = eq + 1;
+        } else if (config_is_switch(key) && (i + 1 == argc || strncmp(argv[i + 1], "--", 2) == 0)) {
+            value = "true";
         } else if (i + 1 < argc) {
             value = argv[++i];
         } else {
@@ -210,6 +228,9 @@ int main(int argc, char **argv)
     d.sigint.data = d.sigterm.data = &d;
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+    uv_signal_init(d.loop, &d.sighup);
+    d.sighup.data = &d;
+    uv_signal_start(&d.sighup, on_hangup, SIGHUP);
     uv_timer_init(d.loop, &d.settle);
     d.settle.data = &d;
 

@@ -43,6 +43,7 @@ struct docker_attach {
     size_t hdr_end;   /* offset past "\r\n\r\n" once found, else 0 */
     size_t body_need; /* error answers: header end + Content-Length */
     int status;       /* HTTP status of the upgrade answer */
+    uint64_t started_ns; /* uv_hrtime() of docker_attach_start, for the statistics */
     docker_demux demux;
     size_t hdr_len;
     char hdr[ATTACH_HDR_MAX];
@@ -141,12 +142,29 @@ static void shut(docker_attach *a)
     }
 }
 
+/* Counts the handshake's outcome: open (e == RB_OK) or why it failed. */
+static void observe(docker_attach *a, rb_err e)
+{
+    if (a->d == NULL)
+        return;
+    int f = -1;
+    if (e == RB_ETIMEDOUT)
+        f = DOCKER_FAIL_TIMEOUT;
+    else if (e == RB_EUNAVAILABLE)
+        f = DOCKER_FAIL_UNREACHABLE;
+    else if (e != RB_OK)
+        f = a->status >= 500 ? DOCKER_FAIL_HTTP_5XX : a->status >= 400 ? DOCKER_FAIL_HTTP_4XX : DOCKER_FAIL_CONNECTION;
+    docker__observe(a->d, DOCKER_OP_ATTACH, a->started_ns, f);
+}
+
 /* Ends the stream from inside the module with exactly one user callback. */
 static void finish(docker_attach *a, rb_err e, const char *msg)
 {
     if (a->closed)
         return;
     int was_open = a->state == A_OPEN;
+    if (!was_open)
+        observe(a, e);
     shut(a);
     if (was_open) {
         if (a->cbs.on_close != NULL)
@@ -301,6 +319,7 @@ static void handle_headers(docker_attach *a)
     int raw = have_ctype && (strncmp(ctype, "application/vnd.docker.raw-stream", 33) == 0 ||
                              strncmp(ctype, "application/vnd.docker.multiplexed-stream", 41) == 0);
     if (a->status == 101 || (a->status == 200 && raw)) {
+        observe(a, RB_OK);
         a->state = A_OPEN;
         uv_timer_stop(&a->deadline);
         if (a->cbs.on_open != NULL)
@@ -475,6 +494,7 @@ rb_err docker_attach_start(docker *d, const char *container_id, const docker_att
     a->id = xstrdup(container_id);
     a->socket_path = xstrdup(docker__socket_path(d));
     a->state = A_CONNECTING;
+    a->started_ns = uv_hrtime();
     docker_demux_init(&a->demux);
     docker_attach **head = docker__attach_head(d);
     a->d = d;

@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "base/base.h"
+#include "base/latency.h"
 
 typedef struct docker docker;
 typedef struct docker_req docker_req;
@@ -66,6 +67,50 @@ void docker_timeouts_default(docker_timeouts *t);
 /** Replaces d's deadlines with *t (copied) for calls started from now on. RB_EINVAL (nothing
  * changed) when a member is not positive. */
 rb_err docker_set_timeouts(docker *d, const docker_timeouts *t, char *err);
+
+/*
+ * Statistics. Every call is counted once it completes (a cancelled one is not), by the kind of
+ * Engine API operation, with the time from the call to its outcome (waiting for a connection
+ * included) and, if it failed, why. An attach counts its handshake: from docker_attach_start
+ * until the stream is open or has failed. The counters only grow while the client lives.
+ */
+typedef enum docker_op {
+    DOCKER_OP_CREATE,  /* POST /containers/create */
+    DOCKER_OP_START,   /* POST /containers/{id}/start */
+    DOCKER_OP_ATTACH,  /* the attach handshake */
+    DOCKER_OP_EXEC,    /* exec create, start and inspect */
+    DOCKER_OP_ARCHIVE, /* archive put and get */
+    DOCKER_OP_WAIT,    /* POST /containers/{id}/wait */
+    DOCKER_OP_REMOVE,  /* DELETE /containers/{id} */
+    DOCKER_OP_INSPECT, /* GET /containers/{id}/json */
+    DOCKER_OP_PING,    /* GET /version */
+    DOCKER_OP_OTHER,   /* the rest: list, kill, logs, images, volumes */
+    DOCKER_OP_MAX
+} docker_op;
+
+/** Why a call failed. */
+typedef enum docker_failure {
+    DOCKER_FAIL_TIMEOUT,     /* its deadline passed (docker_timeouts) */
+    DOCKER_FAIL_UNREACHABLE, /* no connection to the engine's socket could be made */
+    DOCKER_FAIL_CONNECTION,  /* the connection broke, or the answer was cut short, malformed or too big */
+    DOCKER_FAIL_HTTP_4XX,    /* the engine answered 400 to 499 (404 and 409 included) */
+    DOCKER_FAIL_HTTP_5XX,    /* the engine answered 500 or above */
+    DOCKER_FAIL_MAX
+} docker_failure;
+
+/** Label values: "create", "start", ... "other"; "timeout", "unreachable", "connection",
+ * "http_4xx", "http_5xx" (static strings; "" out of range). */
+const char *docker_op_name(docker_op op);
+const char *docker_failure_name(docker_failure f);
+
+/** A client's counts: latency[op] of every completed call, failures[op][why] of failed ones. */
+typedef struct docker_stats {
+    rb_latency latency[DOCKER_OP_MAX];
+    uint64_t failures[DOCKER_OP_MAX][DOCKER_FAIL_MAX];
+} docker_stats;
+
+/** Copies d's counts into *out. */
+void docker_stats_read(const docker *d, docker_stats *out);
 
 /**
  * Result of a JSON call. status is the HTTP status (0 if none was received). body is the

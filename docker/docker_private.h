@@ -42,6 +42,7 @@ struct docker {
     docker_req *delivering; /* the raw request whose successful callback runs (docker_raw_take) */
     struct poll_ctx *polls;
     docker_attach *attaches;
+    docker_stats stats; /* request.c and attach.c count, through docker__observe */
 };
 
 /** Drains curl's finished transfers into the completion FIFO, gives freed connections to
@@ -79,6 +80,11 @@ typedef enum docker__kind {
     DOCKER__TRANSFER, /* transfer_ms; the long budget */
     DOCKER__PING,  /* ping_ms; never waits for a connection */
 } docker__kind;
+/** Counts a completed call of kind op started at started_ns (uv_hrtime) that succeeded
+ * (failure < 0) or failed with failure (a docker_failure) (request.c). */
+void docker__observe(docker *d, docker_op op, uint64_t started_ns, int failure);
+/** The kind of operation of a call of method on path (the API version prefix left out). */
+docker_op docker__op_of(const char *method, const char *path);
 /** The client's deadlines (borrowed). */
 const docker_timeouts *docker__timeouts(const docker *d);
 /** docker_request as a call of the given kind (JSON answer). */

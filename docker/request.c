@@ -49,6 +49,8 @@ struct docker_req {
     int cancelled;
     long status;
     char curl_err[CURL_ERROR_SIZE];
+    docker_op op;        /* its kind, for the statistics */
+    uint64_t started_ns; /* uv_hrtime() when it was called */
 };
 
 /* ---- completions ---- */
@@ -180,6 +182,92 @@ static rb_err transport_err(const docker *d, const docker_req *r, char *msg)
     return rb_fail(RB_EIO, msg, "Docker request %s failed: %s", r->what, detail);
 }
 
+/* ---- statistics ---- */
+
+static const char *const op_names[DOCKER_OP_MAX] = {"create", "start", "attach", "exec", "archive",
+                                                    "wait",   "remove", "inspect", "ping", "other"};
+static const char *const failure_names[DOCKER_FAIL_MAX] = {"timeout", "unreachable", "connection", "http_4xx",
+                                                           "http_5xx"};
+
+const char *docker_op_name(docker_op op)
+{
+    return (unsigned)op < DOCKER_OP_MAX ? op_names[op] : "";
+}
+
+const char *docker_failure_name(docker_failure f)
+{
+    return (unsigned)f < DOCKER_FAIL_MAX ? failure_names[f] : "";
+}
+
+void docker_stats_read(const docker *d, docker_stats *out)
+{
+    *out = d->stats;
+}
+
+void docker__observe(docker *d, docker_op op, uint64_t started_ns, int failure)
+{
+    if ((unsigned)op >= DOCKER_OP_MAX)
+        op = DOCKER_OP_OTHER;
+    uint64_t now = uv_hrtime();
+    rb_latency_add(&d->stats.latency[op], now > started_ns ? (double)(now - started_ns) / 1e9 : 0);
+    if (failure >= 0 && failure < DOCKER_FAIL_MAX)
+        d->stats.failures[op][failure]++;
+}
+
+/* Is the segment s (up to '/', '?' or the end) exactly word? */
+static int segment_is(const char *s, const char *word)
+{
+    size_t n = strlen(word);
+    return strncmp(s, word, n) == 0 && (s[n] == '\0' || s[n] == '/' || s[n] == '?');
+}
+
+docker_op docker__op_of(const char *method, const char *path)
+{
+    if (segment_is(path, "/version"))
+        return DOCKER_OP_PING;
+    if (segment_is(path, "/exec"))
+        return DOCKER_OP_EXEC;
+    if (strncmp(path, "/containers/", 12) != 0)
+        return DOCKER_OP_OTHER;
+    const char *rest = path + 12;
+    if (segment_is(rest, "create"))
+        return DOCKER_OP_CREATE;
+    const char *tail = rest + strcspn(rest, "/?"); /* past the container's id (or "json", the list) */
+    if (*tail != '/')
+        return strcmp(method, "DELETE") == 0 ? DOCKER_OP_REMOVE : DOCKER_OP_OTHER;
+    tail++;
+    static const struct {
+        const char *word;
+        docker_op op;
+    } ops[] = {{"start", DOCKER_OP_START},     {"attach", DOCKER_OP_ATTACH}, {"exec", DOCKER_OP_EXEC},
+               {"archive", DOCKER_OP_ARCHIVE}, {"wait", DOCKER_OP_WAIT},     {"json", DOCKER_OP_INSPECT}};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (segment_is(tail, ops[i].word))
+            return ops[i].op;
+    return DOCKER_OP_OTHER;
+}
+
+/* Counts r's outcome (e: what its callback gets) unless it was cancelled. */
+static void observe(docker *d, const docker_req *r, rb_err e)
+{
+    if (r->cancelled)
+        return;
+    int f = -1;
+    if (r->queue_expired || r->cres == CURLE_OPERATION_TIMEDOUT)
+        f = DOCKER_FAIL_TIMEOUT;
+    else if (r->cres == CURLE_COULDNT_CONNECT || r->cres == CURLE_COULDNT_RESOLVE_HOST)
+        f = DOCKER_FAIL_UNREACHABLE;
+    else if (r->cres != CURLE_OK)
+        f = DOCKER_FAIL_CONNECTION;
+    else if (r->status >= 500)
+        f = DOCKER_FAIL_HTTP_5XX;
+    else if (r->status >= 400)
+        f = DOCKER_FAIL_HTTP_4XX;
+    else if (e != RB_OK)
+        f = DOCKER_FAIL_CONNECTION; /* an answer that could not be used */
+    docker__observe(d, r->op, r->started_ns, f);
+}
+
 /* The outcome of a finished docker_request_raw: bytes on success, Docker's message on an HTTP
  * error (its error bodies are JSON even where success bodies are not). */
 static void deliver_raw(docker *d, docker_req *r)
@@ -225,11 +313,13 @@ static void deliver(docker *d, docker_req *r)
     msg[0] = '\0';
 
     if (r->raw_cb != NULL) {
+        observe(d, r, RB_OK);
         deliver_raw(d, r);
         return;
     }
     e = transport_err(d, r, msg);
     if (e != RB_OK) {
+        observe(d, r, e);
         r->cb(r->data, e, msg, r->cancelled ? 0 : (int)r->status, NULL);
         return;
     }
@@ -251,6 +341,7 @@ static void deliver(docker *d, docker_req *r)
         else
             snprintf(d->api, sizeof(d->api), "1.%d", minor > DOCKER__API_MAX ? DOCKER__API_MAX : minor);
     }
+    observe(d, r, e);
     r->cb(r->data, e, e == RB_OK ? NULL : msg, (int)r->status, body);
     json_decref(body);
 }
@@ -444,6 +535,8 @@ static rb_err start_request(docker *d, docker__kind kind, const char *method, co
     r->d = d;
     r->cb = cb;
     r->data = data;
+    r->op = docker__op_of(method, url_path);
+    r->started_ns = uv_hrtime();
     r->version_probe = !versioned;
     r->budget = kind == DOCKER__PING ? -1 : kind == DOCKER__SHORT ? DOCKER__BUDGET_SHORT : DOCKER__BUDGET_LONG;
     r->timeout_ms = timeout_ms > 0 ? timeout_ms : default_timeout(d, kind);

@@ -5,6 +5,7 @@
  * for a body over the limit, 400 for broken framing) go through the host's fallback path; a
  * filter there rewrites them into the protocol's error document. No session logic.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,12 +177,38 @@ static rb_err parse_listen(const char *listen, struct sockaddr_storage *ss, char
     return rb_fail(RB_EINVAL, err, "listen: '%s' is not an IP address (use e.g. 127.0.0.1:8080 or [::1]:8080)", host);
 }
 
+/* Whether a listen address accepts loopback connections only. */
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return 0;
+}
+
 rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, rb_server **out, char *err)
 {
     struct sockaddr_storage ss;
     rb_err e = parse_listen(cfg->listen, &ss, err);
     if (e != RB_OK)
         return e;
+    auth *keys = NULL;
+    if (cfg->api_keys_file != NULL && (e = auth_new(cfg->api_keys_file, &keys, err)) != RB_OK)
+        return e;
+    if (keys == NULL && !is_loopback(&ss)) {
+        if (!cfg->allow_unauthenticated)
+            return rb_fail(RB_EINVAL, err,
+                           "refusing to listen on %s without API keys: anyone who reaches it could run code and read "
+                           "every session; give --api-keys-file (docs/security.md), listen on 127.0.0.1, or accept "
+                           "the risk with --allow-unauthenticated",
+                           cfg->listen);
+        rb_warn("SECURITY: listening on %s WITHOUT API keys (--allow-unauthenticated): anyone who can reach this "
+                "address can run code in sandboxes and read, use and delete every session; keep the port private",
+                cfg->listen);
+    }
 
     /* Bind synchronously so that a failure needs no loop turn to clean up. */
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -193,6 +220,7 @@ rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, 
         listen(fd, 128) != 0) {
         e = rb_fail(RB_EIO, err, "cannot listen on %s: %s", cfg->listen, strerror(errno));
         close(fd);
+        auth_free(keys);
         return e;
     }
 
@@ -200,6 +228,7 @@ rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, 
     s->loop = loop;
     s->cfg = cfg;
     s->core = core;
+    s->keys = keys;
     h2o_linklist_init_anchor(&s->streams);
 
     h2o_config_init(&s->globalconf);
@@ -300,7 +329,15 @@ void server_free(rb_server *s)
         if (s->protocols[i].free != NULL)
             s->protocols[i].free(s->protocols[i].data);
     free(s->routes);
+    auth_free(s->keys);
     free(s);
+}
+
+rb_err server_reload_keys(rb_server *s, size_t *nkeys, char *err)
+{
+    if (s->keys == NULL)
+        return rb_fail(RB_EINVAL, err, "runboxd runs without --api-keys-file: there are no keys to reload");
+    return auth_reload(s->keys, nkeys, err);
 }
 
 int server_drained(const rb_server *s)

@@ -31,6 +31,7 @@ typedef struct http_call {
     rb_core *core;
     const server_settings *cfg;
     h2o_req_t *req;
+    const core_caller *who; /* the API key's caller (valid until server_free), or NULL without keys */
     const char *params[HTTP_MAX_PARAMS];
 } http_call;
 
@@ -50,7 +51,8 @@ typedef struct http_route {
  * flight without answering), free from server_free (both receive data). For HTTP errors that
  * h2o raises itself before any handler runs (413 over the body limit, 400 for broken framing)
  * on a path under error_prefix, error_doc (when set) gives the body to send instead of the
- * JSON error document (a new reference); MCP answers in JSON-RPC's error shape that way. */
+ * JSON error document (a new reference; code is the error document's code word); MCP answers in
+ * JSON-RPC's error shape that way. */
 typedef struct http_protocol {
     const char *name;
     const http_route *routes;
@@ -59,7 +61,7 @@ typedef struct http_protocol {
     void (*stop)(void *data);
     void (*free)(void *data);
     const char *error_prefix;
-    json_t *(*error_doc)(int status, const char *message);
+    json_t *(*error_doc)(int status, const char *code, const char *message);
 } http_protocol;
 
 /** Adds a protocol's routes after those registered before (the first matching route wins); p
@@ -73,6 +75,9 @@ void server_register(rb_server *s, const http_protocol *p);
  * RB_EINVAL for a bad address, RB_EIO when it cannot bind (then *out is untouched, nothing
  * to free). On success *out is owned by the caller: server_stop, run the loop, server_free. */
 rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, rb_server **out, char *err);
+/** Reads the API key file again (SIGHUP): RB_OK with *nkeys keys in force, or the error (the
+ * keys in force are kept). RB_EINVAL when runboxd runs without --api-keys-file. */
+rb_err server_reload_keys(rb_server *s, size_t *nkeys, char *err);
 /** The port actually bound (useful with port 0). */
 int server_port(const rb_server *s);
 /** The address actually bound, as "host:port" (borrowed, valid until server_stop). */
@@ -95,6 +100,14 @@ int http_status_of(rb_err e);
 /** Answers with status and body encoded compactly as application/json, with a Content-Length.
  * body is borrowed. */
 void http_send_json(h2o_req_t *req, int status, json_t *body);
+/** Answers with status and one Server-Sent Event carrying body (borrowed, compact JSON):
+ * "event: message\ndata: <body>\n\n" as a complete text/event-stream response with a
+ * Content-Length (MCP's answer to a client that asked for an event stream). */
+void http_send_event(h2o_req_t *req, int status, json_t *body);
+/** Answers 200 with bytes[0..len) (borrowed: they must stay valid until the response is done) as
+ * a download: Content-Type type, Content-Disposition attachment named name (an ASCII fallback
+ * and the exact UTF-8 name), no-store, nosniff. */
+void http_send_attachment(h2o_req_t *req, const char *bytes, size_t len, const char *type, const char *name);
 /** Answers {"error": {"code": code, "message": message}} with status. */
 void http_send_error_as(h2o_req_t *req, int status, const char *code, const char *message);
 /** Answers the error document for e (status from http_status_of, code from rb_strerror). */
@@ -142,10 +155,12 @@ typedef enum http_refusal {
     HTTP_REFUSED_STREAMS,   /* max-streams event streams are open */
     HTTP_REFUSED_BODY,      /* a body over max-body (JSON) or max-upload */
     HTTP_REFUSED_MALFORMED, /* h2o could not read the request */
+    HTTP_REFUSED_AUTH,      /* no API key, or one that is not valid */
+    HTTP_REFUSED_RATE,      /* an API key's rps quota */
     HTTP_REFUSED_MAX
 } http_refusal;
 /** The label value of r ("host", "origin", "stopping", "too_many_streams", "body_too_large",
- * "bad_request"); a static string. */
+ * "bad_request", "unauthorized", "rate_limited"); a static string. */
 const char *http_refusal_name(http_refusal r);
 
 /** Status classes counted: 2xx..5xx (index status / 100 - 2). */

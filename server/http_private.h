@@ -6,6 +6,7 @@
 #ifndef RB_SERVER_HTTP_PRIVATE_H
 #define RB_SERVER_HTTP_PRIVATE_H
 
+#include "server/auth.h"
 #include "server/http.h"
 
 struct rb_server {
@@ -16,6 +17,7 @@ struct rb_server {
     uv_loop_t *loop;
     const server_settings *cfg;
     rb_core *core;
+    auth *keys; /* the API keys, or NULL without --api-keys-file */
     http_protocol protocols[HTTP_MAX_PROTOCOLS];
     size_t nprotocols;
     struct routed *routes; /* every protocol's routes in registration order (heap) */

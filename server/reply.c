@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/codec.h"
 #include "server/http_private.h"
 #include "server/query.h"
 
@@ -29,6 +30,7 @@ static const int status_of_err[RB_ERR_MAX] = {
     [RB_ESTORE] = 500,
     [RB_EINTERNAL] = 500,
     [RB_EFORBIDDEN] = 403,
+    [RB_EQUOTA] = 429,
 };
 
 int http_status_of(rb_err e)
@@ -45,10 +47,13 @@ static const char *reason_of(int status)
     case 201: return "Created";
     case 202: return "Accepted";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
     case 403: return "Forbidden";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
     case 409: return "Conflict";
+    case 410: return "Gone";
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
     case 429: return "Too Many Requests";
@@ -65,6 +70,7 @@ const char *http__code_of_status(int status)
 {
     switch (status) {
     case 400: return "invalid_request";
+    case 401: return "unauthorized";
     case 404: return "not_found";
     case 405: return "method_not_allowed";
     case 413: return "payload_too_large";
@@ -119,6 +125,61 @@ void http_send_json(h2o_req_t *req, int status, json_t *body)
     send_body(req, status, "application/json", http__encode(req, body));
 }
 
+void http_send_event(h2o_req_t *req, int status, json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (text == NULL)
+        text = xstrdup("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"the answer "
+                       "could not be encoded\"}}");
+    static const char head[] = "event: message\ndata: ";
+    size_t hl = sizeof(head) - 1, len = strlen(text);
+    char *p = h2o_mem_alloc_pool(&req->pool, hl + len + 2);
+    memcpy(p, head, hl);
+    memcpy(p + hl, text, len); /* compact JSON has no raw newline: one data line */
+    memcpy(p + hl + len, "\n\n", 2);
+    free(text);
+    send_body(req, status, "text/event-stream", h2o_iovec_init(p, hl + len + 2));
+}
+
+/* Content-Disposition: attachment with an ASCII fallback name and the exact UTF-8 name. */
+static h2o_iovec_t disposition(h2o_req_t *req, const char *name)
+{
+    size_t n = strlen(name);
+    char *enc = codec_percent_encode(name, "");
+    size_t elen = strlen(enc);
+    char *out = h2o_mem_alloc_pool(&req->pool, 64 + n + elen);
+    size_t o = 0;
+    memcpy(out, "attachment; filename=\"", 22);
+    o = 22;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        out[o++] = (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') ? '_' : (char)ch;
+    }
+    memcpy(out + o, "\"; filename*=UTF-8''", 20);
+    o += 20;
+    memcpy(out + o, enc, elen);
+    o += elen;
+    free(enc);
+    return h2o_iovec_init(out, o);
+}
+
+void http_send_attachment(h2o_req_t *req, const char *bytes, size_t len, const char *type, const char *name)
+{
+    static h2o_generator_t generator = {NULL, NULL};
+    h2o_iovec_t body = h2o_iovec_init(bytes, len);
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = len;
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, type, strlen(type), 1);
+    h2o_iovec_t cd = disposition(req, name);
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_DISPOSITION, cd.base, cd.len, 1);
+    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, H2O_STRLIT("no-store"), 1);
+    h2o_set_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0,
+                          H2O_STRLIT("nosniff"), 1);
+    h2o_start_response(req, &generator);
+    h2o_send(req, &body, 1, H2O_SEND_STATE_FINAL);
+}
+
 json_t *http__error_doc(const char *code, const char *message)
 {
     return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message ? message : "");
@@ -135,7 +196,11 @@ void http_send_error(h2o_req_t *req, rb_err e, const char *message)
 {
     if (e == RB_OK)
         e = RB_EINTERNAL;
-    http_send_error_as(req, http_status_of(e), rb_strerror(e), message && message[0] ? message : rb_strerror(e));
+    int status = http_status_of(e);
+    /* RFC 6585: a 429 says when to come back, unless the caller already did. */
+    if (status == 429 && h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) == -1)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+    http_send_error_as(req, status, rb_strerror(e), message && message[0] ? message : rb_strerror(e));
 }
 
 /* ---- request bodies ------------------------------------------------------------------- */
@@ -185,7 +250,12 @@ static rb_err read_json(h2o_req_t *req, size_t max, int empty_ok, int any, json_
         return rb_fail(RB_ETOOBIG, err, "the body is %zu bytes; the limit is %zu bytes (max-body)", req->entity.len, max);
     }
     json_error_t jerr;
-    json_t *v = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES | (any ? JSON_DECODE_ANY : 0), &jerr);
+    size_t flags = JSON_REJECT_DUPLICATES | (any ? JSON_DECODE_ANY : 0);
+    json_t *v = json_loadb(req->entity.base, req->entity.len, flags, &jerr);
+    /* An integer beyond 64 bits is valid JSON: read the numbers as reals then (such a value is
+     * out of every range runbox takes, and validation says so by field). */
+    if (v == NULL && strncmp(jerr.text, "too big ", 8) == 0)
+        v = json_loadb(req->entity.base, req->entity.len, flags | JSON_DECODE_INT_AS_REAL, &jerr);
     if (v == NULL)
         return rb_fail(RB_EINVAL, err, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
     if (!any && !json_is_object(v)) {

@@ -55,7 +55,7 @@ json_t *http__protocol_error_doc(rb_server *s, h2o_req_t *req, int status, const
         size_t n = p->error_prefix != NULL ? strlen(p->error_prefix) : 0;
         if (p->error_doc != NULL && n > 0 && req->input.path.len >= n &&
             memcmp(req->input.path.base, p->error_prefix, n) == 0)
-            return p->error_doc(status, msg);
+            return p->error_doc(status, code, msg);
     }
     return http__error_doc(code, msg);
 }
@@ -69,6 +69,52 @@ static int refuse(rb_server *s, h2o_req_t *req, http_refusal why, int status, co
     http_send_json(req, status, doc);
     json_decref(doc);
     return 0;
+}
+
+/* The API key of req (server/auth.h): 0 with *who set, or -1 when it answered 401 or 429. */
+static int authenticate(rb_server *s, h2o_req_t *req, const core_caller **who)
+{
+    const char *tok = NULL;
+    size_t toklen = 0;
+    int presented = 0;
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+    if (i >= 0) {
+        presented = 1;
+        if (!auth_bearer_token(req->headers.entries[i].value.base, req->headers.entries[i].value.len, &tok, &toklen))
+            tok = NULL;
+    } else if ((i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-api-key"), -1)) >= 0) {
+        presented = 1;
+        tok = req->headers.entries[i].value.base;
+        toklen = req->headers.entries[i].value.len;
+    }
+    int retry = 0;
+    auth_result r = auth_check(s->keys, tok, toklen, (uint64_t)rb_now_ms(), who, &retry);
+    if (r == AUTH_OK)
+        return 0;
+    if (r == AUTH_RATE) {
+        char v[16], msg[RB_ERR_LEN];
+        int n = snprintf(v, sizeof(v), "%d", retry);
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, http_pool_strdup(req, v, (size_t)n),
+                       (size_t)n);
+        snprintf(msg, sizeof(msg),
+                 "the API key '%s' has used its request budget (rps= in the api-keys file); retry after %d s", (*who)->owner,
+                 retry);
+        refuse(s, req, HTTP_REFUSED_RATE, 429, "too_many_requests", msg);
+        return -1;
+    }
+    if (r == AUTH_MISSING && !presented) {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL, H2O_STRLIT("Bearer realm=\"runbox\""));
+        refuse(s, req, HTTP_REFUSED_AUTH, 401, "unauthorized",
+               "this runboxd requires an API key: send it as Authorization: Bearer <key> (the operator lists keys in "
+               "its --api-keys-file)");
+    } else {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
+                       H2O_STRLIT("Bearer realm=\"runbox\", error=\"invalid_token\""));
+        refuse(s, req, HTTP_REFUSED_AUTH, 401, "unauthorized",
+               "the API key is not valid: it is not (or no longer) in runboxd's key file; send Authorization: Bearer "
+               "<key> with a key the operator gave you");
+    }
+    return -1;
 }
 
 int http__on_req(h2o_handler_t *self, h2o_req_t *req)
@@ -97,6 +143,11 @@ int http__on_req(h2o_handler_t *self, h2o_req_t *req)
         return refuse(s, req, HTTP_REFUSED_STOPPING, 503, "shutting_down",
                       "runboxd is stopping; retry in a few seconds, once it has restarted");
     }
+    const core_caller *who = NULL;
+    if (s->keys != NULL && !(h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) &&
+                             h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/health"))))
+        if (authenticate(s, req, &who) != 0)
+            return 0;
     h2o_iovec_t path = req->path_normalized;
     char allow[128];
     size_t allow_len = 0;
@@ -114,6 +165,7 @@ int http__on_req(h2o_handler_t *self, h2o_req_t *req)
             call->core = s->core;
             call->cfg = s->cfg;
             call->req = req;
+            call->who = who;
             match_route(req, r->pattern, path, call->params);
             return r->handler(call);
         }
@@ -217,6 +269,8 @@ const char *http_refusal_name(http_refusal r)
         [HTTP_REFUSED_ORIGIN] = "origin",
         [HTTP_REFUSED_STOPPING] = "stopping",
         [HTTP_REFUSED_STREAMS] = "too_many_streams",
+        [HTTP_REFUSED_AUTH] = "unauthorized",
+        [HTTP_REFUSED_RATE] = "rate_limited",
         [HTTP_REFUSED_BODY] = "body_too_large",
         [HTTP_REFUSED_MALFORMED] = "bad_request",
     };

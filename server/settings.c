@@ -26,5 +26,6 @@ void server_settings_dispose(server_settings *s)
     free(s->listen);
     free(s->allowed_origins);
     free(s->allowed_hosts);
-    s->listen = s->allowed_origins = s->allowed_hosts = NULL;
+    free(s->api_keys_file);
+    s->listen = s->allowed_origins = s->allowed_hosts = s->api_keys_file = NULL;
 }

@@ -27,6 +27,10 @@ typedef struct server_settings {
                               localhost, 127.0.0.1, [::1] and the listen address; NULL = none; "*" = any */
     int max_streams;       /* --max-streams / RUNBOX_MAX_STREAMS: event streams (REST /events, MCP GET) open at
                               once; each may buffer up to 64 MiB for a slow client (429 beyond) */
+    char *api_keys_file;   /* --api-keys-file / RUNBOX_API_KEYS_FILE: the API keys (server/auth.h); NULL = none:
+                              then runboxd serves one trusted caller and listens on loopback only */
+    int allow_unauthenticated; /* --allow-unauthenticated / RUNBOX_ALLOW_UNAUTHENTICATED: listen on another address
+                              without API keys (anyone who reaches the port controls every session) */
     size_t mcp_image_limit;/* --mcp-image-limit / RUNBOX_MCP_IMAGE_LIMIT: PNG bytes above which MCP sends a
                               resource_link instead of inline image content */
 } server_settings;

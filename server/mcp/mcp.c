@@ -1,11 +1,12 @@
 /*
  * mcp.c: MCP over streamable HTTP at /mcp (server/mcp/mcp.h), the HTTP side. A POST carries one
- * JSON-RPC message (or, under 2025-03-26 only, a batch). Requests are answered as
- * application/json unless a notification (progress, log message) has to go first, in which case
- * the answer becomes an SSE stream. Every SSE event gets an id "<boot>-<n>", unique per MCP
- * session; the events of a session are kept in a bounded log so that a GET with Last-Event-ID
- * replays what a client missed on that stream (and re-attaches to it while its request is still
- * running). This file checks Origin and Accept, runs initialize, looks sessions up by
+ * JSON-RPC message (or, under 2025-03-26 only, a batch). A request is answered with one SSE
+ * event when the client's Accept names text/event-stream (what the reference SDK servers send),
+ * else as application/json; a batch's answers always as one JSON array. When a notification
+ * (progress, log message) has to go before the answer, the answer becomes an SSE stream whose
+ * events get ids "<boot>-<n>", unique per MCP session; those events are kept in a bounded log so
+ * that a GET with Last-Event-ID replays what a client missed on that stream (and re-attaches to
+ * it while its request is still running). This file checks Origin and Accept, runs initialize, looks sessions up by
  * Mcp-Session-Id, serves POST, GET and DELETE, and owns the server's lifecycle.
  *
  * The rest of the module (shared declarations in server/mcp/mcp_internal.h): mcp_rt.c keeps the
@@ -39,7 +40,7 @@ void mcp__send_empty(h2o_req_t *req, int status, const char *reason)
 }
 
 /* Answers an HTTP-level rejection with a JSON-RPC error body; msg steals nothing. */
-static int reject(h2o_req_t *req, int status, json_t *id, int code, const char *message)
+int mcp__reject(h2o_req_t *req, int status, json_t *id, int code, const char *message)
 {
     json_t *doc = mcp__rpc_error(id, code, message, NULL);
     http_send_json(req, status, doc);
@@ -47,7 +48,7 @@ static int reject(h2o_req_t *req, int status, json_t *id, int code, const char *
     return 0;
 }
 
-static const char *header(h2o_req_t *req, const char *name, size_t *len)
+const char *mcp__header(h2o_req_t *req, const char *name, size_t *len)
 {
     ssize_t i = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
     if (i < 0)
@@ -58,11 +59,12 @@ static const char *header(h2o_req_t *req, const char *name, size_t *len)
 
 /* ---- Origin and Accept ----------------------------------------------------------------- */
 
-/* Whether the Accept header admits type ("application/json"); no header admits everything. */
-static int accepts(const char *accept, const char *type)
+/* Whether the Accept header admits type ("application/json"); no header admits everything. With
+ * exact, only a media range that names type itself counts (not "* / *" nor "text/ *"). */
+static int accepts_as(const char *accept, const char *type, int exact)
 {
     if (accept == NULL)
-        return 1;
+        return !exact;
     const char *slash = strchr(type, '/');
     size_t major = (size_t)(slash - type);
     const char *p = accept;
@@ -75,8 +77,8 @@ static int accepts(const char *accept, const char *type)
         size_t n = (size_t)(end - p);
         while (n > 0 && p[n - 1] == ' ')
             n--;
-        if ((n == 3 && strncmp(p, "*/*", 3) == 0) ||
-            (n == major + 2 && strncasecmp(p, type, major + 1) == 0 && p[major + 1] == '*') ||
+        if ((!exact && n == 3 && strncmp(p, "*/*", 3) == 0) ||
+            (!exact && n == major + 2 && strncasecmp(p, type, major + 1) == 0 && p[major + 1] == '*') ||
             (n == strlen(type) && strncasecmp(p, type, n) == 0))
             return 1;
         while (*end != '\0' && *end != ',')
@@ -84,6 +86,28 @@ static int accepts(const char *accept, const char *type)
         p = end;
     }
     return 0;
+}
+
+static int accepts(const char *accept, const char *type)
+{
+    return accepts_as(accept, type, 0);
+}
+
+/* How a POST's answer is framed. A client that names text/event-stream in Accept (as the MCP
+ * SDKs and most clients do) gets its answer as an SSE event, as the reference SDK servers send
+ * it, so that clients written against those and reading only SSE work too; "* / *" (curl) or no
+ * Accept gets plain JSON. Both are what the transport allows; conforming clients read either. */
+static int answers_as_sse(const char *accept)
+{
+    return accepts_as(accept, "text/event-stream", 1);
+}
+
+void mcp__send_message(h2o_req_t *req, int status, json_t *msg, int sse)
+{
+    if (sse)
+        http_send_event(req, status, msg);
+    else
+        http_send_json(req, status, msg);
 }
 
 /* ---- HTTP handlers --------------------------------------------------------------------- */
@@ -96,11 +120,11 @@ static mcp_server *server_of(http_call *hc)
 /* The check every MCP request passes first: the server is running (503). (Host and Origin are
  * checked by the router for every route.) Returns the MCP server, or NULL when the request was
  * answered. */
-static mcp_server *admit(http_call *hc)
+mcp_server *mcp__admit(http_call *hc)
 {
     mcp_server *ms = server_of(hc);
     if (ms == NULL || ms->stopped) {
-        reject(hc->req, 503, NULL, MCP_ERR_INTERNAL, "the server is shutting down");
+        mcp__reject(hc->req, 503, NULL, MCP_ERR_INTERNAL, "the server is shutting down");
         return NULL;
     }
     return ms;
@@ -110,21 +134,27 @@ static mcp_server *admit(http_call *hc)
  * was answered (400 without the header, 404 unknown or ended). *rec is a new reference. */
 static mcp_rt *session_of(http_call *hc, json_t **rec)
 {
-    mcp_server *ms = server_of(hc);
     size_t len = 0;
-    const char *sid = header(hc->req, "mcp-session-id", &len);
+    const char *sid = mcp__header(hc->req, "mcp-session-id", &len);
     *rec = NULL;
     if (sid == NULL || len == 0) {
-        reject(hc->req, 400, NULL, MCP_ERR_INVALID_REQUEST,
+        mcp__reject(hc->req, 400, NULL, MCP_ERR_INVALID_REQUEST,
                "Bad Request: the Mcp-Session-Id header is required; send initialize first to get one");
         return NULL;
     }
+    return mcp__session_by_id(hc, sid, rec);
+}
+
+mcp_rt *mcp__session_by_id(http_call *hc, const char *sid, json_t **rec)
+{
+    mcp_server *ms = server_of(hc);
     char err[RB_ERR_LEN];
-    if (mcp_sessions_touch(ms->cm, sid, rec, err) != RB_OK) {
-        reject(hc->req, 404, NULL, MCP_ERR_INVALID_REQUEST, err);
+    *rec = NULL;
+    if (mcp_sessions_touch(ms->cm, hc->who, sid, rec, err) != RB_OK) {
+        mcp__reject(hc->req, 404, NULL, MCP_ERR_INVALID_REQUEST, err);
         return NULL;
     }
-    return mcp__rt_get(ms, sid, *rec);
+    return mcp__rt_get(ms, sid, *rec, hc->who);
 }
 
 static int version_supported(const char *v)
@@ -135,7 +165,55 @@ static int version_supported(const char *v)
     return 0;
 }
 
-static int handle_initialize(http_call *hc, json_t *msg)
+json_t *mcp__read_message(http_call *hc, mcp_body_kind *kind)
+{
+    h2o_req_t *req = hc->req;
+    char err[RB_ERR_LEN];
+    json_t *body = NULL;
+    rb_err e = http_read_json_value(req, hc->cfg->max_body, &body, err);
+    if (e == RB_EMEDIA) {
+        mcp__reject(req, 415, NULL, MCP_ERR_INVALID_REQUEST,
+                    "Unsupported Media Type: send the JSON-RPC message with Content-Type: application/json");
+        return NULL;
+    }
+    if (e == RB_ETOOBIG) {
+        mcp__reject(req, 413, NULL, MCP_ERR_INVALID_REQUEST, err);
+        return NULL;
+    }
+    if (e != RB_OK) {
+        char msg[RB_ERR_LEN + 16];
+        snprintf(msg, sizeof(msg), "Parse error: %s", err);
+        mcp__reject(req, 400, NULL, MCP_ERR_PARSE, msg);
+        return NULL;
+    }
+    *kind = mcp__body_kind(body);
+    if (*kind == MCP_BODY_INVALID) {
+        json_decref(body);
+        mcp__reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST,
+                    "Invalid Request: the body must be a JSON-RPC message (an object) or a batch (an array)");
+        return NULL;
+    }
+    return body;
+}
+
+json_t *mcp__initialize_result(json_t *id, const char *version, int agentrun)
+{
+    json_t *result = json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+                               version, "capabilities", "tools", "listChanged", 0, "resources", "listChanged", 0,
+                               "subscribe", 0, "logging", "serverInfo", "name", "runbox", "title",
+                               "runbox code interpreter", "version", RUNBOX_VERSION, "instructions",
+                               agentrun ? mcp__agentrun_instructions : mcp__instructions);
+    json_t *resp = mcp__rpc_result_of(id, result);
+    json_decref(result);
+    return resp;
+}
+
+int mcp__version_supported(const char *v)
+{
+    return v != NULL && version_supported(v);
+}
+
+static int handle_initialize(http_call *hc, json_t *msg, int sse, int agentrun)
 {
     mcp_server *ms = server_of(hc);
     json_t *id = json_object_get(msg, "id");
@@ -153,65 +231,46 @@ static int handle_initialize(http_call *hc, json_t *msg)
                              json_object_get(params, "capabilities"));
     json_t *rec = NULL;
     char err[RB_ERR_LEN];
-    rb_err e = mcp_sessions_create(ms->cm, info, &rec, err);
+    rb_err e = mcp_sessions_create(ms->cm, hc->who, info, &rec, err);
     json_decref(info);
     if (e == RB_EBUSY)
         h2o_add_header(&hc->req->pool, &hc->req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("60"));
     if (e == RB_EBUSY || e == RB_EINVAL)
-        return reject(hc->req, e == RB_EBUSY ? 429 : 400, id, e == RB_EBUSY ? MCP_ERR_INVALID_REQUEST : MCP_ERR_PARAMS,
+        return mcp__reject(hc->req, e == RB_EBUSY ? 429 : 400, id, e == RB_EBUSY ? MCP_ERR_INVALID_REQUEST : MCP_ERR_PARAMS,
                       err);
     if (e != RB_OK)
-        return reject(hc->req, 500, id, MCP_ERR_INTERNAL, err);
+        return mcp__reject(hc->req, 500, id, MCP_ERR_INTERNAL, err);
     const char *sid = json_string_value(json_object_get(rec, "mcp_session_id"));
     rb_info("mcp session %s: initialized with protocol %s", sid, v);
-    json_t *result = json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v,
-                               "capabilities", "tools", "listChanged", 0, "resources", "listChanged", 0, "subscribe", 0,
-                               "logging", "serverInfo", "name", "runbox", "title", "runbox code interpreter", "version",
-                               RUNBOX_VERSION, "instructions", mcp__instructions);
-    json_t *resp = mcp__rpc_result_of(id, result);
-    json_decref(result);
+    json_t *resp = mcp__initialize_result(id, v, agentrun);
     char *hv = http_pool_strdup(hc->req, sid, strlen(sid));
     h2o_add_header_by_str(&hc->req->pool, &hc->req->res.headers, H2O_STRLIT("mcp-session-id"), 0, NULL, hv,
                           strlen(hv));
-    http_send_json(hc->req, 200, resp);
+    mcp__send_message(hc->req, 200, resp, sse);
     json_decref(resp);
     json_decref(rec);
     return 0;
 }
 
-static int mcp_post_handler(http_call *hc)
+/* A POST to /mcp, or with agentrun to /agentrun/mcp (AgentRun+'s tools; same sessions). */
+static int post_handler(http_call *hc, int agentrun)
 {
-    mcp_server *ms = admit(hc);
+    mcp_server *ms = mcp__admit(hc);
     if (ms == NULL)
         return 0;
     h2o_req_t *req = hc->req;
-    char err[RB_ERR_LEN];
     size_t len = 0;
-    const char *accept = header(req, "accept", &len);
+    const char *accept = mcp__header(req, "accept", &len);
     if (!accepts(accept, "application/json") || !accepts(accept, "text/event-stream"))
-        return reject(req, 406, NULL, MCP_ERR_INVALID_REQUEST,
+        return mcp__reject(req, 406, NULL, MCP_ERR_INVALID_REQUEST,
                       "Not Acceptable: the Accept header must allow both application/json and text/event-stream");
-    json_t *body = NULL;
-    rb_err e = http_read_json_value(req, hc->cfg->max_body, &body, err);
-    if (e == RB_EMEDIA)
-        return reject(req, 415, NULL, MCP_ERR_INVALID_REQUEST,
-                      "Unsupported Media Type: send the JSON-RPC message with Content-Type: application/json");
-    if (e == RB_ETOOBIG)
-        return reject(req, 413, NULL, MCP_ERR_INVALID_REQUEST, err);
-    if (e != RB_OK) {
-        char msg[RB_ERR_LEN + 16];
-        snprintf(msg, sizeof(msg), "Parse error: %s", err);
-        return reject(req, 400, NULL, MCP_ERR_PARSE, msg);
-    }
-    mcp_body_kind body_kind = mcp__body_kind(body);
-    if (body_kind == MCP_BODY_INVALID) {
-        json_decref(body);
-        return reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST,
-                      "Invalid Request: the body must be a JSON-RPC message (an object)");
-    }
+    mcp_body_kind body_kind;
+    json_t *body = mcp__read_message(hc, &body_kind);
+    if (body == NULL)
+        return 0;
     /* initialize starts a session: it needs no Mcp-Session-Id (and ignores one). */
     if (body_kind == MCP_BODY_INITIALIZE) {
-        int r = handle_initialize(hc, body);
+        int r = handle_initialize(hc, body, answers_as_sse(accept), agentrun);
         json_decref(body);
         return r;
     }
@@ -221,7 +280,7 @@ static int mcp_post_handler(http_call *hc)
         json_decref(body);
         return 0;
     }
-    const char *pv = header(req, "mcp-protocol-version", &len);
+    const char *pv = mcp__header(req, "mcp-protocol-version", &len);
     if (pv != NULL && !version_supported(pv)) {
         json_decref(body);
         json_decref(rec);
@@ -229,7 +288,7 @@ static int mcp_post_handler(http_call *hc)
         snprintf(msg, sizeof(msg), "Bad Request: unsupported MCP-Protocol-Version '%.32s'; this server supports "
                                    "2025-11-25, 2025-06-18 and 2025-03-26",
                  pv);
-        return reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST, msg);
+        return mcp__reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST, msg);
     }
     int batch = body_kind == MCP_BODY_BATCH;
     if (batch) {
@@ -237,7 +296,7 @@ static int mcp_post_handler(http_call *hc)
         if (why != NULL) {
             json_decref(body);
             json_decref(rec);
-            return reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST, why);
+            return mcp__reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST, why);
         }
     }
     mcp_post *post = h2o_mem_alloc_shared(&req->pool, sizeof(*post), mcp__post_dispose);
@@ -245,6 +304,8 @@ static int mcp_post_handler(http_call *hc)
     post->req = req;
     post->rt = rt;
     post->batch = batch;
+    post->sse = !batch && answers_as_sse(accept); /* a batch's answers go together, as JSON */
+    post->agentrun = agentrun;
     post->answers = batch ? json_array() : NULL;
     /* While processing, hold one count so that answers given synchronously do not send the
      * batch before every message has been seen. */
@@ -298,17 +359,27 @@ done:
     return 0;
 }
 
+static int mcp_post_handler(http_call *hc)
+{
+    return post_handler(hc, 0);
+}
+
+static int agentrun_post_handler(http_call *hc)
+{
+    return post_handler(hc, 1);
+}
+
 /* GET: a server-to-client stream, or with Last-Event-ID the replay of a stream. */
 static int mcp_get_handler(http_call *hc)
 {
-    mcp_server *ms = admit(hc);
+    mcp_server *ms = mcp__admit(hc);
     if (ms == NULL)
         return 0;
     h2o_req_t *req = hc->req;
     size_t len = 0;
-    const char *accept = header(req, "accept", &len);
+    const char *accept = mcp__header(req, "accept", &len);
     if (accept == NULL || !accepts(accept, "text/event-stream"))
-        return reject(req, 406, NULL, MCP_ERR_INVALID_REQUEST,
+        return mcp__reject(req, 406, NULL, MCP_ERR_INVALID_REQUEST,
                       "Not Acceptable: a GET on the MCP endpoint opens an event stream; send Accept: "
                       "text/event-stream");
     json_t *rec = NULL;
@@ -326,15 +397,34 @@ static int mcp_get_handler(http_call *hc)
                  MCP_MAX_GET_STREAMS);
     if (open_gets >= MCP_MAX_GET_STREAMS || !server_stream_room(ms->server, err)) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
-        return reject(req, 429, NULL, MCP_ERR_INVALID_REQUEST, err);
+        return mcp__reject(req, 429, NULL, MCP_ERR_INVALID_REQUEST, err);
     }
-    const char *last = header(req, "last-event-id", &len);
+    const char *last = mcp__header(req, "last-event-id", &len);
     uint64_t seq = 0;
     mcp_event *from = NULL;
-    if (last != NULL && mcp__sse_id_parse(last, len, ms->boot, &seq))
+    int ours = last != NULL && mcp__sse_id_parse(last, len, ms->boot, &seq) && seq >= 1 && seq <= rt->next_seq;
+    if (ours)
         for (mcp_event *e = rt->log_head; e != NULL; e = e->next)
             if (e->seq == seq)
                 from = e;
+    if (ours && from == NULL) {
+        /* An event this session sent (always on a request's stream: GET streams carry none) that
+         * the bounded log no longer holds: what followed it is lost, and an empty stream would
+         * leave the client waiting for its answer forever. */
+        snprintf(err, sizeof(err),
+                 "Gone: event %.40s is no longer kept for replay (an MCP session keeps its last %d messages, at most "
+                 "%u MiB); what followed it cannot be sent again: send the request again",
+                 last, MCP_LOG_MAX_EVENTS, MCP_LOG_MAX_BYTES >> 20);
+        return mcp__reject(req, 410, NULL, MCP_ERR_INVALID_REQUEST, err);
+    }
+    if (last != NULL && mcp__sse_id_foreign(last, len, ms->boot)) {
+        /* MCP sessions outlive a restart of runboxd; the events of their streams do not. */
+        snprintf(err, sizeof(err),
+                 "Gone: event %.40s was sent before runboxd restarted, and events are not kept across a restart; "
+                 "send the request again",
+                 last);
+        return mcp__reject(req, 410, NULL, MCP_ERR_INVALID_REQUEST, err);
+    }
     if (from == NULL) {
         mcp_stream *st = mcp__stream_new(rt, 1);
         st->sink = sse_start(ms->server, req, mcp__on_sink_closed, st);
@@ -365,18 +455,18 @@ static int mcp_get_handler(http_call *hc)
 
 static int mcp_delete_handler(http_call *hc)
 {
-    mcp_server *ms = admit(hc);
+    mcp_server *ms = mcp__admit(hc);
     if (ms == NULL)
         return 0;
     h2o_req_t *req = hc->req;
     char err[RB_ERR_LEN];
     size_t len = 0;
-    const char *sid = header(req, "mcp-session-id", &len);
+    const char *sid = mcp__header(req, "mcp-session-id", &len);
     if (sid == NULL || len == 0)
-        return reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST,
+        return mcp__reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST,
                       "Bad Request: the Mcp-Session-Id header names the session to end");
-    if (mcp_sessions_end(ms->cm, sid, "ended by the client (HTTP DELETE)", err) != RB_OK)
-        return reject(req, 404, NULL, MCP_ERR_INVALID_REQUEST, err);
+    if (mcp_sessions_end(ms->cm, hc->who, sid, "ended by the client (HTTP DELETE)", err) != RB_OK)
+        return mcp__reject(req, 404, NULL, MCP_ERR_INVALID_REQUEST, err);
     mcp__send_empty(req, 204, "No Content");
     return 0;
 }
@@ -385,6 +475,13 @@ static const http_route routes[] = {
     {"POST", "/mcp", mcp_post_handler},
     {"GET", "/mcp", mcp_get_handler},
     {"DELETE", "/mcp", mcp_delete_handler},
+    /* AgentRun+'s MCP endpoint: its tools (mcp_agentrun.c), the same transport and sessions */
+    {"POST", "/agentrun/mcp", agentrun_post_handler},
+    {"GET", "/agentrun/mcp", mcp_get_handler},
+    {"DELETE", "/agentrun/mcp", mcp_delete_handler},
+    /* the HTTP+SSE transport of protocol 2024-11-05 (mcp_legacy.c) */
+    {"GET", "/sse", mcp__legacy_sse_handler},
+    {"POST", "/messages", mcp__legacy_post_handler},
 };
 
 static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err);
@@ -392,9 +489,10 @@ static void mcp_server_stop(mcp_server *ms);
 static void mcp_server_free(mcp_server *ms);
 
 /* JSON-RPC's error shape for HTTP errors h2o raises itself on /mcp (413, broken framing). */
-static json_t *jsonrpc_http_error(int status, const char *message)
+static json_t *jsonrpc_http_error(int status, const char *code, const char *message)
 {
     (void)status;
+    (void)code;
     return json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code", MCP_ERR_INVALID_REQUEST,
                      "message", message);
 }
@@ -429,18 +527,25 @@ rb_err mcp_register(rb_server *s, rb_core *core, const server_settings *cfg, cha
 
 static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err)
 {
-    json_t *tools = NULL;
+    json_t *tools = NULL, *agentrun_tools = NULL;
     rb_err e = mcp__tools_load(&tools, err);
     if (e != RB_OK)
         return e;
+    e = mcp__agentrun_tools_load(&agentrun_tools, err);
+    if (e != RB_OK) {
+        json_decref(tools);
+        return e;
+    }
     mcp_server *ms = xcalloc(1, sizeof(*ms));
     ms->server = s;
     ms->core = core;
     ms->cfg = cfg;
     ms->tools = tools;
+    ms->agentrun_tools = agentrun_tools;
     e = mcp_sessions_new(core, &ms->cm, err);
     if (e != RB_OK) {
         json_decref(tools);
+        json_decref(agentrun_tools);
         free(ms);
         return e;
     }
@@ -468,5 +573,6 @@ static void mcp_server_free(mcp_server *ms)
         return;
     mcp_server_stop(ms);
     json_decref(ms->tools);
+    json_decref(ms->agentrun_tools);
     free(ms);
 }

@@ -17,7 +17,6 @@
 #include "server/mcp/mcp_internal.h"
 
 #define MCP_FILE_TEXT_MAX (256u * 1024) /* download_file: UTF-8 files up to this come back as text */
-#define MCP_FILE_MAX (8u * 1024 * 1024) /* largest file download_file and resources/read return */
 
 /* ---- paths and URIs -------------------------------------------------------------------- */
 
@@ -187,6 +186,13 @@ static void on_file_bytes(void *data, rb_err e, const char *msg, core_file *file
                            workspace_relative(call->path), "name", name ? name : "", "mime_type", mime, "size",
                            (json_int_t)len, "encoding", encoding, "uri", uri);
     json_t *res = json_pack("{s:[o], s:o, s:b}", "content", block, "structuredContent", sc, "isError", 0);
+    if (strcmp(json_string_value(json_object_get(block, "type")), "image") == 0) {
+        /* The image, and a line of text for hosts that hand the model text only (Chat
+         * Completions tool messages), which would otherwise pass on nothing. */
+        char *t = xasprintf("%s: %s, %zu bytes", workspace_relative(call->path), mime, len);
+        json_array_append_new(json_object_get(res, "content"), json_pack("{s:s, s:s}", "type", "text", "text", t));
+        free(t);
+    }
     free(b64);
     free(uri);
     core_file_free(file); /* the answer holds its own copies now */
@@ -204,15 +210,15 @@ void mcp__files_start(mcp_call *call, const char *session_id)
     const char *t = call->tool;
     rb_err e;
     if (strcmp(t, "upload_file") == 0) {
-        e = core_file_upload(core, session_id, call->path, call->upload ? call->upload : "", call->upload_len,
+        e = core_file_upload(core, call->rt->who, session_id, call->path, call->upload ? call->upload : "", call->upload_len,
                              on_file_json, call, &call->op, err);
     } else if (strcmp(t, "download_file") == 0) {
-        e = core_file_download(core, session_id, call->path, MCP_FILE_MAX, on_file_bytes, call, &call->op, err);
+        e = core_file_download(core, call->rt->who, session_id, call->path, MCP_FILE_MAX, on_file_bytes, call, &call->op, err);
     } else if (strcmp(t, "list_files") == 0) {
-        e = core_file_list(core, session_id, on_file_json, call, &call->op, err);
+        e = core_file_list(core, call->rt->who, session_id, on_file_json, call, &call->op, err);
     } else {
         json_t *body = json_pack("{s:O}", "dependencies", json_object_get(call->args, "dependencies"));
-        e = core_dependencies_install(core, session_id, body, on_file_json, call, &call->op, err);
+        e = core_dependencies_install(core, call->rt->who, session_id, body, on_file_json, call, &call->op, err);
         json_decref(body);
     }
     /* On success call may already be answered and freed (a core that answers at once). */
@@ -323,9 +329,9 @@ json_t *mcp__read_file_resource(mcp_rt *rt, mcp_post *post, json_t *id, const ch
     snprintf(call->session_id, sizeof(call->session_id), "%.*s", (int)(slash - sid), sid);
     snprintf(call->tool, sizeof(call->tool), "%s", path ? "download_file" : "list_files");
     post->outstanding++;
-    rb_err e = path ? core_file_download(rt->ms->core, call->session_id, path, MCP_FILE_MAX, on_file_bytes, call,
+    rb_err e = path ? core_file_download(rt->ms->core, rt->who, call->session_id, path, MCP_FILE_MAX, on_file_bytes, call,
                                          &call->op, err)
-                    : core_file_list(rt->ms->core, call->session_id, on_file_json, call, &call->op, err);
+                    : core_file_list(rt->ms->core, rt->who, call->session_id, on_file_json, call, &call->op, err);
     if (e != RB_OK) {
         call->op = NULL;
         file_call_fail(call, e, err);

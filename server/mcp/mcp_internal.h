@@ -3,7 +3,8 @@
  * transport objects and the `mcp__` helpers. The module is mcp.c (HTTP side and lifecycle),
  * mcp_rt.c (live sessions, streams, posts and calls), mcp_rpc.c (dispatch and resources),
  * mcp_wire.c (JSON-RPC messages, error codes and SSE event ids: pure, see mcp_wire.h),
- * mcp_tools.c (tools) and mcp_files.c (file, package and dependency tools, file resources).
+ * mcp_tools.c (tools), mcp_files.c (file, package and dependency tools, file resources) and
+ * mcp_agentrun.c (AgentRun+'s tools, served at /agentrun/mcp).
  *
  * Ownership: an mcp_rt is attached to its MCP session in core's one registry of MCP sessions
  * (mcp_sessions_attach, found again with mcp_sessions_transport) and freed when the registry
@@ -17,9 +18,13 @@
 #include <stdint.h>
 
 #include "core/mcp_sessions.h"
+#include "server/agentrun.h"
 #include "server/mcp/mcp.h"
 #include "server/mcp/mcp_wire.h"
 #include "server/sse.h"
+
+/* Largest file download_file and resources/read return (JSON-RPC carries it in the answer). */
+#define MCP_FILE_MAX (8u * 1024 * 1024)
 
 /* GET (standalone) event streams one MCP session may hold open at once. */
 #define MCP_MAX_GET_STREAMS 4
@@ -31,6 +36,12 @@ extern const char *const mcp__levels[MCP_NLEVELS];
 typedef struct mcp_rt mcp_rt;
 typedef struct mcp_call mcp_call;
 typedef struct mcp_post mcp_post;
+
+/* The replay log of one MCP session keeps its last MCP_LOG_MAX_EVENTS messages and at most
+ * MCP_LOG_MAX_BYTES of them; a message larger than that alone is kept as a small stand-in (an
+ * error answer to its request, or a log notification) saying it cannot be replayed. */
+#define MCP_LOG_MAX_EVENTS 4096
+#define MCP_LOG_MAX_BYTES (32u * 1024 * 1024)
 
 /* One message of a session's replay log. */
 typedef struct mcp_event {
@@ -52,6 +63,8 @@ typedef struct mcp_stream {
 struct mcp_rt {
     mcp_server *ms;
     char id[MCP_SESSIONS_ID_LEN];
+    const core_caller *who; /* the API key the session belongs to (NULL without keys) */
+    mcp_stream *legacy;     /* the GET /sse stream of an HTTP+SSE (2024-11-05) session, else NULL */
     char version[16];
     uint64_t next_seq, next_stream;
     mcp_event *log_head, *log_tail;
@@ -64,7 +77,10 @@ struct mcp_rt {
 struct mcp_post {
     h2o_req_t *req; /* NULL once the request is gone or answers as SSE */
     mcp_rt *rt;
+    int legacy; /* a POST /messages: every answer goes to rt->legacy (mcp_legacy.c) */
     int batch;
+    int sse;    /* the client named text/event-stream in Accept: a single answer goes as one event */
+    int agentrun; /* a POST to /agentrun/mcp: AgentRun+'s tools (mcp_agentrun.c) */
     json_t *answers; /* batch: responses collected */
     int outstanding;
     mcp_call *calls[MCP_MAX_BATCH];
@@ -85,6 +101,7 @@ struct mcp_call {
     char language[8];
     json_t *timeout;
     core_op *op;
+    agentrun_op *create; /* AgentRun's create_session in flight */
     core_watch *watch;
     char exec_id[MCP_SESSIONS_ID_LEN];
     int cancelled, replaced;
@@ -105,6 +122,7 @@ struct mcp_server {
     const server_settings *cfg;
     mcp_sessions *cm;
     json_t *tools;
+    json_t *agentrun_tools;
     char boot[12];
     int stopped;
 };
@@ -113,6 +131,32 @@ struct mcp_server {
 
 /** Answers req with an empty body. */
 void mcp__send_empty(h2o_req_t *req, int status, const char *reason);
+/** Answers an HTTP-level rejection with a JSON-RPC error body (id borrowed). Returns 0. */
+int mcp__reject(h2o_req_t *req, int status, json_t *id, int code, const char *message);
+/** A request header's value copied into req->pool (NUL-terminated), or NULL. */
+const char *mcp__header(h2o_req_t *req, const char *name, size_t *len);
+/** The MCP server of a call, or NULL when it is stopping (then the call was answered 503). */
+mcp_server *mcp__admit(http_call *hc);
+/** The runtime of live MCP session sid if the caller may use it (touched now), or NULL when the
+ * request was answered 404. *rec is a new reference to the record (or NULL). */
+mcp_rt *mcp__session_by_id(http_call *hc, const char *sid, json_t **rec);
+/** Reads a request body as a JSON-RPC message or batch (*kind says which), or answers the
+ * request itself (415, 413, 400 parse error, 400 not a message) and returns NULL. New reference. */
+json_t *mcp__read_message(http_call *hc, mcp_body_kind *kind);
+/** The JSON-RPC response to initialize (id borrowed) for protocol version (new reference), with
+ * the instructions of AgentRun's tools when agentrun. */
+json_t *mcp__initialize_result(json_t *id, const char *version, int agentrun);
+/** Answers req with one JSON-RPC message (borrowed): as an SSE event when sse, else as JSON. */
+void mcp__send_message(h2o_req_t *req, int status, json_t *msg, int sse);
+/** Whether the streamable HTTP transport speaks protocol version v. */
+int mcp__version_supported(const char *v);
+/** Sends msg (borrowed) on stream st and keeps it for replay (mcp_rt.c). */
+void mcp__stream_send(mcp_stream *st, json_t *msg);
+/** Parses n JSON texts (tool definitions; what names them in the error) into an array. */
+rb_err mcp__defs_load(const char *const *defs, size_t n, const char *what, json_t **out, char *err);
+/* mcp_legacy.c: the HTTP+SSE transport of 2024-11-05 (GET /sse, POST /messages?sessionId=) */
+int mcp__legacy_sse_handler(http_call *hc);
+int mcp__legacy_post_handler(http_call *hc);
 
 /* ---- mcp_rt.c: event log and streams ---- */
 
@@ -149,7 +193,7 @@ void mcp__call_log(mcp_call *call, int level, const char *fmt, ...) __attribute_
 
 /** The runtime of MCP session id, created on first use; its protocol version is taken from the
  * session record rec (borrowed). */
-mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec);
+mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec, const core_caller *who);
 /** Ends a runtime: calls in flight are answered with an error why (deliver) or dropped silently
  * (server stopping), streams are ended, memory freed. */
 void mcp__rt_free(mcp_rt *rt, int deliver, const char *why);
@@ -187,6 +231,16 @@ json_t *mcp__tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2
 json_t *mcp__tool_core_error(rb_err e, const char *msg);
 /** A successful tool result: obj (borrowed) as text and as structuredContent. */
 json_t *mcp__tool_object(json_t *obj);
+
+/* ---- mcp_agentrun.c ---- */
+
+/** AgentRun+'s tool definitions (a new JSON array), or RB_EINTERNAL if one does not parse. */
+rb_err mcp__agentrun_tools_load(json_t **out, char *err);
+/** The instructions initialize returns at /agentrun/mcp. */
+extern const char mcp__agentrun_instructions[];
+/** Runs call's AgentRun tool; returns the tool result now (new reference), or NULL when the
+ * call answers later. */
+json_t *mcp__agentrun_tool(mcp_call *call);
 
 /* ---- mcp_files.c ---- */
 

@@ -23,7 +23,7 @@ json_t *mcp__resource_text(const char *uri, json_t *obj)
 }
 
 /* resources/read; returns the result or NULL with *error set (a JSON-RPC error object). */
-static json_t *read_resource(mcp_server *ms, const char *uri, json_t **error)
+static json_t *read_resource(mcp_rt *rt, const char *uri, json_t **error)
 {
     char err[RB_ERR_LEN];
     json_t *out = NULL, *res = NULL;
@@ -31,7 +31,7 @@ static json_t *read_resource(mcp_server *ms, const char *uri, json_t **error)
     const char *sid = NULL;
     if (strcmp(uri, "runbox://sessions") == 0 || strcmp(uri, "runbox://sessions/") == 0 ||
         strcmp(uri, "sessions://") == 0 || strcmp(uri, "sessions://list") == 0) {
-        e = core_session_list(ms->core, &out, err);
+        e = core_session_list(rt->ms->core, rt->who, &out, err);
     } else if (strncmp(uri, "runbox://sessions/", 18) == 0) {
         sid = uri + 18;
     } else if (strncmp(uri, "session://", 10) == 0) {
@@ -43,7 +43,7 @@ static json_t *read_resource(mcp_server *ms, const char *uri, json_t **error)
             snprintf(rid, sizeof(rid), "%.*s", (int)(slash - p), p);
             char *end;
             unsigned long idx = strtoul(slash + 7, &end, 10);
-            if (*end == '\0' && slash[7] != '\0' && core_execution_results(ms->core, rid, &out, err) == RB_OK) {
+            if (*end == '\0' && slash[7] != '\0' && core_execution_results(rt->ms->core, rt->who, rid, &out, err) == RB_OK) {
                 json_t *png = json_array_get(json_object_get(out, "files"), idx);
                 if (json_is_string(png))
                     res = json_pack("{s:[{s:s, s:s, s:O}]}", "contents", "uri", uri, "mimeType", "image/png", "blob",
@@ -57,7 +57,7 @@ static json_t *read_resource(mcp_server *ms, const char *uri, json_t **error)
     if (sid != NULL) {
         while (*sid == '/')
             sid++;
-        e = core_session_get(ms->core, sid, &out, err);
+        e = core_session_get(rt->ms->core, rt->who, sid, &out, err);
     }
     if (res == NULL && e == RB_OK)
         res = mcp__resource_text(uri, out);
@@ -95,11 +95,11 @@ static const char templates_json[] =
 
 /* ---- dispatch -------------------------------------------------------------------------- */
 
-static int has_tool(mcp_server *ms, const char *name)
+static int has_tool(json_t *tools, const char *name)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(ms->tools, i, t)
+    json_array_foreach(tools, i, t)
     {
         if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0)
             return 1;
@@ -119,7 +119,7 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
                               "initialize must be sent alone, without Mcp-Session-Id, to start a new MCP session",
                               NULL);
     if (strcmp(method, "tools/list") == 0) {
-        json_t *r = mcp__rpc_result(id, json_pack("{s:O}", "tools", ms->tools));
+        json_t *r = mcp__rpc_result(id, json_pack("{s:O}", "tools", post->agentrun ? ms->agentrun_tools : ms->tools));
         return r;
     }
     if (strcmp(method, "resources/list") == 0 || strcmp(method, "resources/templates/list") == 0) {
@@ -133,7 +133,7 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
         if (mcp__is_file_uri(uri))
             return mcp__read_file_resource(rt, post, id, uri);
         json_t *error = NULL;
-        json_t *res = read_resource(ms, uri, &error);
+        json_t *res = read_resource(rt, uri, &error);
         if (res == NULL)
             return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "error", error);
         return mcp__rpc_result(id, res);
@@ -163,7 +163,7 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
             return mcp__rpc_error(id, MCP_ERR_PARAMS, "tools/call needs params.name (a string)", NULL);
         if (args != NULL && !json_is_null(args) && !json_is_object(args))
             return mcp__rpc_error(id, MCP_ERR_PARAMS, "tools/call: params.arguments must be an object", NULL);
-        if (!has_tool(ms, name)) {
+        if (!has_tool(post->agentrun ? ms->agentrun_tools : ms->tools, name)) {
             char msg[160];
             snprintf(msg, sizeof(msg), "Unknown tool: %.64s (see tools/list)", name);
             return mcp__rpc_error(id, MCP_ERR_PARAMS, msg, NULL);
@@ -185,7 +185,7 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
                                                                                                             : "python";
         snprintf(call->bound_language, sizeof(call->bound_language), "%s", bl);
         post->outstanding++;
-        json_t *res = mcp__run_tool(call);
+        json_t *res = post->agentrun ? mcp__agentrun_tool(call) : mcp__run_tool(call);
         if (res != NULL) {
             mcp__call_finish(call, mcp__rpc_result_of(id, res));
             json_decref(res);
@@ -211,10 +211,10 @@ void mcp__notification(mcp_rt *rt, const char *method, json_t *params)
         if (call->exec_id[0] != '\0') {
             char err[RB_ERR_LEN];
             json_t *out = NULL;
-            if (core_execution_cancel(rt->ms->core, call->exec_id, &out, err) != RB_OK)
+            if (core_execution_cancel(rt->ms->core, rt->who, call->exec_id, &out, err) != RB_OK)
                 rb_debug("mcp %s: cancel of %s: %s", rt->id, call->exec_id, err);
             json_decref(out);
-        } else if (call->op != NULL) {
+        } else if (call->op != NULL || call->create != NULL) {
             /* Still waiting for a sandbox: answer now; the sandbox stays for later calls. */
             mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
         }

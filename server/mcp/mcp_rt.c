@@ -15,8 +15,6 @@
 #include "server/mcp/mcp_internal.h"
 #include "server/sse.h"
 
-#define MCP_LOG_MAX_EVENTS 4096
-#define MCP_LOG_MAX_BYTES (32u * 1024 * 1024)
 #define MCP_MAX_STREAMS 256
 
 const char *const mcp__levels[MCP_NLEVELS] = {"debug", "info",     "notice", "warning",
@@ -43,8 +41,37 @@ static void log_trim(mcp_rt *rt)
     }
 }
 
-/* Sends msg on stream st (and keeps it in the log for replay). msg is borrowed. */
-static void stream_send(mcp_stream *st, json_t *msg)
+/* What the log keeps instead of msg, a message of len bytes, too large to keep (heap text):
+ * for a response, an error response to the same request saying so; for anything else, a log
+ * message notification. */
+static char *stand_in(json_t *msg, size_t len)
+{
+    char text[RB_ERR_LEN];
+    snprintf(text, sizeof(text),
+             "this message was %zu bytes, more than the %u MiB an MCP session keeps for replay (Last-Event-ID), so "
+             "it cannot be sent again",
+             len, MCP_LOG_MAX_BYTES >> 20);
+    json_t *id = json_object_get(msg, "id");
+    json_t *in;
+    if (id != NULL && json_object_get(msg, "method") == NULL) {
+        char answer[RB_ERR_LEN + 64];
+        snprintf(answer, sizeof(answer), "%s: send the request again (or read large files in parts)", text);
+        in = mcp__rpc_error(id, MCP_ERR_INTERNAL, answer,
+                            json_pack("{s:I, s:I}", "bytes", (json_int_t)len, "replay_limit",
+                                      (json_int_t)MCP_LOG_MAX_BYTES));
+    } else {
+        in = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "jsonrpc", "2.0", "method", "notifications/message", "params",
+                       "level", "warning", "logger", "runbox", "data", text);
+    }
+    char *out = json_dumps(in, JSON_COMPACT);
+    json_decref(in);
+    return out;
+}
+
+/* Sends msg on stream st and keeps it in the log for replay: the message itself, or a small
+ * stand-in (stand_in) when it alone is larger than the log may hold, so that one large answer
+ * neither empties the log nor vanishes from a replay. msg is borrowed. */
+void mcp__stream_send(mcp_stream *st, json_t *msg)
 {
     mcp_rt *rt = st->rt;
     char *text = json_dumps(msg, JSON_COMPACT);
@@ -55,6 +82,17 @@ static void stream_send(mcp_stream *st, json_t *msg)
     e->stream = st->no;
     e->text = text;
     e->len = strlen(text);
+    if (st->sink != NULL) {
+        char id[48];
+        mcp__event_id(rt, e->seq, id, sizeof(id));
+        sse_send_text(st->sink, id, "message", e->text, e->len);
+    }
+    if (e->len > MCP_LOG_MAX_BYTES) {
+        char *small = stand_in(msg, e->len);
+        free(e->text);
+        e->text = small != NULL ? small : xstrdup("{}");
+        e->len = strlen(e->text);
+    }
     if (rt->log_tail != NULL)
         rt->log_tail->next = e;
     else
@@ -62,11 +100,6 @@ static void stream_send(mcp_stream *st, json_t *msg)
     rt->log_tail = e;
     rt->log_count++;
     rt->log_bytes += e->len;
-    if (st->sink != NULL) {
-        char id[48];
-        mcp__event_id(rt, e->seq, id, sizeof(id));
-        sse_send_text(st->sink, id, "message", e->text, e->len);
-    }
     log_trim(rt);
 }
 
@@ -159,7 +192,7 @@ void mcp__post_answer(mcp_post *post, json_t *response)
         if (post->req != NULL) {
             h2o_req_t *req = post->req;
             post->req = NULL;
-            http_send_json(req, 200, response);
+            mcp__send_message(req, 200, response, post->sse);
         }
         json_decref(response);
         return;
@@ -177,12 +210,17 @@ mcp_call *mcp__call_new(mcp_rt *rt, mcp_post *post, json_t *id)
     mcp_call *call = xcalloc(1, sizeof(*call));
     call->ms = rt->ms;
     call->rt = rt;
-    call->post = post;
     call->id = json_incref(id);
     call->next = rt->calls;
     rt->calls = call;
-    if (post->ncalls < MCP_MAX_BATCH)
-        post->calls[post->ncalls++] = call;
+    if (post->legacy) {
+        /* HTTP+SSE: the POST was answered 202; progress and the response go to the SSE stream */
+        call->stream = rt->legacy;
+    } else {
+        call->post = post;
+        if (post->ncalls < MCP_MAX_BATCH)
+            post->calls[post->ncalls++] = call;
+    }
     mcp_sessions_hold(rt->ms->cm, rt->id, +1);
     return call;
 }
@@ -201,6 +239,8 @@ static void call_detach(mcp_call *call)
         core_watch_stop(call->watch);
     if (call->op != NULL)
         core_cancel(call->op);
+    if (call->create != NULL)
+        agentrun_cancel(call->create);
     if (call->post != NULL)
         post_forget(call->post, call);
     if (!rt->ms->stopped)
@@ -217,9 +257,12 @@ static void call_detach(mcp_call *call)
 
 void mcp__call_finish(mcp_call *call, json_t *response)
 {
-    if (call->stream != NULL) {
+    if (call->stream != NULL && call->stream == call->rt->legacy) {
+        mcp__stream_send(call->stream, response); /* the session's one stream stays open */
+        json_decref(response);
+    } else if (call->stream != NULL) {
         mcp_stream *st = call->stream;
-        stream_send(st, response);
+        mcp__stream_send(st, response);
         st->done = 1;
         if (st->sink != NULL) {
             sse_end(st->sink);
@@ -254,7 +297,7 @@ void mcp__call_notify(mcp_call *call, json_t *msg)
         call->post = NULL;
         call->stream = st;
     }
-    stream_send(call->stream, msg);
+    mcp__stream_send(call->stream, msg);
     json_decref(msg);
 }
 
@@ -274,7 +317,7 @@ void mcp__call_log(mcp_call *call, int level, const char *fmt, ...)
 
 /* ---- runtimes -------------------------------------------------------------------------- */
 
-mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec)
+mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec, const core_caller *who)
 {
     mcp_rt *rt = mcp_sessions_transport(ms->cm, id);
     if (rt == NULL) {
@@ -287,6 +330,7 @@ mcp_rt *mcp__rt_get(mcp_server *ms, const char *id, json_t *rec)
         assert(e == RB_OK);
         (void)e;
     }
+    rt->who = who; /* the session's owner: mcp_sessions_touch checked that who is its key */
     const char *v = json_string_value(json_object_get(rec, "protocol_version"));
     snprintf(rt->version, sizeof(rt->version), "%s", v ? v : "2025-03-26");
     return rt;

@@ -134,8 +134,17 @@ static json_t *execution_tool_result(mcp_call *call, json_t *doc)
     } else if (status != NULL && strcmp(status, "cancelled") == 0) {
         json_array_append_new(content, text_block("the execution was cancelled"));
     }
-    if (json_array_size(content) == 0)
-        json_array_append_new(content, text_block("(no output)"));
+    size_t plots = json_array_size(json_object_get(doc, "files"));
+    if (json_array_size(content) == plots) {
+        /* Nothing but plots (or nothing): a text block says so, since hosts that hand the model
+         * text only (Chat Completions tool messages; the OpenAI Agents SDK there replaces such a
+         * result by "[tool output omitted]") would otherwise tell it nothing happened. */
+        char *t = plots == 0 ? xstrdup("(no output)")
+                             : xasprintf("(no text output; %zu plot%s as %s)", plots, plots == 1 ? "" : "s",
+                                         plots == 1 ? "a PNG image" : "PNG images");
+        json_array_append_new(content, text_block(t));
+        free(t);
+    }
     return json_pack("{s:o, s:O, s:b}", "content", content, "structuredContent", doc, "isError", is_error);
 }
 
@@ -205,7 +214,7 @@ static void execute_in(mcp_call *call, const char *session_id)
     if (disabled != NULL && !json_is_null(disabled))
         json_object_set(req, "disabled_rules", disabled);
     json_t *out = NULL;
-    rb_err e = core_execute(call->ms->core, req, &out, err);
+    rb_err e = core_execute(call->ms->core, call->rt->who, req, &out, err);
     json_decref(req);
     if (e != RB_OK) {
         json_t *res = mcp__tool_core_error(e, err);
@@ -217,7 +226,7 @@ static void execute_in(mcp_call *call, const char *session_id)
     snprintf(call->exec_id, sizeof(call->exec_id), "%s", rid ? rid : "");
     json_decref(out);
     mcp__call_log(call, 1, "execution %s queued in session %s", call->exec_id, session_id);
-    e = core_watch_start(call->ms->core, call->exec_id, 1, on_exec_event, call, &call->watch, err);
+    e = core_watch_start(call->ms->core, call->rt->who, call->exec_id, 1, on_exec_event, call, &call->watch, err);
     if (e != RB_OK) {
         call->watch = NULL;
         json_t *res = mcp__tool_core_error(e, err);
@@ -274,7 +283,7 @@ json_t *mcp__with_session(mcp_call *call, const char *language)
         return NULL;
     }
     char bound[MCP_SESSIONS_ID_LEN];
-    rb_err e = mcp_sessions_bound_sandbox(call->ms->cm, call->rt->id, language, bound, on_bound, call, &call->op, err);
+    rb_err e = mcp_sessions_bound_sandbox(call->ms->cm, call->rt->who, call->rt->id, language, bound, on_bound, call, &call->op, err);
     if (e != RB_OK) {
         call->op = NULL;
         return mcp__tool_core_error(e, err);
@@ -350,7 +359,7 @@ json_t *mcp__run_tool(mcp_call *call)
             json_object_set(opts, "execution_options", v);
         if ((v = json_object_get(call->args, "dependencies")) != NULL && !json_is_null(v))
             json_object_set(opts, "dependencies", v);
-        e = core_session_create(core, opts, on_session_created, call, &call->op, err);
+        e = core_session_create(core, call->rt->who, opts, on_session_created, call, &call->op, err);
         json_decref(opts);
         if (e != RB_OK) {
             call->op = NULL;
@@ -360,7 +369,7 @@ json_t *mcp__run_tool(mcp_call *call)
         return NULL;
     }
     if (strcmp(t, "list_sessions") == 0) {
-        e = core_session_list(core, &out, err);
+        e = core_session_list(core, call->rt->who, &out, err);
     } else if (strcmp(t, "get_health") == 0) {
         out = core_health(core);
         e = out != NULL ? RB_OK : rb_fail(RB_EINTERNAL, err, "health is not available");
@@ -369,9 +378,9 @@ json_t *mcp__run_tool(mcp_call *call)
         if (sid == NULL)
             return mcp__tool_error("'session_id' is required (a string from create_session or list_sessions)");
         if (strcmp(t, "get_session_info") == 0)
-            e = core_session_get(core, sid, &out, err);
+            e = core_session_get(core, call->rt->who, sid, &out, err);
         else
-            e = core_session_delete(core, sid, &out, err);
+            e = core_session_delete(core, call->rt->who, sid, &out, err);
     }
     json_t *res = e == RB_OK ? mcp__tool_object(out) : mcp__tool_core_error(e, err);
     json_decref(out);
@@ -552,19 +561,24 @@ const char mcp__instructions[] =
     "and out of the sandbox's /workspace with upload_file, list_files and download_file; get_packages lists what is "
     "installed and install_dependencies adds Python packages.";
 
-rb_err mcp__tools_load(json_t **out, char *err)
+rb_err mcp__defs_load(const char *const *defs, size_t n, const char *what, json_t **out, char *err)
 {
     json_error_t jerr;
     json_t *tools = json_array();
-    for (size_t i = 0; i < sizeof(tool_defs) / sizeof(tool_defs[0]); i++) {
-        json_t *t = json_loads(tool_defs[i], 0, &jerr);
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = json_loads(defs[i], 0, &jerr);
         if (t == NULL) {
             json_decref(tools);
-            return rb_fail(RB_EINTERNAL, err, "mcp: tool definition %zu is not valid JSON: %s (column %d)", i,
+            return rb_fail(RB_EINTERNAL, err, "mcp: %s definition %zu is not valid JSON: %s (column %d)", what, i,
                            jerr.text, jerr.column);
         }
         json_array_append_new(tools, t);
     }
     *out = tools;
     return RB_OK;
+}
+
+rb_err mcp__tools_load(json_t **out, char *err)
+{
+    return mcp__defs_load(tool_defs, sizeof(tool_defs) / sizeof(tool_defs[0]), "tool", out, err);
 }

@@ -115,6 +115,20 @@ void mcp__sse_id_format(const char *boot, uint64_t seq, char *buf, size_t len)
     snprintf(buf, len, "%s-%llu", boot, (unsigned long long)seq);
 }
 
+int mcp__sse_id_foreign(const char *v, size_t len, const char *boot)
+{
+    size_t blen = strlen(boot);
+    if (len <= blen + 1 || v[blen] != '-' || memcmp(v, boot, blen) == 0)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = v[i];
+        int ok = i < blen ? (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') : i == blen || (c >= '0' && c <= '9');
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
 int mcp__sse_id_parse(const char *v, size_t len, const char *boot, uint64_t *seq)
 {
     size_t blen = strlen(boot);

@@ -74,4 +74,8 @@ void mcp__sse_id_format(const char *boot, uint64_t seq, char *buf, size_t len);
  * value (another boot, no number, trailing bytes). */
 int mcp__sse_id_parse(const char *v, size_t len, const char *boot, uint64_t *seq);
 
+/** Whether a Last-Event-ID value v[0..len) is an event id of another boot of runboxd (of the
+ * same length as boot): "<lower-case hex>-<digits>" with another boot before the dash. */
+int mcp__sse_id_foreign(const char *v, size_t len, const char *boot);
+
 #endif

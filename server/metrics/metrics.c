@@ -15,7 +15,7 @@
 
 #include "core/stats.h"
 
-/* The exposition is a few KiB; the cap only stops a bug from growing it without end. */
+/* The exposition is some 20 KiB; the cap only stops a bug from growing it without end. */
 #define METRICS_MAX (1u << 20)
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -121,6 +121,36 @@ static void render_executions(rb_buf *b, const stats_snapshot *st)
           st->docker_reachable);
 }
 
+/* The Docker engine's calls (the backend's operations and failure reasons, its fixed sets). */
+static void render_engine(rb_buf *b, const backend_stats *e)
+{
+    family(b, "runbox_docker_call_duration_seconds", "histogram",
+           "Docker Engine API calls by operation, from the call to its answer (waiting for a connection "
+           "included; an attach until its stream is open), failed ones too.");
+    for (size_t op = 0; op < e->n_ops; op++) {
+        const rb_latency *h = &e->latency[op];
+        uint64_t acc = 0;
+        for (int i = 0; i < RB_LATENCY_BUCKETS; i++) {
+            acc += h->bucket[i];
+            put(b, "runbox_docker_call_duration_seconds_bucket{operation=\"%s\",le=\"%g\"} %" PRIu64 "\n", e->op[op],
+                rb_latency_bound(i), acc);
+        }
+        acc += h->bucket[RB_LATENCY_BUCKETS];
+        put(b, "runbox_docker_call_duration_seconds_bucket{operation=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", e->op[op],
+            acc);
+        put(b, "runbox_docker_call_duration_seconds_sum{operation=\"%s\"} %.17g\n", e->op[op], h->sum);
+        put(b, "runbox_docker_call_duration_seconds_count{operation=\"%s\"} %" PRIu64 "\n", e->op[op], h->count);
+    }
+    family(b, "runbox_docker_call_failures_total", "counter",
+           "Docker Engine API calls that failed, by operation and reason: timeout (a deadline passed), unreachable "
+           "(no connection to the socket), connection (it broke, or the answer was cut short or malformed), "
+           "http_4xx and http_5xx (the engine's answer).");
+    for (size_t op = 0; op < e->n_ops; op++)
+        for (size_t r = 0; r < e->n_reasons; r++)
+            put(b, "runbox_docker_call_failures_total{operation=\"%s\",reason=\"%s\"} %" PRIu64 "\n", e->op[op],
+                e->reason[r], e->failures[op][r]);
+}
+
 static void render_http(rb_buf *b, const http_stats *hs)
 {
     uint64_t req[PROTO_MAX][HTTP_STATUS_CLASSES];
@@ -158,6 +188,7 @@ static void render(rb_buf *b, rb_core *core, const rb_server *server)
     put(b, "runbox_build_info{version=\"%s\"} 1\n", RUNBOX_VERSION);
     render_sessions(b, &st);
     render_executions(b, &st);
+    render_engine(b, &st.engine);
     render_http(b, &hs);
     gauge(b, "runbox_mcp_sessions_live", "Live MCP client sessions.", st.total.mcp_sessions);
     int64_t rss = resident_bytes();

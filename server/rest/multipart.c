@@ -2,8 +2,10 @@
  * multipart.c: multipart/form-data parsing (server/rest/multipart.h). Delimiters are found with
  * memmem bounded by the body's end; a header block must end within MULTIPART_HEADERS_MAX
  * bytes; only Content-Disposition (form-data, name, filename) and Content-Type are read.
- * Quoted parameter values are returned as they appear between the quotes (a backslash escape
- * stays in the value: callers reject names that need escaping).
+ * Quoted parameter values are returned as they appear between the quotes and end at the next
+ * quote: as browsers, curl and Python's clients write them (HTML's form encoding percent-encodes
+ * a quote and leaves a backslash as it is), a backslash escapes nothing. A name ending in one
+ * ("a\") used to read as an unterminated value.
  */
 #include "server/rest/multipart.h"
 
@@ -48,11 +50,8 @@ static int find_param(const char *s, size_t n, const char *key, const char **v, 
                 i++;
             if (i < n && s[i] == '"') {
                 size_t vs = ++i;
-                while (i < n && s[i] != '"') {
-                    if (s[i] == '\\' && i + 1 < n)
-                        i++;
+                while (i < n && s[i] != '"')
                     i++;
-                }
                 if (i >= n)
                     return -1; /* unterminated quote */
                 val = s + vs;

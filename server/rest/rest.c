@@ -11,6 +11,7 @@
 
 #include "base/codec.h"
 #include "server/query.h"
+#include "server/rest/agentrun.h"
 #include "server/rest/multipart.h"
 #include "server/sse.h"
 
@@ -66,7 +67,7 @@ static int session_create(http_call *call)
     create_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), create_dispose);
     ctx->req = call->req;
     ctx->op = NULL;
-    e = core_session_create(call->core, opts, on_created, ctx, &ctx->op, err);
+    e = core_session_create(call->core, call->who, opts, on_created, ctx, &ctx->op, err);
     json_decref(opts);
     if (e != RB_OK) {
         ctx->op = NULL;
@@ -79,7 +80,7 @@ static int session_list(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *out = NULL;
-    rb_err e = core_session_list(call->core, &out, err);
+    rb_err e = core_session_list(call->core, call->who, &out, err);
     return answer(call, e, err, out, 200);
 }
 
@@ -87,7 +88,7 @@ static int session_get(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *out = NULL;
-    rb_err e = core_session_get(call->core, call->params[0], &out, err);
+    rb_err e = core_session_get(call->core, call->who, call->params[0], &out, err);
     return answer(call, e, err, out, 200);
 }
 
@@ -95,7 +96,7 @@ static int session_delete(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *out = NULL;
-    rb_err e = core_session_delete(call->core, call->params[0], &out, err);
+    rb_err e = core_session_delete(call->core, call->who, call->params[0], &out, err);
     return answer(call, e, err, out, 200);
 }
 
@@ -147,7 +148,7 @@ static int execute(http_call *call)
     json_t *req = json_copy(body);
     json_decref(body);
     json_object_del(req, "wait");
-    e = core_execute(call->core, req, &out, err);
+    e = core_execute(call->core, call->who, req, &out, err);
     json_decref(req);
     if (e != RB_OK || !wait)
         return answer(call, e, err, out, 202);
@@ -160,7 +161,7 @@ static int execute(http_call *call)
     wait_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), wait_dispose);
     ctx->req = call->req;
     ctx->watch = NULL;
-    e = core_watch_start(call->core, id, 1, on_wait_event, ctx, &ctx->watch, err);
+    e = core_watch_start(call->core, call->who, id, 1, on_wait_event, ctx, &ctx->watch, err);
     json_decref(out);
     if (e != RB_OK) {
         ctx->watch = NULL;
@@ -173,7 +174,7 @@ static int execution_status(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *out = NULL;
-    rb_err e = core_execution_status(call->core, call->params[0], &out, err);
+    rb_err e = core_execution_status(call->core, call->who, call->params[0], &out, err);
     return answer(call, e, err, out, 200);
 }
 
@@ -181,7 +182,7 @@ static int execution_results(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *out = NULL;
-    rb_err e = core_execution_results(call->core, call->params[0], &out, err);
+    rb_err e = core_execution_results(call->core, call->who, call->params[0], &out, err);
     return answer(call, e, err, out, 200);
 }
 
@@ -189,7 +190,7 @@ static int execution_cancel(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *out = NULL;
-    rb_err e = core_execution_cancel(call->core, call->params[0], &out, err);
+    rb_err e = core_execution_cancel(call->core, call->who, call->params[0], &out, err);
     return answer(call, e, err, out, 200);
 }
 
@@ -235,7 +236,7 @@ static int execution_events(http_call *call)
     events_ctx *ctx = h2o_mem_alloc_pool(&call->req->pool, sizeof(*ctx));
     ctx->sse = NULL;
     ctx->watch = NULL;
-    rb_err e = core_watch_start(call->core, call->params[0], 1, on_stream_event, ctx, &ctx->watch, err);
+    rb_err e = core_watch_start(call->core, call->who, call->params[0], 1, on_stream_event, ctx, &ctx->watch, err);
     if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
     ctx->sse = sse_start(call->server, call->req, on_stream_closed, ctx);
@@ -263,6 +264,7 @@ static int query_has_nul(h2o_req_t *req)
 typedef struct upload_ctx {
     h2o_req_t *req;
     rb_core *core;
+    const core_caller *who;
     core_op *op;
     const char *session_id;
     size_t n, next;
@@ -288,7 +290,7 @@ static void on_uploaded(void *data, rb_err e, const char *msg, json_t *body);
 static rb_err upload_next(upload_ctx *ctx, char *err)
 {
     size_t i = ctx->next;
-    return core_file_upload(ctx->core, ctx->session_id, ctx->paths[i], ctx->data[i], ctx->lens[i], on_uploaded, ctx,
+    return core_file_upload(ctx->core, ctx->who, ctx->session_id, ctx->paths[i], ctx->data[i], ctx->lens[i], on_uploaded, ctx,
                             &ctx->op, err);
 }
 
@@ -374,6 +376,41 @@ static int on_part(void *data, const multipart_part *p)
     return 0;
 }
 
+/* Whether text, a path or dir the caller gave (as a query parameter or a form field, used or
+ * not), is one openapi.yaml's pattern takes: no control characters or '\\', names of at most
+ * CORE_NAME_MAX_BYTES characters, at most max characters in all (CORE_PATH_MAX_CHARS for a
+ * path, which must not be empty; CORE_DIR_MAX_CHARS for a dir). Otherwise err says why. */
+static int path_text_ok(const char *field, const char *text, size_t max, char *err)
+{
+    size_t chars = 0, name = 0;
+    if (text[0] == '\0' && max == CORE_PATH_MAX_CHARS) {
+        snprintf(err, RB_ERR_LEN, "%s: empty; give a path relative to /workspace, e.g. \"data/input.csv\"", field);
+        return 0;
+    }
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f || *p == '\\') {
+            snprintf(err, RB_ERR_LEN, "%s: control characters and '\\' are not allowed (separate folders with '/')",
+                     field);
+            return 0;
+        }
+        if ((*p & 0xc0) == 0x80)
+            continue;
+        chars++;
+        name = *p == '/' ? 0 : name + 1;
+        if (name > CORE_NAME_MAX_BYTES) {
+            snprintf(err, RB_ERR_LEN,
+                     "%s: a file or folder name may have at most %d characters (and %d bytes of UTF-8)", field,
+                     CORE_NAME_MAX_BYTES, CORE_NAME_MAX_BYTES);
+            return 0;
+        }
+    }
+    if (chars > max) {
+        snprintf(err, RB_ERR_LEN, "%s: longer than %zu characters", field, max);
+        return 0;
+    }
+    return 1;
+}
+
 static int file_upload(http_call *call)
 {
     char err[RB_ERR_LEN];
@@ -382,11 +419,15 @@ static int file_upload(http_call *call)
     memset(ctx, 0, sizeof(*ctx));
     ctx->req = req;
     ctx->core = call->core;
+    ctx->who = call->who;
     ctx->session_id = call->params[0];
     ctx->done = json_array();
     if (query_has_nul(req))
         return answer(call, RB_EINVAL, NUL_MSG, NULL, 0);
     const char *qpath = http_query_param(req, "path"), *qdir = http_query_param(req, "dir");
+    if ((qpath != NULL && !path_text_ok("path", qpath, CORE_PATH_MAX_CHARS, err)) ||
+        (qdir != NULL && !path_text_ok("dir", qdir, CORE_DIR_MAX_CHARS, err)))
+        return answer(call, RB_EINVAL, err, NULL, 0);
     const char *body = req->entity.base != NULL ? req->entity.base : "";
     size_t len = req->entity.base != NULL ? req->entity.len : 0;
 
@@ -420,6 +461,9 @@ static int file_upload(http_call *call)
             return answer(call, RB_EINVAL, f.err, NULL, 0);
         if (ctx->n == 0)
             return answer(call, RB_EINVAL, "the multipart body has no file part (a part with a filename)", NULL, 0);
+        if ((f.path != NULL && !path_text_ok("path", f.path, CORE_PATH_MAX_CHARS, err)) ||
+            (f.dir != NULL && !path_text_ok("dir", f.dir, CORE_DIR_MAX_CHARS, err)))
+            return answer(call, RB_EINVAL, err, NULL, 0);
         const char *path = qpath ? qpath : f.path, *dir = qdir ? qdir : f.dir;
         if (path != NULL && ctx->n > 1)
             return answer(call, RB_EINVAL, "path: names one file, but the body has several; use dir instead", NULL,
@@ -489,7 +533,7 @@ static int file_list(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_ctx *ctx = json_ctx_new(call, 200);
-    rb_err e = core_file_list(call->core, call->params[0], on_json, ctx, &ctx->op, err);
+    rb_err e = core_file_list(call->core, call->who, call->params[0], on_json, ctx, &ctx->op, err);
     if (e != RB_OK) {
         ctx->op = NULL;
         return answer(call, e, err, NULL, 0);
@@ -507,34 +551,12 @@ static int file_delete(http_call *call)
         return answer(call, RB_EINVAL, "path: required as a query parameter (DELETE /sessions/{id}/files?path=x.csv)",
                       NULL, 0);
     json_ctx *ctx = json_ctx_new(call, 200);
-    rb_err e = core_file_delete(call->core, call->params[0], path, on_json, ctx, &ctx->op, err);
+    rb_err e = core_file_delete(call->core, call->who, call->params[0], path, on_json, ctx, &ctx->op, err);
     if (e != RB_OK) {
         ctx->op = NULL;
         return answer(call, e, err, NULL, 0);
     }
     return 0;
-}
-
-/* Content-Disposition: attachment with an ASCII fallback name and the exact UTF-8 name. */
-static h2o_iovec_t disposition(h2o_req_t *req, const char *name)
-{
-    size_t n = strlen(name);
-    char *out = h2o_mem_alloc_pool(&req->pool, 64 + 4 * n);
-    size_t o = 0;
-    memcpy(out, "attachment; filename=\"", 22);
-    o = 22;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)name[i];
-        out[o++] = (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') ? '_' : (char)ch;
-    }
-    memcpy(out + o, "\"; filename*=UTF-8''", 20);
-    o += 20;
-    char *enc = codec_percent_encode(name, "");
-    size_t elen = strlen(enc);
-    memcpy(out + o, enc, elen);
-    o += elen;
-    free(enc);
-    return h2o_iovec_init(out, o);
 }
 
 /* A download in flight. The file (core's, holding the only copy of its bytes and a share of
@@ -559,7 +581,6 @@ static void download_dispose(void *p)
 
 static void on_downloaded(void *data, rb_err e, const char *msg, core_file *file)
 {
-    static h2o_generator_t generator = {NULL, NULL};
     download_ctx *ctx = data;
     ctx->op = NULL;
     h2o_req_t *req = ctx->req;
@@ -574,19 +595,7 @@ static void on_downloaded(void *data, rb_err e, const char *msg, core_file *file
         return;
     }
     ctx->file = file;
-    h2o_iovec_t body = h2o_iovec_init(file->bytes, file->len);
-    req->res.status = 200;
-    req->res.reason = "OK";
-    req->res.content_length = file->len;
-    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, file->content_type,
-                   strlen(file->content_type), 1);
-    h2o_iovec_t cd = disposition(req, file->name);
-    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_DISPOSITION, cd.base, cd.len, 1);
-    h2o_set_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, H2O_STRLIT("no-store"), 1);
-    h2o_set_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0,
-                          H2O_STRLIT("nosniff"), 1);
-    h2o_start_response(req, &generator);
-    h2o_send(req, &body, 1, H2O_SEND_STATE_FINAL);
+    http_send_attachment(req, file->bytes, file->len, file->content_type, file->name);
 }
 
 static int file_download(http_call *call)
@@ -603,7 +612,7 @@ static int file_download(http_call *call)
     ctx->req = call->req;
     ctx->op = NULL;
     ctx->file = NULL;
-    rb_err e = core_file_download(call->core, call->params[0], path, 0, on_downloaded, ctx, &ctx->op, err);
+    rb_err e = core_file_download(call->core, call->who, call->params[0], path, 0, on_downloaded, ctx, &ctx->op, err);
     if (e != RB_OK) {
         ctx->op = NULL;
         return answer(call, e, err, NULL, 0);
@@ -621,7 +630,7 @@ static int dependencies_install(http_call *call)
     if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
     json_ctx *ctx = json_ctx_new(call, 200);
-    e = core_dependencies_install(call->core, call->params[0], body, on_json, ctx, &ctx->op, err);
+    e = core_dependencies_install(call->core, call->who, call->params[0], body, on_json, ctx, &ctx->op, err);
     json_decref(body);
     if (e != RB_OK) {
         ctx->op = NULL;
@@ -681,10 +690,25 @@ static const http_route routes[] = {
     {"GET", "/sessions/{id}/files/download", file_download},
     {"POST", "/sessions/{id}/dependencies", dependencies_install},
     {"GET", "/packages", packages},
+    /* AgentRun+'s REST API (server/rest/agentrun.c) */
+    {"GET", "/agentrun/", agentrun_route_root},
+    {"GET", "/agentrun/health", agentrun_route_health},
+    {"GET", "/agentrun/packages", agentrun_route_packages},
+    {"POST", "/agentrun/sessions", agentrun_route_session_create},
+    {"GET", "/agentrun/sessions", agentrun_route_session_list},
+    {"GET", "/agentrun/sessions/{id}", agentrun_route_session_get},
+    {"DELETE", "/agentrun/sessions/{id}", agentrun_route_session_delete},
+    {"POST", "/agentrun/sessions/{id}/execute", agentrun_route_execute},
+    {"POST", "/agentrun/sessions/{id}/copy-to", agentrun_route_copy_to},
+    {"POST", "/agentrun/sessions/{id}/copy-from", agentrun_route_copy_from},
 };
 
 void rest_register(rb_server *s)
 {
-    http_protocol p = {.name = "rest", .routes = routes, .nroutes = sizeof(routes) / sizeof(routes[0])};
+    http_protocol p = {.name = "rest",
+                       .routes = routes,
+                       .nroutes = sizeof(routes) / sizeof(routes[0]),
+                       .error_prefix = "/agentrun",
+                       .error_doc = agentrun_route_error_doc};
     server_register(s, &p);
 }

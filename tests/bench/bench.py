@@ -7,8 +7,12 @@ start` of the same image through the Engine API; the round trip of print(1) in a
 over REST (wait: true) and MCP (tools/call execute_code) against `docker exec <container>
 python3 -c 'print(1)'`; throughput of 50 sessions running 20 executions each concurrently;
 runboxd's resident memory idle, at 50 sessions and after 10,000 executions; the same print(1)
-next to a sandbox flooding its output stream with garbage and forged frames; and GET /health
-requests per second with wrk. Prints one table (min / median / p99 per figure, ratios to the
+next to a sandbox whose code floods its stdout and stderr with garbage and frame-looking text;
+and GET /health
+requests per second with wrk. Then, with the preload (--preload, issue 13) on and, in a second
+runboxd, off: a new session's first cell that imports pandas and matplotlib and shows a plot,
+done with its PNG; the cell right after a reset (a hard timeout) that needs the stack; and the
+memory of a warm sandbox. Prints one table (min / median / p99 per figure, ratios to the
 baselines, targets) and writes the figures to tests/bench/results/<time>.json.
 
 Targets are reported, never asserted: the exit status is 0 unless the benchmark itself failed.
@@ -32,7 +36,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCKER_SOCK = "/var/run/docker.sock"
-IMAGE = "runbox-sandbox:latest"
+IMAGE = os.environ.get("RUNBOX_IMAGE", "runbox-sandbox:latest")
+MIB = 1024.0 * 1024
 
 
 def now():
@@ -117,13 +122,13 @@ def free_port():
 # ---- runboxd --------------------------------------------------------------------------------
 
 class Runboxd:
-    def __init__(self, binary, workdir, pool_size):
-        self.log_path = os.path.join(workdir, "runboxd.log")
-        self.db = os.path.join(workdir, "bench.db")
+    def __init__(self, binary, workdir, pool_size, extra=(), name="runboxd"):
+        self.log_path = os.path.join(workdir, name + ".log")
+        self.db = os.path.join(workdir, name + ".db")
         self.port = free_port()
         # warn, not info: info logs every request, and the figures are for the server, not its log.
         args = [binary, "--listen", "127.0.0.1:%d" % self.port, "--db", self.db, "--image", IMAGE, "--pool-size",
-                str(pool_size), "--max-sessions", "200", "--idle-timeout", "0", "--log-level", "warn"]
+                str(pool_size), "--max-sessions", "200", "--idle-timeout", "0", "--log-level", "warn", *extra]
         self.logf = open(self.log_path, "w")
         self.proc = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
@@ -225,11 +230,13 @@ def baseline_create_start(n):
     samples = []
     mem = 512 * 1024 * 1024
     conf = {
-        "Image": IMAGE, "Env": ["RUNBOX_LANGUAGE=python"], "Labels": {"runbox.test": "1"},
+        "Image": IMAGE, "User": "0", "Env": ["RUNBOX_LANGUAGE=python", "RUNBOX_SANDBOX=1"],
+        "Labels": {"runbox.test": "1"},
         "AttachStdin": True, "AttachStdout": True, "AttachStderr": True, "OpenStdin": True, "Tty": False,
         "WorkingDir": "/workspace", "NetworkDisabled": True,
         "HostConfig": {"NetworkMode": "none", "Memory": mem, "MemorySwap": mem, "NanoCpus": 10**9,
                        "PidsLimit": 256, "ReadonlyRootfs": True, "CapDrop": ["ALL"],
+                       "CapAdd": ["KILL", "SETGID", "SETUID"],
                        "SecurityOpt": ["no-new-privileges"], "Init": True, "LogConfig": {"Type": "none"},
                        "Tmpfs": {"/tmp": "rw,nosuid,nodev,size=256m", "/workspace": "rw,nosuid,nodev,size=512m"}},
     }
@@ -317,10 +324,13 @@ class Mcp:
         return dt, ok
 
 
-def bench_exec_mcp(port, n, warmup=20):
+def bench_exec_mcp(port, n, size, warmup=20):
     m = Mcp(port)
     for _ in range(warmup):
         m.execute()
+    c = Client(port)
+    wait_pool(c, size)  # the sandbox that replaced the one execute_code claimed is warm (preload imported)
+    c.close()
     samples, errors = [], 0
     for _ in range(n):
         dt, ok = m.execute()
@@ -334,23 +344,27 @@ def bench_exec_mcp(port, n, warmup=20):
     return samples, errors
 
 
+# What user code can reach (the container's output stream is out of its reach: privilege
+# separation, docker/runner/PROTOCOL.md): its own stdout and stderr.
 FLOOD_CODE = """
 import os, time
-fd = os.open("/proc/1/fd/1", os.O_WRONLY)
 junk = b"x" * (256 << 10) + b"\\n"
 forged = b'{"type":"stream","id":"e_0","name":"stdout","text":"%s"}\\n' % (b"y" * 60000)
 end = time.time() + SECS
 while time.time() < end:
-    os.write(fd, junk); os.write(fd, forged)
+    os.write(1, junk); os.write(2, forged)
 """
 
 
-def bench_flood(c, rb, neighbour, secs):
-    """A hostile sandbox writes garbage and forged frames into its output stream as fast as it
-    can for secs seconds while a neighbour session runs print(1): the neighbour's latency during
-    the flood, and runboxd's resident memory at its end."""
+def bench_flood(c, rb, neighbour, secs, size):
+    """A hostile sandbox's code writes garbage and frame-looking text to its stdout and stderr as
+    fast as it can for secs seconds while a neighbour session runs print(1): the neighbour's
+    latency during the flood, and runboxd's resident memory at its end. The pool refills (and
+    its new sandbox imports the preload) before the flood starts, so that only the flood is
+    measured."""
     _, s = create_session(c, {})
     flooder = s["session_id"]
+    wait_pool(c, size)
     _, st = c.json("POST", "/execute", {"session_id": flooder, "code": FLOOD_CODE.replace("SECS", str(secs)),
                                          "timeout": secs + 30})
     rid = st["request_id"]
@@ -372,6 +386,135 @@ def bench_flood(c, rb, neighbour, secs):
         time.sleep(0.2)
     delete_session(c, flooder)
     return lat, errors, rss
+
+
+# ---- the preload (issue 13) ------------------------------------------------------------------
+
+PLOT_CELL = "import pandas as pd, matplotlib.pyplot as plt\npd.DataFrame({'a': [1, 2, 3]}).plot()\nplt.show()"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# Ignores the interrupt of its timeout: the runner kills the interpreter after the grace period.
+STUBBORN = "import signal, time\nsignal.signal(signal.SIGINT, lambda *a: None)\nwhile True:\n    time.sleep(0.05)\n"
+NEEDS_STACK = "import numpy, pandas, matplotlib.pyplot\nprint(1)"
+
+
+def bench_first_plot(c, n, size):
+    """New session (a warm-pool hit) -> a first cell that imports pandas and matplotlib and shows a
+    plot -> done with the PNG in hand: (whole, the cell alone, CPU time the sandbox used for the
+    cell) in seconds. The CPU time does not depend on how busy the host is; the wall times do."""
+    import base64
+    eng = Engine()
+    whole, cell, cpu = [], [], []
+    for _ in range(n):
+        wait_pool(c, size)
+        t0 = now()
+        _, s = create_session(c, {"language": "python"})
+        t1 = now()
+        cpu0 = container_cpu(eng, s["container_id"])
+        t1b = now()
+        status, r = c.json("POST", "/execute", {"session_id": s["session_id"], "code": PLOT_CELL, "wait": True,
+                                                "timeout": 300})
+        t2 = now()
+        cpu1 = container_cpu(eng, s["container_id"])
+        if cpu0 is not None and cpu1 is not None:
+            cpu.append(cpu1 - cpu0)
+        files = (r or {}).get("files") or []
+        if status != 200 or r.get("status") != "completed" or len(files) != 1 or \
+                not base64.b64decode(files[0]).startswith(PNG_SIGNATURE):
+            raise RuntimeError("the plot cell failed: %s %r" % (status, r))
+        whole.append((t1 - t0) + (t2 - t1b))
+        cell.append(t2 - t1b)
+        delete_session(c, s["session_id"])
+    return whole, cell, cpu
+
+
+def bench_reset(c, n, size):
+    """In a warm session (a pool hit), a cell that ignores the interrupt of its 1 s timeout is
+    killed after the grace period and the interpreter replaced (reset: true); measured: from that
+    result in hand to the next cell, which needs numpy, pandas and matplotlib, done."""
+    wait_pool(c, size)
+    _, s = create_session(c, {})
+    sid = s["session_id"]
+    samples = []
+    for _ in range(n):
+        status, r = c.json("POST", "/execute", {"session_id": sid, "code": STUBBORN, "wait": True, "timeout": 1})
+        if status != 200 or r.get("status") != "timeout" or not r.get("reset"):
+            raise RuntimeError("expected a reset: %s %r" % (status, r))
+        t0 = now()
+        status, r = c.json("POST", "/execute", {"session_id": sid, "code": NEEDS_STACK, "wait": True, "timeout": 300})
+        samples.append(now() - t0)
+        if status != 200 or r.get("status") != "completed" or r.get("stdout") != "1\n":
+            raise RuntimeError("the cell after the reset failed: %s %r" % (status, r))
+    delete_session(c, sid)
+    return samples
+
+
+def container_cpu(eng, cid):
+    """CPU time (seconds) the container has used, from the Engine API."""
+    _, st = eng.api("GET", "/containers/%s/stats?stream=false&one-shot=true" % cid)
+    try:
+        return st["cpu_stats"]["cpu_usage"]["total_usage"] / 1e9
+    except (KeyError, TypeError):
+        return None
+
+
+def container_memory(eng, cid):
+    """(memory as `docker stats` shows it: usage minus inactive file pages, anonymous memory) of
+    a container in MiB, from the Engine API (cgroup v1 or v2 fields)."""
+    _, st = eng.api("GET", "/containers/%s/stats?stream=false&one-shot=true" % cid)
+    ms = (st or {}).get("memory_stats") or {}
+    stats = ms.get("stats") or {}
+    inactive = stats.get("total_inactive_file", stats.get("inactive_file", 0))
+    anon = stats.get("total_rss", stats.get("anon"))
+    if "usage" not in ms:
+        return None, None
+    return (ms["usage"] - inactive) / MIB, (anon / MIB if anon is not None else None)
+
+
+def bench_warm_memory(c, n, size):
+    """The memory of a warm sandbox: a session just claimed from the pool, before its first cell."""
+    eng = Engine()
+    usage, anon = [], []
+    for _ in range(n):
+        wait_pool(c, size)
+        time.sleep(0.5)
+        _, s = create_session(c, {"language": "python"})
+        u, a = container_memory(eng, s["container_id"])
+        if u is not None:
+            usage.append(u)
+        if a is not None:
+            anon.append(a)
+        delete_session(c, s["session_id"])
+    med = lambda xs: statistics.median(xs) if xs else None
+    return {"n": len(usage), "usage_mib": med(usage), "anon_mib": med(anon)}
+
+
+def preload_figures(c, F, suffix, n, size):
+    log("preload %s: new session -> first plot cell with its PNG x%d" % (suffix, n))
+    whole, cell, cpu = bench_first_plot(c, n, size)
+    F["first_plot_" + suffix] = summary(whole)
+    F["first_plot_cell_" + suffix] = summary(cell)
+    F["first_plot_cell_cpu_" + suffix] = summary(cpu)
+    log("preload %s: reset after a hard timeout -> a cell that needs the stack x%d" % (suffix, n))
+    F["reset_to_ready_" + suffix] = summary(bench_reset(c, n, size))
+    log("preload %s: memory of a warm sandbox x3" % suffix)
+    F["warm_sandbox_memory_" + suffix] = bench_warm_memory(c, 3, size)
+
+
+def load_average():
+    try:
+        return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
+    except (OSError, ValueError):
+        return None
+
+
+def mem_available_mib():
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def baseline_docker_exec(cid, n):
@@ -467,19 +610,23 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     ap.add_argument("--out", help="result file (default tests/bench/results/<time>.json)")
     ap.add_argument("--pool-size", type=int, default=2)
+    ap.add_argument("--preload-only", action="store_true",
+                    help="only the preload figures (first plot cell, reset, warm sandbox memory), on and off")
     a = ap.parse_args()
 
     q = a.quick
     n_hit, n_miss, n_base = (5, 3, 3) if q else (30, 10, 10)
     n_exec, n_mcp, n_dexec = (100, 50, 5) if q else (1000, 500, 20)
     n_sessions, per_session = 50, 20
+    n_preload = 5 if q else 20
     total_execs = 2000 if q else 10000
     wrk_secs = 3 if q else 10
 
     work = tempfile.mkdtemp(prefix="runbox-bench-")
     rb = Runboxd(a.runboxd, work, a.pool_size)
     res = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
-           "cpus": os.cpu_count(), "quick": q, "pool_size": a.pool_size, "figures": {}}
+           "cpus": os.cpu_count(), "quick": q, "pool_size": a.pool_size, "figures": {},
+           "load_average_start": load_average(), "mem_available_mib": mem_available_mib()}
     try:
         res["git"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                                     text=True).stdout.strip()
@@ -493,6 +640,9 @@ def main():
         wait_pool(c, a.pool_size)
         time.sleep(1)
         F["rss_idle_mb"] = rb.rss_mb()
+        if a.preload_only:
+            preload_figures(c, F, "on", n_preload, a.pool_size)
+            raise Done()
 
         log("session create: pool hit x%d" % n_hit)
         F["create_pool_hit"] = summary(bench_pool_hit(c, n_hit, a.pool_size))
@@ -506,25 +656,28 @@ def main():
         _, s = create_session(c, {})
         sid, cid = s["session_id"], s["container_id"]
         sids.append(sid)
+        wait_pool(c, a.pool_size)  # the pool's new sandbox has imported the preload: it is not measured
         log("execute print(1) over REST x%d" % n_exec)
         samples, errs = bench_exec_rest(c, sid, n_exec)
         F["exec_rest"] = dict(summary(samples), errors=errs)
         log("execute print(1) over MCP x%d" % n_mcp)
         try:
-            samples, errs = bench_exec_mcp(rb.port, n_mcp)
+            samples, errs = bench_exec_mcp(rb.port, n_mcp, a.pool_size)
             F["exec_mcp"] = dict(summary(samples), errors=errs)
         except Exception as e:
             log("MCP figure skipped: %s" % e)
             F["exec_mcp"] = {"error": str(e)}
         flood_secs = 5 if q else 30
-        log("flood: a neighbour's print(1) while a sandbox floods its output stream for %d s" % flood_secs)
-        samples, errs, rss = bench_flood(c, rb, sid, flood_secs)
+        log("flood: a neighbour's print(1) while a sandbox's code floods its stdout/stderr for %d s" % flood_secs)
+        samples, errs, rss = bench_flood(c, rb, sid, flood_secs, a.pool_size)
         F["exec_rest_during_flood"] = dict(summary(samples) or {}, errors=errs)
         F["rss_end_of_flood_mb"] = rss
         log("baseline: docker exec python3 -c 'print(1)' x%d" % n_dexec)
         F["baseline_docker_exec"] = summary(baseline_docker_exec(cid, n_dexec))
         delete_session(c, sid)
         sids.remove(sid)
+
+        preload_figures(c, F, "on", n_preload, a.pool_size)
 
         log("throughput: creating %d sessions" % n_sessions)
         sids, errs = create_many(rb.port, n_sessions)
@@ -553,6 +706,8 @@ def main():
         log("GET /health with wrk for %d s (%d live sessions)" % (wrk_secs, len(sids)))
         rps, non2xx, sockerr = wrk_health(rb.port, wrk_secs)
         F["health_rps"] = {"rps": rps, "non_2xx": non2xx, "socket_errors": sockerr}
+    except Done:
+        pass
     finally:
         try:
             # every live session, including the one MCP's execute_code created for itself
@@ -568,17 +723,39 @@ def main():
         c.close()
         rb.stop()
 
+    # The same preload figures from a runboxd with the preload off, side by side.
+    log("a second runboxd with --preload '' (the cold path)")
+    off = Runboxd(a.runboxd, work, a.pool_size, ["--preload", ""], name="runboxd-preload-off")
+    c = Client(off.port)
+    try:
+        wait_pool(c, a.pool_size)
+        preload_figures(c, F, "off", n_preload, a.pool_size)
+    finally:
+        try:
+            _, live = c.json("GET", "/sessions")
+            for x in (live or {}).get("sessions", []):
+                delete_session(c, x["session_id"])
+        except Exception:
+            pass
+        c.close()
+        off.stop()
+    res["load_average_end"] = load_average()
+
     report(res)
     out = a.out or os.path.join(ROOT, "tests", "bench", "results", time.strftime("%Y%m%d-%H%M%S") + ".json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump(res, f, indent=2)
     print("results: %s" % out)
-    log_text = open(rb.log_path).read()
+    log_text = open(rb.log_path).read() + open(off.log_path).read()
     if "Sanitizer" in log_text:
         log("runboxd reported sanitizer errors; its log is in %s" % work)
     else:
         shutil.rmtree(work, ignore_errors=True)
+
+
+class Done(Exception):
+    """Ends the main runboxd's part early (--preload-only)."""
 
 
 def report(res):
@@ -610,6 +787,20 @@ def report(res):
                  "", "MB", "growth %s%% (<= 5%%)" % fmt(F.get("rss_growth_pct"), 1)))
     h = F.get("health_rps") or {}
     rows.append(("GET /health (wrk -t2 -c64)", None, "", fmt(h.get("rps"), 0), "", "req/s", ">= 50000"))
+    lat("new session -> first plot cell + PNG, preload on", "first_plot_on", "median <= 150 ms")
+    lat("  same, preload off", "first_plot_off")
+    lat("  the cell alone, preload on", "first_plot_cell_on")
+    lat("  the cell alone, preload off", "first_plot_cell_off")
+    lat("  CPU time the sandbox spent on it, on", "first_plot_cell_cpu_on")
+    lat("  CPU time the sandbox spent on it, off", "first_plot_cell_cpu_off")
+    lat("reset (hard timeout) -> cell with the stack, on", "reset_to_ready_on", "median <= 100 ms")
+    lat("  same, preload off", "reset_to_ready_off")
+    avail = res.get("mem_available_mib")
+    for k in ("on", "off"):
+        m = F.get("warm_sandbox_memory_" + k) or {}
+        fit = int(avail // m["usage_mib"]) if avail and m.get("usage_mib") else None
+        rows.append(("warm sandbox memory, preload %s" % k, m.get("n"), "", fmt(m.get("usage_mib"), 1), "", "MiB",
+                     "anon %s MiB; %s fit in MemAvailable %s MiB" % (fmt(m.get("anon_mib"), 1), fit, fmt(avail, 0))))
 
     w = [max(len(str(r[i] if r[i] is not None else "")) for r in rows) for i in range(7)]
     hdr = ("figure", "n", "min", "median", "p99", "unit", "target")
@@ -640,6 +831,8 @@ def report(res):
     print("  MCP execute vs docker exec:            %sx" % fmt(r3, 1))
     res["ratios"]["exec_during_flood_vs_quiet"] = r5
     print("  neighbour of a flooding sandbox vs quiet (median; target <= 2x): %sx" % fmt(r5, 2))
+    print("load average at start %s, at end %s (%s CPUs)" % (res.get("load_average_start"), res.get("load_average_end"),
+                                                             res.get("cpus")))
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ json_t *sup_session_create(rb_core *c, const char *opts_json)
     char err[RB_ERR_LEN];
     sup_result r = {0};
     json_t *opts = opts_json ? json_loads(opts_json, 0, NULL) : NULL;
-    rb_err e = core_session_create(c, opts, sup_op_cb, &r, NULL, err);
+    rb_err e = core_session_create(c, NULL, opts, sup_op_cb, &r, NULL, err);
     json_decref(opts);
     cr_assert_eq(e, RB_OK, "create: %s", err);
     sup_run_until(&r.done, 60000);
@@ -129,7 +129,7 @@ void sup_session_delete(rb_core *c, const char *sid)
 {
     char err[RB_ERR_LEN];
     json_t *out;
-    cr_assert_eq(core_session_delete(c, sid, &out, err), RB_OK, "%s", err);
+    cr_assert_eq(core_session_delete(c, NULL, sid, &out, err), RB_OK, "%s", err);
     json_decref(out);
 }
 
@@ -146,20 +146,46 @@ void sup_watch_cb(void *data, const char *event, json_t *payload)
     }
 }
 
-json_t *sup_run_code(rb_core *c, const char *sid, const char *code, double timeout)
+/* Queues code (timeout seconds when > 0) in session sid and watches it into *w. */
+static void start_watched(rb_core *c, const char *sid, const char *code, double timeout, sup_watch *w)
 {
     char err[RB_ERR_LEN];
     json_t *req = json_pack("{s:s, s:s}", "session_id", sid, "code", code);
     if (timeout > 0)
         json_object_set_new(req, "timeout", json_real(timeout));
     json_t *st = NULL;
-    rb_err e = core_execute(c, req, &st, err);
+    rb_err e = core_execute(c, NULL, req, &st, err);
     json_decref(req);
     cr_assert_eq(e, RB_OK, "execute: %s", err);
-    sup_watch w = {0};
-    e = core_watch_start(c, json_string_value(json_object_get(st, "request_id")), 1, sup_watch_cb, &w, NULL, err);
+    e = core_watch_start(c, NULL, json_string_value(json_object_get(st, "request_id")), 1, sup_watch_cb, w, NULL, err);
     cr_assert_eq(e, RB_OK, "watch: %s", err);
     json_decref(st);
+}
+
+json_t *sup_run_code(rb_core *c, const char *sid, const char *code, double timeout)
+{
+    sup_watch w = {0};
+    start_watched(c, sid, code, timeout, &w);
+    sup_run_until(&w.done, 60000);
+    cr_assert(w.done, "execution did not finish");
+    return w.final;
+}
+
+json_t *sup_run_code_killing_the_runner(rb_core *c, const char *sid)
+{
+    char err[RB_ERR_LEN];
+    json_t *sess;
+    cr_assert_eq(core_session_get(c, NULL, sid, &sess, err), RB_OK, "%s", err);
+    char cmd[512];
+    /* the supervisor is docker-init's only child */
+    snprintf(cmd, sizeof(cmd),
+             "docker exec -u 0 %.100s sh -c 'kill -KILL $(cat /proc/1/task/1/children)' >/dev/null 2>&1",
+             sup_str(sess, "container_id"));
+    json_decref(sess);
+    sup_watch w = {0};
+    start_watched(c, sid, "import time; time.sleep(30)", 0, &w);
+    sup_run_for(1000);
+    (void)!system(cmd);
     sup_run_until(&w.done, 60000);
     cr_assert(w.done, "execution did not finish");
     return w.final;

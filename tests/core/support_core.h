@@ -73,6 +73,10 @@ void sup_watch_cb(void *data, const char *event, json_t *payload);
 json_t *sup_run_code(rb_core *c, const char *sid, const char *code, double timeout);
 /** Executes code, asserts it completed and returns its stdout (heap, free it). */
 char *sup_run_stdout(rb_core *c, const char *sid, const char *code);
+/** Runs a long cell in sid and, once it runs, SIGKILLs the runner's supervisor from outside (user
+ * code may not: privilege separation), as the container's root through docker exec; waits for
+ * the result document (json_decref it). The container exits with its supervisor. */
+json_t *sup_run_code_killing_the_runner(rb_core *c, const char *sid);
 
 /** The string member k of o, or "(null)". */
 const char *sup_str(json_t *o, const char *k);

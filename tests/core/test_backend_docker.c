@@ -265,7 +265,7 @@ static void engine_open(void)
 {
     char err[RB_ERR_LEN];
     sup_fixture_open("backend", RB_LOG_WARN);
-    cr_assert_eq(backend_docker_new(&sup_loop, sup_cfg.docker_socket, &be, err), RB_OK, "%s", err);
+    cr_assert_eq(backend_docker_new(&sup_loop, sup_cfg.docker_socket, 0, 0, &be, err), RB_OK, "%s", err);
     rb_random_id("t", tag, sizeof(tag));
 }
 

@@ -23,6 +23,9 @@ typedef struct spy {
     int archive_gets, archive_puts;
     char last_path[4200]; /* the last archive call's path or folder */
     int exec_argv0_absolute;
+    char exec_user[64];    /* the user the last exec asked for, "(null)" for the sandbox's */
+    char create_user[64];  /* the user and added capabilities of the last sandbox created */
+    char create_caps[128];
 } spy;
 
 static spy the_spy;
@@ -47,7 +50,13 @@ static rb_err spy_ping(void *self, backend_ping_cb cb, void *data, char *err)
 static rb_err spy_create(void *self, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
                          char *err)
 {
-    return backend_create(((spy *)self)->inner, name, spec, cb, data, err);
+    spy *s = self;
+    snprintf(s->create_user, sizeof(s->create_user), "%s", spec->user ? spec->user : "(null)");
+    s->create_caps[0] = '\0';
+    for (size_t i = 0; spec->cap_add != NULL && spec->cap_add[i] != NULL; i++)
+        snprintf(s->create_caps + strlen(s->create_caps), sizeof(s->create_caps) - strlen(s->create_caps), "%s%s",
+                 i ? "," : "", spec->cap_add[i]);
+    return backend_create(s->inner, name, spec, cb, data, err);
 }
 
 static rb_err spy_start(void *self, const char *id, backend_cb cb, void *data, char *err)
@@ -131,6 +140,7 @@ static rb_err spy_exec(void *self, const char *id, const backend_exec_spec *spec
 {
     spy *s = self;
     s->exec_argv0_absolute = spec->argv[0][0] == '/';
+    snprintf(s->exec_user, sizeof(s->exec_user), "%s", spec->user ? spec->user : "(null)");
     spy_exec_call *x = calloc(1, sizeof(*x));
     x->cb = cb;
     x->data = data;
@@ -185,7 +195,7 @@ static rb_core *spy_core_open(void)
 {
     char err[RB_ERR_LEN];
     memset(&the_spy, 0, sizeof(the_spy));
-    cr_assert_eq(backend_docker_new(&sup_loop, sup_cfg.docker_socket, &the_spy.inner, err), RB_OK, "%s", err);
+    cr_assert_eq(backend_docker_new(&sup_loop, sup_cfg.docker_socket, 0, 0, &the_spy.inner, err), RB_OK, "%s", err);
     rb_core *c;
     cr_assert_eq(core_new_with_backend(&sup_loop, &sup_cfg, backend_new(&spy_ops, &the_spy), &c, err), RB_OK, "%s",
                  err);
@@ -230,7 +240,7 @@ static got_file download(rb_core *c, const char *sid, const char *path)
 {
     char err[RB_ERR_LEN];
     got_file g = {0};
-    rb_err e = core_file_download(c, sid, path, 0, got_file_cb, &g, NULL, err);
+    rb_err e = core_file_download(c, NULL, sid, path, 0, got_file_cb, &g, NULL, err);
     cr_assert_eq(e, RB_OK, "download %s: %s", path, err);
     sup_run_until(&g.done, 30000);
     cr_assert(g.done, "download %s did not finish", path);
@@ -241,7 +251,7 @@ static sup_result upload(rb_core *c, const char *sid, const char *path, const ch
 {
     char err[RB_ERR_LEN];
     sup_result r = {0};
-    rb_err e = core_file_upload(c, sid, path, text, strlen(text), sup_op_cb, &r, NULL, err);
+    rb_err e = core_file_upload(c, NULL, sid, path, text, strlen(text), sup_op_cb, &r, NULL, err);
     cr_assert_eq(e, RB_OK, "upload %s: %s", path, err);
     sup_run_until(&r.done, 30000);
     cr_assert(r.done, "upload %s did not finish", path);
@@ -327,6 +337,27 @@ Test(files, helper_answers_outside_the_workspace_are_refused)
     sup_core_close(c, 15000);
 }
 
+Test(files, the_helper_runs_as_the_sandbox_user_not_as_the_containers_root)
+{
+    /* Issue 9, finding 3: the sandbox starts as root with only the capabilities the runner
+     * needs to separate privileges; an exec naming no user would run as that root. */
+    rb_core *c = spy_core_open();
+    char *sid = sup_session_create_id(c, NULL);
+    cr_assert_str_eq(the_spy.create_user, "0");
+    cr_assert_str_eq(the_spy.create_caps, "KILL,SETGID,SETUID");
+    sup_result r = upload(c, sid, "deep/er/file.txt", "text");
+    cr_assert_eq(r.err, RB_OK, "%s", r.msg);
+    json_decref(r.body);
+    cr_assert_str_eq(the_spy.exec_user, "1000:1000");
+    got_file g = download(c, sid, "deep/er/file.txt");
+    cr_assert_eq(g.err, RB_OK, "%s", g.msg);
+    free(g.bytes);
+    cr_assert_str_eq(the_spy.exec_user, "1000:1000");
+    sup_session_delete(c, sid);
+    free(sid);
+    sup_core_close(c, 15000);
+}
+
 /* The file of a finished download, kept (not freed) by the callback. */
 typedef struct kept_file {
     int done;
@@ -348,7 +379,7 @@ static kept_file download_kept(rb_core *c, const char *sid, const char *path, si
 {
     char err[RB_ERR_LEN];
     kept_file k = {0};
-    cr_assert_eq(core_file_download(c, sid, path, max, kept_file_cb, &k, NULL, err), RB_OK, "%s", err);
+    cr_assert_eq(core_file_download(c, NULL, sid, path, max, kept_file_cb, &k, NULL, err), RB_OK, "%s", err);
     sup_run_until(&k.done, 30000);
     cr_assert(k.done, "download %s did not finish", path);
     return k;
@@ -389,7 +420,7 @@ Test(files, downloads_in_flight_share_max_download_memory)
     /* a cancelled download gives its memory back too */
     core_op *op = NULL;
     kept_file gone = {0};
-    cr_assert_eq(core_file_download(c, sid, "a.bin", 0, kept_file_cb, &gone, &op, err), RB_OK, "%s", err);
+    cr_assert_eq(core_file_download(c, NULL, sid, "a.bin", 0, kept_file_cb, &gone, &op, err), RB_OK, "%s", err);
     core_cancel(op);
     /* it runs on to its end in the background (a second or so), then lets go */
     for (int i = 0; i < 20; i++) {
@@ -408,4 +439,79 @@ Test(files, downloads_in_flight_share_max_download_memory)
     sup_core_close(c, 15000);
     cr_assert_eq(b.file->len, n);
     core_file_free(b.file);
+}
+
+static sup_result mkdir_in(rb_core *c, const char *sid, const char *path)
+{
+    char err[RB_ERR_LEN];
+    sup_result r = {0};
+    rb_err e = core_file_mkdir(c, NULL, sid, path, sup_op_cb, &r, NULL, err);
+    if (e != RB_OK) {
+        r.done = 1;
+        r.err = e;
+        snprintf(r.msg, sizeof(r.msg), "%s", err);
+        return r;
+    }
+    sup_run_until(&r.done, 30000);
+    cr_assert(r.done, "mkdir %s did not finish", path);
+    return r;
+}
+
+/* core_file_mkdir makes folders (with their parents) that code can write into, as the
+ * sandbox user; an existing folder is fine, a file in the way and paths outside are refused. */
+Test(files, mkdir_makes_folders_with_their_parents)
+{
+    rb_core *c = spy_core_open();
+    char *sid = sup_session_create_id(c, NULL);
+    sup_result r = mkdir_in(c, sid, "artifacts");
+    cr_assert_eq(r.err, RB_OK, "%s", r.msg);
+    cr_assert_str_eq(json_string_value(json_object_get(r.body, "path")), "artifacts");
+    cr_assert_str_eq(json_string_value(json_object_get(r.body, "type")), "directory");
+    json_decref(r.body);
+    r = mkdir_in(c, sid, "/workspace/a/b/c");
+    cr_assert_eq(r.err, RB_OK, "%s", r.msg);
+    json_decref(r.body);
+    r = mkdir_in(c, sid, "a/b"); /* exists already */
+    cr_assert_eq(r.err, RB_OK, "%s", r.msg);
+    json_decref(r.body);
+    /* the folders belong to the sandbox user: a file can be written into them */
+    r = upload(c, sid, "a/b/c/x.txt", "in the new folder");
+    cr_assert_eq(r.err, RB_OK, "%s", r.msg);
+    json_decref(r.body);
+    sup_result l = {0};
+    char err[RB_ERR_LEN];
+    cr_assert_eq(core_file_list(c, NULL, sid, sup_op_cb, &l, NULL, err), RB_OK, "%s", err);
+    sup_run_until(&l.done, 30000);
+    cr_assert_eq(l.err, RB_OK, "%s", l.msg);
+    int dirs = 0;
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(l.body, "files"), i, f)
+    {
+        const char *p = json_string_value(json_object_get(f, "path"));
+        if (strcmp(json_string_value(json_object_get(f, "type")), "directory") == 0 &&
+            (strcmp(p, "artifacts") == 0 || strcmp(p, "a/b/c") == 0))
+            dirs++;
+    }
+    cr_assert_eq(dirs, 2, "%s", json_dumps(l.body, 0));
+    json_decref(l.body);
+
+    r = mkdir_in(c, sid, "a/b/c/x.txt"); /* a file is in the way */
+    cr_assert_eq(r.err, RB_ECONFLICT, "%d %s", r.err, r.msg);
+    cr_assert(strstr(r.msg, "a/b/c/x.txt") != NULL, "%s", r.msg);
+    r = mkdir_in(c, sid, "a/b/c/x.txt/d");
+    cr_assert_eq(r.err, RB_ECONFLICT, "%d %s", r.err, r.msg);
+    r = mkdir_in(c, sid, "../etc/x");
+    cr_assert_eq(r.err, RB_EFORBIDDEN, "%d %s", r.err, r.msg);
+    r = mkdir_in(c, sid, "/tmp/x");
+    cr_assert_eq(r.err, RB_EFORBIDDEN, "%d %s", r.err, r.msg);
+    r = mkdir_in(c, sid, "");
+    cr_assert_eq(r.err, RB_EINVAL, "%d %s", r.err, r.msg);
+    /* a symbolic link out of the workspace is not followed */
+    json_decref(sup_run_code(c, sid, "import os\nos.symlink('/tmp', 'out')", 30));
+    r = mkdir_in(c, sid, "out/x");
+    cr_assert_eq(r.err, RB_EFORBIDDEN, "%d %s", r.err, r.msg);
+    sup_session_delete(c, sid);
+    free(sid);
+    sup_core_close(c, 15000);
 }

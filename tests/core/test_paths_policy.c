@@ -11,7 +11,7 @@
 #include "tests/core/support_core.h"
 #include "core/requirements.h"
 
-static rb_err norm(const char *in, int root, char *out, size_t outlen)
+static rb_err norm(const char *in, rb_err root, char *out, size_t outlen)
 {
     char *p = NULL, err[RB_ERR_LEN];
     rb_err e = files_normalize_path(in, root, &p, err);
@@ -23,41 +23,72 @@ static rb_err norm(const char *in, int root, char *out, size_t outlen)
 Test(paths, normalisation)
 {
     char out[RB_ERR_LEN];
-    cr_assert_eq(norm("data/x.csv", 0, out, sizeof(out)), RB_OK);
+    cr_assert_eq(norm("data/x.csv", RB_ECONFLICT, out, sizeof(out)), RB_OK);
     cr_assert_str_eq(out, "data/x.csv");
-    cr_assert_eq(norm("./data//./x.csv/", 0, out, sizeof(out)), RB_OK);
+    cr_assert_eq(norm("./data//./x.csv/", RB_ECONFLICT, out, sizeof(out)), RB_OK);
     cr_assert_str_eq(out, "data/x.csv");
-    cr_assert_eq(norm("/workspace/out/p.png", 0, out, sizeof(out)), RB_OK);
+    cr_assert_eq(norm("/workspace/out/p.png", RB_ECONFLICT, out, sizeof(out)), RB_OK);
     cr_assert_str_eq(out, "out/p.png");
-    cr_assert_eq(norm("/workspace", 1, out, sizeof(out)), RB_OK);
+    cr_assert_eq(norm("/workspace", RB_OK, out, sizeof(out)), RB_OK);
     cr_assert_str_eq(out, "");
-    cr_assert_eq(norm("a..b/..c", 0, out, sizeof(out)), RB_OK); /* dots inside names are fine */
+    cr_assert_eq(norm("a..b/..c", RB_ECONFLICT, out, sizeof(out)), RB_OK); /* dots inside names are fine */
     cr_assert_str_eq(out, "a..b/..c");
 }
 
 Test(paths, confinement)
 {
     char out[RB_ERR_LEN];
-    cr_assert_eq(norm("../x", 0, out, sizeof(out)), RB_EFORBIDDEN);
+    cr_assert_eq(norm("../x", RB_ECONFLICT, out, sizeof(out)), RB_EFORBIDDEN);
     cr_assert(strstr(out, "..") != NULL, "%s", out);
-    cr_assert_eq(norm("a/../../x", 0, out, sizeof(out)), RB_EFORBIDDEN);
-    cr_assert_eq(norm("a/..", 0, out, sizeof(out)), RB_EFORBIDDEN);
-    cr_assert_eq(norm("/etc/passwd", 0, out, sizeof(out)), RB_EFORBIDDEN);
+    cr_assert_eq(norm("a/../../x", RB_ECONFLICT, out, sizeof(out)), RB_EFORBIDDEN);
+    cr_assert_eq(norm("a/..", RB_ECONFLICT, out, sizeof(out)), RB_EFORBIDDEN);
+    cr_assert_eq(norm("/etc/passwd", RB_ECONFLICT, out, sizeof(out)), RB_EFORBIDDEN);
     cr_assert(strstr(out, "/workspace") != NULL, "%s", out);
-    cr_assert_eq(norm("/workspacex/y", 0, out, sizeof(out)), RB_EFORBIDDEN);
-    cr_assert_eq(norm("/workspace/../etc", 0, out, sizeof(out)), RB_EFORBIDDEN);
-    cr_assert_eq(norm("", 0, out, sizeof(out)), RB_EINVAL);
-    cr_assert_eq(norm("/workspace/", 0, out, sizeof(out)), RB_EINVAL);
-    cr_assert_eq(norm(".", 0, out, sizeof(out)), RB_EINVAL);
-    cr_assert_eq(norm("a\nb", 0, out, sizeof(out)), RB_EINVAL);
-    cr_assert_eq(norm("a\\b", 0, out, sizeof(out)), RB_EINVAL);
+    cr_assert_eq(norm("/workspacex/y", RB_ECONFLICT, out, sizeof(out)), RB_EFORBIDDEN);
+    cr_assert_eq(norm("/workspace/../etc", RB_ECONFLICT, out, sizeof(out)), RB_EFORBIDDEN);
+    cr_assert_eq(norm("", RB_ECONFLICT, out, sizeof(out)), RB_EINVAL);
+    /* /workspace itself: a folder (409) to write or read, not to be deleted (403) */
+    cr_assert_eq(norm("/workspace/", RB_ECONFLICT, out, sizeof(out)), RB_ECONFLICT);
+    cr_assert_eq(norm(".", RB_ECONFLICT, out, sizeof(out)), RB_ECONFLICT);
+    cr_assert(strstr(out, "/workspace itself") != NULL, "%s", out);
+    cr_assert_eq(norm("//./", RB_EFORBIDDEN, out, sizeof(out)), RB_EFORBIDDEN);
+    cr_assert_eq(norm("a\nb", RB_ECONFLICT, out, sizeof(out)), RB_EINVAL);
+    cr_assert_eq(norm("a\\b", RB_ECONFLICT, out, sizeof(out)), RB_EINVAL);
     char *p = NULL, err[RB_ERR_LEN];
-    cr_assert_eq(files_normalize_path(NULL, 0, &p, err), RB_EINVAL);
+    cr_assert_eq(files_normalize_path(NULL, RB_ECONFLICT, &p, err), RB_EINVAL);
     char longp[5000];
     memset(longp, 'a', sizeof(longp) - 1);
     longp[sizeof(longp) - 1] = '\0';
-    cr_assert_eq(files_normalize_path(longp, 0, &p, err), RB_EINVAL);
+    cr_assert_eq(files_normalize_path(longp, RB_ECONFLICT, &p, err), RB_EINVAL);
     cr_assert_null(p);
+}
+
+/* openapi.yaml's pattern and maxLength for a path: names of at most 255 characters, 1000
+ * characters in all. A name the sandbox's file system cannot hold (over 255 bytes) is the
+ * caller's error (400), not the sandbox's (it used to answer 502 "unusable folder"). */
+Test(paths, lengths)
+{
+    char out[RB_ERR_LEN], path[4200];
+    memset(path, 'a', 255);
+    path[255] = '\0';
+    cr_assert_eq(norm(path, RB_ECONFLICT, out, sizeof(out)), RB_OK);
+    path[255] = 'a';
+    path[256] = '\0';
+    cr_assert_eq(norm(path, RB_ECONFLICT, out, sizeof(out)), RB_EINVAL);
+    cr_assert(strstr(out, "255 bytes") != NULL, "%s", out);
+    /* 1000 characters of 4 bytes each, in names of 50 characters (200 bytes) */
+    size_t n = 0;
+    for (int i = 0; i < 1000; i++) {
+        if (i > 0 && i % 50 == 0)
+            path[n - 4] = '/', n -= 3; /* replace the last character by a separator */
+        memcpy(path + n, "\xf0\x9f\x98\x80", 4);
+        n += 4;
+    }
+    path[n] = '\0';
+    cr_assert_eq(norm(path, RB_ECONFLICT, out, sizeof(out)), RB_OK, "%s", out);
+    memcpy(path + n, "x", 2);
+    cr_assert_eq(norm(path, RB_ECONFLICT, out, sizeof(out)), RB_EINVAL);
+    cr_assert(strstr(out, "1000 characters") != NULL, "%s", out);
 }
 
 Test(paths, content_types)
@@ -198,11 +229,22 @@ Test(sizes, parsed_or_refused_never_undefined)
     cr_assert_eq(n, 1536);
     cr_assert_eq(size_of("256MiB", &n), 0);
     cr_assert_eq(n, 256 * 1024 * 1024);
-    /* past int64: refused, not cast (the cast is undefined behaviour; UBSan flags it) */
-    cr_assert_eq(size_of("1e300g", &n), -1);
-    cr_assert_eq(size_of("9e18", &n), -1);
-    cr_assert_eq(size_of("1e999", &n), -1);
-    cr_assert_eq(size_of("8e18", &n), 0);
-    cr_assert_eq(size_of("0", &n), -1);
-    cr_assert_eq(size_of("12x", &n), -1);
+    cr_assert_eq(size_of("2Gb", &n), 0);
+    cr_assert_eq(n, 2LL * 1024 * 1024 * 1024);
+    cr_assert_eq(size_of("100b", &n), 0);
+    cr_assert_eq(n, 100);
+    /* a size, however small or large, parses (the caller checks the range: 403 outside it);
+     * past int64 it reads as the largest, never as an undefined cast (UBSan flags those) */
+    cr_assert_eq(size_of("0", &n), 0);
+    cr_assert_eq(n, 0);
+    cr_assert_eq(size_of("99999999999999999999999g", &n), 0);
+    cr_assert_eq(n, INT64_MAX);
+    /* only openapi.yaml's pattern is a size: no exponents, hex, signs, spaces or other units */
+    const char *const bad[] = {"1e300g", "9e18", "0x10m", "-1", "+1", " 1", "1 ", "1.", ".5", "12x", "1mi", "1ib",
+                               "1bb", "", "m"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert_eq(size_of(bad[i], &n), -1, "%s", bad[i]);
+    json_t *nul = json_stringn("512m\0x", 6);
+    cr_assert_eq(core__parse_size(nul, &n), -1);
+    json_decref(nul);
 }

@@ -275,7 +275,7 @@ static rb_core *slow_core_open(slow_backend **out)
 {
     char err[RB_ERR_LEN];
     slow_backend *sb = xcalloc(1, sizeof(*sb));
-    cr_assert_eq(backend_docker_new(&sup_loop, sup_cfg.docker_socket, &sb->inner, err), RB_OK, "%s", err);
+    cr_assert_eq(backend_docker_new(&sup_loop, sup_cfg.docker_socket, 0, 0, &sb->inner, err), RB_OK, "%s", err);
     rb_core *c;
     cr_assert_eq(core_new_with_backend(&sup_loop, &sup_cfg, backend_new(&slow_ops, sb), &c, err), RB_OK, "%s", err);
     *out = sb;

@@ -124,6 +124,19 @@ Test(runner_event, types_and_fields)
 
     ev = parse_ok("{\"type\":\"pong\",\"id\":\"p_1\",\"busy\":null}");
     cr_assert_null(ev.busy);
+    cr_assert_eq(ev.warming, 0);
+    runner_event_dispose(&ev);
+
+    ev = parse_ok("{\"type\":\"pong\",\"id\":\"p_1\",\"warming\":true}");
+    cr_assert_eq(ev.warming, 1);
+    runner_event_dispose(&ev);
+    ev = parse_ok("{\"type\":\"pong\",\"id\":\"p_1\",\"warming\":\"yes\"}");
+    cr_assert_eq(ev.warming, 0); /* only true is true */
+    runner_event_dispose(&ev);
+
+    ev = parse_ok("{\"type\":\"warm\",\"preload\":[\"numpy\"],\"ms\":900}");
+    cr_assert_eq(ev.type, RUNNER_EV_WARM);
+    cr_assert_eq(ev.warming, 0);
     runner_event_dispose(&ev);
 
     ev = parse_ok("{\"type\":\"ready\",\"language\":\"bash\",\"version\":1}");

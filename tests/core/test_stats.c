@@ -56,7 +56,7 @@ Test(stats, executions_and_deleted_sessions_are_counted)
     char ids[2][64];
     for (int i = 0; i < 2; i++) {
         json_t *req = json_pack("{s:s, s:s}", "session_id", sid, "code", "import time; time.sleep(30)"), *st;
-        cr_assert_eq(core_execute(c, req, &st, err), RB_OK, "%s", err);
+        cr_assert_eq(core_execute(c, NULL, req, &st, err), RB_OK, "%s", err);
         snprintf(ids[i], sizeof(ids[i]), "%s", sup_str(st, "request_id"));
         json_decref(req);
         json_decref(st);
@@ -68,7 +68,7 @@ Test(stats, executions_and_deleted_sessions_are_counted)
     cr_assert_eq(b.executions_queued, 1);
     cr_assert_eq(b.sessions[STATS_LIVE_BUSY], 1);
     json_t *st;
-    cr_assert_eq(core_execution_cancel(c, ids[1], &st, err), RB_OK, "%s", err); /* still queued */
+    cr_assert_eq(core_execution_cancel(c, NULL, ids[1], &st, err), RB_OK, "%s", err); /* still queued */
     json_decref(st);
     sup_session_delete(c, sid); /* ends the running one with an error */
 
@@ -99,8 +99,7 @@ Test(stats, idle_and_dead_sessions_are_told_apart)
     char *idle = sup_session_create_id(c, NULL);
     char *dead = sup_session_create_id(c, NULL);
     /* Kill the runner's supervisor: the container exits with it and the session is dead. */
-    json_t *r =
-        sup_run_code(c, dead, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(5)", 0);
+    json_t *r = sup_run_code_killing_the_runner(c, dead);
     json_decref(r);
     int never = 0;
     sup_run_until(&never, 4000);

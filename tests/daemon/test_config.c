@@ -75,6 +75,28 @@ Test(config, durations_and_numbers)
     config_dispose(&c);
 }
 
+Test(config, docker_deadlines)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_float_eq(c.core.docker_timeout, 30.0, 1e-9);
+    cr_assert_float_eq(c.core.docker_transfer_timeout, 120.0, 1e-9);
+    cr_assert_eq(config_set(&c, "docker-timeout", "2.5", err), RB_OK);
+    cr_assert_float_eq(c.core.docker_timeout, 2.5, 1e-9);
+    cr_assert_eq(config_set(&c, "docker-transfer-timeout", "5m", err), RB_OK);
+    cr_assert_float_eq(c.core.docker_transfer_timeout, 300.0, 1e-9);
+    cr_assert_eq(config_validate(&c, err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&c, "docker-timeout", "0", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strncmp(err, "docker-timeout", 14) == 0, "%s", err);
+    cr_assert_eq(config_set(&c, "docker-timeout", "30", err), RB_OK);
+    cr_assert_eq(config_set(&c, "docker-transfer-timeout", "2d", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strncmp(err, "docker-transfer-timeout", 23) == 0, "%s", err);
+    config_dispose(&c);
+}
+
 Test(config, unknown_key_is_named)
 {
     rb_config c;
@@ -159,8 +181,17 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 46); /* every key of daemon/config.c (keys table) */
+    cr_assert_eq(n, 51); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
+}
+
+Test(config, switches_are_the_boolean_keys)
+{
+    cr_assert(config_is_switch("allow-unauthenticated"));
+    cr_assert(config_is_switch("allow-network"));
+    cr_assert(!config_is_switch("api-keys-file"));
+    cr_assert(!config_is_switch("listen"));
+    cr_assert(!config_is_switch("no-such-key"));
 }
 
 /* Moved from the policy and pool tests when configuration moved to daemon/. */
@@ -213,5 +244,26 @@ Test(config, malformed_dependency_policy_stops_start_up)
     cr_assert(strstr(err, "deps-allow") != NULL, "%s", err);
     cr_assert_eq(config_set(&c, "deps-allow", "requests>=2.31, numpy", err), RB_OK, "%s", err);
     cr_assert_eq(config_validate(&c, err), RB_OK, "%s", err);
+    config_dispose(&c);
+}
+
+Test(config, preload_is_a_list_of_module_names_or_empty)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_str_eq(c.core.preload, "numpy,pandas,matplotlib.pyplot");
+    const char *good[] = {"", "numpy", " numpy , pandas,matplotlib.pyplot ", "_priv.mod2", "a,,b"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        cr_assert_eq(config_set(&c, "preload", good[i], err), RB_OK, "%s: %s", good[i], err);
+        cr_assert_eq(config_validate(&c, err), RB_OK, "'%s': %s", good[i], err);
+    }
+    cr_assert_str_eq(c.core.preload, "a,,b");
+    const char *bad[] = {"9lives", "a..b", "numpy.", ".numpy", "os;import sys", "numpy pandas", "pan-das", "a,b$"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cr_assert_eq(config_set(&c, "preload", bad[i], err), RB_OK);
+        cr_assert_eq(config_validate(&c, err), RB_EINVAL, "'%s' passed", bad[i]);
+        cr_assert(strstr(err, "preload") != NULL, "%s", err);
+    }
     config_dispose(&c);
 }

@@ -4,7 +4,8 @@
  * and swallows others (never answers them): every kind of call ends with RB_ETIMEDOUT at its
  * deadline, calls waiting for a connection too, an attach handshake has a deadline, and long
  * calls that hang cannot take the connections of short ones (ping, create, start, inspect).
- * Waits are bounded by a hang guard, never timed.
+ * The client's statistics count every completed call under its operation, and failed ones
+ * under their reason. Waits are bounded by a hang guard, never timed.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -70,6 +71,8 @@ static void answer(fake_conn *c, const char *line)
     const char *status = "200 OK", *body = "{}";
     if (strstr(line, "/version") != NULL)
         body = "{\"ApiVersion\":\"1.41\"}";
+    else if (strstr(line, "/broken") != NULL)
+        status = "500 Internal Server Error", body = "{\"message\":\"broken\"}";
     else if (strstr(line, "/containers/create") != NULL)
         status = "201 Created", body = "{\"Id\":\"c0ffee\",\"Warnings\":[]}";
     size_t cap = 512;
@@ -269,6 +272,76 @@ Test(deadlines, every_kind_of_call_times_out_by_default)
     }
     cr_expect(strstr(o[1].msg, "POST /containers/create?name=runbox-x") != NULL, "message: %s", o[1].msg);
     cr_expect(strstr(o[1].msg, "300 ms") != NULL, "message: %s", o[1].msg);
+    /* each timed out under its operation: list and logs are "other" */
+    docker_stats st;
+    docker_stats_read(d, &st);
+    static const struct {
+        docker_op op;
+        uint64_t n;
+    } want[] = {{DOCKER_OP_PING, 1},   {DOCKER_OP_CREATE, 1}, {DOCKER_OP_START, 1}, {DOCKER_OP_REMOVE, 1},
+                {DOCKER_OP_INSPECT, 1}, {DOCKER_OP_OTHER, 2}, {DOCKER_OP_WAIT, 1},  {DOCKER_OP_EXEC, 1},
+                {DOCKER_OP_ARCHIVE, 2}, {DOCKER_OP_ATTACH, 0}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const char *name = docker_op_name(want[i].op);
+        cr_expect_eq(st.failures[want[i].op][DOCKER_FAIL_TIMEOUT], want[i].n, "%s: %llu timeouts", name,
+                     (unsigned long long)st.failures[want[i].op][DOCKER_FAIL_TIMEOUT]);
+        cr_expect_eq(st.latency[want[i].op].count, want[i].n, "%s: %llu calls", name,
+                     (unsigned long long)st.latency[want[i].op].count);
+        for (int f = DOCKER_FAIL_UNREACHABLE; f < DOCKER_FAIL_MAX; f++)
+            cr_expect_eq(st.failures[want[i].op][f], 0, "%s: %s", name, docker_failure_name((docker_failure)f));
+    }
+    /* the calls took their 300 ms deadline, no bucket of 5 ms or less */
+    cr_expect_eq(st.latency[DOCKER_OP_CREATE].bucket[0], 0);
+    cr_expect_geq(st.latency[DOCKER_OP_CREATE].sum, 0.2);
+    fake_close(&loop, d);
+}
+
+Test(deadlines, answered_calls_are_counted_and_failures_by_reason)
+{
+    uv_loop_t loop;
+    docker *d, *nowhere;
+    char err[RB_ERR_LEN];
+    fake_open(&loop, NULL, &d); /* answers everything: 200, or 500 for /broken */
+    cr_assert_eq(docker_new(&loop, "/nonexistent/runbox-test.sock", &nowhere, err), RB_OK, "%s", err);
+    int done = 0;
+    outcome o[6];
+    for (size_t i = 0; i < 6; i++)
+        o[i] = (outcome){&done, RB_OK, ""};
+    json_t *conf = json_object();
+    cr_assert_eq(docker_ping_version(d, json_cb, &o[0], err), RB_OK, "%s", err);
+    cr_assert_eq(docker_container_create(d, "runbox-z", conf, json_cb, &o[1], err), RB_OK, "%s", err);
+    cr_assert_eq(docker_container_inspect(d, "c0ffee", json_cb, &o[2], err), RB_OK, "%s", err);
+    cr_assert_eq(docker_container_inspect(d, "broken", json_cb, &o[3], err), RB_OK, "%s", err);
+    cr_assert_eq(docker_container_remove(d, "c0ffee", json_cb, &o[4], err), RB_OK, "%s", err);
+    cr_assert_eq(docker_container_create(nowhere, NULL, conf, json_cb, &o[5], err), RB_OK, "%s", err);
+    json_decref(conf);
+    run_until(&loop, &done, 6);
+    cr_expect_eq(o[3].err, RB_EIO, "%s", o[3].msg);
+    cr_expect_eq(o[5].err, RB_EUNAVAILABLE, "%s", o[5].msg);
+    docker_stats st, st2;
+    docker_stats_read(d, &st);
+    docker_stats_read(nowhere, &st2);
+    cr_expect_eq(st.latency[DOCKER_OP_PING].count, 1);
+    cr_expect_eq(st.latency[DOCKER_OP_CREATE].count, 1);
+    cr_expect_eq(st.latency[DOCKER_OP_INSPECT].count, 2);
+    cr_expect_eq(st.latency[DOCKER_OP_REMOVE].count, 1);
+    cr_expect_eq(st.failures[DOCKER_OP_INSPECT][DOCKER_FAIL_HTTP_5XX], 1);
+    uint64_t failed = 0;
+    for (int op = 0; op < DOCKER_OP_MAX; op++)
+        for (int f = 0; f < DOCKER_FAIL_MAX; f++)
+            failed += st.failures[op][f];
+    cr_expect_eq(failed, 1, "only the inspect of /broken failed");
+    for (int op = 0; op < DOCKER_OP_MAX; op++) {
+        uint64_t in_buckets = 0;
+        for (int b = 0; b <= RB_LATENCY_BUCKETS; b++)
+            in_buckets += st.latency[op].bucket[b];
+        cr_expect_eq(in_buckets, st.latency[op].count, "%s: every call in one bucket", docker_op_name((docker_op)op));
+    }
+    cr_expect_eq(st2.failures[DOCKER_OP_CREATE][DOCKER_FAIL_UNREACHABLE], 1);
+    cr_expect_str_eq(docker_op_name(DOCKER_OP_CREATE), "create");
+    cr_expect_str_eq(docker_failure_name(DOCKER_FAIL_HTTP_5XX), "http_5xx");
+    cr_expect_str_eq(docker_op_name(DOCKER_OP_MAX), "");
+    docker_free(nowhere);
     fake_close(&loop, d);
 }
 
@@ -411,6 +484,10 @@ Test(deadlines, an_unanswered_attach_times_out)
     run_until(&loop, &done, 1);
     cr_expect_eq(o.err, RB_ETIMEDOUT, "got %s: %s", rb_strerror(o.err), o.msg);
     cr_expect(strstr(o.msg, "attach") != NULL && strstr(o.msg, E.path) != NULL, "message: %s", o.msg);
+    docker_stats st;
+    docker_stats_read(d, &st);
+    cr_expect_eq(st.failures[DOCKER_OP_ATTACH][DOCKER_FAIL_TIMEOUT], 1);
+    cr_expect_eq(st.latency[DOCKER_OP_ATTACH].count, 1);
     fake_close(&loop, d);
 }
 

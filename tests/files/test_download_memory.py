@@ -87,7 +87,7 @@ def mcp_download(server, path: str, session_id: str) -> dict:
             "name": "download_file", "arguments": {"session_id": session_id, "src_path": path}}})
     assert r.status_code == 200, r.text
     requests.delete(server.url + "/mcp", headers=h, timeout=30)
-    return r.json()["result"]
+    return rbtest.mcp_answer(r)["result"]
 
 
 def test_downloads_in_flight_are_bounded(make_server):

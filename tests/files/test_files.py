@@ -76,6 +76,20 @@ def test_raw_upload_list_download_delete(server, session):
     check_error(r, 404, "not_found", "data/blob.bin")
 
 
+def test_folders_an_upload_makes_belong_to_the_sandbox_user(server, session):
+    """The sandbox starts as root so that its runner can separate privileges (issue 9, finding
+    3); the file helper that makes an upload's folders runs as the sandbox user all the same,
+    so code can write into them and delete them."""
+    sid = session["session_id"]
+    r = upload_raw(server, sid, "made/by/upload.txt", b"up")
+    assert r.status_code == 201, r.text
+    doc = run(server, sid, "import os\n"
+                           "[(os.stat(p).st_uid, os.stat(p).st_gid) for p in ('made', 'made/by', 'made/by/upload.txt')]")
+    assert doc["result"] == "[(1000, 1000), (1000, 1000), (1000, 1000)]", doc
+    doc = run(server, sid, "open('made/by/mine.txt', 'w').write('x')\nimport shutil; shutil.rmtree('made'); 'done'")
+    assert doc["result"] == "'done'", doc
+
+
 def test_multipart_upload_and_content_types(server, session):
     sid = session["session_id"]
     files = [("file", ("table.csv", b"a,b\n1,2\n", "text/csv")), ("file", ("notes.txt", b"hello\n", "text/plain"))]
@@ -132,7 +146,7 @@ def test_path_confinement(server, session):
     check_error(upload_raw(server, sid, "../escape.txt", b"x"), 403, "forbidden")
     check_error(upload_raw(server, sid, "/tmp/x", b"x"), 403, "forbidden")
     check_error(server.delete(f"/sessions/{sid}/files", params={"path": "/"}), 403, "forbidden")
-    check_error(server.delete(f"/sessions/{sid}/files", params={"path": "."}), 400, "invalid_request")
+    check_error(server.delete(f"/sessions/{sid}/files", params={"path": "."}), 403, "forbidden", "/workspace itself")
 
     # symlinks made by code that lead outside /workspace are refused in every direction
     run(server, sid, "import os; os.symlink('/etc', 'etc'); os.symlink('/etc/passwd', 'pw'); "
@@ -153,7 +167,7 @@ def test_path_confinement(server, session):
     assert doc["result"] == "(False, True)"
     # directories are not downloadable
     run(server, sid, "import os; os.makedirs('adir', exist_ok=True)")
-    check_error(server.get(dl, params={"path": "adir"}), 400, "invalid_request", "not a regular file")
+    check_error(server.get(dl, params={"path": "adir"}), 409, "conflict", "not a regular file")
 
 
 def test_unknown_session_and_missing_file(server, session):

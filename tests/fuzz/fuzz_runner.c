@@ -199,7 +199,7 @@ static void check_event(const runner_event *ev)
     FUZZ_CHECK(json_is_object(j));
     FUZZ_CHECK(ev->type_name == json_string_value(json_object_get(j, "type")));
     FUZZ_CHECK(ev->id == json_string_value(json_object_get(j, "id")));
-    static const char *const names[] = {NULL, "pong", "ready", "error_reply", "done"};
+    static const char *const names[] = {NULL, "pong", "ready", "error_reply", "done", "warm"};
     if (ev->type != RUNNER_EV_OUTPUT) {
         FUZZ_CHECK((size_t)ev->type < sizeof(names) / sizeof(names[0]));
         FUZZ_CHECK(names[ev->type] == NULL ? ev->type_name == NULL
@@ -209,6 +209,7 @@ static void check_event(const runner_event *ev)
         for (size_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
             FUZZ_CHECK(strcmp(ev->type_name, names[i]) != 0);
     }
+    FUZZ_CHECK(ev->warming == (ev->type == RUNNER_EV_PONG && json_is_true(json_object_get(j, "warming"))));
     if (ev->type == RUNNER_EV_DONE) {
         FUZZ_CHECK(strcmp(ev->status, "completed") == 0 || strcmp(ev->status, "error") == 0 ||
                    strcmp(ev->status, "timeout") == 0 || strcmp(ev->status, "cancelled") == 0);

@@ -6,7 +6,8 @@
  *   - the value is read as it was before the parser became a function of its own (on a
  *     NUL-terminated copy: the boot, '-', then strtoull to the end), for this server's boot and
  *     for another one;
- *   - an accepted value starts with "<boot>-";
+ *   - an accepted value starts with "<boot>-", and is never taken for an id of another boot
+ *     (mcp__sse_id_foreign);
  *   - round trip: the id mcp__sse_id_format writes for a sequence number taken from the input
  *     fits the 48 bytes the stream code gives it and reads back as that number; into a short
  *     buffer it is cut and NUL-terminated.
@@ -41,6 +42,8 @@ static void sse_id_check(const char *v, const char *cstr, size_t n, const char *
         FUZZ_CHECK(seq == want);
         FUZZ_CHECK(memcmp(v, boot, strlen(boot)) == 0 && v[strlen(boot)] == '-');
     }
+    /* an id of another boot is never one of this boot's */
+    FUZZ_CHECK(!(ok && mcp__sse_id_foreign(v, n, boot)));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n);

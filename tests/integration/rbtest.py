@@ -38,12 +38,14 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer")
 ERROR_CODES = {
     400: {"invalid_request"},
+    403: {"forbidden"},
     404: {"not_found"},
     405: {"method_not_allowed"},
     409: {"conflict", "cancelled"},
     413: {"payload_too_large"},
     415: {"unsupported_media_type"},
-    429: {"too_many_requests"},
+    401: {"unauthorized"},
+    429: {"too_many_requests", "quota_exceeded"},
     500: {"store_error", "internal_error"},
     502: {"upstream_error"},
     503: {"docker_unavailable", "shutting_down"},
@@ -494,6 +496,19 @@ def read_sse(resp: requests.Response) -> tuple[list[str], list[SSEEvent]]:
         elif field == "id":
             eid = value
     return comments, events
+
+
+def mcp_answer(resp: requests.Response, rid: Any = None) -> dict:
+    """The JSON-RPC response in an answer to an MCP POST, framed either way the transport allows:
+    application/json, or an event stream (runboxd's framing when Accept names
+    text/event-stream). In a stream, the message with id rid (the only response when rid is
+    None); progress and log notifications before it are skipped."""
+    if not resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+        return resp.json()
+    msgs = [json.loads(line[5:]) for line in resp.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+    answers = [m for m in msgs if "method" not in m and (rid is None or m.get("id") == rid)]
+    assert len(answers) == 1, resp.text[:2000]
+    return answers[0]
 
 
 def _lines(resp: requests.Response) -> Iterator[bytes]:

@@ -1,7 +1,7 @@
 """GET /metrics on a real runboxd with the real Docker engine: the exposition parses with the
 Prometheus client library's own parser, every label value is from its fixed set, and the counts
 match what the test did (cells that complete, fail and time out; a deleted and an idle session;
-refusals by Host and Origin; an MCP session)."""
+refusals by Host and Origin; an MCP session; the Docker calls a session create makes)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LABELS = {
     "status": {"starting", "ready", "busy", "completed", "error", "timeout", "cancelled"},
     "reason": {"deleted", "idle", "dead", "error", "host", "origin", "stopping", "too_many_streams",
-               "body_too_large", "bad_request"},
+               "body_too_large", "bad_request", "unauthorized", "rate_limited",
+               "timeout", "unreachable", "connection", "http_4xx", "http_5xx"},
+    "operation": {"create", "start", "attach", "exec", "archive", "wait", "remove", "inspect", "ping", "other"},
     "protocol": {"rest", "mcp", "other"},
     "status_class": {"2xx", "3xx", "4xx", "5xx"},
 }
@@ -58,12 +60,26 @@ def test_metrics_count_what_happened(sandbox_image, make_server):
     for fam, kind in [("runbox_sessions_live", "gauge"), ("runbox_sessions_created", "counter"),
                       ("runbox_executions_finished", "counter"), ("runbox_execution_duration_seconds", "histogram"),
                       ("runbox_http_refusals", "counter"), ("runbox_docker_reachable", "gauge"),
-                      ("runbox_process_resident_memory_bytes", "gauge"), ("runbox_mcp_sessions_live", "gauge")]:
+                      ("runbox_process_resident_memory_bytes", "gauge"), ("runbox_mcp_sessions_live", "gauge"),
+                      ("runbox_docker_call_duration_seconds", "histogram"),
+                      ("runbox_docker_call_failures", "counter")]:
         assert types.get(fam) == kind, (fam, types.get(fam))
     assert val(m0, "runbox_docker_reachable") == 1
 
-    # Three cells with three outcomes, then the session is deleted.
+    # A session create makes Docker calls: create, start, attach (and pings meanwhile).
     sid = s.create_session()["session_id"]
+    m, _ = scrape(s)
+    for op in ("create", "start", "attach"):
+        assert val(m, "runbox_docker_call_duration_seconds_count", operation=op) == \
+            val(m0, "runbox_docker_call_duration_seconds_count", operation=op) + 1, op
+        assert val(m, "runbox_docker_call_duration_seconds_bucket", operation=op, le="+Inf") == \
+            val(m, "runbox_docker_call_duration_seconds_count", operation=op), op
+    assert val(m, "runbox_docker_call_duration_seconds_count", operation="ping") >= 1
+    for op in LABELS["operation"]:
+        for reason in ("timeout", "unreachable", "connection", "http_4xx", "http_5xx"):
+            assert val(m, "runbox_docker_call_failures_total", operation=op, reason=reason) == 0, (op, reason)
+
+    # Three cells with three outcomes, then the session is deleted.
     assert s.execute(sid, "print('hi')")["status"] == "completed"
     assert s.execute(sid, "1/0")["status"] == "error"
     assert s.execute(sid, "while True: pass", timeout=1)["status"] == "timeout"

@@ -34,7 +34,14 @@ ROUTES = {
     ("/execute", "post"), ("/execute/{request_id}/status", "get"), ("/execute/{request_id}/results", "get"),
     ("/execute/{request_id}/events", "get"), ("/execute/{request_id}", "delete"),
     ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"),
-    ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"),
+    ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"), ("/sse", "get"), ("/messages", "post"),
+    # the AgentRun-compatible surface (server/rest/agentrun.c, server/mcp/mcp_agentrun.c)
+    ("/agentrun/", "get"), ("/agentrun/health", "get"), ("/agentrun/packages", "get"),
+    ("/agentrun/sessions", "post"), ("/agentrun/sessions", "get"),
+    ("/agentrun/sessions/{session_id}", "get"), ("/agentrun/sessions/{session_id}", "delete"),
+    ("/agentrun/sessions/{session_id}/execute", "post"), ("/agentrun/sessions/{session_id}/copy-to", "post"),
+    ("/agentrun/sessions/{session_id}/copy-from", "post"),
+    ("/agentrun/mcp", "post"), ("/agentrun/mcp", "get"), ("/agentrun/mcp", "delete"),
 }
 
 

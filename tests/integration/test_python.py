@@ -60,13 +60,16 @@ def test_sandbox_is_locked_down(server, session):
     assert_memory_limit(host, session["execution_options"], 512)
     assert host["NanoCpus"] == 1_000_000_000
     assert host["PidsLimit"] and host["PidsLimit"] > 0
-    user = info["Config"]["User"]
-    assert user and user not in ("0", "root", "0:0"), f"sandbox runs as {user!r}"
+    # Started as root with only the capabilities its runner needs to drop privileges: the
+    # supervisor becomes uid 999 and runs user code as uid 1000 (docker/runner/PROTOCOL.md).
+    assert info["Config"]["User"] == "0", info["Config"]["User"]
+    assert sorted(c.upper() for c in host.get("CapAdd") or []) == ["KILL", "SETGID", "SETUID"], host.get("CapAdd")
     # Labelled so that runboxd finds its own containers after a crash (a warm-pool container's
     # runbox.session label names the pool rather than the session).
     labels = info["Config"]["Labels"]
     assert labels.get("runbox.session") and labels.get("runbox.instance")
-    # And from the inside: no network interface but loopback, not root, read-only /.
+    # And from the inside: no network interface but loopback, the sandbox user without any
+    # capability, its supervisor another user, read-only /.
     r = server.execute(session["session_id"], (
         "import os, socket\n"
         "ifaces = sorted(n for _, n in socket.if_nameindex())\n"
@@ -74,9 +77,11 @@ def test_sandbox_is_locked_down(server, session):
         "    open('/etc/runbox-probe', 'w'); ro = False\n"
         "except OSError:\n"
         "    ro = True\n"
-        "(ifaces, os.getuid() != 0, ro)"))
+        "def status(pid, key):\n"
+        "    return [l.split()[1] for l in open('/proc/%s/status' % pid) if l.startswith(key + ':')][0]\n"
+        "(ifaces, os.getuid(), status('self', 'CapEff'), status(os.getppid(), 'Uid'), ro)"))
     assert r["status"] == "completed", r
-    assert r["result"] == "(['lo'], True, True)"
+    assert r["result"] == "(['lo'], 1000, '0000000000000000', '999', True)"
 
 
 def test_session_with_options(server):
@@ -385,3 +390,76 @@ def test_health(server):
     assert h["docker"]["reachable"] is True
     assert h["docker"]["api_version"] and h["docker"]["error"] is None
     assert h["version"]
+
+
+# ---- the preload (issue 13, --preload): every python sandbox imports the common stack before
+# its first cell, and keeps it across interpreter resets (docker/runner: the zygote).
+
+PRELOADED = ("numpy", "pandas", "matplotlib.pyplot")
+LOADED = "import sys\n[m in sys.modules for m in %r]" % (PRELOADED,)
+STUBBORN = ("import signal, time\nsignal.signal(signal.SIGINT, lambda *a: None)\n"
+            "while True:\n    time.sleep(0.05)\n")
+DRAW = "import numpy as np, random\n(float(np.random.random()), random.random())"
+
+
+def pool_hit(srv) -> str:
+    """A session claimed from the warm pool (ready means the preload is imported); its id."""
+    def pool():
+        p = srv.get("/health").json()["pool"]
+        return p if p["ready"] >= 1 else None
+
+    hits = rbtest.wait_until(pool, "a warm pool sandbox", 120)["hits"]
+    sid = srv.create_session({})["session_id"]
+    assert srv.get("/health").json()["pool"]["hits"] == hits + 1
+    return sid
+
+
+def test_a_new_session_has_the_stack_imported_and_a_reset_keeps_it(server):
+    sid = pool_hit(server)
+    r = server.execute(sid, LOADED)
+    assert r["status"] == "completed" and r["result"] == "[True, True, True]", r
+    # Imported, not named: the user's own import binds the name (and costs nothing).
+    for name in ("pd", "np", "plt", "pandas"):
+        r = server.execute(sid, name)
+        assert r["status"] == "error" and r["error"]["ename"] == "NameError", r
+    r = server.execute(sid, "import pandas as pd, matplotlib.pyplot as plt\npd.DataFrame({'a': [1, 2, 3]}).plot()\n"
+                            "plt.show()")
+    assert r["status"] == "completed" and len(r["files"]) == 1, r
+    assert base64.b64decode(r["files"][0]).startswith(rbtest.PNG_SIGNATURE)
+    # A reset (code that ignores the interrupt of its timeout) gives a fresh interpreter that has
+    # the stack again, and a random state of its own.
+    draws = [tuple(eval(server.execute(sid, DRAW)["result"]))]
+    for _ in range(2):
+        r = server.execute(sid, STUBBORN, timeout=1)
+        assert r["status"] == "timeout" and r["reset"] is True, r
+        r = server.execute(sid, LOADED)
+        assert r["status"] == "completed" and r["result"] == "[True, True, True]", r
+        assert server.execute(sid, "'pd' in globals()")["result"] == "False"
+        draws.append(tuple(eval(server.execute(sid, DRAW)["result"])))
+    assert len({d[0] for d in draws}) == 3 and len({d[1] for d in draws}) == 3, draws
+
+
+def test_a_session_on_the_cold_path_gets_the_preload_from_its_first_reset(server):
+    # A pool miss (here: environment variables) starts its first interpreter the plain way (a
+    # burst of new sandboxes spends no CPU on imports); from its first reset on, interpreters
+    # come preloaded.
+    sid = server.create_session({"execution_options": {"environment_variables": {"COLD": "1"}}})["session_id"]
+    r = server.execute(sid, LOADED)
+    assert r["status"] == "completed" and r["result"] == "[False, False, False]", r
+    for _ in range(2):
+        r = server.execute(sid, STUBBORN, timeout=1)
+        assert r["status"] == "timeout" and r["reset"] is True, r
+        r = server.execute(sid, LOADED)
+        assert r["status"] == "completed" and r["result"] == "[True, True, True]", r
+    assert server.execute(sid, "import os\nos.environ['COLD']")["result"] == "'1'"
+
+
+def test_preload_off(make_server):
+    srv = make_server(["--preload", "", "--pool-size", "1"])
+    sid = srv.create_session({})["session_id"]
+    r = srv.execute(sid, LOADED)
+    assert r["status"] == "completed" and r["result"] == "[False, False, False]", r
+    r = srv.execute(sid, STUBBORN, timeout=1)
+    assert r["status"] == "timeout" and r["reset"] is True, r
+    r = srv.execute(sid, "import numpy as np\nint(np.arange(10).sum())")
+    assert r["status"] == "completed" and r["result"] == "45", r

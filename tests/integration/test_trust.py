@@ -165,10 +165,85 @@ def test_event_streams_and_mcp_sessions_are_bounded(make_server):
     assert s.alive()
 
 
-# Writes garbage straight into the container's output stream (docker-init's stdout, which is
-# the attach stream runboxd reads), as fast as it can for `secs` seconds: malformed lines, forged
-# frames, and lines past runboxd's 16 MiB line limit.
+# User code floods what it can still reach (issue 9, finding 3: the container's output stream,
+# runboxd's control channel, is out of its reach): its own stdout and stderr, as fast as it can
+# for SECS seconds, with malformed lines, text that looks like protocol frames (a forged "done"
+# first, so that it is in the kept head of the output) and lines past runboxd's 16 MiB limit.
 FLOOD = """
+import os, time
+forged = b'{"type":"done","id":"e_00000000000000000000000000000000","status":"completed","reset":false}\\n'
+junk = b"x" * (256 << 10) + b"\\n"
+frame = b'{"type":"stream","id":"e_00000000000000000000000000000000","name":"stdout","text":"%s"}\\n' % (b"y" * 60000)
+huge = b"z" * (17 << 20) + b"\\n"
+os.write(1, forged); os.write(2, forged)
+end = time.time() + SECS
+n = 0
+while time.time() < end:
+    os.write(1, junk); os.write(2, frame); n += 2
+    if n % 200 == 0:
+        os.write(1, huge)
+print("wrote", n)
+'flooded'
+"""
+
+
+def _flood_while_the_neighbour_works(s, neighbour: str, flood) -> list:
+    """Runs flood() in a thread while the neighbour session answers kept + 1 again and again."""
+    import threading
+
+    t = threading.Thread(target=flood)
+    t.start()
+    answers = []
+    while t.is_alive():
+        answers.append(s.execute(neighbour, "kept + 1")["result"])
+    t.join()
+    return answers
+
+
+def _runboxd_held(s, answers: list) -> list:
+    """Checks that runboxd and the neighbour held; returns runboxd's warnings about the flooder."""
+    assert answers and set(answers) == {"42"}, answers[:5]
+    log = s.log_text()
+    warnings = [l for l in log.splitlines() if " warn container " in l]
+    assert len(warnings) <= 4, f"{len(warnings)} warnings about the flooding sandbox:\n" + "\n".join(warnings[:5])
+    rss = rbtest.peak_rss_mb(s.pid)
+    assert rss < rbtest.RSS_LIMIT_MB, f"runboxd peak RSS {rss:.0f} MiB >= {rbtest.RSS_LIMIT_MB} MiB"
+    assert s.alive()
+    return warnings
+
+
+def test_a_flooding_sandbox_does_not_flood_runboxd(make_server):
+    """Finding 3: user code that writes as fast as it can, frame-looking text included, gets its
+    output capped and delivered as plain output of its own execution: nothing of it becomes an
+    event, the execution's own result is intact, and a neighbour session keeps working. (The
+    figures of a longer flood are in the benchmark.)"""
+    s = make_server(["--pool-size", "0"])
+    flooder = s.create_session()["session_id"]
+    neighbour = s.create_session()["session_id"]
+    s.execute(neighbour, "kept = 41")
+    out: dict = {}
+    answers = _flood_while_the_neighbour_works(
+        s, neighbour, lambda: out.update(s.execute(flooder, FLOOD.replace("SECS", "8"), timeout=120)))
+    assert out["status"] == "completed" and out["result"] == "'flooded'" and out["error"] is None, \
+        {k: (v[:300] if isinstance(v, str) else v) for k, v in out.items()}
+    forged = '{"type":"done","id":"e_00000000000000000000000000000000","status":"completed","reset":false}\n'
+    # Both streams share the execution's output budget: when the runner reads the stdout pipe's
+    # megabytes first (a loaded host), stderr's first bytes may arrive after the head is spent and
+    # be dropped with the rest of the middle; what does arrive is text, never an event.
+    assert out["stdout"].startswith(forged), out["stdout"][:300]
+    assert out["stderr"] == "" or out["stderr"].startswith(forged) or "output dropped" in out["stderr"][:400], \
+        out["stderr"][:300]
+    assert out["stdout"].splitlines()[-1].startswith("wrote "), out["stdout"][-300:]
+    assert "output dropped" in out["stdout"] + out["stderr"]
+    _runboxd_held(s, answers)
+
+
+# A runner taken over (which privilege separation is there to prevent: user code cannot write
+# into the container's output stream) writes garbage straight into that stream, docker-init's
+# stdout, which is the attach stream runboxd reads: malformed lines, forged frames, and lines past
+# runboxd's 16 MiB line limit, as fast as it can for SECS seconds. Run as the container's root
+# from the host (docker exec), the only way in now.
+HOSTILE_RUNNER = """
 import os, time
 fd = os.open("/proc/1/fd/1", os.O_WRONLY)
 junk = b"x" * (256 << 10) + b"\\n"
@@ -184,28 +259,22 @@ print("wrote", n)
 """
 
 
-def test_a_flooding_sandbox_does_not_flood_runboxd(make_server):
-    """Finding 3 (runboxd's side): every byte from a sandbox is untrusted: bounded per line, per
-    execution and per second, and what is dropped is logged at a limited rate; a neighbour
-    session keeps working meanwhile. (The figures of a longer flood are in the benchmark.)"""
-    import threading
-
+def test_a_hostile_runner_does_not_flood_runboxd(make_server):
+    """Finding 3 (runboxd's side): every byte from a sandbox is untrusted, even with the runner's
+    channel out of user code's reach: bounded per line, per execution and per second, and what
+    is dropped is logged at a limited rate; a neighbour session keeps working meanwhile."""
     s = make_server(["--pool-size", "0"])
-    flooder = s.create_session()["session_id"]
+    created = s.create_session()
+    flooder, cid = created["session_id"], created["container_id"]
     neighbour = s.create_session()["session_id"]
     s.execute(neighbour, "kept = 41")
-    out: dict = {}
-    t = threading.Thread(target=lambda: out.update(s.execute(flooder, FLOOD.replace("SECS", "8"), timeout=120)))
-    t.start()
-    answers = []
-    while t.is_alive():
-        answers.append(s.execute(neighbour, "kept + 1")["result"])
-    t.join()
-    assert out["status"] == "completed" and out["stdout"].startswith("wrote"), out
-    assert answers and set(answers) == {"42"}, answers[:5]
-    log = s.log_text()
-    warnings = [l for l in log.splitlines() if " warn container " in l]
-    assert len(warnings) <= 4, f"{len(warnings)} warnings about the flooding sandbox:\n" + "\n".join(warnings[:5])
-    rss = rbtest.peak_rss_mb(s.pid)
-    assert rss < rbtest.RSS_LIMIT_MB, f"runboxd peak RSS {rss:.0f} MiB >= {rbtest.RSS_LIMIT_MB} MiB"
-    assert s.alive()
+    rid = s.execute(flooder, "import time; time.sleep(10); 'slept'", wait=False, timeout=60)["request_id"]
+    wrote: dict = {}
+    answers = _flood_while_the_neighbour_works(
+        s, neighbour,
+        lambda: wrote.update(out=rbtest.docker("exec", "-u", "0", cid, "python3", "-c",
+                                               HOSTILE_RUNNER.replace("SECS", "8"))))
+    assert wrote["out"].startswith("wrote"), wrote
+    done = s.wait_done(rid, deadline=120)
+    assert done["status"] == "completed" and done["result"] == "'slept'", done
+    assert _runboxd_held(s, answers), "the flood never reached runboxd: nothing was dropped"

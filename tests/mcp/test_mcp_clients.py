@@ -56,6 +56,9 @@ def test_sdk_client_tools_state_and_plot(server):
             assert len(images) == 1, r.content
             assert images[0].mime_type == "image/png"
             assert base64.b64decode(images[0].data).startswith(rbtest.PNG_SIGNATURE)
+            # A text block says so too: hosts that pass only text on to the model (Chat
+            # Completions tool messages, the OpenAI Agents SDK there) would otherwise hand it nothing.
+            assert texts(r) == "(no text output; 1 plot as a PNG image)", r.content
             r = await c.call_tool("execute_code", {"code": "1/0"})
             assert r.is_error
             assert "ZeroDivisionError" in texts(r)
@@ -187,7 +190,7 @@ def test_mcp_session_survives_a_restart(make_server):
             "jsonrpc": "2.0", "id": rid, "method": "tools/call",
             "params": {"name": "execute_code", "arguments": {"code": code}}})
         assert r.status_code == 200, r.text
-        return r.json()["result"]
+        return rbtest.mcp_answer(r)["result"]
 
     first = call("survivor = 'still here'", 2)
     assert not first["isError"], first

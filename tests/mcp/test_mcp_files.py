@@ -115,6 +115,8 @@ def test_files_written_by_code_are_listed_downloaded_and_readable_as_resources(s
             assert not r.is_error, texts(r)
             assert r.content[0].type == "image" and r.content[0].mime_type == "image/png"
             assert base64.b64decode(r.content[0].data).startswith(rbtest.PNG_SIGNATURE)
+            # and as text for hosts that pass only text on (Chat Completions tool messages)
+            assert texts(r) == f"plot.png: image/png, {files['plot.png']['size']} bytes", r.content
 
             # Files as resources: the URIs list_files gives, and the template's escaped form.
             res = await c.read_resource(files["out/result.csv"]["uri"])

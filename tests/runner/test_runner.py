@@ -28,6 +28,7 @@ class Runner:
             env["RUNBOX_GRACE_MS"] = str(grace_ms)
         self.proc = subprocess.Popen(argv or [sys.executable, RUNNER], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
+        self.warm = None
         self.ready = self.event()
         assert self.ready["type"] == "ready"
         assert self.ready["language"] == language
@@ -40,9 +41,15 @@ class Runner:
         self.proc.stdin.flush()
 
     def event(self):
-        line = self.proc.stdout.readline()
-        assert line, "runner closed its stdout"
-        return json.loads(line)
+        """The next event but "warm" (sent once when the first interpreter has the preload;
+        kept in self.warm)."""
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, "runner closed its stdout"
+            ev = json.loads(line)
+            if ev.get("type") != "warm":
+                return ev
+            self.warm = ev
 
     def execute(self, code, timeout=30, max_output=1 << 20):
         rid = uuid.uuid4().hex
@@ -548,6 +555,50 @@ def test_privilege_separation_in_sandbox_image():
         rc = r.close()
         subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert rc == 0
+
+
+@pytest.mark.skipif(not image_available(), reason="%s is not built (docker/build-images)" % IMAGE)
+def test_the_supervisor_imports_nothing_from_the_workspace():
+    # Issue 9: the supervisor (uid 999, CAP_KILL/SETUID/SETGID, the protocol stream in its hands)
+    # imports the policy checker and `ast` only at the first checked cell. An `ast` that user code
+    # left in /workspace/.runbox/site-packages (runboxd's PYTHONPATH) was the one it imported
+    # when that folder existed at its start: user code ran on runbox's side.
+    volume = "runbox-test-runner-%s" % uuid.uuid4().hex[:8]
+    name = volume + "-c"
+    # The planted ast is the real one for user code (whose own Python imports it from there too)
+    # and fails for anyone else.
+    planted = ("import os\n"
+               "if os.getuid() != 1000:\n"
+               "    raise ImportError('a planted ast, imported by uid %d' % os.getuid())\n"
+               "exec(open(os.path.join(os.path.dirname(os.__file__), 'ast.py')).read())\n")
+    plant = ("mkdir -p /w/.runbox/site-packages && printf '%s' \"$PLANTED\" > /w/.runbox/site-packages/ast.py "
+             "&& chown -R 1000:1000 /w")
+    subprocess.run(["docker", "volume", "create", "--label", "runbox.test=1", volume], check=True,
+                   stdout=subprocess.DEVNULL)
+    r = None
+    try:
+        subprocess.run(["docker", "run", "--rm", "--label", "runbox.test=1", "-u", "0", "--network", "none",
+                        "-e", "PLANTED=" + planted, "-v", volume + ":/w", IMAGE, "sh", "-c", plant], check=True)
+        r = Runner(argv=["docker", "run", "-i", "--rm", "--name", name, "--label", "runbox.test=1", "--network",
+                         "none", "--read-only", "--tmpfs", "/tmp", "-v", volume + ":/workspace", "--user", "0:0",
+                         "--init", "--cap-drop", "ALL", "--cap-add", "KILL", "--cap-add", "SETUID", "--cap-add",
+                         "SETGID", "--security-opt", "no-new-privileges", "-e", "RUNBOX_SANDBOX=1",
+                         "-e", "PYTHONPATH=/workspace/.runbox/site-packages", IMAGE])
+        rid = uuid.uuid4().hex
+        r.send({"op": "execute", "id": rid, "code": "6 * 7", "timeout": 30, "max_output": 1 << 20,
+                "policy": {"rules": ["import:os"]}})
+        events = [r.event()]
+        while events[-1]["type"] != "done":
+            events.append(r.event())
+        res = Result(events)
+        assert res.error is None and res.result == "42", res.events
+        assert r.execute("import ast, os\nast.__file__, os.getuid()").result == \
+            "('/workspace/.runbox/site-packages/ast.py', 1000)"  # the plant works, for user code
+    finally:
+        if r is not None:
+            r.close()
+        subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(["docker", "volume", "rm", "-f", volume], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def test_interrupt_right_after_execute_is_not_lost():

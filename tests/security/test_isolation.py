@@ -119,7 +119,7 @@ def test_network_only_when_allowed_and_asked(make_server, test_network, guard):
     net, gw, port = test_network
     # This server (the default) refuses network access, in plain words.
     r = guard.http.post(guard.url + "/sessions", json={"execution_options": {"network": True}}, timeout=30)
-    assert r.status_code == 400, r.text
+    assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden", r.text
     msg = r.json()["error"]["message"]
     assert "network" in msg and "--allow-network" in msg, msg
     # A session of the default server cannot reach the test network's gateway.

@@ -187,3 +187,39 @@ def test_mcp_execute_code_takes_disabled_rules(policy_server):
         assert res["result"]["isError"] is True and "builtin:exec" in json.dumps(res), res
     finally:
         s.http.delete(s.url + "/mcp", headers=h, timeout=60)
+
+
+# Plants an `ast` module where the session's packages go (/workspace/.runbox/site-packages, on
+# PYTHONPATH so that user code's Python subprocesses find them too). Whoever imports it notes its
+# uid in /tmp and fails the import.
+PLANT_AST = r"""
+import os
+os.makedirs('/workspace/.runbox/site-packages', exist_ok=True)
+with open('/workspace/.runbox/site-packages/ast.py', 'w') as f:
+    f.write("import os\nwith open('/tmp/planted-import', 'a') as f:\n    f.write('%d\\n' % os.getuid())\n"
+            "raise ImportError('a planted ast')\n")
+'planted'
+"""
+
+
+def test_the_supervisor_imports_nothing_user_code_wrote(make_server):
+    """Issue 9, finding 3: the supervisor (uid 999, CAP_KILL/SETUID/SETGID, the protocol stream
+    in its hands) imports the policy checker, and with it `ast`, only when the first checked cell
+    comes. A module of that name that user code left on the PYTHONPATH runboxd gives every
+    sandbox must not be the one it imports: that would run user code on runbox's side of the
+    privilege separation (the runner keeps that folder off the supervisor's path; tests/runner
+    test_the_supervisor_imports_nothing_from_the_workspace has the case where it existed at the
+    supervisor's start, which runboxd's sandboxes do not reach)."""
+    s = make_server(["--code-policy", "default", "--pool-size", "0"])  # every rule may be disabled
+    rules = [x["name"] for x in s.http.get(s.url + "/policy", timeout=30).json()["rules"]]
+    sid = s.create_session()["session_id"]
+    r = execute(s, {"session_id": sid, "code": PLANT_AST, "disabled_rules": rules})
+    assert r.status_code == 200 and r.json()["result"] == "'planted'", r.text
+    doc = s.run(sid, "6 * 7")  # checked: the supervisor loads the checker now
+    assert doc["status"] == "completed" and doc["result"] == "42", short(doc)
+    doc = s.run(sid, "import os\nos.path.exists('/tmp/planted-import') and open('/tmp/planted-import').read()")
+    assert doc["status"] == "error" and doc["error"]["ename"] == "PolicyViolation", short(doc)  # still checked
+    r = execute(s, {"session_id": sid, "code": "import os\nos.path.exists('/tmp/planted-import') and "
+                                               "open('/tmp/planted-import').read().split()", "disabled_rules": rules})
+    assert r.status_code == 200 and r.json()["status"] == "completed", r.text
+    assert "999" not in r.json()["result"], r.json()["result"]

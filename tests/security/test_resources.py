@@ -32,28 +32,27 @@ def test_container_defaults(guard):
         assert "size=" in ws[0]["VolumeOptions"]["DriverConfig"]["Options"]["o"]
     ulimits = {u["Name"]: u for u in hc["Ulimits"]}
     assert ulimits["nofile"]["Hard"] == 1024 and ulimits["core"]["Hard"] == 0
-    if sectest.privilege_separated(s["container_id"]):
-        # started as root only so that the runner can separate privileges (test_runner_death)
-        assert cfg["User"] in ("0", "0:0") and sorted(hc["CapAdd"]) == ["KILL", "SETGID", "SETUID"], hc["CapAdd"]
-    else:
-        assert cfg["User"] not in ("", "root", "0")
+    # started as root, with these three capabilities only, so that the runner can separate
+    # privileges (test_runner_death test_control_channel_is_out_of_reach); user code never is root
+    assert cfg["User"] == "0" and sorted(hc["CapAdd"]) == ["KILL", "SETGID", "SETUID"], (cfg["User"], hc["CapAdd"])
     assert s["execution_options"]["pids_limit"] == 256
     assert s["execution_options"]["workspace_size"] == "512m"
     assert s["execution_options"]["network"] is False
     # ... and inside: not root, no capabilities, no new privileges, seccomp on.
     status = guard.value(s["session_id"], "open('/proc/self/status').read()")
     assert "CapEff:\\t0000000000000000" in status and "NoNewPrivs:\\t1" in status and "Seccomp:\\t2" in status
-    assert guard.value(s["session_id"], "import os; os.getuid()") != "0"
+    assert guard.value(s["session_id"], "import os; os.getuid(), os.getgid()") == "(1000, 1000)"
     assert guard.value(s["session_id"], "import resource; resource.getrlimit(resource.RLIMIT_NOFILE)") == \
         "(1024, 1024)"
 
 
 def test_per_session_limits_within_maxima(guard):
+    # Well-formed limits beyond this server's maxima: forbidden (403); malformed ones: 400.
     r = guard.http.post(guard.url + "/sessions", json={"execution_options": {"pids_limit": 100000}}, timeout=30)
-    assert r.status_code == 400 and "pids_limit" in r.json()["error"]["message"], r.text
+    assert r.status_code == 403 and "pids_limit" in r.json()["error"]["message"], r.text
     assert "maximum" in r.json()["error"]["message"]
     r = guard.http.post(guard.url + "/sessions", json={"execution_options": {"workspace_size": "100g"}}, timeout=30)
-    assert r.status_code == 400 and "workspace_size" in r.json()["error"]["message"], r.text
+    assert r.status_code == 403 and "workspace_size" in r.json()["error"]["message"], r.text
     r = guard.http.post(guard.url + "/sessions", json={"execution_options": {"tmp_size": "lots"}}, timeout=30)
     assert r.status_code == 400 and "tmp_size" in r.json()["error"]["message"], r.text
     s = guard.create_session(execution_options={"pids_limit": 40, "workspace_size": "32m", "tmp_size": "16m",

@@ -1,7 +1,7 @@
 """Code that kills or cripples the sandbox's own machinery: signals to PID 1, os._exit, a
-SIGKILL of the interpreter or of its supervisor, closed stdout/stderr, forged protocol lines
-written into the container's output stream, forked copies of the interpreter, and background
-processes left running after a call. Where the worker dies the session recovers (reset: true
+SIGKILL of the interpreter or of its supervisor, closed stdout/stderr, forged protocol frames
+written to every file descriptor user code can reach (the container's output stream is not one of
+them), forked copies of the interpreter, and background processes left running after a call. Where the worker dies the session recovers (reset: true
 and the reason in plain words); where the whole runner dies the session is marked dead with an
 end_reason. runboxd and a neighbouring session are unaffected (`guard`)."""
 
@@ -22,7 +22,8 @@ def test_kill_pid_1_is_ignored(guard):
     assert guard.value(sid, "kept = 5") is None
     # SIGKILL to PID 1 is ignored by the kernel; the rest docker-init forwards to the runner,
     # which must not die of them. The same signals sent to the runner (the worker's parent).
-    # With privilege separation (docker/runner/PROTOCOL.md) user code may not signal them at all.
+    # With privilege separation (docker/runner/PROTOCOL.md) user code may not signal them at all
+    # (test_control_channel_is_out_of_reach); this checks that nothing that gets through harms.
     sigs = "signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, " \
            "signal.SIGUSR2, signal.SIGPIPE, signal.SIGALRM"
     send = "def send(pid, sig):\n    try:\n        os.kill(pid, sig)\n    except PermissionError:\n        pass\n"
@@ -84,16 +85,13 @@ def test_forked_copies_do_not_become_second_interpreters(guard):
 def test_killing_the_supervisor_marks_the_session_dead(guard):
     s = guard.create_session()
     sid = s["session_id"]
-    if sectest.privilege_separated(s["container_id"]):
-        # User code may not kill it (test_control_channel_is_out_of_reach); the host can.
-        refused = guard.run(sid, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
-        assert refused["error"]["ename"] == "PermissionError", short(refused)
-        rid = guard.submit(sid, "import time; time.sleep(30)")
-        time.sleep(1)
-        os.kill(sectest.supervisor_host_pid(s["container_id"]), signal.SIGKILL)
-        doc = guard.result(rid)
-    else:
-        doc = guard.run(sid, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(30)")
+    # User code may not kill it (test_control_channel_is_out_of_reach); the host can.
+    refused = guard.run(sid, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
+    assert refused["error"]["ename"] == "PermissionError", short(refused)
+    rid = guard.submit(sid, "import time; time.sleep(30)")
+    time.sleep(1)
+    os.kill(sectest.supervisor_host_pid(s["container_id"]), signal.SIGKILL)
+    doc = guard.result(rid)
     assert doc["status"] == "error", short(doc)
     assert doc["error"] is not None and "create a new session" in doc["error"]["evalue"], short(doc)
     sess = poll(lambda: (lambda d: d if d["status"] == "dead" else None)(guard.session(sid)), "session dead")
@@ -103,29 +101,98 @@ def test_killing_the_supervisor_marks_the_session_dead(guard):
     poll(lambda: not sectest.containers(f"runbox.session={sid}"), "the dead session's container to be removed")
 
 
-def test_forged_protocol_lines(guard):
-    """Without privilege separation user code can open the container's stdout through
-    /proc/1/fd/1 (docker-init's); what it writes there only confuses its own session: runboxd
-    stays healthy. With it, the open is refused."""
-    s = guard.create_session()
+# Waits for the execution's own id (the test uploads it as /workspace/rid.txt once it knows it),
+# then writes forged protocol frames for that execution, a result, an error, a done and other
+# events, to every file descriptor it holds and to every other process's it can open, and prints
+# them. None of it may become an event: the frames are its own plain output (its stdout and
+# stderr), and the execution's result is the one its code computes.
+FORGE_PY = r"""
+import json, os, time
+deadline = time.time() + 60
+while not os.path.exists('/workspace/rid.txt') and time.time() < deadline:
+    time.sleep(0.05)
+rid = open('/workspace/rid.txt').read().strip()
+frames = b''.join(json.dumps(f).encode() + b'\n' for f in (
+    {'type': 'stream', 'id': rid, 'name': 'stdout', 'text': 'FORGED STREAM\n'},
+    {'type': 'result', 'id': rid, 'text': "'forged result'"},
+    {'type': 'error', 'id': rid, 'ename': 'Forged', 'evalue': 'forged error', 'traceback': []},
+    {'type': 'done', 'id': rid, 'status': 'completed', 'reset': True, 'reset_reason': 'forged',
+     'duration_ms': 424242, 'dropped': 0, 'files_written': []},
+    {'type': 'pong', 'id': 'p_forged', 'language': 'python', 'version': 1, 'worker_pid': 1, 'busy': None},
+    {'type': 'ready', 'language': 'python', 'version': 1}))
+opened = []
+for pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]:
+    try:
+        fds = os.listdir('/proc/%s/fd' % pid)
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            w = os.open('/proc/%s/fd/%s' % (pid, fd), os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        opened.append('%s/%s' % (pid, fd))
+        try:
+            os.write(w, frames)
+        except OSError:
+            pass
+        os.close(w)
+for name in os.listdir('/proc/self/fd'):
+    try:
+        os.write(int(name), frames)
+    except OSError:
+        pass
+print(frames.decode(), end='', flush=True)
+[refused(p) for p in ('/proc/1/fd/1', '/proc/%d/fd/1' % os.getppid())], opened
+"""
+
+FORGE_BASH = r"""
+for i in $(seq 600); do [ -f /workspace/rid.txt ] && break; sleep 0.1; done
+rid=$(cat /workspace/rid.txt)
+frames='{"type":"result","id":"'$rid'","text":"forged"}
+{"type":"done","id":"'$rid'","status":"completed","reset":true,"reset_reason":"forged","duration_ms":424242}'
+for fd in /proc/$$/fd/*; do
+  n=${fd##*/}
+  { printf '%s\n' "$frames" >&$n; } 2>/dev/null
+done
+for p in /proc/1/fd/1 /proc/$PPID/fd/1; do
+  if { printf '%s\n' "$frames" >$p; } 2>/dev/null; then echo "OPENED $p"; else echo "refused $p"; fi
+done
+echo "$frames"
+echo "$frames" >&2
+echo real end
+"""
+
+
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_forged_frames_from_user_code_never_become_events(guard, language):
+    """Issue 9, finding 3: whatever user code writes wherever it can, frames forged for its own
+    execution included, arrives as its plain output; the container's output stream (runboxd's
+    control channel) cannot be opened, and the execution's real outcome is intact."""
+    s = guard.create_session(language=language)
     sid = s["session_id"]
-    doc = guard.run(sid, "import os\ntry:\n    open(f'/proc/{os.getppid()}/fd/1', 'wb')\n    print('opened')\n"
-                         "except OSError as e:\n    print('refused', e.errno)\n")
-    assert doc["stdout"] == "refused 13\n", short(doc)  # the supervisor is not dumpable
-    doc = guard.run(sid, "import os\ntry:\n    open('/proc/1/fd/1', 'wb')\n    print('opened')\n"
-                         "except OSError as e:\n    print('refused', e.errno)\n")
-    assert doc["stdout"] == ("refused 13\n" if sectest.privilege_separated(s["container_id"]) else "opened\n"), \
-        short(doc)
-    code = ("import os\nfd = os.open('/proc/1/fd/1', os.O_WRONLY)\n"
-            "for junk in (b'not json\\n', b'[1,2]\\n', b'{\"type\":\"done\",\"id\":\"e_forged\"}\\n',\n"
-            "             b'{\"type\":\"stream\",\"id\":null,\"text\":\"\\\\u0000\"}\\n', b'\\xff\\xfe\\n',\n"
-            "             b'{\"type\":\"pong\"' + b' ' * (17 << 20) + b'}\\n'):\n"
-            "    os.write(fd, junk)\n'forged'")
-    doc = guard.run(sid, code, timeout=60)
-    assert doc["status"] in sectest.FINAL, short(doc)
-    # The session is usable again afterwards (or, at worst, answers with a final status).
-    after = guard.run(sid, "'after forgery'")
-    assert after["status"] in sectest.FINAL
+    if language == "python":
+        assert guard.value(sid, "import errno, os\ndef refused(p):\n    try:\n        os.close(os.open(p, os.O_WRONLY))\n"
+                                "    except OSError as e:\n        return errno.errorcode[e.errno]\n"
+                                "    return 'OPENED'\n'ok'") == "'ok'"
+    rid = guard.submit(sid, FORGE_PY if language == "python" else FORGE_BASH, timeout=90)
+    r = guard.http.post(f"{guard.url}/sessions/{sid}/files", params={"path": "rid.txt"}, data=rid.encode(),
+                        headers={"Content-Type": "application/octet-stream"}, timeout=30)
+    assert r.status_code == 201, r.text
+    doc = guard.result(rid)
+    assert doc["status"] == "completed" and doc["error"] is None and doc["reset"] is False, short(doc)
+    assert doc["duration_ms"] != 424242, short(doc)
+    forged_done = '"type": "done", "id": "%s"' % rid if language == "python" else '"type":"done","id":"%s"' % rid
+    assert forged_done in doc["stdout"] and forged_done in doc["stderr"], short(doc)
+    if language == "python":
+        assert doc["result"] == "(['EACCES', 'EACCES'], [])", short(doc)  # and nothing else opened
+        assert "FORGED STREAM" not in doc["stdout"].replace('"text": "FORGED STREAM\\n"', ""), short(doc)
+    else:
+        assert doc["result"] is None, short(doc)
+        assert "refused /proc/1/fd/1\n" in doc["stdout"] and "OPENED" not in doc["stdout"], short(doc)
+        assert doc["stdout"].endswith("real end\n"), short(doc)
+    assert guard.session(sid)["status"] == "ready"
+    assert guard.run(sid, "echo after" if language == "bash" else "'after'")["status"] == "completed"
 
 
 def test_background_processes_left_running(guard):
@@ -189,9 +256,63 @@ def test_control_channel_is_out_of_reach(guard):
     fd 1) is out of user code's reach, and so are those processes (docker/runner/PROTOCOL.md,
     "Privilege separation")."""
     s = guard.create_session()
-    if not sectest.privilege_separated(s["container_id"]):
-        pytest.xfail("privilege separation is off: runboxd starts sandboxes as the sandbox user (core/sandbox.c)")
+    assert sectest.privilege_separated(s["container_id"]), "runboxd starts sandboxes without privilege separation"
     got = eval(guard.value(s["session_id"], PROBE))
     assert got[:4] == ["1000", ["0000000000000000", "0000000000000000"], "999", "0"], got
     assert got[4:] == ["EACCES", "EACCES", "EPERM", "EPERM", "EPERM", "EPERM", "EPERM"], got
     assert guard.value(s["session_id"], "import os\nos.getuid(), os.getgid(), os.getgroups()") == "(1000, 1000, [])"
+
+
+ZYGOTE_PROBE = r"""
+import ctypes, errno, os
+def zygotes():
+    out = []
+    for p in os.listdir('/proc'):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            ppid = int(open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[1])
+            cmd = open('/proc/%s/cmdline' % p).read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getppid() and '--zygote' in cmd:  # (a forked worker has its command line too)
+            out.append(int(p))
+    return out
+def refused(f):
+    try:
+        f()
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    return 'ALLOWED'
+def ptrace_attach(pid):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.ptrace(16, pid, None, None) != 0:  # PTRACE_ATTACH
+        raise OSError(ctypes.get_errno(), 'ptrace')
+[z] = zygotes()
+status = {l.split(':')[0]: l.split()[1] for l in open('/proc/%d/status' % z) if l.startswith(('Uid', 'CapPrm', 'CapEff'))}
+[z, status, refused(lambda: os.open('/proc/%d/mem' % z, os.O_RDWR)), refused(lambda: os.open('/proc/%d/fd/0' % z, os.O_RDONLY)),
+ refused(lambda: ptrace_attach(z))]
+"""
+
+
+def test_the_zygote_is_out_of_reach_and_outlives_only_itself(guard):
+    """Issue 13: fresh interpreters are forked from a zygote that imported the preload (and is
+    spared when the interpreter is replaced). It is the sandbox user without capabilities, and
+    not dumpable: user code cannot open its memory or its files, or ptrace it, so nothing of the
+    user's lives on in it; everything else user code left is killed at a reset as before."""
+    s = guard.create_session()
+    sid = s["session_id"]
+    # A sandbox made for the session (not from the warm pool) starts its zygote at its first reset.
+    assert guard.run(sid, "import os\nos._exit(1)")["reset"] is True
+    got = eval(guard.value(sid, ZYGOTE_PROBE))
+    zygote = got[0]
+    assert got[1] == {"Uid": "1000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000"}, got
+    assert got[2:] == ["EACCES", "EACCES", "EPERM"], got
+    guard.run(sid, "import subprocess\nsubprocess.Popen(['setsid', 'sleep', '1000'])\n'escaped'")
+    doc = guard.run(sid, "import os\nos._exit(1)")
+    assert doc["reset"] is True, short(doc)
+    assert guard.value(sid, "import subprocess\nsubprocess.run(['ps', '-eo', 'comm'], "
+                            "capture_output=True).stdout.count(b'sleep')") == "0"
+    got = eval(guard.value(sid, ZYGOTE_PROBE))
+    assert got[0] == zygote and got[2:] == ["EACCES", "EACCES", "EPERM"], got
+    assert guard.value(sid, "import sys\n'pandas' in sys.modules") == "True"

@@ -3,7 +3,9 @@
  * tests so they exercise real HTTP without Docker or SQLite. Sessions are created after a
  * short uv timer; executions run a fixed script on a per-execution timer (status running,
  * stdout, stderr, a PNG, a result, completed). Code containing "FOREVER" keeps printing
- * "tick" until cancelled; code containing "RAISE" ends with an error item.
+ * "tick" until cancelled; code containing "RAISE" ends with an error item; code containing
+ * "LARGE" prints 20 MiB, "HUGE" 17 MiB on stdout (what the MCP tests need to go past the 32 MiB
+ * of the replay log: the result document carries the text twice).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +52,7 @@ struct fake_exec {
     char id[40];
     char session_id[40];
     int forever, raise;
+    size_t out_bytes, err_bytes; /* the sizes of the stdout and stderr texts ("LARGE", "HUGE"), or 0 */
     int step;
     char status[16];
     int64_t created, started, completed;
@@ -191,8 +194,9 @@ static void on_op_timer(uv_timer_t *t)
     uv_close((uv_handle_t *)&op->timer, free_handle_owner);
 }
 
-rb_err core_session_create(rb_core *c, json_t *opts, core_cb cb, void *data, core_op **handle, char *err)
+rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, core_cb cb, void *data, core_op **handle, char *err)
 {
+    (void)who;
     rb_err e = check_opts(opts, err);
     if (e != RB_OK)
         return e;
@@ -241,8 +245,9 @@ void core_cancel(core_op *op)
     __atomic_add_fetch(&op->core->cancelled_ops, 1, __ATOMIC_SEQ_CST);
 }
 
-rb_err core_session_get(rb_core *c, const char *session_id, json_t **out, char *err)
+rb_err core_session_get(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err)
 {
+    (void)who;
     fake_session *s = find_session(c, session_id);
     if (s == NULL)
         return rb_fail(RB_ENOTFOUND, err, "no session %s", session_id);
@@ -250,8 +255,9 @@ rb_err core_session_get(rb_core *c, const char *session_id, json_t **out, char *
     return RB_OK;
 }
 
-rb_err core_session_list(rb_core *c, json_t **out, char *err)
+rb_err core_session_list(rb_core *c, const core_caller *who, json_t **out, char *err)
 {
+    (void)who;
     (void)err;
     json_t *arr = json_array();
     for (fake_session *s = c->sessions; s; s = s->next)
@@ -261,8 +267,9 @@ rb_err core_session_list(rb_core *c, json_t **out, char *err)
     return RB_OK;
 }
 
-rb_err core_session_delete(rb_core *c, const char *session_id, json_t **out, char *err)
+rb_err core_session_delete(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err)
 {
+    (void)who;
     fake_session *s = find_session(c, session_id);
     if (s == NULL || s->ended)
         return rb_fail(RB_ENOTFOUND, err, "no live session %s", session_id);
@@ -413,10 +420,17 @@ static void on_exec_step(uv_timer_t *t)
             json_decref(ev);
             return;
         }
-    } else if (step == 1) {
-        add_output(x, json_pack("{s:s,s:s,s:s}", "type", "stream", "name", "stdout", "text", "hello\n"));
-    } else if (step == 2) {
-        add_output(x, json_pack("{s:s,s:s,s:s}", "type", "stream", "name", "stderr", "text", "warn\n"));
+    } else if (step == 1 || step == 2) {
+        size_t n = step == 1 ? x->out_bytes : x->err_bytes;
+        json_t *text = json_string(step == 1 ? "hello\n" : "warn\n");
+        if (n > 0) {
+            char *big = xmalloc(n);
+            memset(big, 'x', n);
+            json_decref(text);
+            text = json_stringn_nocheck(big, n);
+            free(big);
+        }
+        add_output(x, json_pack("{s:s,s:s,s:o}", "type", "stream", "name", step == 1 ? "stdout" : "stderr", "text", text));
     } else if (step == 3) {
         add_output(x, json_pack("{s:s,s:s,s:s}", "type", "display", "mime", "image/png", "data", "iVBORw0KGgo="));
     } else if (step == 4) {
@@ -431,8 +445,9 @@ static void on_exec_step(uv_timer_t *t)
     pump_all(x);
 }
 
-rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
+rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **out, char *err)
 {
+    (void)who;
     json_t *sid = json_object_get(req, "session_id"), *code = json_object_get(req, "code");
     json_t *timeout = json_object_get(req, "timeout");
     if (!json_is_string(sid))
@@ -441,7 +456,10 @@ rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
         return rb_fail(RB_EINVAL, err, "code: must be a string");
     if (timeout != NULL && (!json_is_number(timeout) || json_number_value(timeout) <= 0))
         return rb_fail(RB_EINVAL, err, "timeout: must be a number of seconds > 0");
-    if (json_object_size(req) > 2 + (timeout != NULL))
+    json_t *rules = json_object_get(req, "disabled_rules");
+    if (rules != NULL && !json_is_array(rules))
+        return rb_fail(RB_EINVAL, err, "disabled_rules: must be an array of rule names");
+    if (json_object_size(req) > 2 + (size_t)(timeout != NULL) + (size_t)(rules != NULL))
         return rb_fail(RB_EINVAL, err, "unknown field in the execute request");
     fake_session *s = find_session(c, json_string_value(sid));
     if (s == NULL)
@@ -456,6 +474,10 @@ rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
     snprintf(x->status, sizeof(x->status), "queued");
     x->forever = strstr(json_string_value(code), "FOREVER") != NULL;
     x->raise = strstr(json_string_value(code), "RAISE") != NULL;
+    if (strstr(json_string_value(code), "LARGE") != NULL)
+        x->out_bytes = (size_t)20 << 20;
+    if (strstr(json_string_value(code), "HUGE") != NULL)
+        x->out_bytes = (size_t)17 << 20;
     x->created = rb_now_ms();
     x->outputs = json_array();
     rb_buf_init(&x->out, 1 << 20);
@@ -471,8 +493,9 @@ rb_err core_execute(rb_core *c, json_t *req, json_t **out, char *err)
     return RB_OK;
 }
 
-rb_err core_execution_status(rb_core *c, const char *request_id, json_t **out, char *err)
+rb_err core_execution_status(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err)
 {
+    (void)who;
     fake_exec *x = find_exec(c, request_id);
     if (x == NULL)
         return rb_fail(RB_ENOTFOUND, err, "no execution %s", request_id);
@@ -480,8 +503,9 @@ rb_err core_execution_status(rb_core *c, const char *request_id, json_t **out, c
     return RB_OK;
 }
 
-rb_err core_execution_results(rb_core *c, const char *request_id, json_t **out, char *err)
+rb_err core_execution_results(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err)
 {
+    (void)who;
     fake_exec *x = find_exec(c, request_id);
     if (x == NULL)
         return rb_fail(RB_ENOTFOUND, err, "no execution %s", request_id);
@@ -494,8 +518,9 @@ static void on_cancel_pump(uv_timer_t *t)
     pump_all(t->data);
 }
 
-rb_err core_execution_cancel(rb_core *c, const char *request_id, json_t **out, char *err)
+rb_err core_execution_cancel(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err)
 {
+    (void)who;
     fake_exec *x = find_exec(c, request_id);
     if (x == NULL)
         return rb_fail(RB_ENOTFOUND, err, "no execution %s", request_id);
@@ -518,9 +543,10 @@ static void on_replay(uv_timer_t *t)
         pump(w);
 }
 
-rb_err core_watch_start(rb_core *c, const char *request_id, int replay, core_event_cb cb, void *data, core_watch **out,
+rb_err core_watch_start(rb_core *c, const core_caller *who, const char *request_id, int replay, core_event_cb cb, void *data, core_watch **out,
                         char *err)
 {
+    (void)who;
     fake_exec *x = find_exec(c, request_id);
     if (x == NULL)
         return rb_fail(RB_ENOTFOUND, err, "no execution %s", request_id);

@@ -53,9 +53,10 @@ const char *fake_files_get(const char *session_id, const char *path, size_t *len
     return f->data;
 }
 
-rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, const void *data, size_t len,
+rb_err core_file_upload(rb_core *c, const core_caller *who, const char *session_id, const char *path, const void *data, size_t len,
                         core_cb cb, void *cbdata, core_op **handle, char *err)
 {
+    (void)who;
     (void)c;
     rb_err e = check(session_id, path, err);
     if (e != RB_OK)
@@ -80,8 +81,9 @@ rb_err core_file_upload(rb_core *c, const char *session_id, const char *path, co
     return RB_OK;
 }
 
-rb_err core_file_list(rb_core *c, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err)
+rb_err core_file_list(rb_core *c, const core_caller *who, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err)
 {
+    (void)who;
     (void)c;
     rb_err e = check(session_id, NULL, err);
     if (e != RB_OK)
@@ -103,9 +105,10 @@ typedef struct fake_held {
     char *bytes, *name;
 } fake_held;
 
-rb_err core_file_download(rb_core *c, const char *session_id, const char *path, size_t max, core_file_cb cb,
+rb_err core_file_download(rb_core *c, const core_caller *who, const char *session_id, const char *path, size_t max, core_file_cb cb,
                           void *cbdata, core_op **handle, char *err)
 {
+    (void)who;
     (void)c;
     rb_err e = check(session_id, path, err);
     if (e != RB_OK)
@@ -140,9 +143,10 @@ void core_file_free(core_file *file)
     free(h);
 }
 
-rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, core_cb cb, void *cbdata,
+rb_err core_file_delete(rb_core *c, const core_caller *who, const char *session_id, const char *path, core_cb cb, void *cbdata,
                         core_op **handle, char *err)
 {
+    (void)who;
     (void)c;
     rb_err e = check(session_id, path, err);
     if (e != RB_OK)
@@ -160,9 +164,10 @@ rb_err core_file_delete(rb_core *c, const char *session_id, const char *path, co
     return RB_OK;
 }
 
-rb_err core_dependencies_install(rb_core *c, const char *session_id, json_t *body, core_cb cb, void *data,
+rb_err core_dependencies_install(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb, void *data,
                                  core_op **handle, char *err)
 {
+    (void)who;
     (void)c;
     rb_err e = check(session_id, NULL, err);
     if (e != RB_OK)
@@ -184,5 +189,19 @@ rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char 
         *handle = NULL;
     cb(data, RB_OK, NULL,
        json_pack("{s:s, s:[{s:s, s:s}]}", "image", "fake", "packages", "name", "numpy", "version", "1.24.2"));
+    return RB_OK;
+}
+
+rb_err core_file_mkdir(rb_core *c, const core_caller *who, const char *session_id, const char *path, core_cb cb,
+                       void *cbdata, core_op **handle, char *err)
+{
+    (void)who;
+    (void)c;
+    rb_err e = check(session_id, path, err);
+    if (e != RB_OK)
+        return e;
+    if (handle != NULL)
+        *handle = NULL;
+    cb(cbdata, RB_OK, NULL, json_pack("{s:s, s:s, s:s}", "session_id", session_id, "path", path, "type", "directory"));
     return RB_OK;
 }

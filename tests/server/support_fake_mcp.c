@@ -69,8 +69,9 @@ void mcp_sessions_on_detach(mcp_sessions *m, mcp_sessions_detach_cb cb, void *da
     m->on_detach_data = data;
 }
 
-rb_err mcp_sessions_create(mcp_sessions *m, json_t *info, json_t **out, char *err)
+rb_err mcp_sessions_create(mcp_sessions *m, const core_caller *who, json_t *info, json_t **out, char *err)
 {
+    (void)who;
     (void)err;
     fake_rec *r = xcalloc(1, sizeof(*r));
     rb_random_id("m_", r->id, sizeof(r->id));
@@ -96,8 +97,9 @@ static fake_rec *find(mcp_sessions *m, const char *id, char *err)
     return NULL;
 }
 
-rb_err mcp_sessions_touch(mcp_sessions *m, const char *id, json_t **out, char *err)
+rb_err mcp_sessions_touch(mcp_sessions *m, const core_caller *who, const char *id, json_t **out, char *err)
 {
+    (void)who;
     fake_rec *r = find(m, id, err);
     if (r == NULL)
         return RB_ENOTFOUND;
@@ -122,8 +124,9 @@ void mcp_sessions_hold(mcp_sessions *m, const char *id, int delta)
     (void)delta;
 }
 
-rb_err mcp_sessions_end(mcp_sessions *m, const char *id, const char *reason, char *err)
+rb_err mcp_sessions_end(mcp_sessions *m, const core_caller *who, const char *id, const char *reason, char *err)
 {
+    (void)who;
     (void)reason;
     fake_rec *r = find(m, id, err);
     if (r == NULL)
@@ -134,7 +137,7 @@ rb_err mcp_sessions_end(mcp_sessions *m, const char *id, const char *reason, cha
     json_object_foreach(json_object_get(r->doc, "bound"), lang, sid)
     {
         json_t *o = NULL;
-        core_session_delete(m->core, json_string_value(sid), &o, NULL);
+        core_session_delete(m->core, NULL, json_string_value(sid), &o, NULL);
         json_decref(o);
     }
     void *transport = r->transport;
@@ -183,9 +186,10 @@ static void bound_cb(void *data, rb_err e, const char *msg, json_t *body)
     free(b);
 }
 
-rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const char *id, const char *language, char *session_id, core_cb cb,
+rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const core_caller *who, const char *id, const char *language, char *session_id, core_cb cb,
                               void *data, core_op **handle, char *err)
 {
+    (void)who;
     session_id[0] = '\0';
     fake_rec *r = find(m, id, err);
     if (r == NULL)
@@ -202,7 +206,7 @@ rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const char *id, const char *l
     b->cb = cb;
     b->data = data;
     json_t *opts = json_pack("{s:s}", "language", language);
-    rb_err e = core_session_create(m->core, opts, bound_cb, b, handle, err);
+    rb_err e = core_session_create(m->core, NULL, opts, bound_cb, b, handle, err);
     json_decref(opts);
     if (e != RB_OK) {
         free(b);

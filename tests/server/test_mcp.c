@@ -32,14 +32,37 @@ TestSuite(mcp, .init = setup, .fini = teardown, .timeout = 60);
 
 #define ACCEPT "Accept: application/json, text/event-stream\r\n"
 
-/* POSTs body to /mcp with the session and version headers (either may be NULL) and extra. */
-static void mcp_post(const char *sid, const char *version, const char *extra, const char *body, http_resp *r)
+/* An answer that is an event stream holding exactly one message ("data: " line) gets that
+ * message in r->json, as a JSON answer has it: the transport lets the server answer a request
+ * either way, and clients must read both. */
+static void read_single_event(http_resp *r)
+{
+    const char *ct = http_header(r, "content-type");
+    if (r->json != NULL || ct == NULL || strncmp(ct, "text/event-stream", 17) != 0)
+        return;
+    const char *d = strstr(r->body, "data: ");
+    if (d == NULL || strstr(d + 6, "data: ") != NULL)
+        return;
+    const char *e = strchr(d, '\n');
+    r->json = json_loadb(d + 6, e ? (size_t)(e - d - 6) : strlen(d + 6), 0, NULL);
+}
+
+/* POSTs body to /mcp (or to path) with the session and version headers (either may be NULL)
+ * and extra. */
+static void mcp_post_to(const char *path, const char *sid, const char *version, const char *extra, const char *body,
+                        http_resp *r)
 {
     char headers[1024];
     snprintf(headers, sizeof(headers), "Content-Type: application/json\r\n%s%s%s%s%s%s%s", extra ? extra : ACCEPT,
              sid ? "Mcp-Session-Id: " : "", sid ? sid : "", sid ? "\r\n" : "", version ? "MCP-Protocol-Version: " : "",
              version ? version : "", version ? "\r\n" : "");
-    cr_assert_eq(http_do(h.port, "POST", "/mcp", headers, body, strlen(body), r), 0);
+    cr_assert_eq(http_do(h.port, "POST", path, headers, body, strlen(body), r), 0);
+    read_single_event(r);
+}
+
+static void mcp_post(const char *sid, const char *version, const char *extra, const char *body, http_resp *r)
+{
+    mcp_post_to("/mcp", sid, version, extra, body, r);
 }
 
 /* initialize at version; returns the session id (heap). */
@@ -110,7 +133,7 @@ Test(mcp, initialize_assigns_an_unguessable_session_and_negotiates)
              "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
              &r);
     cr_assert_eq(r.status, 200, "%s", r.body);
-    cr_assert(strncmp(http_header(&r, "content-type"), "application/json", 16) == 0);
+    cr_assert(strncmp(http_header(&r, "content-type"), "text/event-stream", 17) == 0);
     const char *sid = http_header(&r, "mcp-session-id");
     cr_assert(sid != NULL && strlen(sid) == 34 && strncmp(sid, "m_", 2) == 0, "%s", sid ? sid : "(none)");
     json_t *res = json_object_get(r.json, "result");
@@ -253,6 +276,55 @@ Test(mcp, accept_and_content_type_are_checked)
     free(sid);
 }
 
+/* A client that names text/event-stream in Accept gets each answer as one SSE event (as the
+ * reference SDK servers send it; some clients read nothing else); "* / *" or no Accept gets plain
+ * JSON, and so do a batch's answers. Errors of HTTP itself (4xx) are always JSON. */
+Test(mcp, answers_as_sse_when_the_client_names_event_stream)
+{
+    const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                       "\"2025-03-26\",\"capabilities\":{}}}";
+    http_resp r;
+    mcp_post(NULL, NULL, "Accept: */*\r\n", init, &r);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    expect_content_type(&r, "application/json");
+    char *sid = xstrdup(http_header(&r, "mcp-session-id"));
+    http_resp_dispose(&r);
+
+    const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}";
+    mcp_post(sid, NULL, NULL, ping, &r);
+    expect_content_type(&r, "text/event-stream");
+    cr_assert_str_eq(r.body, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n\n");
+    http_resp_dispose(&r);
+    mcp_post(sid, NULL, "Accept: application/json, Text/Event-Stream;q=0.9\r\n", ping, &r);
+    expect_content_type(&r, "text/event-stream");
+    http_resp_dispose(&r);
+    static const char *const json_accepts[] = {"Accept: */*\r\n", "Accept: application/json, text/*\r\n",
+                                               "Accept: application/*, */*;q=0.5\r\n", ""};
+    for (size_t i = 0; i < sizeof(json_accepts) / sizeof(json_accepts[0]); i++) {
+        mcp_post(sid, NULL, json_accepts[i], ping, &r);
+        cr_assert_eq(r.status, 200, "%s: %s", json_accepts[i], r.body);
+        expect_content_type(&r, "application/json");
+        cr_assert_eq(json_integer_value(json_object_get(r.json, "id")), 9, "%s", r.body);
+        http_resp_dispose(&r);
+    }
+    /* an error answer to a request is an answer like any other */
+    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"no/such\"}", &r);
+    expect_content_type(&r, "text/event-stream");
+    expect_rpc_error(&r, 200, -32601);
+    http_resp_dispose(&r);
+    /* a batch (2025-03-26) is answered as one JSON array */
+    mcp_post(sid, "2025-03-26", NULL, "[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]", &r);
+    expect_content_type(&r, "application/json");
+    cr_assert(json_is_array(r.json), "%s", r.body);
+    http_resp_dispose(&r);
+    /* HTTP-level refusals stay JSON */
+    mcp_post("m_unknown", NULL, NULL, ping, &r);
+    cr_assert_eq(r.status, 404, "%s", r.body);
+    expect_content_type(&r, "application/json");
+    http_resp_dispose(&r);
+    free(sid);
+}
+
 Test(mcp, malformed_input_gets_jsonrpc_errors)
 {
     char *sid = initialize("2025-06-18");
@@ -341,13 +413,13 @@ Test(mcp, tools_list_has_schemas)
     free(sid);
 }
 
-Test(mcp, execute_code_answers_json_with_structured_content_and_image)
+Test(mcp, execute_code_answers_with_structured_content_and_image)
 {
     char *sid = initialize("2025-06-18");
     http_resp r;
     post_execute(sid, "2025-06-18", "5", "{\"code\":\"print('hello')\"}", NULL, &r);
     cr_assert_eq(r.status, 200, "%s", r.body);
-    expect_content_type(&r, "application/json");
+    expect_content_type(&r, "text/event-stream");
     json_t *res = json_object_get(r.json, "result");
     cr_assert(json_is_false(json_object_get(res, "isError")), "%s", r.body);
     json_t *sc = json_object_get(res, "structuredContent");
@@ -453,6 +525,120 @@ Test(mcp, progress_token_turns_the_answer_into_sse_and_replays)
     json_decref(again);
     http_resp_dispose(&r);
     json_decref(msgs);
+    json_decref(ids);
+    free(sid);
+}
+
+/* GETs /mcp with Last-Event-ID last on session sid into r. */
+static void resume(const char *sid, const char *last, http_resp *r)
+{
+    char headers[256];
+    snprintf(headers, sizeof(headers), "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\nLast-Event-ID: %s\r\n", sid,
+             last);
+    cr_assert_eq(http_do(h.port, "GET", "/mcp", headers, NULL, 0, r), 0);
+}
+
+/* An answer larger than the replay log (32 MiB) goes out once; the log keeps an error answer to
+ * the same request in its place. It used to empty the whole log, so that a client resuming
+ * with Last-Event-ID got an empty stream and waited for its answer forever. */
+Test(mcp, an_answer_over_the_replay_limit_is_replayed_as_an_error)
+{
+    char *sid = initialize("2025-11-25");
+    http_resp r;
+    post_execute(sid, "2025-11-25", "5", "{\"code\":\"HUGE\"}", "{\"progressToken\":\"t\"}", &r);
+    cr_assert_eq(r.status, 200);
+    json_t *ids = json_array();
+    json_t *msgs = sse_messages(r.body, ids);
+    size_t n = json_array_size(msgs);
+    cr_assert_geq(n, 3, "%.300s", r.body);
+    json_t *answer = json_array_get(msgs, n - 1);
+    cr_assert_eq(json_integer_value(json_object_get(answer, "id")), 5);
+    char *text = json_dumps(answer, JSON_COMPACT);
+    cr_assert_gt(strlen(text), 32u << 20, "the live answer is whole");
+    free(text);
+    http_resp_dispose(&r);
+
+    /* From the first notification (17 MiB: kept) on: the others as they were, then the
+     * stand-in of the answer. */
+    resume(sid, json_string_value(json_array_get(ids, 0)), &r);
+    cr_assert_eq(r.status, 200, "%.300s", r.body);
+    json_t *again = sse_messages(r.body, NULL);
+    cr_assert_eq(json_array_size(again), n - 1, "%.300s", r.body);
+    for (size_t i = 1; i + 1 < n; i++)
+        cr_assert(json_equal(json_array_get(again, i - 1), json_array_get(msgs, i)));
+    json_t *in = json_array_get(again, n - 2);
+    cr_assert_eq(json_integer_value(json_object_get(in, "id")), 5, "%.300s", r.body);
+    json_t *e = json_object_get(in, "error");
+    cr_assert_eq(json_integer_value(json_object_get(e, "code")), -32603, "%.300s", r.body);
+    const char *m = json_string_value(json_object_get(e, "message"));
+    cr_assert(m != NULL && strstr(m, "32 MiB") != NULL && strstr(m, "send the request again") != NULL, "%s", m);
+    cr_assert_gt(json_integer_value(json_object_get(json_object_get(e, "data"), "bytes")), 32 << 20);
+    json_decref(again);
+    http_resp_dispose(&r);
+    json_decref(msgs);
+    json_decref(ids);
+    free(sid);
+}
+
+/* Resuming from an event the bounded log has dropped: 410 with a JSON-RPC error naming the
+ * bound, not an empty stream that never brings the answer. */
+Test(mcp, resuming_from_a_dropped_event_is_gone)
+{
+    char *sid = initialize("2025-11-25");
+    http_resp r;
+    /* Two calls with a 20 MiB notification each: the first no longer fits beside the second. */
+    json_t *first = json_array(), *second = json_array();
+    post_execute(sid, "2025-11-25", "6", "{\"code\":\"LARGE\"}", "{\"progressToken\":\"a\"}", &r);
+    cr_assert_eq(r.status, 200);
+    json_decref(sse_messages(r.body, first));
+    http_resp_dispose(&r);
+    post_execute(sid, "2025-11-25", "7", "{\"code\":\"LARGE\"}", "{\"progressToken\":\"b\"}", &r);
+    cr_assert_eq(r.status, 200);
+    json_decref(sse_messages(r.body, second));
+    http_resp_dispose(&r);
+    cr_assert_geq(json_array_size(first), 3);
+    cr_assert_geq(json_array_size(second), 3);
+
+    resume(sid, json_string_value(json_array_get(first, 0)), &r);
+    expect_rpc_error(&r, 410, -32600);
+    const char *m = json_string_value(json_object_get(json_object_get(r.json, "error"), "message"));
+    cr_assert(strstr(m, "no longer kept") != NULL && strstr(m, "send the request again") != NULL, "%s", m);
+    http_resp_dispose(&r);
+
+    /* The second call's events are kept: its answer follows as its stand-in. */
+    size_t n = json_array_size(second);
+    resume(sid, json_string_value(json_array_get(second, n - 2)), &r);
+    cr_assert_eq(r.status, 200, "%.300s", r.body);
+    json_t *again = sse_messages(r.body, NULL);
+    cr_assert_eq(json_array_size(again), 1, "%.300s", r.body);
+    cr_assert_eq(json_integer_value(json_object_get(json_array_get(again, 0), "id")), 7);
+    cr_assert(json_is_object(json_object_get(json_array_get(again, 0), "error")));
+    json_decref(again);
+    http_resp_dispose(&r);
+    json_decref(first);
+    json_decref(second);
+    free(sid);
+}
+
+/* MCP sessions outlive a restart; the events of their streams do not. An event id of another
+ * boot used to open an empty stream, where the client waited for its answer forever. */
+Test(mcp, resuming_from_before_a_restart_is_gone)
+{
+    char *sid = initialize("2025-11-25");
+    http_resp r;
+    post_execute(sid, "2025-11-25", "8", "{\"code\":\"print('hello')\"}", "{\"progressToken\":\"t\"}", &r);
+    cr_assert_eq(r.status, 200);
+    json_t *ids = json_array();
+    json_decref(sse_messages(r.body, ids));
+    http_resp_dispose(&r);
+    char other[64];
+    snprintf(other, sizeof(other), "%s", json_string_value(json_array_get(ids, 0)));
+    other[0] = other[0] == '0' ? '1' : '0'; /* the same event of another boot */
+    resume(sid, other, &r);
+    expect_rpc_error(&r, 410, -32600);
+    const char *m = json_string_value(json_object_get(json_object_get(r.json, "error"), "message"));
+    cr_assert(strstr(m, "restarted") != NULL, "%s", m);
+    http_resp_dispose(&r);
     json_decref(ids);
     free(sid);
 }

@@ -201,6 +201,16 @@ Test(mcp_wire, sse_ids)
     cr_expect(parse("0a1b2c3d-9\0zz", 13, &seq) && seq == 9);
     /* only len bytes are read */
     cr_expect(parse("0a1b2c3d-123", 11, &seq) && seq == 12);
+
+    /* ids of another boot (runboxd restarted since), told from anything else */
+    cr_expect(mcp__sse_id_foreign("ffffffff-42", 11, "0a1b2c3d"));
+    cr_expect(!mcp__sse_id_foreign("0a1b2c3d-42", 11, "0a1b2c3d"), "this boot");
+    cr_expect(!mcp__sse_id_foreign("fffffff-42", 10, "0a1b2c3d"), "a shorter boot");
+    cr_expect(!mcp__sse_id_foreign("FFFFFFFF-42", 11, "0a1b2c3d"), "upper case");
+    cr_expect(!mcp__sse_id_foreign("ffffffff-", 9, "0a1b2c3d"), "no number");
+    cr_expect(!mcp__sse_id_foreign("ffffffff-4x", 11, "0a1b2c3d"), "not a number");
+    cr_expect(!mcp__sse_id_foreign("ffffffff-+4", 11, "0a1b2c3d"), "a sign");
+    cr_expect(!mcp__sse_id_foreign("some-client-id", 14, "0a1b2c3d"));
 }
 
 static void check_jsonrpc_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)

@@ -54,8 +54,9 @@ static int label_ok(const char *name, const char *value)
 {
     static const char *const status[] = {"starting", "ready", "busy", "completed", "error", "timeout", "cancelled",
                                          NULL};
-    static const char *const reason[] = {"deleted", "idle",     "dead",           "error",          "host",
-                                         "origin",  "stopping", "too_many_streams", "body_too_large", "bad_request",
+    static const char *const reason[] = {"deleted",        "idle",         "dead",        "error",
+                                         "host",           "origin",       "stopping",    "too_many_streams",
+                                         "body_too_large", "bad_request",  "unauthorized", "rate_limited",
                                          NULL};
     static const char *const protocol[] = {"rest", "mcp", "other", NULL};
     static const char *const status_class[] = {"2xx", "3xx", "4xx", "5xx", NULL};

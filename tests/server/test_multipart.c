@@ -247,6 +247,45 @@ Test(files_http, multipart_upload_with_dir_and_several_files)
     cr_assert(got != NULL && len == 7 && memcmp(got, "\0second", 7) == 0);
 }
 
+/* A field name ending in a backslash, as Python's and browsers' encoders write it (no escapes):
+ * it used to read as an unterminated quoted value (400). */
+Test(files_http, a_backslash_in_a_quoted_value_escapes_nothing)
+{
+    static const char body[] = "--b0undary\r\n"
+                               "Content-Disposition: form-data; name=\"odd\\\"\r\n\r\n"
+                               "ignored\r\n"
+                               "--b0undary\r\n"
+                               "Content-Disposition: form-data; name=\"file\"; filename=\"b\\\"\r\n\r\n"
+                               "x\r\n"
+                               "--b0undary\r\n"
+                               "Content-Disposition: form-data; name=\"file\"; filename=\"three.txt\"\r\n\r\n"
+                               "3\r\n"
+                               "--b0undary--\r\n";
+    http_resp r;
+    /* the second part's file name is "b\": a client-side folder and no name, which is refused */
+    cr_assert_eq(http_do(h.port, "POST", "/sessions/s_2/files",
+                         "Content-Type: multipart/form-data; boundary=b0undary\r\n", body, sizeof(body) - 1, &r),
+                 0);
+    cr_assert_eq(r.status, 400, "%s", r.body);
+    cr_assert(strstr(r.body, "not a usable file name") != NULL, "%s", r.body);
+    http_resp_dispose(&r);
+    static const char ok[] = "--b0undary\r\n"
+                             "Content-Disposition: form-data; name=\"odd\\\"\r\n\r\n"
+                             "ignored\r\n"
+                             "--b0undary\r\n"
+                             "Content-Disposition: form-data; name=\"file\"; filename=\"three.txt\"\r\n\r\n"
+                             "3\r\n"
+                             "--b0undary--\r\n";
+    cr_assert_eq(http_do(h.port, "POST", "/sessions/s_2/files",
+                         "Content-Type: multipart/form-data; boundary=b0undary\r\n", ok, sizeof(ok) - 1, &r),
+                 0);
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    http_resp_dispose(&r);
+    size_t len;
+    const char *got = fake_files_get("s_2", "three.txt", &len);
+    cr_assert(got != NULL && len == 1 && got[0] == '3');
+}
+
 static void expect_error(const http_resp *r, int status, const char *code)
 {
     cr_assert_eq(r->status, status, "status %d, want %d: %s", r->status, status, r->body);

@@ -9,11 +9,13 @@ The package is split along the trust boundary between runboxd's side and the use
     forward        bounds what of the worker's messages (result, error, display) goes to runboxd
     bash_worker    how the supervisor drives a persistent bash as the worker
     container      cgroup memory and OOM kills, stray processes, files a cell wrote
+    preload        starts the zygote, asks it for each Python worker, checks what it answers
   untrusted (the Python worker process, started as runbox_worker.py, running the user's code):
     python_worker  runs cells in one persistent __main__ namespace
+    zygote         imports the preload once and forks every Python worker (RUNBOX_PRELOAD)
   both:
     protocol       the control channel between supervisor and worker (JSON lines over pipes)
 
-The worker side imports nothing but python_worker and protocol; this file imports nothing, so
+The worker side imports nothing but python_worker, protocol and zygote; this file imports nothing, so
 that importing the package from the worker loads no supervisor code.
 """

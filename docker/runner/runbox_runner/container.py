@@ -75,17 +75,55 @@ def in_sandbox():
     return os.environ.get("RUNBOX_SANDBOX") == "1" and os.path.exists("/.dockerenv")
 
 
-def kill_strays():
-    """SIGKILL every process of the container but PID 1 and this one: processes that escaped the
-    worker's process group (setsid, daemons, fork bombs). One kill(-1), which the kernel applies
-    to all of them at once, so a fork bomb cannot refill the pids a scan of /proc frees. Only
-    inside a sandbox, where every other process is the user's."""
+def kill_strays(spare=()):
+    """SIGKILL every process of the container but PID 1, this one and spare (the zygote):
+    processes that escaped the worker's process group (setsid, daemons, fork bombs). With nothing
+    to spare, one kill(-1), which the kernel applies to all of them at once, so a fork bomb cannot
+    refill the pids a scan of /proc frees. With a process to spare, one kill(-1, SIGSTOP) first
+    (just as atomic: a fork that a signal interrupts fails), then every stopped process but the
+    spared ones is killed by a scan of /proc, which nothing refills, and the spared ones go on.
+    Only inside a sandbox, where every other process is the user's."""
     if not in_sandbox():
         return
+    if not spare:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        return
     try:
-        os.kill(-1, signal.SIGKILL)
+        os.kill(-1, signal.SIGSTOP)
     except OSError:
         pass
+    keep = {1, os.getpid()} | set(spare)
+    killed = set()
+    try:
+        for _ in range(3):
+            new = 0
+            try:
+                names = os.listdir("/proc")
+            except OSError:
+                break
+            for name in names:
+                if not name.isdigit() or int(name) in keep or int(name) in killed:
+                    continue
+                try:
+                    with open("/proc/%s/stat" % name, "rb") as f:
+                        state = f.read().rsplit(b")", 1)[1].split()[0]
+                    if state != b"Z":
+                        os.kill(int(name), signal.SIGKILL)
+                        killed.add(int(name))
+                        new += 1
+                except (OSError, IndexError):
+                    pass
+            if not new:
+                break
+    finally:
+        for pid in spare:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
 
 
 SUPERVISOR_UID = 999           # the supervisor's own user when the container starts as root

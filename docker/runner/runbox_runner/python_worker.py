@@ -396,8 +396,9 @@ class _Worker:
             sys.stderr.write("runbox: could not render the figures: %s: %s\n" % (type(e).__name__, e))
 
 
-def _seed_matplotlib():
-    """Copies the font cache built at image build time into MPLCONFIGDIR (a tmpfs)."""
+def seed_matplotlib():
+    """Copies the font cache built at image build time into MPLCONFIGDIR (a tmpfs); the zygote
+    (runbox_runner.zygote) does it before its imports."""
     seed = os.environ.get("RUNBOX_MPL_SEED")
     dest = os.environ.get("MPLCONFIGDIR")
     if not seed or not dest or not os.path.isdir(seed):
@@ -411,7 +412,6 @@ def _seed_matplotlib():
                     out.write(src.read())
     except OSError:
         pass
-
 
 
 def _first_to_go():
@@ -434,5 +434,5 @@ def main(argv, entry):
     os.set_inheritable(ctrl_in, False)
     os.set_inheritable(ctrl_out, False)
     _first_to_go()
-    _seed_matplotlib()
+    seed_matplotlib()
     _Worker(ctrl_in, ctrl_out, entry).serve()

@@ -3,7 +3,8 @@
 It reads JSON-line requests on stdin and writes JSON-line events on stdout (PROTOCOL.md); its
 own diagnostics go to stderr. It runs user code in a worker process that holds the session's
 state: a Python interpreter (runbox_worker.py, see python_worker) or a persistent interactive
-bash (RUNBOX_LANGUAGE=bash, see bash_worker). The worker's fd 1/2 are pipes read here (so
+bash (RUNBOX_LANGUAGE=bash, see bash_worker); with RUNBOX_PRELOAD, Python workers are forked
+from a zygote that imported those modules once (preload). The worker's fd 1/2 are pipes read here (so
 subprocess output is captured too), its stdin is /dev/null, and a separate pipe pair carries
 control messages (protocol).
 
@@ -22,7 +23,7 @@ import signal
 import sys
 import time
 
-from runbox_runner import bash_worker, capture, forward, pipes, protocol
+from runbox_runner import bash_worker, capture, forward, pipes, preload, protocol
 from runbox_runner.container import (describe_exit, files_written, in_sandbox, kill_strays, make_undumpable,
                                      oom_kills, separate_privileges, workspace_snapshot)
 from runbox_runner.protocol import write_all
@@ -36,6 +37,7 @@ CLEAR_AFTER_S = 0.5            # after an interrupt, the cell's other processes 
 DRAIN_READS = 4                # reads per stream when draining the worker's pipes
 CMD_PENDING_MAX = 64 * 1024    # bytes waiting for the command pipe past which sync answers are dropped
 CTRL_LINE_MAX = 32 * 1024 * 1024  # longest control message from the worker; longer ones are dropped
+ZYGOTE_TRIES = 3               # zygotes that may fail before fresh interpreters start without the preload
 
 
 def log(msg):
@@ -46,39 +48,65 @@ def log(msg):
 
 
 class WorkerProc:
-    """One worker process with its pipes."""
+    """One worker process with its pipes: started here (Popen), or forked by the zygote, whose
+    pid is then known only once it answers (pid None until attach)."""
 
-    def __init__(self, language, env, user):
-        """user: (uid, gid) to start the worker as (privilege separation), or None."""
+    def __init__(self, language, env, user, zygote=None):
+        """user: (uid, gid) to start the worker as (privilege separation), or None; zygote: a
+        preload.Zygote to fork the worker from instead (python only). OSError when no process
+        or pipe could be made, or the zygote could not be asked."""
         import subprocess
         self.language = language
         self.hello = False
         self.startup = bash_worker.StartupFilter() if language == "bash" else None
         self.exit_status = None
-        c2w_r, c2w_w = os.pipe()  # commands to the worker
-        w2c_r, w2c_w = os.pipe()  # control messages from the worker
-        for fd in (c2w_w, w2c_r):
+        self.proc = None
+        self.pid = None
+        self.zygote = zygote          # the zygote it comes from (forked workers), else None
+        self.seq = None               # the zygote's request number, until it answers
+        self.cells = 0                # cells sent to it
+        made = []
+        try:
+            for _ in range(4):
+                made.extend(os.pipe())
+        except OSError:
+            for fd in made:
+                os.close(fd)
+            raise
+        c2w_r, c2w_w, w2c_r, w2c_w, out_r, out_w, err_r, err_w = made
+        for fd in (c2w_w, w2c_r, out_r, err_r):
             os.set_inheritable(fd, False)
-        if language == "bash":
-            argv = bash_worker.ARGV
-            stdin = c2w_r
-        else:
-            argv = [sys.executable, WORKER_ENTRY, str(c2w_r), str(w2c_w)]
-            stdin = subprocess.DEVNULL
-        ids = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
-        self.proc = subprocess.Popen(
-            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=(c2w_r, w2c_w), start_new_session=True, env=env, cwd=None,
-            preexec_fn=_lowest_cpu_priority, **ids)
-        os.close(c2w_r)
-        os.close(w2c_w)
-        self.pid = self.proc.pid
+        theirs = (c2w_r, w2c_w, out_w, err_w)
+        try:
+            if zygote is not None:
+                self.seq = zygote.request(list(theirs))
+                if self.seq is None:
+                    raise OSError("the zygote did not take the request")
+            else:
+                if language == "bash":
+                    argv = bash_worker.ARGV
+                    stdin = c2w_r
+                else:
+                    argv = [sys.executable, WORKER_ENTRY, str(c2w_r), str(w2c_w)]
+                    stdin = subprocess.DEVNULL
+                ids = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
+                self.proc = subprocess.Popen(
+                    argv, stdin=stdin, stdout=out_w, stderr=err_w,
+                    pass_fds=(c2w_r, w2c_w), start_new_session=True, env=env, cwd=None,
+                    preexec_fn=_lowest_cpu_priority, **ids)
+                self.pid = self.proc.pid
+        except BaseException:
+            for fd in made:
+                os.close(fd)
+            raise
+        for fd in theirs:
+            os.close(fd)
         self.cmd_fd = c2w_w
         self.cmd_pending = bytearray()  # commands the pipe did not take yet
         os.set_blocking(c2w_w, False)
         self.ctrl_fd = w2c_r
-        self.out_fd = self.proc.stdout.fileno()
-        self.err_fd = self.proc.stderr.fileno()
+        self.out_fd = out_r
+        self.err_fd = err_r
         self.ctrl_buf = bytearray()
         self.ctrl_scanned = 0         # bytes of ctrl_buf known to hold no newline
         self.ctrl_skip = False        # inside a line too long to keep: dropped up to its newline
@@ -150,6 +178,8 @@ class WorkerProc:
         first: one signal reaches every member and a stopped process cannot fork, so a scan of
         /proc finds them all even while a fork bomb refills every pid that a kill frees (scans
         that chased it took seconds each on a CPU shared with the bomb). Then the worker goes on."""
+        if self.pid is None:
+            return
         self.signal_group(signal.SIGSTOP)
         try:
             for _ in range(5):  # again only if something was continued (SIGCONT) behind our back
@@ -182,6 +212,8 @@ class WorkerProc:
         return killed
 
     def signal_group(self, sig):
+        if self.pid is None:
+            return
         try:
             os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -231,17 +263,13 @@ class WorkerProc:
         return msgs
 
     def close(self):
-        for fd in (self.cmd_fd, self.ctrl_fd):
+        for fd in (self.cmd_fd, self.ctrl_fd, self.out_fd, self.err_fd):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        for f in (self.proc.stdout, self.proc.stderr):
-            try:
-                f.close()
-            except OSError:
-                pass
-        self.proc.returncode = self.exit_status if self.exit_status is not None else -9
+        if self.proc is not None:
+            self.proc.returncode = self.exit_status if self.exit_status is not None else -9
 
 
 def _lowest_cpu_priority():
@@ -270,11 +298,15 @@ def _no_nul(obj):
 class Cell:
     """The running cell as the supervisor times it (its output budget is in capture)."""
 
-    def __init__(self, rid, n, timeout):
+    def __init__(self, rid, n, timeout, code, limit):
         self.id = rid
         self.n = n
         self.start = time.monotonic()
-        self.deadline = self.start + timeout if timeout else None
+        self.timeout = timeout
+        self.code = code              # until it is sent to the worker
+        self.limit = limit
+        self.sent = False             # the worker has it (a forked worker's pid may not be known yet)
+        self.deadline = None          # its timeout runs from when it is sent
         self.kill_at = None
         self.clear_at = None          # when what the cell started is killed if it is still running
         self.forced = None            # "timeout" / "cancelled" once interrupted
@@ -316,6 +348,18 @@ class Supervisor:
         self.worker_failures = 0
         self.oom_base = None
         self.cmd_watched = None       # the command pipe while it is selected for writing
+        # The preload (RUNBOX_PRELOAD, python only): Python workers are forked from a zygote that
+        # imported it (preload.py). `warming` until the first interpreter is up (PROTOCOL.md).
+        self.preload = preload.names(os.environ) if self.language == "python" else []
+        # RUNBOX_PRELOAD_LAZY=1 (runboxd's cold path): the first interpreter starts the plain way
+        # and the zygote only at the first reset, so that a burst of new sandboxes does not spend
+        # seconds of CPU each on imports their first cells may not need.
+        self.preload_lazy = os.environ.get("RUNBOX_PRELOAD_LAZY") == "1"
+        self.zygote = None
+        self.zygote_failures = 0
+        self.shadows = preload.Shadows()
+        self.warming = bool(self.preload) and not self.preload_lazy
+        self.started = time.monotonic()
 
     # ---- output to runboxd ----
     def emit(self, obj):
@@ -328,13 +372,13 @@ class Supervisor:
     def start_worker(self):
         for attempt in range(50):
             try:
-                self.worker = WorkerProc(self.language, self.env, self.worker_user)
+                self.worker = self.new_worker()
                 break
             except OSError as e:
                 # Out of processes (a fork bomb) or memory: free them and try again.
                 log("cannot start the interpreter: %s" % e)
                 if in_sandbox():
-                    kill_strays()
+                    self.kill_strays()
                 time.sleep(0.1)
         else:
             raise SystemExit("runner: cannot start the interpreter")
@@ -344,22 +388,136 @@ class Supervisor:
         self.sel.register(self.worker.ctrl_fd, 1)  # EVENT_READ
         self.pipes.add_worker(self.worker.out_fd, "stdout")
         self.pipes.add_worker(self.worker.err_fd, "stderr")
+        self.dispatch()
+
+    def new_worker(self):
+        """A worker forked from the zygote when there is a usable one, else one started here."""
+        z = self.usable_zygote()
+        if z is not None:
+            try:
+                return WorkerProc(self.language, self.env, self.worker_user, zygote=z)
+            except OSError as e:
+                self.zygote_failed("cannot ask it for an interpreter (%s)" % e)
+        return WorkerProc(self.language, self.env, self.worker_user)
+
+    def usable_zygote(self):
+        """The zygote (started when there is none), or None: no preload, it failed too often, or
+        packages installed into the session have the names of modules it imported (a worker
+        forked from it would give the user the image's version of them)."""
+        if not self.preload or self.preload_lazy or self.zygote_failures >= ZYGOTE_TRIES:
+            return None
+        z = self.zygote
+        if z is not None and z.dead:
+            self.zygote_failed("it exited")
+            return self.usable_zygote()
+        if self.preload_shadowed(z):
+            return None
+        if z is None:
+            try:
+                z = preload.Zygote(WORKER_ENTRY, self.env, self.worker_user, _lowest_cpu_priority)
+            except OSError as e:
+                log("cannot start the zygote: %s" % e)
+                self.zygote_failures += 1
+                return None
+            self.zygote = z
+            self.sel.register(z.fileno(), 1)
+        return z
+
+    def preload_shadowed(self, z):
+        """Whether the session's own packages shadow the preload; then the zygote is given up."""
+        mods = z.modules if z is not None and z.ready is not None else frozenset(
+            n.partition(".")[0] for n in self.preload)
+        found = self.shadows.check(mods)
+        if not found:
+            return False
+        log("packages installed into the session (%s) have the names of preloaded modules; fresh interpreters "
+            "start without the preload" % ", ".join(found[:10]))
+        self.zygote_failures = ZYGOTE_TRIES
+        self.drop_zygote()
+        return True
+
+    def drop_zygote(self):
+        z = self.zygote
+        if z is None:
+            return
+        self.zygote = None
+        try:
+            self.sel.unregister(z.fileno())
+        except (KeyError, ValueError, OSError):
+            pass
+        z.kill()
+
+    def zygote_failed(self, reason):
+        """The zygote is given up (dead, hung, nonsense); after ZYGOTE_TRIES, for good."""
+        self.zygote_failures += 1
+        log("the zygote failed: %s%s" % (reason, "; fresh interpreters start without the preload"
+                                                  if self.zygote_failures >= ZYGOTE_TRIES else ""))
+        self.drop_zygote()
+        w = self.worker
+        if w is not None and w.zygote is not None and w.pid is None:
+            # Its worker will not come: another one, the plain way if need be (nothing was lost).
+            self.stop_worker()
+            self.start_worker()
+
+    def on_zygote(self):
+        z = self.zygote
+        for msg in z.read():
+            t = msg.get("t")
+            if t == "ready":
+                failed = msg.get("failed")
+                if isinstance(failed, dict) and failed:
+                    log("preload: could not import %s" % "; ".join("%s (%s)" % (str(k)[:100], str(v)[:300])
+                                                               for k, v in list(failed.items())[:10]))
+            elif t in ("forked", "failed"):
+                w = self.worker
+                if w is not None and w.zygote is z and w.pid is None and msg.get("seq") == w.seq:
+                    pid = z.take_pid(msg) if t == "forked" else None
+                    if pid is None:
+                        self.zygote_failed(str(msg.get("error"))[:300] if t == "failed" else
+                                           "it named a process that is not a fresh interpreter")
+                        return
+                    self.attach(w, pid)
+                elif t == "forked":
+                    self.kill_stale(msg.get("pid"))
+        if z.dead and self.zygote is z:
+            self.zygote_failed("it exited")
+
+    def attach(self, w, pid):
+        """The forked worker's pid is known: it can be signalled, and the waiting cell goes."""
+        w.pid = pid
+        w.seq = None
+        self.dispatch()
+
+    def kill_stale(self, pid):
+        """A worker forked for a request nobody waits for any more: killed if it is ours."""
+        if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1 and \
+                preload.is_our_worker(pid, self.worker_user):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def kill_strays(self):
+        kill_strays(spare=(self.zygote.pid,) if self.zygote is not None and not self.zygote.dead else ())
 
     def stop_worker(self):
         w = self.worker
         if w is None:
             return
-        w.signal_group(signal.SIGKILL)
-        try:
-            os.kill(w.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if w.exit_status is None:
+        if w.pid is not None:
+            w.signal_group(signal.SIGKILL)
             try:
-                _, status = os.waitpid(w.pid, 0)
-                w.exit_status = os.waitstatus_to_exitcode(status)
-            except ChildProcessError:
+                os.kill(w.pid, signal.SIGKILL)
+            except ProcessLookupError:
                 pass
+            if w.exit_status is None:
+                try:
+                    _, status = os.waitpid(w.pid, 0)
+                    w.exit_status = os.waitstatus_to_exitcode(status)
+                except ChildProcessError:
+                    pass
+        elif w.zygote is not None and w.zygote.pending is not None and w.zygote.pending[0] == w.seq:
+            w.zygote.pending = None   # what it forks for this request is killed when it answers
         try:
             self.sel.unregister(w.ctrl_fd)
         except (KeyError, ValueError):
@@ -374,15 +532,34 @@ class Supervisor:
         self.worker = None
 
     def replace_worker(self):
+        self.preload_lazy = False  # from the first reset on, interpreters come from the zygote
         self.stop_worker()
         if in_sandbox():
-            kill_strays()
+            self.kill_strays()
             self.reap()
         quick = time.monotonic() - self.worker_started < 1.0
         self.worker_failures = self.worker_failures + 1 if quick else 0
         if self.worker_failures > 3:
             time.sleep(min(5.0, 0.2 * self.worker_failures))
         self.start_worker()
+
+    def dispatch(self):
+        """Sends the waiting cell to the worker once its pid is known. A worker forked from the
+        zygote that has run nothing yet is first replaced by a plain one if the session's own
+        packages now shadow the preload (installed at session creation)."""
+        cell, w = self.cell, self.worker
+        if cell is None or cell.sent or w is None or w.pid is None:
+            return
+        if w.zygote is not None and w.cells == 0 and self.preload_shadowed(w.zygote):
+            self.stop_worker()
+            self.start_worker()  # plain now: dispatches
+            return
+        cell.sent = True
+        if cell.timeout:
+            cell.deadline = time.monotonic() + cell.timeout
+        w.cells += 1
+        code, cell.code = cell.code, None
+        w.execute(cell.n, code, cell.limit, cell.pipes and cell.pipes.paths)
 
     def reap(self):
         """Collects exited children (the runner may be PID 1); notes the worker's status."""
@@ -395,6 +572,8 @@ class Supervisor:
                 return
             if self.worker is not None and pid == self.worker.pid:
                 self.worker.exit_status = os.waitstatus_to_exitcode(status)
+            elif self.zygote is not None and pid == self.zygote.pid:
+                self.zygote.exit_status = os.waitstatus_to_exitcode(status)
 
     # ---- output handling ----
     def read_stream(self, fd):
@@ -455,9 +634,11 @@ class Supervisor:
         if op == "ping":
             # "busy" names a cell still running, e.g. one whose runboxd restarted: the new
             # runboxd interrupts it and waits for its "done" before sending work.
+            # "warming": the first interpreter is still importing the preload (a warm pool
+            # entry is ready at the "warm" event).
             self.emit({"type": "pong", "id": rid, "language": self.language, "version": VERSION,
                        "worker_pid": self.worker.pid if self.worker else None,
-                       "busy": self.cell.id if self.cell is not None else None})
+                       "busy": self.cell.id if self.cell is not None else None, "warming": self.warming})
         elif op == "execute":
             self.handle_execute(rid, req)
         elif op == "interrupt":
@@ -491,12 +672,12 @@ class Supervisor:
         if self.language == "python" and not self.policy_allows(rid, code, req.get("policy")):
             return
         self.n += 1
-        self.cell = Cell(rid, self.n, timeout)
+        self.cell = Cell(rid, self.n, timeout, code, max_output)
         self.capture.start(rid, max_output)
         self.cell.forward = forward.CellForward(max_output)
         self.cell.files_before = workspace_snapshot()
         self.cell.pipes = self.pipes.open_cell(self.cell)
-        self.worker.execute(self.n, code, max_output, self.cell.pipes and self.cell.pipes.paths)
+        self.dispatch()
 
     # ---- optional code policy (runbox_policy.py beside the entry scripts) ----
     def policy_allows(self, rid, code, policy):
@@ -536,6 +717,11 @@ class Supervisor:
 
     def interrupt(self, status):
         cell = self.cell
+        if not cell.sent:
+            # The worker never got it (a fresh interpreter was still on its way): nothing to stop.
+            cell.forced = status
+            self.finish_cell(status)
+            return
         cell.forced = status
         cell.kill_at = time.monotonic() + self.grace
         cell.clear_at = time.monotonic() + min(CLEAR_AFTER_S, self.grace / 2)
@@ -567,6 +753,13 @@ class Supervisor:
         if t == "hello":
             w.hello = True
             self.worker_failures = 0
+            if self.warming:
+                self.warming = False
+                z = w.zygote
+                failed = z.ready.get("failed") if z is not None and isinstance(z.ready, dict) else None
+                loaded = [n for n in self.preload if not (isinstance(failed, dict) and n in failed)] if z else []
+                self.emit({"type": "warm", "preload": loaded,
+                           "ms": int((time.monotonic() - self.started) * 1000)})
             return
         if t == "sync":
             seq = msg.get("seq")
@@ -609,6 +802,18 @@ class Supervisor:
         """The worker exited or closed its control pipe."""
         w = self.worker
         self.drain()
+        if w.cells == 0:
+            # It never got a cell: nothing of the user's was lost. One forked from the zygote
+            # that did not come up counts against the zygote.
+            if w.zygote is not None and not w.hello:
+                self.stop_worker()
+                self.zygote_failed("its interpreter ended before it started (%s)"
+                                   % describe_exit(w.exit_status))
+                if self.worker is None:
+                    self.start_worker()
+            else:
+                self.replace_worker()
+            return
         # The control pipe closes a moment before the process can be reaped.
         give_up = time.monotonic() + 1.0
         while w.exit_status is None and time.monotonic() < give_up:
@@ -653,6 +858,9 @@ class Supervisor:
         signal.signal(signal.SIGINT, lambda s, f: None)
         if not in_sandbox():
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if self.preload:
+            # The zygote's workers are forked from a child that exits at once: they become ours.
+            preload.become_subreaper()
         self.start_worker()
         self.emit({"type": "ready", "language": self.language, "version": VERSION})
         stdin = sys.stdin.fileno()
@@ -663,6 +871,7 @@ class Supervisor:
                 self.step(stdin)
         finally:
             self.stop_worker()
+            self.drop_zygote()
             self.pipes.cleanup()
 
     def watch_commands(self):
@@ -698,6 +907,8 @@ class Supervisor:
                 ctrl_msgs.extend(w.read_ctrl())
             elif w is not None and fd == w.cmd_fd:
                 w.flush_commands()
+            elif self.zygote is not None and fd == self.zygote.fileno():
+                self.on_zygote()
             else:
                 self.read_stream(fd)
         if ctrl_msgs:
@@ -705,6 +916,8 @@ class Supervisor:
             for msg in ctrl_msgs:
                 self.on_ctrl(msg)
         self.reap()
+        if self.zygote is not None and self.zygote.overdue(time.monotonic()):
+            self.zygote_failed("it did not answer in time")
         w = self.worker
         if w is not None and (w.exit_status is not None or w.ctrl_eof):
             if w.ctrl_eof:
