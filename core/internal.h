@@ -25,7 +25,10 @@
 /* At most one warning about one sandbox's bytes per this many ms (the rest are counted). */
 #define RUNNER_WARN_EVERY_MS 10000
 #define RB_HANDSHAKE_MS 20000
-#define RB_BACKSTOP_EXTRA_MS 10000
+/* How long after an execution's timeout and grace runboxd waits for the sandbox's answer before ending
+ * the session as unresponsive: a fork bomb on a busy 2-core host kept the runner from restarting the
+ * interpreter for more than 10 s (CI), and a false verdict destroys a session that was fine. */
+#define RB_BACKSTOP_EXTRA_MS 30000
 /* Error items kept per execution (the runner's and one of runboxd's own); more are a flood. */
 #define EXECUTION_ERRORS_MAX 2
 /* Traceback lines kept per error item (the first and last halves around a marker). */
