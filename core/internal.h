@@ -129,7 +129,7 @@ struct rb_core {
     core_watch *pending_head, *pending_tail;
     int closing;
     int pending_ops;      /* Docker work a graceful stop waits for: container creates and removals in flight */
-    rb_map removals;      /* containers whose removal failed, to retry (sandbox.c): id or name -> struct removal */
+    rb_map removals;      /* containers whose removal failed, to retry (removal.c): id or name -> struct removal */
     struct pool *pool;    /* warm sandboxes (pool.c) */
     struct policy *policy;/* the optional code policy (policy.c) */
     stats_counters stats; /* what GET /metrics counts (stats.c) */
@@ -235,16 +235,19 @@ rb_err sandbox_execute(sandbox *sb, execution *ex, char *err);
 void sandbox_interrupt(sandbox *sb, execution *ex);
 /** Closes the stream; removes the container when remove != 0. Frees sb. */
 void sandbox_close(sandbox *sb, int remove);
-/** Removes a container in the background (counted by core_pending until the engine answers);
- * a failure is logged and the removal tried again after the next successful probe of the
- * engine (sandbox_retry_removals); the next start's recovery removes whatever is left. */
-void sandbox_remove_container(rb_core *c, const char *container_id);
+/* ---- removal.c ---- */
+/** Removes a container (by id or name) in the background, counted by core_pending until the
+ * engine answers; a failure is logged and the removal tried again after the next successful
+ * probe of the engine (removal_retry_all), where "no such container" counts as "not there yet"
+ * missing_tries more times (a create the engine may still carry out); the next start's recovery
+ * removes whatever is left. */
+void removal_start(rb_core *c, const char *id, int missing_tries);
 /** Starts again the removals that failed (the engine did not answer, or a container whose
  * create failed may still surface); those failing again wait for the next call. Returns how
  * many were started. Called after each successful probe of the engine (recovery.c). */
-int sandbox_retry_removals(rb_core *c);
+int removal_retry_all(rb_core *c);
 /** Frees the removals still waiting (core_free). */
-void sandbox_drop_removals(rb_core *c);
+void removal_drop_all(rb_core *c);
 /** Non-zero if sb's runner is attached and takes executions. */
 int sandbox_ready(const sandbox *sb);
 
@@ -296,7 +299,7 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
  * whether it answers (core_health) and, on the first answer, recovers the stored sessions. */
 void core__probe_start(rb_core *c, uint64_t ms);
 /** Brings the next probe forward to within a couple of seconds (unless one is due sooner or
- * in flight): removals waiting for a retry go after it (sandbox_retry_removals). */
+ * in flight): removals waiting for a retry go after it (removal_retry_all). */
 void core__probe_soon(rb_core *c);
 
 /* core.c */

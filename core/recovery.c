@@ -63,7 +63,7 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
             continue; /* warmed by this process since start-up */
         if (s == NULL) {
             rb_info("recovery: removing container %.12s: no live session owns it", id);
-            sandbox_remove_container(c, id);
+            removal_start(c, id, 0);
             continue;
         }
         if (s->sb != NULL)
@@ -71,7 +71,7 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
         if (state == NULL || strcmp(state, "running") != 0 || s->container_id == NULL ||
             strcmp(s->container_id, id) != 0) {
             rb_info("recovery: removing container %.12s of session %s (state %s)", id, s->id, state ? state : "?");
-            sandbox_remove_container(c, id);
+            removal_start(c, id, 0);
             continue;
         }
         if (sandbox_reattach(s, reattached_cb, msg) != RB_OK)
@@ -125,7 +125,7 @@ static void probed_cb(void *data, rb_err err, const char *errmsg, const char *ve
     if (!c->recovered)
         recover(c);
     /* Removals that failed go again; while there are some, the next probe comes sooner. */
-    int retried = sandbox_retry_removals(c);
+    int retried = removal_retry_all(c);
     core__probe_start(c, retried > 0 ? PROBE_MS_DOWN : PROBE_MS_UP);
 }
 

@@ -22,8 +22,6 @@ enum { SB_CREATING, SB_STARTING, SB_ATTACHING, SB_HANDSHAKE, SB_READY, SB_LOST, 
 /* Rounds (successful Docker probes, recovery.c) in which a container whose create failed is
  * looked for again when it is not there: the engine may carry a create out after its deadline. */
 #define REMOVE_MISSING_TRIES 3
-/* Removals to retry at most; beyond, a container is left for the next start's recovery. */
-#define REMOVALS_PENDING_MAX 4096
 
 struct sandbox {
     rb_core *c;
@@ -83,100 +81,6 @@ static void release(sandbox *sb)
     free(sb->name);
     free(sb->container_id);
     free(sb);
-}
-
-/* A container to remove (by id or name): in flight, or waiting in c->removals for the next
- * retry (sandbox_retry_removals). */
-struct removal {
-    rb_core *c;
-    int missing_tries; /* retries left in which "no such container" is taken for "not there yet" */
-    char id[];
-};
-
-static void remove_start(rb_core *c, const char *id, int missing_tries);
-
-/* Keeps r (owned from here) for the next retry. */
-static void remove_later(struct removal *r)
-{
-    rb_core *c = r->c;
-    struct removal *old = map_get(&c->removals, r->id);
-    if (old == NULL && c->removals.len >= REMOVALS_PENDING_MAX) {
-        rb_warn("container %.12s: %d removals are waiting already; it is left for the next start's recovery",
-                r->id, REMOVALS_PENDING_MAX);
-        free(r);
-        return;
-    }
-    free(old);
-    map_put(&c->removals, r->id, r);
-    core__probe_soon(c); /* the retry follows the next successful probe */
-}
-
-static void removed_cb(void *data, rb_err err, const char *msg)
-{
-    struct removal *r = data;
-    r->c->pending_ops--;
-    if (err == RB_ENOTFOUND && r->missing_tries > 0) {
-        r->missing_tries--;
-        remove_later(r);
-        return;
-    }
-    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED && !r->c->closing) {
-        rb_warn("container %.12s: could not remove it (will try again once Docker answers): %s", r->id, msg);
-        remove_later(r);
-        return;
-    }
-    free(r);
-}
-
-static void remove_start(rb_core *c, const char *id, int missing_tries)
-{
-    size_t n = strlen(id);
-    struct removal *r = xmalloc(sizeof(*r) + n + 1);
-    r->c = c;
-    r->missing_tries = missing_tries;
-    memcpy(r->id, id, n + 1);
-    char err[RB_ERR_LEN];
-    rb_err e = backend_remove(c->be, r->id, removed_cb, r, err);
-    if (e != RB_OK) {
-        if (e != RB_ECANCELED && e != RB_EINVAL && !c->closing) {
-            rb_warn("container %.12s: could not remove it (will try again once Docker answers): %s", r->id, err);
-            remove_later(r);
-        } else {
-            free(r);
-        }
-        return;
-    }
-    c->pending_ops++;
-}
-
-void sandbox_remove_container(rb_core *c, const char *container_id)
-{
-    remove_start(c, container_id, 0);
-}
-
-int sandbox_retry_removals(rb_core *c)
-{
-    rb_map todo = c->removals;
-    map_init(&c->removals); /* removals failing again are kept anew */
-    size_t pos = 0;
-    struct removal *r;
-    int n = 0;
-    while ((r = map_next(&todo, &pos)) != NULL) {
-        remove_start(c, r->id, r->missing_tries);
-        free(r);
-        n++;
-    }
-    map_dispose(&todo);
-    return n;
-}
-
-void sandbox_drop_removals(rb_core *c)
-{
-    size_t pos = 0;
-    struct removal *r;
-    while ((r = map_next(&c->removals, &pos)) != NULL)
-        free(r);
-    map_dispose(&c->removals);
 }
 
 static void finish_ready(sandbox *sb, rb_err err, const char *msg)
@@ -633,14 +537,14 @@ static void created_cb(void *data, rb_err err, const char *errmsg, const char *i
         /* Unless the image is missing, the engine may have made it anyway: its answer was lost,
          * cut short or late (it may even carry the create out after our deadline). Remove it by
          * name, and look for it again a few times. */
-        remove_start(sb->c, sb->name, REMOVE_MISSING_TRIES);
+        removal_start(sb->c, sb->name, REMOVE_MISSING_TRIES);
     free(sb->name);
     sb->name = NULL;
     if (sb->state == SB_CLOSED) {
         /* Closed while its create was in flight (a session ended, the pool stopped): the
          * container is removed now that it exists. */
         if (sb->container_id != NULL)
-            sandbox_remove_container(sb->c, sb->container_id);
+            removal_start(sb->c, sb->container_id, 0);
         release(sb);
         return;
     }
@@ -933,6 +837,6 @@ void sandbox_close(sandbox *sb, int remove)
         sb->att = NULL;
     }
     if (remove && sb->container_id != NULL)
-        sandbox_remove_container(sb->c, sb->container_id);
+        removal_start(sb->c, sb->container_id, 0);
     release(sb);
 }

@@ -162,7 +162,7 @@ void session_end(session *s, const char *status, const char *reason)
         sandbox_close(s->sb, 1);
         s->sb = NULL;
     } else if (s->container_id != NULL) {
-        sandbox_remove_container(c, s->container_id);
+        removal_start(c, s->container_id, 0);
     }
     session_persist(s);
     map_del(&c->sessions, s->id);
