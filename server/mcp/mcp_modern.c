@@ -178,12 +178,19 @@ static void cancel_request(mcp_server *ms, const core_caller *who, json_t *param
 
 /* ---- methods of the modern era only ---------------------------------------------------- */
 
+static const char instructions[] =
+    "runbox runs code in persistent sandbox sessions. Call execute_code with Python code; without session_id it "
+    "starts a new session and returns its session_id: pass that session_id on later calls to keep variables, imports "
+    "and files. Print values or end with an expression to see them; plots made with matplotlib come back as images. "
+    "Move files in and out of a session's /workspace with upload_file, list_files and download_file; get_packages "
+    "lists what is installed and install_dependencies adds Python packages. Call close_session when done.";
+
 static json_t *discover_result(json_t *id, int agentrun)
 {
     json_t *r = json_pack("{s:[s,s,s,s], s:{s:{s:b}, s:{s:b, s:b}, s:{}}, s:s}", "supportedVersions",
                           MCP_MODERN_VERSION, "2025-11-25", "2025-06-18", "2025-03-26", "capabilities", "tools",
                           "listChanged", 0, "resources", "listChanged", 0, "subscribe", 0, "logging", "instructions",
-                          agentrun ? mcp__agentrun_instructions : mcp__instructions);
+                          agentrun ? mcp__agentrun_instructions : instructions);
     mcp__cacheable(r, MCP_LIST_TTL_MS, "public");
     return mcp__rpc_result(id, r);
 }

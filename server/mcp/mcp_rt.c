@@ -214,7 +214,8 @@ void mcp__post_answer(mcp_post *post, json_t *response)
         if (post->req != NULL) {
             h2o_req_t *req = post->req;
             post->req = NULL;
-            mcp__send_message(req, status, response, post->sse);
+            /* 2026-07-28: an error status goes with a plain JSON body clients can inspect */
+            mcp__send_message(req, status, response, post->sse && status == 200);
         }
         json_decref(response);
         return;
