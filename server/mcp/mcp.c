@@ -272,7 +272,11 @@ static int post_handler(http_call *hc, int agentrun)
     mcp_envelope_headers eh = {0};
     eh.version = mcp__header(req, "mcp-protocol-version", &eh.version_len);
     const char *sid = mcp__header(req, "mcp-session-id", &len);
-    if (mcp__envelope_is_modern(body, &eh, sid != NULL && len > 0)) {
+    /* ?era=legacy pins the initialize era for clients that probe 2026-07-28 first and cannot be
+     * told not to (the OpenAI Agents SDK), when they rely on a sandbox per MCP session. */
+    const char *era = http_query_param(req, "era");
+    int pinned = era != NULL && strcmp(era, "legacy") == 0;
+    if (!pinned && mcp__envelope_is_modern(body, &eh, sid != NULL && len > 0)) {
         int r = mcp__modern_post(hc, body, agentrun, answers_as_sse(accept));
         json_decref(body);
         return r;

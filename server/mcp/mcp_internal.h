@@ -3,6 +3,7 @@
  * transport objects and the `mcp__` helpers. The module is mcp.c (HTTP side and lifecycle),
  * mcp_rt.c (live sessions, streams, posts and calls), mcp_rpc.c (dispatch and resources),
  * mcp_wire.c (JSON-RPC messages, error codes and SSE event ids: pure, see mcp_wire.h),
+ * mcp_modern.c (the stateless 2026-07-28 era) with mcp_envelope.c (its checks: pure),
  * mcp_tools.c (tools), mcp_files.c (file, package and dependency tools, file resources) and
  * mcp_agentrun.c (AgentRun+'s tools, served at /agentrun/mcp).
  *

@@ -483,3 +483,22 @@ def test_sdk_legacy_mode_still_initializes(server):
             return r.structured_content["session_id"]
 
     server.session_ids.add(anyio.run(main))
+
+
+def test_era_legacy_query_pins_the_initialize_era(server):
+    """/mcp?era=legacy: for clients that always probe 2026-07-28 first (the OpenAI Agents SDK) but
+    rely on one sandbox per MCP session."""
+    r = requests.post(url(server) + "?era=legacy", json={"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                                                          "params": {"_meta": meta()}},
+                      headers=headers("server/discover"), timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32600  # not a modern error: clients fall back
+
+    async def main():
+        async with Client(url(server) + "?era=legacy") as c:
+            assert c.protocol_version == "2025-11-25"
+            await c.call_tool("execute_code", {"code": "w = 3"})
+            r = await c.call_tool("execute_code", {"code": "w * 2"})
+            assert r.structured_content["result"] == "6", texts(r)
+            return r.structured_content["session_id"]
+
+    server.session_ids.add(anyio.run(main))
