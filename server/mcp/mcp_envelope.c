@@ -40,11 +40,14 @@ int mcp__envelope_is_modern(json_t *body, const mcp_envelope_headers *h, int has
     const char *method = json_string_value(json_object_get(body, "method"));
     if (method != NULL && strcmp(method, "initialize") == 0)
         return 0;
-    if (h->version != NULL && !is_legacy_version(h->version, h->version_len))
-        return 1;
     if (method != NULL && strcmp(method, "server/discover") == 0)
         return 1;
-    return !has_session && json_object_get(meta_of(body), MCP_META_VERSION) != NULL;
+    int meta = json_object_get(meta_of(body), MCP_META_VERSION) != NULL;
+    if (!has_session)
+        return meta || (h->version != NULL && !is_legacy_version(h->version, h->version_len));
+    /* Inside an MCP session, a request stays legacy (an unknown header version is that era's
+     * 400) unless it carries the modern envelope under a version header of another era. */
+    return meta && h->version != NULL && !is_legacy_version(h->version, h->version_len);
 }
 
 /* An error response for msg's id (NULL or absent: null); data stolen. */

@@ -40,11 +40,11 @@ typedef struct mcp_envelope_headers {
     size_t version_len, method_len, name_len;
 } mcp_envelope_headers;
 
-/** Whether a POST body (any JSON value) with these headers is a modern (2026-07-28) request:
- * the MCP-Protocol-Version header names a version that is not one of the initialize era
- * (2025-03-26, 2025-06-18, 2025-11-25), or the body is a server/discover, or (without an
- * Mcp-Session-Id, has_session 0) its params._meta carries a protocol version. initialize is
- * never modern (the legacy lifecycle), nor is a batch. */
+/** Whether a POST body (any JSON value) with these headers is a modern (2026-07-28) request: a
+ * server/discover; without an Mcp-Session-Id (has_session 0), one whose params._meta carries a
+ * protocol version or whose MCP-Protocol-Version header names a version that is not one of the
+ * initialize era (2025-03-26, 2025-06-18, 2025-11-25); with one, only when both hold.
+ * initialize is never modern (the legacy lifecycle), nor is a batch. */
 int mcp__envelope_is_modern(json_t *body, const mcp_envelope_headers *h, int has_session);
 
 /** Runs the validation ladder of a modern request msg (a message mcp__classify accepted as a

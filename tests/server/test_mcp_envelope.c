@@ -61,10 +61,12 @@ Test(mcp_envelope, era)
     json_t *batch = js("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" META "}}]");
     cr_expect(!mcp__envelope_is_modern(plain, &none, 0));
     cr_expect(!mcp__envelope_is_modern(plain, &legacy, 1));
-    cr_expect(mcp__envelope_is_modern(plain, &modern, 1), "a modern header wins over a session");
+    cr_expect(!mcp__envelope_is_modern(plain, &modern, 1), "a session without _meta stays legacy");
+    cr_expect(mcp__envelope_is_modern(plain, &modern, 0));
     cr_expect(mcp__envelope_is_modern(plain, &future, 0), "an unknown version goes to the modern ladder");
     cr_expect(mcp__envelope_is_modern(meta, &none, 0));
     cr_expect(!mcp__envelope_is_modern(meta, &legacy, 1), "_meta inside a legacy session stays legacy");
+    cr_expect(mcp__envelope_is_modern(meta, &modern, 1), "_meta and a modern header win over a session");
     cr_expect(mcp__envelope_is_modern(disc, &none, 1));
     cr_expect(!mcp__envelope_is_modern(init, &modern, 0), "initialize is always the legacy lifecycle");
     cr_expect(!mcp__envelope_is_modern(batch, &modern, 0));
