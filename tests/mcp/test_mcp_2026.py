@@ -502,3 +502,19 @@ def test_era_legacy_query_pins_the_initialize_era(server):
             return r.structured_content["session_id"]
 
     server.session_ids.add(anyio.run(main))
+
+
+def test_fastmcp_auto_mode_negotiates_2026(server):
+    from fastmcp import Client as FastMCPClient
+
+    async def main():
+        async with FastMCPClient(url(server)) as c:
+            assert c.session.protocol_version == V
+            assert "execute_code" in {t.name for t in await c.list_tools()}
+            r = await c.call_tool("execute_code", {"code": "v = [1, 2, 3]"})
+            sid = r.structured_content["session_id"]
+            r = await c.call_tool("execute_code", {"code": "sum(v)", "session_id": sid})
+            assert r.structured_content["result"] == "6"
+            return sid
+
+    server.session_ids.add(anyio.run(main))
