@@ -127,6 +127,11 @@ def test_req_server_stateless_no_initialize_no_session_header(server):
     # An Mcp-Session-Id that names nothing is ignored on a modern request.
     h = dict(headers("tools/list"), **{"Mcp-Session-Id": "not-a-session"})
     result(post(server, "tools/list", hdrs=h))
+    # Lists do not vary per connection or with other requests in between (SEP-2567).
+    before = [x["uri"] for x in result(post(server, "resources/list"))["resources"]]
+    result(call(server, "get_health", {}))
+    result(post(server, "server/discover"))
+    assert [x["uri"] for x in result(post(server, "resources/list"))["resources"]] == before
 
 
 def test_req_server_stateless_meta_is_required(server):
