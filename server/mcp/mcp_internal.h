@@ -250,6 +250,10 @@ void mcp__modern_stop(mcp_server *ms);
 #define MCP_LIST_TTL_MS 300000
 /** Sets a result's caching directives (ttlMs, cacheScope "public" or "private"; in place). */
 void mcp__cacheable(json_t *result, long ttl_ms, const char *scope);
+/** A session-bound tool without session_id under 2026-07-28 (no MCP session, so no sandbox of
+ * its own): execute_code starts a new session (call->new_session) and runs in it; the file tools
+ * answer that session_id is required. Returns a tool result now, or NULL when answered later. */
+json_t *mcp__modern_without_session(mcp_call *call, const char *language);
 /** The tool definitions as MCP 2026-07-28 shows them (a new array from tools, borrowed). */
 json_t *mcp__modern_tools(json_t *tools);
 
@@ -262,6 +266,9 @@ extern const char mcp__instructions[];
 /** Runs call's tool; returns the tool result now (new reference), or NULL when the call
  * answers later (or already has). */
 json_t *mcp__run_tool(mcp_call *call);
+/** Starts the work of a session-bound tool (execute_code or a file tool) in session_id. The call
+ * is answered later, or now (and freed) when core refuses at once. */
+void mcp__session_ready(mcp_call *call, const char *session_id);
 /** Runs a session-bound tool in the session named by the session_id argument, or without one
  * in this connection's own sandbox of language (created on first use). Returns a tool result
  * for a bad session_id or a refusal, NULL when the call answers later. */

@@ -176,6 +176,52 @@ static void cancel_request(mcp_server *ms, const core_caller *who, json_t *param
     }
 }
 
+/* ---- session-bound tools without session_id ------------------------------------------- */
+
+/* core_session_create's answer for a 2026-07-28 execute_code without session_id. */
+static void on_new_session(void *data, rb_err e, const char *msg, json_t *body)
+{
+    mcp_call *call = data;
+    call->op = NULL;
+    if (e != RB_OK) {
+        json_t *res = mcp__tool_core_error(e, msg);
+        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
+        json_decref(res);
+        json_decref(body);
+        return;
+    }
+    const char *sid = json_string_value(json_object_get(body, "session_id"));
+    snprintf(call->session_id, sizeof(call->session_id), "%s", sid ? sid : "");
+    json_decref(body);
+    call->new_session = 1;
+    mcp__call_log(call, 1, "started session %s for this call", call->session_id);
+    if (call->cancelled) {
+        mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
+        return;
+    }
+    mcp__session_ready(call, call->session_id);
+}
+
+/* A 2026-07-28 session-bound tool without session_id: there is no MCP session whose sandbox it
+ * could use. execute_code starts a new session (its id goes back in the result); the file tools
+ * need one named. */
+json_t *mcp__modern_without_session(mcp_call *call, const char *language)
+{
+    char err[RB_ERR_LEN];
+    if (strcmp(call->tool, "execute_code") != 0)
+        return mcp__tool_error("'session_id' is required: MCP 2026-07-28 has no MCP session with a sandbox of its own; "
+                               "pass the session_id that execute_code or create_session returned");
+    json_t *opts = json_pack("{s:s}", "language", language);
+    rb_err e = core_session_create(call->ms->core, call->rt->who, opts, on_new_session, call, &call->op, err);
+    json_decref(opts);
+    if (e != RB_OK) {
+        call->op = NULL;
+        return mcp__tool_core_error(e, err);
+    }
+    mcp__call_log(call, 1, "starting a %s sandbox", language);
+    return NULL;
+}
+
 /* ---- methods of the modern era only ---------------------------------------------------- */
 
 static const char instructions[] =

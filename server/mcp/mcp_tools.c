@@ -246,9 +246,7 @@ static void execute_in(mcp_call *call, const char *session_id)
 
 /* ---- session-bound tools --------------------------------------------------------------- */
 
-/* Starts the work of a session-bound tool in session_id (given, or this connection's sandbox
- * once bound). The call is answered later, or now (and freed) when core refuses at once. */
-static void session_ready(mcp_call *call, const char *session_id)
+void mcp__session_ready(mcp_call *call, const char *session_id)
 {
     if (strcmp(call->tool, "execute_code") == 0)
         execute_in(call, session_id);
@@ -278,51 +276,7 @@ static void on_bound(void *data, rb_err e, const char *msg, json_t *body)
         mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
         return;
     }
-    session_ready(call, id);
-}
-
-/* core_session_create's answer for a 2026-07-28 execute_code without session_id. */
-static void on_new_session(void *data, rb_err e, const char *msg, json_t *body)
-{
-    mcp_call *call = data;
-    call->op = NULL;
-    if (e != RB_OK) {
-        json_t *res = mcp__tool_core_error(e, msg);
-        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-        json_decref(res);
-        json_decref(body);
-        return;
-    }
-    const char *sid = json_string_value(json_object_get(body, "session_id"));
-    snprintf(call->session_id, sizeof(call->session_id), "%s", sid ? sid : "");
-    json_decref(body);
-    call->new_session = 1;
-    mcp__call_log(call, 1, "started session %s for this call", call->session_id);
-    if (call->cancelled) {
-        mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
-        return;
-    }
-    session_ready(call, call->session_id);
-}
-
-/* A 2026-07-28 session-bound tool without session_id: there is no MCP session whose sandbox it
- * could use. execute_code starts a new session (its id goes back in the result); the file tools
- * need one named. */
-static json_t *modern_without_session(mcp_call *call, const char *language)
-{
-    char err[RB_ERR_LEN];
-    if (strcmp(call->tool, "execute_code") != 0)
-        return mcp__tool_error("'session_id' is required: MCP 2026-07-28 has no MCP session with a sandbox of its own; "
-                               "pass the session_id that execute_code or create_session returned");
-    json_t *opts = json_pack("{s:s}", "language", language);
-    rb_err e = core_session_create(call->ms->core, call->rt->who, opts, on_new_session, call, &call->op, err);
-    json_decref(opts);
-    if (e != RB_OK) {
-        call->op = NULL;
-        return mcp__tool_core_error(e, err);
-    }
-    mcp__call_log(call, 1, "starting a %s sandbox", language);
-    return NULL;
+    mcp__session_ready(call, id);
 }
 
 json_t *mcp__with_session(mcp_call *call, const char *language)
@@ -332,11 +286,11 @@ json_t *mcp__with_session(mcp_call *call, const char *language)
     if (sid != NULL && !json_is_null(sid) && !(json_is_string(sid) && json_string_length(sid) == 0)) {
         if (!json_is_string(sid))
             return mcp__tool_error("'session_id' must be a string from create_session or list_sessions");
-        session_ready(call, json_string_value(sid));
+        mcp__session_ready(call, json_string_value(sid));
         return NULL;
     }
     if (call->rt->modern)
-        return modern_without_session(call, language);
+        return mcp__modern_without_session(call, language);
     char bound[MCP_SESSIONS_ID_LEN];
     rb_err e = mcp_sessions_bound_sandbox(call->ms->cm, call->rt->who, call->rt->id, language, bound, on_bound, call, &call->op, err);
     if (e != RB_OK) {
@@ -344,7 +298,7 @@ json_t *mcp__with_session(mcp_call *call, const char *language)
         return mcp__tool_core_error(e, err);
     }
     if (bound[0] != '\0') {
-        session_ready(call, bound);
+        mcp__session_ready(call, bound);
     } else {
         mcp__call_log(call, 1, "starting a %s sandbox for this MCP session", language);
     }
