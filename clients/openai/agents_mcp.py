@@ -55,7 +55,9 @@ def runbox_server(url: str, transport: str, api_key: str | None):
     if transport == "sse":
         return MCPServerSse(params={"url": url.rstrip("/") + "/sse", "headers": headers,
                                     "timeout": 30, "sse_read_timeout": 900}, **common)
-    return MCPServerStreamableHttp(params={"url": url.rstrip("/") + "/mcp", "headers": headers,
+    # ?era=legacy: the SDK probes MCP 2026-07-28 first, which has no MCP session; this example
+    # keeps one sandbox per MCP session (the file uploaded before the run, the chart downloaded after)
+    return MCPServerStreamableHttp(params={"url": url.rstrip("/") + "/mcp?era=legacy", "headers": headers,
                                            "timeout": 30, "sse_read_timeout": 900}, **common)
 
 

@@ -268,6 +268,19 @@ static int post_handler(http_call *hc, int agentrun)
     json_t *body = mcp__read_message(hc, &body_kind);
     if (body == NULL)
         return 0;
+    /* MCP 2026-07-28 requests are served statelessly (mcp_modern.c). */
+    mcp_envelope_headers eh = {0};
+    eh.version = mcp__header(req, "mcp-protocol-version", &eh.version_len);
+    const char *sid = mcp__header(req, "mcp-session-id", &len);
+    /* ?era=legacy pins the initialize era for clients that probe 2026-07-28 first and cannot be
+     * told not to (the OpenAI Agents SDK), when they rely on a sandbox per MCP session. */
+    const char *era = http_query_param(req, "era");
+    int pinned = era != NULL && strcmp(era, "legacy") == 0;
+    if (!pinned && mcp__envelope_is_modern(body, &eh, sid != NULL && len > 0)) {
+        int r = mcp__modern_post(hc, body, agentrun, answers_as_sse(accept));
+        json_decref(body);
+        return r;
+    }
     /* initialize starts a session: it needs no Mcp-Session-Id (and ignores one). */
     if (body_kind == MCP_BODY_INITIALIZE) {
         int r = handle_initialize(hc, body, answers_as_sse(accept), agentrun);
@@ -542,10 +555,12 @@ static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings 
     ms->cfg = cfg;
     ms->tools = tools;
     ms->agentrun_tools = agentrun_tools;
+    ms->modern_tools = mcp__modern_tools(tools);
     e = mcp_sessions_new(core, &ms->cm, err);
     if (e != RB_OK) {
         json_decref(tools);
         json_decref(agentrun_tools);
+        json_decref(ms->modern_tools);
         free(ms);
         return e;
     }
@@ -562,6 +577,7 @@ static void mcp_server_stop(mcp_server *ms)
     if (ms == NULL || ms->stopped)
         return;
     ms->stopped = 1;
+    mcp__modern_stop(ms);
     /* Hands every session's transport state back (mcp__on_session_detached) to be dropped. */
     mcp_sessions_free(ms->cm);
     ms->cm = NULL;
@@ -574,5 +590,6 @@ static void mcp_server_free(mcp_server *ms)
     mcp_server_stop(ms);
     json_decref(ms->tools);
     json_decref(ms->agentrun_tools);
+    json_decref(ms->modern_tools);
     free(ms);
 }

@@ -1,6 +1,7 @@
 /*
- * mcp: the Model Context Protocol endpoint of runboxd at /mcp (streamable HTTP, revisions
- * 2025-03-26, 2025-06-18 and 2025-11-25). It translates JSON-RPC to core/ calls: tools
+ * mcp: the Model Context Protocol endpoint of runboxd at /mcp (streamable HTTP: the stateless
+ * revision 2026-07-28, per request, and the session-based 2025-03-26, 2025-06-18 and 2025-11-25,
+ * started by initialize). It translates JSON-RPC to core/ calls: tools
  * (execute_code, create_session, list_sessions, get_session_info, close_session, get_health,
  * upload_file, download_file, list_files, get_packages, install_dependencies), resources
  * (runbox://sessions, runbox://sessions/{id} and CodeBox-AI's aliases, a session's files as

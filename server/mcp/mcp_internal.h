@@ -3,6 +3,7 @@
  * transport objects and the `mcp__` helpers. The module is mcp.c (HTTP side and lifecycle),
  * mcp_rt.c (live sessions, streams, posts and calls), mcp_rpc.c (dispatch and resources),
  * mcp_wire.c (JSON-RPC messages, error codes and SSE event ids: pure, see mcp_wire.h),
+ * mcp_modern.c (the stateless 2026-07-28 era) with mcp_envelope.c (its checks: pure),
  * mcp_tools.c (tools), mcp_files.c (file, package and dependency tools, file resources) and
  * mcp_agentrun.c (AgentRun+'s tools, served at /agentrun/mcp).
  *
@@ -20,6 +21,7 @@
 #include "core/mcp_sessions.h"
 #include "server/agentrun.h"
 #include "server/mcp/mcp.h"
+#include "server/mcp/mcp_envelope.h"
 #include "server/mcp/mcp_wire.h"
 #include "server/sse.h"
 
@@ -72,6 +74,12 @@ struct mcp_rt {
     mcp_stream *streams;
     size_t nstreams;
     mcp_call *calls;
+    /* MCP 2026-07-28 (mcp_modern.c): the runtime of one stateless POST, no MCP session (id is
+     * ""); freed when its post, its calls and its subscriptions/listen stream are all gone. */
+    int modern;
+    int refs;
+    int linked;               /* in ms->modern (cleared when the server stops) */
+    struct mcp_rt *next_modern;
 };
 
 struct mcp_post {
@@ -81,6 +89,8 @@ struct mcp_post {
     int batch;
     int sse;    /* the client named text/event-stream in Accept: a single answer goes as one event */
     int agentrun; /* a POST to /agentrun/mcp: AgentRun+'s tools (mcp_agentrun.c) */
+    int modern;   /* an MCP 2026-07-28 request (mcp_modern.c): rt is its own, stateless */
+    int log_min;  /* modern: the lowest log level sent (MCP_NLEVELS: none), from _meta */
     json_t *answers; /* batch: responses collected */
     int outstanding;
     mcp_call *calls[MCP_MAX_BATCH];
@@ -105,6 +115,7 @@ struct mcp_call {
     core_watch *watch;
     char exec_id[MCP_SESSIONS_ID_LEN];
     int cancelled, replaced;
+    int new_session; /* modern execute_code without session_id: session_id was created for it */
     /* file and dependency tools, and file resource reads */
     int resource;                     /* answer as resources/read, not as a tool result */
     char *path;                       /* file path (relative to /workspace or absolute under it) */
@@ -123,6 +134,8 @@ struct mcp_server {
     mcp_sessions *cm;
     json_t *tools;
     json_t *agentrun_tools;
+    json_t *modern_tools; /* tools with the descriptions of MCP 2026-07-28 (no MCP session) */
+    mcp_rt *modern;       /* runtimes of modern requests in flight */
     char boot[12];
     int stopped;
 };
@@ -182,6 +195,11 @@ void mcp__post_answer(mcp_post *post, json_t *response);
 mcp_call *mcp__call_new(mcp_rt *rt, mcp_post *post, json_t *id);
 /** Delivers call's final response (stolen) on its stream or post, then frees call. */
 void mcp__call_finish(mcp_call *call, json_t *response);
+/** Unlinks and frees call without answering it: stops its watch, cancels its pending operation. */
+void mcp__call_drop(mcp_call *call);
+/** Switches call's answer to an SSE stream now (a no-op when it is one already). Returns 0 when
+ * it cannot (a batch, or the client is gone). */
+int mcp__call_open_stream(mcp_call *call);
 /** Sends a notification (stolen) related to call, switching its answer to SSE first if needed;
  * dropped for batches and when the client is gone. */
 void mcp__call_notify(mcp_call *call, json_t *msg);
@@ -211,6 +229,33 @@ json_t *mcp__resource_text(const char *uri, json_t *obj);
 json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const char *method, json_t *params);
 /** Handles a client notification (only notifications/cancelled does anything). */
 void mcp__notification(mcp_rt *rt, const char *method, json_t *params);
+/** Cancels call (once): interrupts its execution, or answers it now when it still waits for a
+ * sandbox. */
+void mcp__call_cancel(mcp_call *call);
+
+/* ---- mcp_modern.c: MCP 2026-07-28, stateless, on the same endpoint ---- */
+
+/** Serves a POST that mcp__envelope_is_modern picked (body borrowed); always answers. */
+int mcp__modern_post(http_call *hc, json_t *body, int agentrun, int sse);
+/** Adds what 2026-07-28 wants on a response (in place, borrowed): resultType and the server's
+ * identity on results, Invalid Params for a missing resource. Returns the HTTP status to send it
+ * with while still unanswered. */
+int mcp__modern_decorate(json_t *response);
+/** Drops a reference to a modern runtime; the last one frees it. */
+void mcp__modern_unref(mcp_rt *rt);
+/** The server is stopping: drops the calls of modern runtimes silently, ends their streams. */
+void mcp__modern_stop(mcp_server *ms);
+/** How long (ms) a 2026-07-28 client may cache tools/list and resources/list: they change only
+ * when runboxd is upgraded. */
+#define MCP_LIST_TTL_MS 300000
+/** Sets a result's caching directives (ttlMs, cacheScope "public" or "private"; in place). */
+void mcp__cacheable(json_t *result, long ttl_ms, const char *scope);
+/** A session-bound tool without session_id under 2026-07-28 (no MCP session, so no sandbox of
+ * its own): execute_code starts a new session (call->new_session) and runs in it; the file tools
+ * answer that session_id is required. Returns a tool result now, or NULL when answered later. */
+json_t *mcp__modern_without_session(mcp_call *call, const char *language);
+/** The tool definitions as MCP 2026-07-28 shows them (a new array from tools, borrowed). */
+json_t *mcp__modern_tools(json_t *tools);
 
 /* ---- mcp_tools.c ---- */
 
@@ -221,6 +266,9 @@ extern const char mcp__instructions[];
 /** Runs call's tool; returns the tool result now (new reference), or NULL when the call
  * answers later (or already has). */
 json_t *mcp__run_tool(mcp_call *call);
+/** Starts the work of a session-bound tool (execute_code or a file tool) in session_id. The call
+ * is answered later, or now (and freed) when core refuses at once. */
+void mcp__session_ready(mcp_call *call, const char *session_id);
 /** Runs a session-bound tool in the session named by the session_id argument, or without one
  * in this connection's own sandbox of language (created on first use). Returns a tool result
  * for a bad session_id or a refusal, NULL when the call answers later. */

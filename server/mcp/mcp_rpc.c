@@ -119,12 +119,18 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
                               "initialize must be sent alone, without Mcp-Session-Id, to start a new MCP session",
                               NULL);
     if (strcmp(method, "tools/list") == 0) {
-        json_t *r = mcp__rpc_result(id, json_pack("{s:O}", "tools", post->agentrun ? ms->agentrun_tools : ms->tools));
-        return r;
+        json_t *tools = post->agentrun ? ms->agentrun_tools : post->modern ? ms->modern_tools : ms->tools;
+        json_t *r = json_pack("{s:O}", "tools", tools);
+        if (post->modern) /* the same for every caller until runboxd is upgraded (2026-07-28 caching) */
+            mcp__cacheable(r, MCP_LIST_TTL_MS, "public");
+        return mcp__rpc_result(id, r);
     }
     if (strcmp(method, "resources/list") == 0 || strcmp(method, "resources/templates/list") == 0) {
         const char *text = strcmp(method, "resources/list") == 0 ? resources_json : templates_json;
-        return mcp__rpc_result(id, json_loads(text, 0, NULL));
+        json_t *r = json_loads(text, 0, NULL);
+        if (post->modern)
+            mcp__cacheable(r, MCP_LIST_TTL_MS, "public");
+        return mcp__rpc_result(id, r);
     }
     if (strcmp(method, "resources/read") == 0) {
         const char *uri = json_string_value(json_object_get(params, "uri"));
@@ -175,7 +181,7 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
         if (json_is_string(tok) || json_is_integer(tok))
             call->progress_token = json_incref(tok);
         const char *lvl = json_string_value(json_object_get(rec, "log_level"));
-        call->log_min = 3;
+        call->log_min = post->modern ? post->log_min : 3;
         for (size_t i = 0; lvl != NULL && i < MCP_NLEVELS; i++)
             if (strcmp(mcp__levels[i], lvl) == 0)
                 call->log_min = (int)i;
@@ -207,17 +213,25 @@ void mcp__notification(mcp_rt *rt, const char *method, json_t *params)
     for (mcp_call *call = rt->calls; call != NULL; call = call->next) {
         if (!json_equal(call->id, rid) || call->cancelled)
             continue;
-        call->cancelled = 1;
-        if (call->exec_id[0] != '\0') {
-            char err[RB_ERR_LEN];
-            json_t *out = NULL;
-            if (core_execution_cancel(rt->ms->core, rt->who, call->exec_id, &out, err) != RB_OK)
-                rb_debug("mcp %s: cancel of %s: %s", rt->id, call->exec_id, err);
-            json_decref(out);
-        } else if (call->op != NULL || call->create != NULL) {
-            /* Still waiting for a sandbox: answer now; the sandbox stays for later calls. */
-            mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
-        }
+        mcp__call_cancel(call);
         return;
+    }
+}
+
+void mcp__call_cancel(mcp_call *call)
+{
+    mcp_rt *rt = call->rt;
+    if (call->cancelled)
+        return;
+    call->cancelled = 1;
+    if (call->exec_id[0] != '\0') {
+        char err[RB_ERR_LEN];
+        json_t *out = NULL;
+        if (core_execution_cancel(rt->ms->core, rt->who, call->exec_id, &out, err) != RB_OK)
+            rb_debug("mcp %s: cancel of %s: %s", rt->modern ? "(2026-07-28)" : rt->id, call->exec_id, err);
+        json_decref(out);
+    } else if (call->op != NULL || call->create != NULL) {
+        /* Still waiting for a sandbox: answer now; the sandbox stays for later calls. */
+        mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
     }
 }

@@ -85,7 +85,7 @@ void mcp__stream_send(mcp_stream *st, json_t *msg)
     if (st->sink != NULL) {
         char id[48];
         mcp__event_id(rt, e->seq, id, sizeof(id));
-        sse_send_text(st->sink, id, "message", e->text, e->len);
+        sse_send_text(st->sink, rt->modern ? NULL : id, "message", e->text, e->len);
     }
     if (e->len > MCP_LOG_MAX_BYTES) {
         char *small = stand_in(msg, e->len);
@@ -119,9 +119,22 @@ static void stream_unlink_free(mcp_stream *st)
 void mcp__on_sink_closed(void *data)
 {
     mcp_stream *st = data;
+    mcp_rt *rt = st->rt;
     st->sink = NULL;
-    if (st->standalone)
-        stream_unlink_free(st);
+    if (rt->modern && !st->standalone) {
+        /* 2026-07-28: closing a request's response stream cancels the request. */
+        for (mcp_call *call = rt->calls; call != NULL; call = call->next)
+            if (call->stream == st && !call->cancelled) {
+                mcp__call_cancel(call);
+                break;
+            }
+        return;
+    }
+    if (!st->standalone)
+        return;
+    stream_unlink_free(st);
+    if (rt->modern)
+        mcp__modern_unref(rt); /* a subscriptions/listen stream held its runtime */
 }
 
 mcp_stream *mcp__stream_new(mcp_rt *rt, int standalone)
@@ -170,12 +183,20 @@ void mcp__send_batch(mcp_post *post)
 void mcp__post_dispose(void *p)
 {
     mcp_post *post = p;
-    for (int i = 0; i < post->ncalls; i++)
-        if (post->calls[i] != NULL)
-            post->calls[i]->post = NULL;
+    for (int i = 0; i < post->ncalls; i++) {
+        mcp_call *call = post->calls[i];
+        if (call == NULL)
+            continue;
+        call->post = NULL;
+        /* 2026-07-28: the client is gone before its answer: that cancels the request. */
+        if (post->modern && !call->cancelled && !post->rt->ms->stopped)
+            mcp__call_cancel(call);
+    }
     post->req = NULL;
     json_decref(post->answers);
     post->answers = NULL;
+    if (post->modern)
+        mcp__modern_unref(post->rt);
 }
 
 static void post_forget(mcp_post *post, mcp_call *call)
@@ -189,10 +210,12 @@ static void post_forget(mcp_post *post, mcp_call *call)
 void mcp__post_answer(mcp_post *post, json_t *response)
 {
     if (!post->batch) {
+        int status = post->modern ? mcp__modern_decorate(response) : 200;
         if (post->req != NULL) {
             h2o_req_t *req = post->req;
             post->req = NULL;
-            mcp__send_message(req, 200, response, post->sse);
+            /* 2026-07-28: an error status goes with a plain JSON body clients can inspect */
+            mcp__send_message(req, status, response, post->sse && status == 200);
         }
         json_decref(response);
         return;
@@ -221,12 +244,14 @@ mcp_call *mcp__call_new(mcp_rt *rt, mcp_post *post, json_t *id)
         if (post->ncalls < MCP_MAX_BATCH)
             post->calls[post->ncalls++] = call;
     }
-    mcp_sessions_hold(rt->ms->cm, rt->id, +1);
+    if (rt->modern)
+        rt->refs++;
+    else
+        mcp_sessions_hold(rt->ms->cm, rt->id, +1);
     return call;
 }
 
-/* Unlinks and frees call; stops its watch and detaches its pending operation. */
-static void call_detach(mcp_call *call)
+void mcp__call_drop(mcp_call *call)
 {
     mcp_rt *rt = call->rt;
     for (mcp_call **pp = &rt->calls; *pp != NULL; pp = &(*pp)->next) {
@@ -243,7 +268,7 @@ static void call_detach(mcp_call *call)
         agentrun_cancel(call->create);
     if (call->post != NULL)
         post_forget(call->post, call);
-    if (!rt->ms->stopped)
+    if (!rt->modern && !rt->ms->stopped)
         mcp_sessions_hold(rt->ms->cm, rt->id, -1);
     json_decref(call->id);
     json_decref(call->args);
@@ -253,10 +278,14 @@ static void call_detach(mcp_call *call)
     free(call->uri);
     free(call->upload);
     free(call);
+    if (rt->modern)
+        mcp__modern_unref(rt);
 }
 
 void mcp__call_finish(mcp_call *call, json_t *response)
 {
+    if (call->rt->modern && call->post == NULL)
+        mcp__modern_decorate(response); /* on a stream, or dropped; a post decorates its own */
     if (call->stream != NULL && call->stream == call->rt->legacy) {
         mcp__stream_send(call->stream, response); /* the session's one stream stays open */
         json_decref(response);
@@ -277,25 +306,32 @@ void mcp__call_finish(mcp_call *call, json_t *response)
     } else {
         json_decref(response);
     }
-    call_detach(call);
+    mcp__call_drop(call);
 }
 
 /* Sends a notification related to call: switches its answer to SSE first if needed. Dropped
  * for batches and when the client is gone. msg is stolen. */
+int mcp__call_open_stream(mcp_call *call)
+{
+    if (call->stream != NULL)
+        return 1;
+    mcp_post *post = call->post;
+    if (post == NULL || post->batch || post->req == NULL)
+        return 0;
+    mcp_stream *st = mcp__stream_new(call->rt, 0);
+    st->sink = sse_start(call->ms->server, post->req, mcp__on_sink_closed, st);
+    post->req = NULL;
+    post_forget(post, call);
+    call->post = NULL;
+    call->stream = st;
+    return 1;
+}
+
 void mcp__call_notify(mcp_call *call, json_t *msg)
 {
-    if (call->stream == NULL) {
-        mcp_post *post = call->post;
-        if (post == NULL || post->batch || post->req == NULL) {
-            json_decref(msg);
-            return;
-        }
-        mcp_stream *st = mcp__stream_new(call->rt, 0);
-        st->sink = sse_start(call->ms->server, post->req, mcp__on_sink_closed, st);
-        post->req = NULL;
-        post_forget(post, call);
-        call->post = NULL;
-        call->stream = st;
+    if (!mcp__call_open_stream(call)) {
+        json_decref(msg);
+        return;
     }
     mcp__stream_send(call->stream, msg);
     json_decref(msg);
@@ -345,7 +381,7 @@ void mcp__rt_free(mcp_rt *rt, int deliver, const char *why)
         if (deliver) {
             mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_INVALID_REQUEST, why, NULL));
         } else {
-            call_detach(call);
+            mcp__call_drop(call);
         }
     }
     while (rt->streams != NULL) {

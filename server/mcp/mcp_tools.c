@@ -58,6 +58,15 @@ static json_t *execution_tool_result(mcp_call *call, json_t *doc)
     const char *errs = json_string_value(json_object_get(doc, "stderr"));
     const char *result = json_string_value(json_object_get(doc, "result"));
     json_t *error = json_object_get(doc, "error");
+    if (call->new_session) {
+        /* MCP 2026-07-28 has no MCP session to keep a sandbox in: the model must pass this on. */
+        char *t = xasprintf("session_id: %s (a new %s session was started for this call; pass session_id \"%s\" to "
+                            "execute_code and the file tools to keep its variables and files, and close_session "
+                            "when done)",
+                            call->session_id, call->language[0] ? call->language : "python", call->session_id);
+        json_array_append_new(content, text_block(t));
+        free(t);
+    }
     if (call->replaced)
         json_array_append_new(content, text_block("note: the earlier sandbox of this MCP session had ended; this ran "
                                                   "in a new one, so earlier variables are gone"));
@@ -237,9 +246,7 @@ static void execute_in(mcp_call *call, const char *session_id)
 
 /* ---- session-bound tools --------------------------------------------------------------- */
 
-/* Starts the work of a session-bound tool in session_id (given, or this connection's sandbox
- * once bound). The call is answered later, or now (and freed) when core refuses at once. */
-static void session_ready(mcp_call *call, const char *session_id)
+void mcp__session_ready(mcp_call *call, const char *session_id)
 {
     if (strcmp(call->tool, "execute_code") == 0)
         execute_in(call, session_id);
@@ -269,7 +276,7 @@ static void on_bound(void *data, rb_err e, const char *msg, json_t *body)
         mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
         return;
     }
-    session_ready(call, id);
+    mcp__session_ready(call, id);
 }
 
 json_t *mcp__with_session(mcp_call *call, const char *language)
@@ -279,9 +286,11 @@ json_t *mcp__with_session(mcp_call *call, const char *language)
     if (sid != NULL && !json_is_null(sid) && !(json_is_string(sid) && json_string_length(sid) == 0)) {
         if (!json_is_string(sid))
             return mcp__tool_error("'session_id' must be a string from create_session or list_sessions");
-        session_ready(call, json_string_value(sid));
+        mcp__session_ready(call, json_string_value(sid));
         return NULL;
     }
+    if (call->rt->modern)
+        return mcp__modern_without_session(call, language);
     char bound[MCP_SESSIONS_ID_LEN];
     rb_err e = mcp_sessions_bound_sandbox(call->ms->cm, call->rt->who, call->rt->id, language, bound, on_bound, call, &call->op, err);
     if (e != RB_OK) {
@@ -289,7 +298,7 @@ json_t *mcp__with_session(mcp_call *call, const char *language)
         return mcp__tool_core_error(e, err);
     }
     if (bound[0] != '\0') {
-        session_ready(call, bound);
+        mcp__session_ready(call, bound);
     } else {
         mcp__call_log(call, 1, "starting a %s sandbox for this MCP session", language);
     }

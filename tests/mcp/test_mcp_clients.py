@@ -40,7 +40,7 @@ def texts(result) -> str:
 
 def test_sdk_client_tools_state_and_plot(server):
     async def main():
-        async with Client(url(server)) as c:
+        async with Client(url(server), mode="legacy") as c:
             names = {t.name for t in (await c.list_tools()).tools}
             assert TOOLS <= names
             r = await c.call_tool("execute_code", {"code": "x = 21\nprint('set x')"})
@@ -78,7 +78,7 @@ def test_sdk_progress_streams_during_a_loop(server):
         async def progress(p: float, total: float | None, message: str | None) -> None:
             events.append((p, message, time.monotonic()))
 
-        async with Client(url(server)) as c:
+        async with Client(url(server), mode="legacy") as c:
             code = "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(1)\n"
             start = time.monotonic()
             r = await c.call_tool("execute_code", {"code": code}, progress_callback=progress)
@@ -138,7 +138,7 @@ def test_delete_then_404(server):
 
 def test_fastmcp_client(server):
     async def main():
-        async with FastMCPClient(url(server)) as c:
+        async with FastMCPClient(url(server), mode="legacy") as c:
             tools = await c.list_tools()
             assert TOOLS <= {t.name for t in tools}
             r = await c.call_tool("execute_code", {"code": "y = [1, 2, 3]"})
@@ -161,7 +161,7 @@ def test_rest_and_mcp_share_sessions(server):
     assert r.status_code == 200 and r.json()["status"] == "completed", r.text
 
     async def main():
-        async with Client(url(server)) as c:
+        async with Client(url(server), mode="legacy") as c:
             r = await c.call_tool("execute_code", {"code": "shared", "session_id": rest["session_id"]})
             assert r.structured_content["result"] == "'from rest'", texts(r)
             r = await c.call_tool("create_session", {})

@@ -42,7 +42,7 @@ def test_upload_download_round_trip_text_and_binary(server):
     binary = bytes(range(256)) * 4
 
     async def main():
-        async with Client(url(server)) as c:
+        async with Client(url(server), mode="legacy") as c:
             # Without session_id: this connection's sandbox, the one execute_code uses.
             r = await c.call_tool("upload_file", {"filename": "data/input.csv", "content_base64": b64(text.encode())})
             assert not r.is_error, texts(r)
@@ -98,7 +98,7 @@ def test_upload_download_round_trip_text_and_binary(server):
 
 def test_files_written_by_code_are_listed_downloaded_and_readable_as_resources(server):
     async def main():
-        async with Client(url(server)) as c:
+        async with Client(url(server), mode="legacy") as c:
             r = await c.call_tool("create_session", {})
             assert not r.is_error, texts(r)
             sid = r.structured_content["session_id"]
@@ -140,7 +140,7 @@ def test_files_written_by_code_are_listed_downloaded_and_readable_as_resources(s
 
 def test_paths_outside_the_workspace_are_refused(server):
     async def main():
-        async with Client(url(server)) as c:
+        async with Client(url(server), mode="legacy") as c:
             r = await c.call_tool("execute_code", {"code": "import os\nos.symlink('/etc', 'etc_link')\nos.getcwd()"})
             assert not r.is_error, texts(r)
             sid = r.structured_content["session_id"]
@@ -169,7 +169,7 @@ def test_paths_outside_the_workspace_are_refused(server):
 
 def test_bad_base64_is_a_clear_tool_error(server):
     async def main():
-        async with Client(url(server)) as c:
+        async with Client(url(server), mode="legacy") as c:
             r = await c.call_tool("upload_file", {"filename": "x.bin", "content_base64": "not base64!"})
             assert r.is_error
             assert "not valid base64" in texts(r) and "'!'" in texts(r), texts(r)
@@ -194,7 +194,7 @@ def test_large_files(server):
     assert r.status_code in (200, 201), r.text
 
     async def main():
-        async with Client(url(server)) as c:
+        async with Client(url(server), mode="legacy") as c:
             r = await c.call_tool("download_file", {"session_id": sid, "src_path": "big.txt"})
             assert not r.is_error, texts(r)
             assert r.content[0].type == "resource"
@@ -208,7 +208,7 @@ def test_large_files(server):
 
 def test_get_packages_lists_numpy(server):
     async def main():
-        async with Client(url(server)) as c:
+        async with Client(url(server), mode="legacy") as c:
             r = await c.call_tool("get_packages", {})
             assert not r.is_error, texts(r)
             names = {p["name"].lower(): p.get("version") for p in r.structured_content["packages"]}
@@ -222,7 +222,7 @@ def test_dependency_policy_through_mcp(make_server):
     srv = make_server(["--deps-block", "forbiddenpkg"])
 
     async def main():
-        async with Client(url(srv)) as c:
+        async with Client(url(srv), mode="legacy") as c:
             r = await c.call_tool("install_dependencies", {"dependencies": ["forbiddenpkg"]})
             assert r.is_error and "forbiddenpkg" in texts(r), texts(r)
             assert "forbidden" in texts(r), texts(r)
