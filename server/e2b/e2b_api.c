@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "server/e2b/e2b_internal.h"
-#include "server/query.h"
+#include "server/e2b/e2b_wire.h"
 
 /* Templates and the runbox language each runs. */
 static const struct {
@@ -428,29 +428,6 @@ static int by_start(const void *a, const void *b)
     return c != 0 ? c : strcmp(json_string_value(json_object_get(x, "sandboxID")), json_string_value(json_object_get(y, "sandboxID")));
 }
 
-/* Whether every key=value pair of the metadata filter (an urlencoded query inside the
- * metadata parameter, as the SDK sends it) is in meta. */
-static int metadata_matches(h2o_req_t *req, const char *filter, json_t *meta)
-{
-    const char *p = filter;
-    while (p != NULL && *p != '\0') {
-        const char *amp = strchr(p, '&');
-        size_t n = amp ? (size_t)(amp - p) : strlen(p);
-        const char *eq = memchr(p, '=', n);
-        if (eq == NULL)
-            return 0;
-        size_t kn = (size_t)(eq - p), vn = n - kn - 1;
-        char *key = h2o_mem_alloc_pool(&req->pool, kn + 1), *val = h2o_mem_alloc_pool(&req->pool, vn + 1);
-        query_decode(p, kn, key);
-        size_t vlen = query_decode(eq + 1, vn, val);
-        const char *have = json_string_value(json_object_get(meta, key));
-        if (have == NULL || strlen(have) != vlen || memcmp(have, val, vlen) != 0)
-            return 0;
-        p = amp ? amp + 1 : NULL;
-    }
-    return 1;
-}
-
 int e2b__list(http_call *call)
 {
     char err[RB_ERR_LEN];
@@ -498,7 +475,7 @@ int e2b__list(http_call *call)
         if (extra == NULL) /* not yet connected through E2B: its template is its language */
             json_object_set(o, "templateID", json_object_get(s, "language"));
         json_decref(extra);
-        if (filter != NULL && !metadata_matches(call->req, filter, json_object_get(o, "metadata"))) {
+        if (filter != NULL && !e2b_metadata_match(filter, strlen(filter), json_object_get(o, "metadata"))) {
             json_decref(o);
             continue;
         }
