@@ -165,6 +165,7 @@ void e2b_register(rb_server *s)
         {"GET", "/e2b/v2/sandboxes", e2b__list},
         {"GET", "/e2b/sandboxes", e2b__list},
         {"GET", "/e2b/sandboxes/metrics", e2b__unsupported},
+        {"DELETE", "/e2b/sandboxes/metrics", e2b__unsupported},
         {"POST", "/e2b/v2/sandboxes/{id}/connect", e2b__connect},
         {"POST", "/e2b/sandboxes/{id}/connect", e2b__connect},
         {"GET", "/e2b/sandboxes/{id}", e2b__get},

@@ -213,3 +213,30 @@ def test_what_runbox_cannot_do_fails_readably(e2b_env):
         assert after > before, (before, after)
         with pytest.raises(SandboxException):
             sbx.set_timeout(0)
+
+
+def test_the_timeout_ends_the_sandbox(e2b_env):
+    sbx = Sandbox.create(timeout=2)
+    e2b_env.session_ids.add(sbx.sandbox_id)
+    rbtest.wait_until(lambda: not sbx.is_running(), "the sandbox ended by its timeout", deadline=120)
+    r = e2b_env.get(f"/sessions/{sbx.sandbox_id}")
+    assert r.json()["status"] == "ended" and "timeout" in r.json()["end_reason"], r.text
+    with pytest.raises(SandboxNotFoundException):
+        Sandbox.connect(sbx.sandbox_id)
+
+
+def test_a_sandbox_and_its_token_survive_a_restart(e2b_env, monkeypatch):
+    """The access token is stored with the session: after a restart of runboxd (on a new port
+    here), connect gives the same token and the interpreter's state is still there."""
+    sbx = Sandbox.create()
+    e2b_env.session_ids.add(sbx.sandbox_id)
+    sbx.run_code("kept = 41")
+    e2b_env.restart()
+    monkeypatch.setenv("E2B_API_URL", e2b_env.url + "/e2b")
+    monkeypatch.setenv("E2B_SANDBOX_URL", e2b_env.url + "/e2b")
+    again = Sandbox.connect(sbx.sandbox_id)
+    assert again._envd_access_token == sbx._envd_access_token
+    assert again.run_code("kept + 1", timeout=120).text == "42"
+    again.files.write("/home/user/after.txt", "restart")
+    assert again.files.read("/home/user/after.txt") == "restart"
+    again.kill()

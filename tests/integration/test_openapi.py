@@ -44,7 +44,7 @@ ROUTES = {
     ("/agentrun/mcp", "post"), ("/agentrun/mcp", "get"), ("/agentrun/mcp", "delete"),
     # E2B's control plane and sandbox traffic (server/e2b/e2b.c)
     ("/e2b/v2/sandboxes", "post"), ("/e2b/sandboxes", "post"), ("/e2b/v2/sandboxes", "get"),
-    ("/e2b/sandboxes", "get"), ("/e2b/sandboxes/metrics", "get"),
+    ("/e2b/sandboxes", "get"), ("/e2b/sandboxes/metrics", "get"), ("/e2b/sandboxes/metrics", "delete"),
     ("/e2b/v2/sandboxes/{sandboxID}/connect", "post"), ("/e2b/sandboxes/{sandboxID}/connect", "post"),
     ("/e2b/sandboxes/{sandboxID}", "get"), ("/e2b/sandboxes/{sandboxID}", "delete"),
     ("/e2b/sandboxes/{sandboxID}/timeout", "post"), ("/e2b/sandboxes/{sandboxID}/pause", "post"),
