@@ -240,3 +240,17 @@ def test_a_sandbox_and_its_token_survive_a_restart(e2b_env, monkeypatch):
     again.files.write("/home/user/after.txt", "restart")
     assert again.files.read("/home/user/after.txt") == "restart"
     again.kill()
+
+
+def test_e2b_requests_are_counted_as_their_own_protocol(e2b_env):
+    import re
+
+    def count() -> float:
+        text = e2b_env.get("/metrics").text
+        m = re.search(r'^runbox_http_requests_total\{protocol="e2b",status_class="2xx"\} (\S+)$', text, re.M)
+        assert m is not None, text[:2000]
+        return float(m.group(1))
+
+    before = count()
+    assert Sandbox.list().next_items() is not None
+    assert count() >= before + 1
