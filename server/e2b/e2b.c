@@ -137,7 +137,7 @@ int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out)
 
 /* ---- paths ---------------------------------------------------------------------------------- */
 
-const char *e2b__path(h2o_req_t *req, const char *path, char *err)
+const char *e2b__path(const char *path, char *err)
 {
     const char *mapped = e2b_path_map(path);
     if (mapped == NULL) {
@@ -150,7 +150,7 @@ const char *e2b__path(h2o_req_t *req, const char *path, char *err)
                     path, E2B_HOME);
         return NULL;
     }
-    return mapped == path || strcmp(mapped, E2B_WORKDIR) == 0 ? mapped : http_pool_strdup(req, mapped, strlen(mapped));
+    return mapped;
 }
 
 /* ---- registration --------------------------------------------------------------------------- */
