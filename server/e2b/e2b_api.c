@@ -456,6 +456,13 @@ int e2b__list(http_call *call)
     const char *state = http_query_param(call->req, "state");
     const char *filter = http_query_param(call->req, "metadata");
     const char *order = http_query_param(call->req, "order");
+    const char *template = http_query_param(call->req, "template");
+    const char *after_s = http_query_param(call->req, "startedAfter");
+    int64_t after = 0;
+    if (after_s != NULL && e2b_time_parse(after_s, &after) != 0) {
+        e2b__api_error(call->req, 400, "startedAfter: an RFC 3339 time such as 2026-11-21T23:59:01Z");
+        return 0;
+    }
     if (order != NULL && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
         e2b__api_error(call->req, 400, "order: asc or desc");
         return 0;
@@ -497,7 +504,11 @@ int e2b__list(http_call *call)
         if (extra == NULL) /* not yet connected through E2B: its template is its language */
             json_object_set(o, "templateID", json_object_get(s, "language"));
         json_decref(extra);
-        if (filter != NULL && !e2b_metadata_match(filter, strlen(filter), json_object_get(o, "metadata"))) {
+        int64_t started = 0;
+        const char *started_s = json_string_value(json_object_get(o, "startedAt"));
+        if ((filter != NULL && !e2b_metadata_match(filter, strlen(filter), json_object_get(o, "metadata"))) ||
+            (template != NULL && strcmp(template, json_string_value(json_object_get(o, "templateID"))) != 0) ||
+            (after_s != NULL && (started_s == NULL || e2b_time_parse(started_s, &started) != 0 || started <= after))) {
             json_decref(o);
             continue;
         }

@@ -127,6 +127,13 @@ def test_two_sandboxes_in_parallel_keep_their_own_state(e2b_env):
         # list filters by metadata and pages with x-next-token
         only = Sandbox.list(query=SandboxQuery(metadata={"n": "1"})).next_items()
         assert [s.sandbox_id for s in only] == [boxes[1].sandbox_id], only
+        assert Sandbox.list(query=SandboxQuery(template="bash")).next_items() == []
+        mine = {b.sandbox_id for b in boxes}
+        ci = {s.sandbox_id for s in Sandbox.list(query=SandboxQuery(template="code-interpreter-v1")).next_items()}
+        assert mine <= ci, (mine, ci)
+        first_start = boxes[0].get_info().started_at
+        later = {s.sandbox_id for s in Sandbox.list(query=SandboxQuery(started_after=first_start)).next_items()}
+        assert boxes[1].sandbox_id in later and boxes[0].sandbox_id not in later, later
         pager = Sandbox.list(limit=1)
         first = pager.next_items()
         assert len(first) == 1 and pager.has_next

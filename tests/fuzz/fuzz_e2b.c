@@ -7,7 +7,9 @@
  *     "/home/user/"; NULL exactly for an empty path or an absolute one outside /home/user;
  *   - as a metadata filter: e2b_metadata_match against {"a": "1", "k": "v w"} agrees with a
  *     reference (every non-empty pair has '=' and its decoded key and value are in the object),
- *     and the filter made from the object itself always matches.
+ *     and the filter made from the object itself always matches;
+ *   - as a time: e2b_time_parse never reads past the string, and a time rb_time_format wrote
+ *     (from the input's first 8 bytes) parses back to its milliseconds.
  * Built only with clang and -DRUNBOX_FUZZ=ON. The seed corpus (tests/fuzz/corpus/e2b/) is
  * replayed through these same checks by tests/server/test_e2b_wire.c, which includes this file.
  */
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "server/e2b/e2b.h"
 #include "server/e2b/e2b_wire.h"
 #include "server/query.h"
@@ -88,6 +91,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
     FUZZ_CHECK(e2b_metadata_match(own, sizeof(own) - 1, meta));
     json_decref(meta);
     free(f);
+
+    int64_t ms = 0;
+    (void)e2b_time_parse(s, &ms);
+    uint64_t raw = 0;
+    memcpy(&raw, in, n < sizeof(raw) ? n : sizeof(raw));
+    int64_t want = (int64_t)(raw % 253402300800000ull); /* 1970 .. 9999-12-31 */
+    char text[40];
+    rb_time_format(want, text, sizeof(text));
+    FUZZ_CHECK(e2b_time_parse(text, &ms) == 0 && ms == want);
     free(s);
     return 0;
 }
