@@ -578,6 +578,19 @@ static void exec_created_cb(void *data, rb_err err, const char *errmsg, int stat
         exec_finish(x, RB_EIO, msg, -1);
 }
 
+/* The exec create body of spec, output attached, no stdin, no TTY. */
+static json_t *exec_config(const backend_exec_spec *spec)
+{
+    json_t *conf = json_pack("{s:o, s:b, s:b, s:b}", "Cmd", string_list(spec->argv), "AttachStdin", 0,
+                             "AttachStdout", 1, "AttachStderr", 1);
+    if (spec->user != NULL)
+        json_object_set_new(conf, "User", json_string(spec->user));
+    if (spec->working_dir != NULL)
+        json_object_set_new(conf, "WorkingDir", json_string(spec->working_dir));
+    set_list(conf, "Env", spec->env); /* the Engine API's exec Env: "NAME" alone unsets NAME */
+    return conf;
+}
+
 static rb_err d_exec(void *self, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
                      char *err)
 {
@@ -589,13 +602,7 @@ static rb_err d_exec(void *self, const char *id, const backend_exec_spec *spec, 
     x->timeout_ms = spec->timeout_ms;
     for (int i = 0; i < 3; i++)
         rb_buf_init(&x->out[i], x->max);
-    json_t *conf = json_pack("{s:o, s:b, s:b, s:b}", "Cmd", string_list(spec->argv), "AttachStdin", 0,
-                             "AttachStdout", 1, "AttachStderr", 1);
-    if (spec->user != NULL)
-        json_object_set_new(conf, "User", json_string(spec->user));
-    if (spec->working_dir != NULL)
-        json_object_set_new(conf, "WorkingDir", json_string(spec->working_dir));
-    set_list(conf, "Env", spec->env); /* the Engine API's exec Env: "NAME" alone unsets NAME */
+    json_t *conf = exec_config(spec);
     rb_err e = docker_exec_create(self, id, conf, exec_created_cb, x, err);
     json_decref(conf);
     if (e != RB_OK) {
@@ -604,6 +611,127 @@ static rb_err d_exec(void *self, const char *id, const backend_exec_spec *spec, 
         free(x);
     }
     return e;
+}
+
+/* ---- exec_stream: create, start upgraded (output as it comes), inspect (exit code) -------------- */
+
+/* A streamed command. While a JSON call (create, inspect) is in flight the struct waits for its
+ * callback even after stream_close (closed set), since the client calls back exactly once; while
+ * the output stream is open, closing it releases the struct at once (the attach runs no
+ * callback after docker_attach_close). */
+struct backend_stream {
+    docker *d;
+    backend_stream_cbs cbs;
+    void *data;
+    docker_attach *a; /* the output stream while open */
+    int closed;       /* stream_close ran: no callback, free when the call in flight answers */
+    char id[80];      /* the exec's */
+};
+
+static void xs_exit(backend_stream *x, rb_err err, const char *errmsg, int exit_code)
+{
+    if (!x->closed)
+        x->cbs.on_exit(x->data, err, errmsg, exit_code);
+    free(x);
+}
+
+static void xs_inspected_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    backend_stream *x = data;
+    char msg[RB_ERR_LEN] = "";
+    (void)status;
+    if (err != RB_OK)
+        snprintf(msg, sizeof(msg), "could not read the command's exit code: %s", errmsg);
+    json_t *code = json_object_get(body, "ExitCode");
+    xs_exit(x, err, msg, json_is_integer(code) ? (int)json_integer_value(code) : -1);
+}
+
+static void xs_open_cb(void *data, rb_err err, const char *errmsg)
+{
+    backend_stream *x = data;
+    if (err != RB_OK) {
+        x->a = NULL; /* the attach is gone */
+        xs_exit(x, err == RB_ENOTFOUND ? RB_ECONFLICT : err, errmsg, -1);
+    }
+}
+
+static void xs_data_cb(void *data, int stream, const char *buf, size_t len)
+{
+    backend_stream *x = data;
+    x->cbs.on_data(x->data, stream, buf, len);
+}
+
+static void xs_close_cb(void *data, rb_err err, const char *errmsg)
+{
+    backend_stream *x = data;
+    char msg[RB_ERR_LEN];
+    x->a = NULL;
+    if (err != RB_OK) {
+        xs_exit(x, err, errmsg, -1);
+        return;
+    }
+    /* Docker ends the stream once the command has exited and its output is copied. */
+    if (docker_exec_inspect(x->d, x->id, xs_inspected_cb, x, msg) != RB_OK)
+        xs_exit(x, RB_EIO, msg, -1);
+}
+
+static void xs_created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    backend_stream *x = data;
+    char msg[RB_ERR_LEN];
+    (void)status;
+    const char *id = json_string_value(json_object_get(body, "Id"));
+    if (x->closed) {
+        free(x); /* the exec was never started: nothing runs */
+        return;
+    }
+    if (err != RB_OK || id == NULL || strlen(id) >= sizeof(x->id)) {
+        xs_exit(x, err == RB_ECONFLICT || err == RB_ENOTFOUND ? RB_ECONFLICT : (err != RB_OK ? err : RB_EIO),
+                errmsg ? errmsg : "Docker returned no exec id", -1);
+        return;
+    }
+    snprintf(x->id, sizeof(x->id), "%s", id);
+    docker_attach_cbs cbs = {xs_open_cb, xs_data_cb, xs_close_cb};
+    if (docker_exec_attach(x->d, x->id, &cbs, x, &x->a, msg) != RB_OK) {
+        x->a = NULL;
+        xs_exit(x, RB_EIO, msg, -1);
+    }
+}
+
+static rb_err d_exec_stream(void *self, const char *id, const backend_exec_spec *spec, const backend_stream_cbs *cbs,
+                            void *data, backend_stream **out, char *err)
+{
+    backend_stream *x = xcalloc(1, sizeof(*x));
+    x->d = self;
+    x->cbs = *cbs;
+    x->data = data;
+    json_t *conf = exec_config(spec);
+    rb_err e = docker_exec_create(self, id, conf, xs_created_cb, x, err);
+    json_decref(conf);
+    if (e != RB_OK) {
+        free(x);
+        return e;
+    }
+    *out = x;
+    return RB_OK;
+}
+
+static void d_stream_pause(void *self, backend_stream *x, int paused)
+{
+    (void)self;
+    if (x->a != NULL)
+        docker_attach_pause(x->a, paused);
+}
+
+static void d_stream_close(void *self, backend_stream *x)
+{
+    (void)self;
+    if (x->a != NULL) { /* no call in flight: nothing will call back */
+        docker_attach_close(x->a);
+        free(x);
+        return;
+    }
+    x->closed = 1;
 }
 
 /* ---- run: create, start, wait, logs (output in frames), remove --------------------------------- */
@@ -798,6 +926,9 @@ static const backend_ops docker_ops = {
     .volume_create = d_volume_create,
     .volume_remove = d_volume_remove,
     .workspace_volume = d_workspace_volume,
+    .exec_stream = d_exec_stream,
+    .stream_pause = d_stream_pause,
+    .stream_close = d_stream_close,
     .state = d_state,
     .stats = d_stats,
 };
