@@ -80,6 +80,7 @@ static void sweep_cb(uv_timer_t *t)
     rb_core *c = t->data;
     int64_t now = rb_now_ms();
     flush_sessions(c);
+    core__end_past_deadline(c, now);
     if (c->cfg->idle_timeout > 0) {
         int64_t idle_ms = (int64_t)c->cfg->idle_timeout * 1000;
         size_t pos = 0;
@@ -137,6 +138,9 @@ session *session_from_doc(rb_core *c, json_t *doc)
     s->executions = (int)json_integer_value(json_object_get(doc, "executions"));
     const char *cid = json_string_value(json_object_get(doc, "container_id"));
     s->container_id = cid ? xstrdup(cid) : NULL;
+    json_t *extras = json_object_get(doc, "extras");
+    s->extras = json_is_object(extras) ? json_deep_copy(extras) : NULL;
+    s->deadline = json_integer_value(json_object_get(doc, "deadline"));
     return s;
 }
 

@@ -100,6 +100,26 @@ rb_err core_session_list(rb_core *c, const core_caller *who, json_t **out, char 
 rb_err core_session_delete(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err);
 
 /*
+ * A protocol's own per-session data (core/extras.c): E2B keeps a sandbox's access token,
+ * template and metadata this way. Extras are stored with the session (they survive a
+ * restart) but are never part of the session object REST and MCP show. Only live sessions
+ * (not ended) have them; an ended or unknown session, or another key's, is RB_ENOTFOUND.
+ */
+/** *out: a new reference to the value stored under name, or NULL when there is none. */
+rb_err core_session_extra(rb_core *c, const core_caller *who, const char *session_id, const char *name, json_t **out,
+                          char *err);
+/** Stores value (borrowed; copied) under name, replacing what was there; NULL removes it. */
+rb_err core_session_set_extra(rb_core *c, const core_caller *who, const char *session_id, const char *name, json_t *value,
+                              char *err);
+/** Ends the session at deadline_ms (epoch ms), busy or not, with a reason saying so; 0 removes
+ * the deadline (the idle timeout alone applies). *session_id's deadline is shown as its
+ * expires_at when it comes before the idle expiry. */
+rb_err core_session_set_deadline(rb_core *c, const core_caller *who, const char *session_id, int64_t deadline_ms,
+                                 char *err);
+/** The deadline of a live session (0: none). */
+rb_err core_session_deadline(rb_core *c, const core_caller *who, const char *session_id, int64_t *deadline_ms, char *err);
+
+/*
  * Executions. Request body: {session_id, code, timeout?, disabled_rules?}. Answer (queued):
  * {request_id, session_id, status, created_at}.
  * status: "queued" | "running" | "completed" | "error" | "timeout" | "cancelled".

@@ -110,6 +110,8 @@ struct session {
     execution *running;
     struct core_process *procs; /* commands running beside the interpreter (process.c) */
     int nprocs;
+    json_t *extras;       /* a protocol's own data by name (core_session_set_extra), or NULL */
+    int64_t deadline;     /* epoch ms at which the session ends whatever it does (0: none) */
 };
 
 struct rb_core {
@@ -159,6 +161,10 @@ void session_free(session *s);
 void session_end(session *s, const char *status, const char *reason);
 /** Starts the next queued execution if the session is idle and its sandbox ready. */
 void session_pump(session *s);
+
+/* extras.c */
+/** Ends every live session whose deadline (core_session_set_deadline) is at or before now. */
+void core__end_past_deadline(rb_core *c, int64_t now);
 
 /* core.c: callers (core_caller) */
 /** The live session session_id if who may see it, else NULL. */

@@ -24,6 +24,10 @@ json_t *session_to_doc(const session *s)
     json_object_set_new(doc, "container_id", s->container_id ? json_string(s->container_id) : json_null());
     json_object_set(doc, "execution_options", s->options);
     json_object_set_new(doc, "executions", json_integer(s->executions));
+    if (s->extras != NULL && json_object_size(s->extras) > 0)
+        json_object_set(doc, "extras", s->extras);
+    if (s->deadline > 0)
+        json_object_set_new(doc, "deadline", json_integer(s->deadline));
     return doc;
 }
 
@@ -43,8 +47,12 @@ json_t *session_doc_to_api(rb_core *c, json_t *doc)
         json_object_set_new(out, "expires_at", json_null());
         core_json_time(out, "ended_at", json_integer_value(ended));
     } else {
-        if (c->cfg->idle_timeout > 0)
-            core_json_time(out, "expires_at", used + (int64_t)c->cfg->idle_timeout * 1000);
+        int64_t expires = c->cfg->idle_timeout > 0 ? used + (int64_t)c->cfg->idle_timeout * 1000 : 0;
+        int64_t deadline = json_integer_value(json_object_get(doc, "deadline"));
+        if (deadline > 0 && (expires == 0 || deadline < expires))
+            expires = deadline;
+        if (expires > 0)
+            core_json_time(out, "expires_at", expires);
         else
             json_object_set_new(out, "expires_at", json_null());
         json_object_set_new(out, "ended_at", json_null());
@@ -83,6 +91,7 @@ void session_free(session *s)
         return;
     json_decref(s->options);
     json_decref(s->dependencies);
+    json_decref(s->extras);
     if (s->deps_op != NULL)
         core_cancel(s->deps_op); /* deps.c frees it when its install ends */
     free(s->owner);

@@ -11,6 +11,7 @@
 #include "base/base.h"
 #include "core/core.h"
 #include "daemon/config.h"
+#include "server/e2b/e2b.h"
 #include "server/http.h"
 #include "server/mcp/mcp.h"
 #include "server/metrics/metrics.h"
@@ -237,6 +238,7 @@ int main(int argc, char **argv)
     /* Each protocol registers its own routes on the server. */
     rest_register(d.server);
     metrics_register(d.server, d.core);
+    e2b_register(d.server);
     int failed = mcp_register(d.server, d.core, &cfg.server, err) != RB_OK;
     if (failed) {
         /* Wind down through the ordinary shutdown path, then exit with an error. */

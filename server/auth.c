@@ -352,3 +352,9 @@ auth_result auth_check(auth *a, const char *token, size_t len, uint64_t now_ms, 
     *who = &found->caller;
     return AUTH_OK;
 }
+
+const core_caller *auth_caller(auth *a, const char *name)
+{
+    principal *p = a != NULL && name != NULL ? lookup(a, name) : NULL;
+    return p != NULL && p->enabled ? &p->caller : NULL;
+}

@@ -73,4 +73,8 @@ typedef enum auth_result {
 auth_result auth_check(auth *a, const char *token, size_t len, uint64_t now_ms, const core_caller **who,
                        int *retry_after);
 
+/** The caller of the enabled key named name (valid as long as a), or NULL when no enabled key
+ * has that name (removed from the file: its sessions are then out of reach, as for REST). */
+const core_caller *auth_caller(auth *a, const char *name);
+
 #endif

@@ -62,6 +62,10 @@ typedef struct http_protocol {
     void (*free)(void *data);
     const char *error_prefix;
     json_t *(*error_doc)(int status, const char *code, const char *message);
+    /* When set and nonzero for a request, the router does not ask it for an API key: the
+     * protocol's handler authenticates it itself (E2B's sandbox traffic carries a per-sandbox
+     * access token instead) and call->who is NULL. */
+    int (*own_auth)(h2o_req_t *req);
 } http_protocol;
 
 /** Adds a protocol's routes after those registered before (the first matching route wins); p
@@ -78,6 +82,12 @@ rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, 
 /** Reads the API key file again (SIGHUP): RB_OK with *nkeys keys in force, or the error (the
  * keys in force are kept). RB_EINVAL when runboxd runs without --api-keys-file. */
 rb_err server_reload_keys(rb_server *s, size_t *nkeys, char *err);
+/** Whether runboxd checks API keys (--api-keys-file). */
+int server_has_keys(const rb_server *s);
+/** The caller of the enabled API key named owner (valid until server_free), or NULL when there
+ * is none (also without API keys, where NULL is the one trusted caller). */
+const core_caller *server_caller(rb_server *s, const char *owner);
+
 /** The port actually bound (useful with port 0). */
 int server_port(const rb_server *s);
 /** The address actually bound, as "host:port" (borrowed, valid until server_stop). */

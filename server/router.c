@@ -117,6 +117,25 @@ static int authenticate(rb_server *s, h2o_req_t *req, const core_caller **who)
     return -1;
 }
 
+/* Whether a protocol authenticates req itself (http_protocol.own_auth). */
+static int own_auth(rb_server *s, h2o_req_t *req)
+{
+    for (size_t i = 0; i < s->nprotocols; i++)
+        if (s->protocols[i].own_auth != NULL && s->protocols[i].own_auth(req))
+            return 1;
+    return 0;
+}
+
+int server_has_keys(const rb_server *s)
+{
+    return s->keys != NULL;
+}
+
+const core_caller *server_caller(rb_server *s, const char *owner)
+{
+    return auth_caller(s->keys, owner);
+}
+
 int http__on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     rb_server *s = ((route_handler *)self)->server;
@@ -144,7 +163,7 @@ int http__on_req(h2o_handler_t *self, h2o_req_t *req)
                       "runboxd is stopping; retry in a few seconds, once it has restarted");
     }
     const core_caller *who = NULL;
-    if (s->keys != NULL && !(h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) &&
+    if (s->keys != NULL && !own_auth(s, req) && !(h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) &&
                              h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/health"))))
         if (authenticate(s, req, &who) != 0)
             return 0;

@@ -24,6 +24,7 @@ struct sse_stream {
     uv_timer_t *heartbeat;
     sse_close_cb on_close;
     void *data;
+    const char *line;  /* lines mode (sse_start_lines): the heartbeat line, else NULL */
     const char *hint;  /* added to the comment that ends an overflowing stream (in req->pool), or NULL */
     int inflight; /* an h2o_send awaits proceed */
     int ending;   /* finish once pending is written */
@@ -114,6 +115,9 @@ static void append(sse_stream *s, const char *p, size_t n)
         size_t unsent = s->pending.len + n;
         rb_warn("sse: client too slow, %zu bytes unsent; ending the stream", unsent);
         rb_buf_reset(&s->pending);
+        s->ending = 1;
+        if (s->line != NULL)
+            return; /* a note would not be a line of the stream's format */
         char note[512];
         int len = snprintf(note, sizeof(note),
                            ": runbox: the client read too slowly (%zu bytes could not be buffered); the stream ends "
@@ -127,7 +131,10 @@ static void append(sse_stream *s, const char *p, size_t n)
 static void on_heartbeat(uv_timer_t *t)
 {
     sse_stream *s = t->data;
-    sse_comment(s, "heartbeat");
+    if (s->line != NULL)
+        sse_send_line(s, s->line, strlen(s->line));
+    else
+        sse_comment(s, "heartbeat");
 }
 
 /* The server is stopping (it has untracked the stream): tell the owner, then finish. */
@@ -140,7 +147,8 @@ static void on_server_stop(http_stream_link *l)
     flush(s);
 }
 
-sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, void *data)
+/* The stream object, tracked, with its heartbeat running every ms; no headers yet. */
+static sse_stream *stream_new(rb_server *server, h2o_req_t *req, uint64_t ms, sse_close_cb on_close, void *data)
 {
     sse_stream *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), on_dispose);
     memset(s, 0, sizeof(*s));
@@ -159,8 +167,34 @@ sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, 
     s->heartbeat = xmalloc(sizeof(*s->heartbeat));
     uv_timer_init(req->conn->ctx->loop, s->heartbeat);
     s->heartbeat->data = s;
-    uv_timer_start(s->heartbeat, on_heartbeat, SSE_HEARTBEAT_MS, SSE_HEARTBEAT_MS);
+    uv_timer_start(s->heartbeat, on_heartbeat, ms, ms);
+    return s;
+}
 
+sse_stream *sse_start_lines(rb_server *server, h2o_req_t *req, const char *ctype, const char *line, uint64_t heartbeat_ms,
+                            sse_close_cb on_close, void *data)
+{
+    sse_stream *s = stream_new(server, req, heartbeat_ms, on_close, data);
+    s->line = line;
+    req->res.status = 200;
+    req->res.reason = "OK";
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype, strlen(ctype));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-cache"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-accel-buffering"), 0, NULL, H2O_STRLIT("no"));
+    h2o_start_response(req, &s->gen);
+    sse_send_line(s, line, strlen(line)); /* flushes the headers */
+    return s;
+}
+
+void sse_send_line(sse_stream *s, const char *text, size_t len)
+{
+    append(s, text, len);
+    flush(s);
+}
+
+sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, void *data)
+{
+    sse_stream *s = stream_new(server, req, SSE_HEARTBEAT_MS, on_close, data);
     req->res.status = 200;
     req->res.reason = "OK";
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("text/event-stream"));
@@ -174,6 +208,8 @@ sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, 
 
 void sse_comment(sse_stream *s, const char *text)
 {
+    if (s->line != NULL)
+        return;
     append(s, ": ", 2);
     append(s, text, strlen(text));
     append(s, "\n\n", 2);

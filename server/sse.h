@@ -25,6 +25,14 @@ typedef void (*sse_close_cb)(void *data);
 /** Starts a 200 text/event-stream answer on req. The stream lives in req->pool; server_stop
  * ends it (on_close runs, then the response finishes). */
 sse_stream *sse_start(rb_server *server, h2o_req_t *req, sse_close_cb on_close, void *data);
+/** Starts a 200 answer of lines instead of events (E2B's JSON lines): Content-Type ctype, line
+ * (a whole line with its '\n', borrowed: a static string) sent at once and then every
+ * heartbeat_ms as the heartbeat. Comments are dropped; a client too slow to read is cut off
+ * without a note. Otherwise as sse_start; send lines with sse_send_line. */
+sse_stream *sse_start_lines(rb_server *server, h2o_req_t *req, const char *ctype, const char *line, uint64_t heartbeat_ms,
+                            sse_close_cb on_close, void *data);
+/** Queues len bytes as they are (a stream of sse_start_lines: one line with its '\n'). */
+void sse_send_line(sse_stream *s, const char *text, size_t len);
 /** Queues one event "id: <n>\nevent: <event>\ndata: <compact JSON>\n\n"; data is borrowed. */
 void sse_send(sse_stream *s, const char *event, json_t *data);
 /** Queues one event with a caller-chosen id (NULL: none) and event name (NULL: none, which

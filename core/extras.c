@@ -1,0 +1,79 @@
+/*
+ * extras.c: what a protocol keeps with a live session beside the public session object (its
+ * extras, by name) and a session's deadline, the moment it ends whatever it is doing (E2B's
+ * sandbox timeout). Both are stored in the session's document so that they survive a restart.
+ * It does not interpret the extras: their meaning belongs to the protocol that set them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static session *live(rb_core *c, const core_caller *who, const char *session_id, char *err)
+{
+    session *s = core__session_of(c, who, session_id);
+    if (s == NULL)
+        rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'", session_id);
+    return s;
+}
+
+rb_err core_session_extra(rb_core *c, const core_caller *who, const char *session_id, const char *name, json_t **out,
+                          char *err)
+{
+    session *s = live(c, who, session_id, err);
+    if (s == NULL)
+        return RB_ENOTFOUND;
+    json_t *v = s->extras != NULL ? json_object_get(s->extras, name) : NULL;
+    *out = v != NULL ? json_incref(v) : NULL;
+    return RB_OK;
+}
+
+rb_err core_session_set_extra(rb_core *c, const core_caller *who, const char *session_id, const char *name, json_t *value,
+                              char *err)
+{
+    session *s = live(c, who, session_id, err);
+    if (s == NULL)
+        return RB_ENOTFOUND;
+    if (value == NULL) {
+        if (s->extras != NULL)
+            json_object_del(s->extras, name);
+    } else {
+        if (s->extras == NULL)
+            s->extras = json_object();
+        json_object_set_new(s->extras, name, json_deep_copy(value));
+    }
+    session_persist(s);
+    return RB_OK;
+}
+
+rb_err core_session_set_deadline(rb_core *c, const core_caller *who, const char *session_id, int64_t deadline_ms,
+                                 char *err)
+{
+    session *s = live(c, who, session_id, err);
+    if (s == NULL)
+        return RB_ENOTFOUND;
+    s->deadline = deadline_ms > 0 ? deadline_ms : 0;
+    session_persist(s);
+    return RB_OK;
+}
+
+rb_err core_session_deadline(rb_core *c, const core_caller *who, const char *session_id, int64_t *deadline_ms, char *err)
+{
+    session *s = live(c, who, session_id, err);
+    if (s == NULL)
+        return RB_ENOTFOUND;
+    *deadline_ms = s->deadline;
+    return RB_OK;
+}
+
+void core__end_past_deadline(rb_core *c, int64_t now)
+{
+    size_t pos = 0;
+    session *s;
+    while ((s = map_next(&c->sessions, &pos)) != NULL) {
+        if (s->deadline <= 0 || now < s->deadline || s->create_op != NULL)
+            continue;
+        session_end(s, "ended", "its timeout passed (the deadline set when it was created or with set_timeout); "
+                                "its sandbox was removed");
+    }
+}

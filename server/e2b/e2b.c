@@ -1,0 +1,209 @@
+/*
+ * e2b.c: the E2B protocol's registration: its routes under /e2b, which of them authenticate
+ * with the sandbox's access token instead of an API key (sandbox traffic), the error shapes
+ * E2B's SDK reads, the sandbox a request addresses, and the /home/user path mapping. The
+ * handlers are in e2b_api.c (control plane), e2b_envd.c (envd) and e2b_interp.c (the code
+ * interpreter); the Connect RPC in e2b_rpc.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "server/e2b/e2b_internal.h"
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+static void send_error(h2o_req_t *req, int status, const char *message)
+{
+    json_t *doc = json_pack("{s:i, s:s}", "code", status, "message", message ? message : "");
+    http_send_json(req, status, doc);
+    json_decref(doc);
+}
+
+void e2b__api_error(h2o_req_t *req, int status, const char *message)
+{
+    send_error(req, status, message);
+}
+
+void e2b__api_fail(h2o_req_t *req, rb_err e, const char *message)
+{
+    send_error(req, http_status_of(e), message);
+}
+
+void e2b__sandbox_error(h2o_req_t *req, int status, const char *message)
+{
+    send_error(req, status, message);
+}
+
+/* Errors h2o or the router answers before a handler (401 without a key, 413, ...) in E2B's shape. */
+static json_t *error_doc(int status, const char *code, const char *message)
+{
+    (void)code;
+    return json_pack("{s:i, s:s}", "code", status, "message", message ? message : "");
+}
+
+/* ---- sandbox traffic ------------------------------------------------------------------------ */
+
+/* The paths of envd and the code interpreter (after /e2b); everything else is the control plane. */
+static const char *const sandbox_paths[] = {"/health", "/files", "/execute", "/contexts", "/process.Process/",
+                                            "/filesystem.Filesystem/", NULL};
+
+static int is_sandbox_path(h2o_iovec_t path)
+{
+    size_t np = strlen(E2B_PREFIX);
+    if (path.len <= np || memcmp(path.base, E2B_PREFIX, np) != 0)
+        return 0;
+    const char *rest = path.base + np;
+    size_t n = path.len - np;
+    for (size_t i = 0; sandbox_paths[i] != NULL; i++) {
+        size_t k = strlen(sandbox_paths[i]);
+        if (n >= k && memcmp(rest, sandbox_paths[i], k) == 0 &&
+            (sandbox_paths[i][k - 1] == '/' || n == k || rest[k] == '/'))
+            return 1;
+    }
+    return 0;
+}
+
+/* Sandbox traffic carries no API key: its handlers check the sandbox's access token. */
+static int own_auth(h2o_req_t *req)
+{
+    return is_sandbox_path(req->path_normalized) &&
+           h2o_find_header_by_str(&req->headers, H2O_STRLIT("e2b-sandbox-id"), -1) >= 0;
+}
+
+static const char *header(h2o_req_t *req, const char *name, size_t len)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, name, len, -1);
+    if (i < 0)
+        return NULL;
+    return http_pool_strdup(req, req->headers.entries[i].value.base, req->headers.entries[i].value.len);
+}
+
+/* Compares a presented token with the stored one without an early exit. */
+static int token_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+    for (size_t i = 0; i < lb; i++)
+        diff |= (unsigned char)(a[i % (la ? la : 1)] ^ b[i]);
+    return diff == 0;
+}
+
+int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out)
+{
+    h2o_req_t *req = call->req;
+    char msg[RB_ERR_LEN];
+    const char *id = header(req, H2O_STRLIT("e2b-sandbox-id"));
+    if (id == NULL || id[0] == '\0' || strlen(id) > 64) {
+        e2b__sandbox_error(req, 400,
+                           "sandbox traffic needs the E2b-Sandbox-Id header: set E2B_SANDBOX_URL to runboxd's /e2b "
+                           "(the SDK then sends it)");
+        return -1;
+    }
+    json_t *extra = NULL;
+    char err[RB_ERR_LEN];
+    /* Trusted lookup (who NULL): the access token decides who may use the sandbox. */
+    if (core_session_extra(call->core, NULL, id, E2B_EXTRA, &extra, err) != RB_OK) {
+        snprintf(msg, sizeof(msg), "The sandbox %.64s was not found: it was killed, timed out or never existed", id);
+        e2b__sandbox_error(req, 502, msg);
+        return -1;
+    }
+    const char *token = json_string_value(json_object_get(extra, "token"));
+    const char *owner = json_string_value(json_object_get(extra, "owner"));
+    const char *given = header(req, H2O_STRLIT("x-access-token"));
+    int ok = token != NULL && given != NULL && token_equal(given, token);
+    const core_caller *who = NULL;
+    if (ok && server_has_keys(call->server)) {
+        who = server_caller(call->server, owner ? owner : "");
+        ok = who != NULL; /* the key that created it was removed from the key file */
+    }
+    json_decref(extra);
+    if (need_token && !ok) {
+        e2b__sandbox_error(req, 401,
+                           given == NULL ? "this sandbox needs its access token in X-Access-Token (the envdAccessToken "
+                                           "of the create or connect answer; the SDK sends it)"
+                                         : "the X-Access-Token does not belong to this sandbox (use the "
+                                           "envdAccessToken of its create or connect answer)");
+        return -1;
+    }
+    out->server = call->server;
+    out->core = call->core;
+    out->cfg = call->cfg;
+    out->who = who;
+    out->session_id = id;
+    out->workdir = E2B_WORKDIR;
+    return 0;
+}
+
+/* ---- paths ---------------------------------------------------------------------------------- */
+
+const char *e2b__path(h2o_req_t *req, const char *path, char *err)
+{
+    static const char home[] = E2B_HOME;
+    size_t nh = sizeof(home) - 1;
+    if (path == NULL || path[0] == '\0') {
+        rb_fail(RB_EINVAL, err, "path: give a file path under %s", home);
+        return NULL;
+    }
+    if (path[0] != '/') /* relative to the user's home, as envd resolves it */
+        return http_pool_strdup(req, path, strlen(path));
+    if (strncmp(path, home, nh) == 0 && (path[nh] == '\0' || path[nh] == '/')) {
+        const char *rest = path + nh;
+        while (*rest == '/')
+            rest++;
+        if (*rest == '\0')
+            return E2B_WORKDIR;
+        return http_pool_strdup(req, rest, strlen(rest));
+    }
+    rb_fail(RB_EFORBIDDEN, err,
+            "path '%.200s' is outside %s: runbox sandboxes expose only the user's home folder (its workspace) to "
+            "file calls",
+            path, home);
+    return NULL;
+}
+
+/* ---- registration --------------------------------------------------------------------------- */
+
+void e2b_register(rb_server *s)
+{
+    static const http_route routes[] = {
+        /* control plane (API key) */
+        {"POST", E2B_PREFIX "/v2/sandboxes", e2b__create},
+        {"POST", E2B_PREFIX "/sandboxes", e2b__create},
+        {"GET", E2B_PREFIX "/v2/sandboxes", e2b__list},
+        {"GET", E2B_PREFIX "/sandboxes", e2b__list},
+        {"GET", E2B_PREFIX "/sandboxes/metrics", e2b__unsupported},
+        {"POST", E2B_PREFIX "/v2/sandboxes/{id}/connect", e2b__connect},
+        {"POST", E2B_PREFIX "/sandboxes/{id}/connect", e2b__connect},
+        {"GET", E2B_PREFIX "/sandboxes/{id}", e2b__get},
+        {"DELETE", E2B_PREFIX "/sandboxes/{id}", e2b__kill},
+        {"POST", E2B_PREFIX "/sandboxes/{id}/timeout", e2b__set_timeout},
+        {"POST", E2B_PREFIX "/sandboxes/{id}/pause", e2b__unsupported},
+        {"POST", E2B_PREFIX "/sandboxes/{id}/resume", e2b__unsupported},
+        {"POST", E2B_PREFIX "/sandboxes/{id}/snapshots", e2b__unsupported},
+        {"POST", E2B_PREFIX "/sandboxes/{id}/fork", e2b__unsupported},
+        {"POST", E2B_PREFIX "/sandboxes/{id}/refreshes", e2b__unsupported},
+        {"GET", E2B_PREFIX "/sandboxes/{id}/metrics", e2b__unsupported},
+        {"GET", E2B_PREFIX "/sandboxes/{id}/logs", e2b__unsupported},
+        {"GET", E2B_PREFIX "/v2/sandboxes/{id}/logs", e2b__unsupported},
+        {"PUT", E2B_PREFIX "/sandboxes/{id}/network", e2b__unsupported},
+        /* envd (port 49983; access token) */
+        {"GET", E2B_PREFIX "/health", e2b__health},
+        {"GET", E2B_PREFIX "/files", e2b__files_read},
+        {"POST", E2B_PREFIX "/files", e2b__files_write},
+        {"POST", E2B_PREFIX "/process.Process/{method}", e2b__rpc},
+        {"POST", E2B_PREFIX "/filesystem.Filesystem/{method}", e2b__rpc},
+        /* the code interpreter (port 49999) */
+        {"POST", E2B_PREFIX "/execute", e2b__execute},
+        {"GET", E2B_PREFIX "/contexts", e2b__contexts_list},
+        {"POST", E2B_PREFIX "/contexts", e2b__contexts_create},
+        {"DELETE", E2B_PREFIX "/contexts/{id}", e2b__context_delete},
+        {"POST", E2B_PREFIX "/contexts/{id}/restart", e2b__context_restart},
+    };
+    http_protocol p = {.name = "e2b",
+                       .routes = routes,
+                       .nroutes = sizeof(routes) / sizeof(routes[0]),
+                       .error_prefix = E2B_PREFIX "/",
+                       .error_doc = error_doc,
+                       .own_auth = own_auth};
+    server_register(s, &p);
+}

@@ -1,0 +1,526 @@
+/*
+ * e2b_api.c: E2B's control plane on runbox sessions: create (POST /v2/sandboxes), connect,
+ * list with x-next-token paging, get, kill, set_timeout; what runbox cannot do (pause,
+ * resume, snapshots, forks, metrics, logs, network changes) answers 400 naming it. A sandbox's
+ * template is one of the image's languages; its timeout is the session's deadline; its access
+ * token, template and metadata are the session's "e2b" extras.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/e2b/e2b_internal.h"
+#include "server/query.h"
+
+/* Templates and the runbox language each runs. */
+static const struct {
+    const char *template;
+    const char *language;
+} templates[] = {
+    {"code-interpreter-v1", "python"}, {"code-interpreter", "python"}, {"base", "python"},
+    {"python", "python"},              {"bash", "bash"},
+};
+
+static const char *language_of(const char *template)
+{
+    for (size_t i = 0; i < sizeof(templates) / sizeof(templates[0]); i++)
+        if (strcmp(templates[i].template, template) == 0)
+            return templates[i].language;
+    return NULL;
+}
+
+/* Control-plane calls need an API key's caller when runboxd checks keys (the router has
+ * checked it; this guards a route that would be reached without). */
+static int authorised(http_call *call)
+{
+    if (server_has_keys(call->server) && call->who == NULL) {
+        e2b__api_error(call->req, 401, "this runboxd requires an API key: set E2B_API_KEY to a key from its key file");
+        return 0;
+    }
+    return 1;
+}
+
+/* The timeout field (seconds) of body: 0 when absent, -1 after answering 400. */
+static int64_t timeout_of(http_call *call, json_t *body)
+{
+    json_t *t = json_object_get(body, "timeout");
+    if (t == NULL || json_is_null(t))
+        return 0;
+    if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > E2B_TIMEOUT_MAX) {
+        char msg[RB_ERR_LEN];
+        snprintf(msg, sizeof(msg), "timeout: must be a whole number of seconds from 1 to %d", E2B_TIMEOUT_MAX);
+        e2b__api_error(call->req, 400, msg);
+        return -1;
+    }
+    return json_integer_value(t);
+}
+
+static void time_field(json_t *o, const char *key, int64_t ms)
+{
+    char buf[40];
+    rb_time_format(ms, buf, sizeof(buf));
+    json_object_set_new(o, key, json_string(buf));
+}
+
+/* Megabytes of a size such as "512m" or "1g". */
+static int64_t megabytes(const char *size)
+{
+    if (size == NULL)
+        return 0;
+    char *end = NULL;
+    double v = strtod(size, &end);
+    int unit = end != NULL ? tolower((unsigned char)*end) : 0;
+    double mb = unit == 'g' ? v * 1024 : unit == 'k' ? v / 1024 : unit == 'm' ? v : v / (1024.0 * 1024);
+    return (int64_t)mb;
+}
+
+/* The E2B object of a session: the create/connect answer (detail == 0, with the token) or the
+ * listed / detailed sandbox (detail 1: without the token; 2: with it). New reference. */
+static json_t *sandbox_object(json_t *session, json_t *extra, int detail)
+{
+    const char *id = json_string_value(json_object_get(session, "session_id"));
+    const char *template = json_string_value(json_object_get(extra, "template"));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "templateID", template ? template : "", "sandboxID", id ? id : "",
+                          "clientID", "runbox", "envdVersion", E2B_ENVD_VERSION);
+    const char *token = json_string_value(json_object_get(extra, "token"));
+    if (detail != 1 && token != NULL)
+        json_object_set_new(o, "envdAccessToken", json_string(token));
+    if (detail == 0)
+        return o;
+    json_object_set(o, "startedAt", json_object_get(session, "created_at"));
+    json_t *end = json_object_get(session, "expires_at");
+    if (json_is_string(end))
+        json_object_set(o, "endAt", end);
+    else
+        time_field(o, "endAt", rb_now_ms() + (int64_t)E2B_TIMEOUT_MAX * 1000);
+    json_t *eo = json_object_get(session, "execution_options");
+    double cpus = json_number_value(json_object_get(eo, "cpu_limit"));
+    json_object_set_new(o, "cpuCount", json_integer(cpus >= 1 ? (json_int_t)(cpus + 0.999) : 1));
+    json_object_set_new(o, "memoryMB", json_integer(megabytes(json_string_value(json_object_get(eo, "memory_limit")))));
+    json_object_set_new(o, "diskSizeMB", json_integer(0));
+    json_object_set_new(o, "state", json_string("running"));
+    json_t *meta = json_object_get(extra, "metadata");
+    json_object_set_new(o, "metadata", json_is_object(meta) ? json_incref(meta) : json_object());
+    return o;
+}
+
+/* The session's E2B data, minted when it has none (a session made through REST or MCP becomes
+ * an E2B sandbox the first time it is connected to). New reference, or NULL with err. */
+static json_t *extra_of(http_call *call, const char *id, const char *language, rb_err *e, char *err)
+{
+    json_t *extra = NULL;
+    *e = core_session_extra(call->core, call->who, id, E2B_EXTRA, &extra, err);
+    if (*e != RB_OK || extra != NULL)
+        return extra;
+    char token[40];
+    rb_random_id("", token, sizeof(token));
+    const core_caller *who = call->who;
+    extra = json_pack("{s:s, s:s, s:s, s:{}}", "token", token, "owner", who ? who->owner : "", "template",
+                      language && strcmp(language, "bash") == 0 ? "bash" : "code-interpreter-v1", "metadata");
+    *e = core_session_set_extra(call->core, call->who, id, E2B_EXTRA, extra, err);
+    if (*e != RB_OK) {
+        json_decref(extra);
+        return NULL;
+    }
+    return extra;
+}
+
+/* ---- create --------------------------------------------------------------------------------- */
+
+typedef struct create_ctx {
+    h2o_req_t *req;
+    core_op *op;
+    rb_server *server;
+    rb_core *core;
+    const core_caller *who;
+    json_t *extra; /* the E2B data to store once the session is ready */
+    int64_t timeout_s;
+} create_ctx;
+
+static void create_dispose(void *p)
+{
+    create_ctx *ctx = p;
+    if (ctx->op != NULL)
+        core_cancel(ctx->op);
+    ctx->op = NULL;
+    ctx->req = NULL;
+    json_decref(ctx->extra);
+    ctx->extra = NULL;
+}
+
+static void on_created(void *data, rb_err e, const char *msg, json_t *body)
+{
+    create_ctx *ctx = data;
+    ctx->op = NULL;
+    if (ctx->req == NULL) {
+        json_decref(body);
+        return;
+    }
+    char err[RB_ERR_LEN];
+    const char *id = json_string_value(json_object_get(body, "session_id"));
+    if (e == RB_OK && id != NULL) {
+        e = core_session_set_extra(ctx->core, ctx->who, id, E2B_EXTRA, ctx->extra, err);
+        if (e == RB_OK)
+            e = core_session_set_deadline(ctx->core, ctx->who, id, rb_now_ms() + ctx->timeout_s * 1000, err);
+        msg = err;
+    }
+    if (e != RB_OK) {
+        e2b__api_fail(ctx->req, e, msg);
+    } else {
+        json_t *o = sandbox_object(body, ctx->extra, 0);
+        http_send_json(ctx->req, 201, o);
+        json_decref(o);
+    }
+    json_decref(body);
+}
+
+/* Fields of the create body runbox cannot honour: answered 400 when set to anything but
+ * their "off" value, never ignored. */
+static const char *unsupported_create_field(json_t *body)
+{
+    static const char *const fields[] = {"autoPause", "autoResume", "mcp", "network", "iam", "volumeMounts",
+                                         "secure", NULL};
+    for (size_t i = 0; fields[i] != NULL; i++) {
+        json_t *v = json_object_get(body, fields[i]);
+        if (v != NULL && !json_is_null(v) && !json_is_false(v) &&
+            !(json_is_object(v) && json_object_size(v) == 0) && !(json_is_array(v) && json_array_size(v) == 0))
+            return fields[i];
+    }
+    json_t *net = json_object_get(body, "allowInternetAccess");
+    if (json_is_true(net))
+        return "allowInternetAccess";
+    return NULL;
+}
+
+int e2b__create(http_call *call)
+{
+    char err[RB_ERR_LEN], msg[RB_ERR_LEN];
+    if (!authorised(call))
+        return 0;
+    json_t *body = NULL;
+    rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
+    if (e != RB_OK) {
+        e2b__api_fail(call->req, e, err);
+        return 0;
+    }
+    const char *template = json_string_value(json_object_get(body, "templateID"));
+    const char *language = template != NULL ? language_of(template) : NULL;
+    const char *bad = unsupported_create_field(body);
+    json_t *meta = json_object_get(body, "metadata");
+    json_t *envs = json_object_get(body, "envVars");
+    int64_t timeout = timeout_of(call, body);
+    if (timeout < 0)
+        goto done;
+    if (template == NULL) {
+        e2b__api_error(call->req, 400, "templateID: required (e.g. \"code-interpreter-v1\")");
+        goto done;
+    }
+    if (language == NULL) {
+        snprintf(msg, sizeof(msg),
+                 "template '%.100s' is not available on runboxd: it runs its sandbox image's languages only, as the "
+                 "templates code-interpreter-v1 (also base, python) and bash",
+                 template);
+        e2b__api_error(call->req, 400, msg);
+        goto done;
+    }
+    if (bad != NULL) {
+        snprintf(msg, sizeof(msg),
+                 "%s: runboxd does not support this sandbox option (no pause/resume, MCP gateway, network "
+                 "rules, IAM or volumes; sandboxes have no network unless the operator allows it)",
+                 bad);
+        e2b__api_error(call->req, 400, msg);
+        goto done;
+    }
+    if (meta != NULL && !json_is_null(meta) && !json_is_object(meta)) {
+        e2b__api_error(call->req, 400, "metadata: must be an object of string values");
+        goto done;
+    }
+    if (json_is_object(meta)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach (meta, k, v) {
+            if (!json_is_string(v)) {
+                e2b__api_error(call->req, 400, "metadata: every value must be a string");
+                goto done;
+            }
+        }
+    }
+    json_t *opts = json_pack("{s:s}", "language", language);
+    if (json_is_object(envs) && json_object_size(envs) > 0)
+        json_object_set_new(opts, "execution_options", json_pack("{s:O}", "environment_variables", envs));
+    create_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), create_dispose);
+    memset(ctx, 0, sizeof(*ctx));
+    char token[40];
+    rb_random_id("", token, sizeof(token));
+    ctx->req = call->req;
+    ctx->server = call->server;
+    ctx->core = call->core;
+    ctx->who = call->who;
+    ctx->timeout_s = timeout > 0 ? timeout : 300;
+    ctx->extra = json_pack("{s:s, s:s, s:s, s:o}", "token", token, "owner", call->who ? call->who->owner : "",
+                           "template", template, "metadata", json_is_object(meta) ? json_deep_copy(meta) : json_object());
+    e = core_session_create(call->core, call->who, opts, on_created, ctx, &ctx->op, err);
+    json_decref(opts);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        e2b__api_fail(call->req, e, err);
+    }
+done:
+    json_decref(body);
+    return 0;
+}
+
+/* ---- the other calls ------------------------------------------------------------------------ */
+
+/* The live session call->params[0] (new reference) with its E2B data, or -1 after answering
+ * 404 (unknown, ended, another key's). */
+static int live_sandbox(http_call *call, json_t **session, json_t **extra)
+{
+    char err[RB_ERR_LEN], msg[RB_ERR_LEN];
+    const char *id = call->params[0];
+    rb_err e = core_session_get(call->core, call->who, id, session, err);
+    if (e == RB_OK) {
+        const char *status = json_string_value(json_object_get(*session, "status"));
+        if (status == NULL || strcmp(status, "ended") == 0 || strcmp(status, "dead") == 0) {
+            json_decref(*session);
+            e = RB_ENOTFOUND;
+        }
+    }
+    if (e == RB_OK) {
+        *extra = extra_of(call, id, json_string_value(json_object_get(*session, "language")), &e, err);
+        if (e != RB_OK)
+            json_decref(*session);
+    }
+    if (e == RB_ENOTFOUND) {
+        snprintf(msg, sizeof(msg), "sandbox %.64s not found: it was killed, timed out or never existed", id);
+        e2b__api_error(call->req, 404, msg);
+        return -1;
+    }
+    if (e != RB_OK) {
+        e2b__api_fail(call->req, e, err);
+        return -1;
+    }
+    return 0;
+}
+
+int e2b__connect(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = NULL, *session = NULL, *extra = NULL;
+    if (!authorised(call))
+        return 0;
+    rb_err e = http_read_json(call->req, call->cfg->max_body, 1, &body, err);
+    if (e != RB_OK) {
+        e2b__api_fail(call->req, e, err);
+        return 0;
+    }
+    int64_t timeout = timeout_of(call, body);
+    if (timeout >= 0 && live_sandbox(call, &session, &extra) == 0) {
+        /* Connecting extends the sandbox's life to at least timeout from now, as E2B does. */
+        int64_t deadline = 0;
+        core_session_deadline(call->core, call->who, call->params[0], &deadline, err);
+        int64_t want = rb_now_ms() + (timeout > 0 ? timeout : 300) * 1000;
+        if (deadline < want)
+            core_session_set_deadline(call->core, call->who, call->params[0], want, err);
+        json_t *o = sandbox_object(session, extra, 0);
+        http_send_json(call->req, 200, o);
+        json_decref(o);
+        json_decref(session);
+        json_decref(extra);
+    }
+    json_decref(body);
+    return 0;
+}
+
+int e2b__get(http_call *call)
+{
+    json_t *session = NULL, *extra = NULL;
+    if (!authorised(call) || live_sandbox(call, &session, &extra) != 0)
+        return 0;
+    json_t *o = sandbox_object(session, extra, 2);
+    http_send_json(call->req, 200, o);
+    json_decref(o);
+    json_decref(session);
+    json_decref(extra);
+    return 0;
+}
+
+int e2b__kill(http_call *call)
+{
+    char err[RB_ERR_LEN], msg[RB_ERR_LEN];
+    json_t *out = NULL;
+    if (!authorised(call))
+        return 0;
+    rb_err e = core_session_delete(call->core, call->who, call->params[0], &out, err);
+    json_decref(out);
+    if (e == RB_ENOTFOUND) {
+        snprintf(msg, sizeof(msg), "sandbox %.64s not found", call->params[0]);
+        e2b__api_error(call->req, 404, msg);
+    } else if (e != RB_OK) {
+        e2b__api_fail(call->req, e, err);
+    } else {
+        call->req->res.status = 204;
+        call->req->res.reason = "No Content";
+        h2o_send_inline(call->req, NULL, 0);
+    }
+    return 0;
+}
+
+int e2b__set_timeout(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = NULL, *session = NULL, *extra = NULL;
+    if (!authorised(call))
+        return 0;
+    rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
+    if (e != RB_OK) {
+        e2b__api_fail(call->req, e, err);
+        return 0;
+    }
+    int64_t timeout = timeout_of(call, body);
+    if (timeout == 0)
+        e2b__api_error(call->req, 400, "timeout: required, in seconds");
+    else if (timeout > 0 && live_sandbox(call, &session, &extra) == 0) {
+        e = core_session_set_deadline(call->core, call->who, call->params[0], rb_now_ms() + timeout * 1000, err);
+        if (e != RB_OK) {
+            e2b__api_fail(call->req, e, err);
+        } else {
+            call->req->res.status = 204;
+            call->req->res.reason = "No Content";
+            h2o_send_inline(call->req, NULL, 0);
+        }
+        json_decref(session);
+        json_decref(extra);
+    }
+    json_decref(body);
+    return 0;
+}
+
+int e2b__unsupported(http_call *call)
+{
+    char msg[RB_ERR_LEN];
+    h2o_iovec_t p = call->req->path_normalized;
+    const char *what = "this call";
+    if (h2o_strstr(p.base, p.len, H2O_STRLIT("/pause")) != SIZE_MAX ||
+        h2o_strstr(p.base, p.len, H2O_STRLIT("/resume")) != SIZE_MAX)
+        what = "pausing and resuming sandboxes";
+    else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/snapshots")) != SIZE_MAX ||
+             h2o_strstr(p.base, p.len, H2O_STRLIT("/fork")) != SIZE_MAX)
+        what = "snapshots and forks";
+    else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/metrics")) != SIZE_MAX)
+        what = "sandbox metrics (runboxd's own are at GET /metrics)";
+    else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/logs")) != SIZE_MAX)
+        what = "sandbox logs";
+    else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/network")) != SIZE_MAX)
+        what = "network rules";
+    snprintf(msg, sizeof(msg), "runboxd does not support %s; see docs/e2b.md for what its E2B API offers", what);
+    e2b__api_error(call->req, 400, msg);
+    return 0;
+}
+
+/* ---- list ----------------------------------------------------------------------------------- */
+
+static int by_start(const void *a, const void *b)
+{
+    json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    int c = strcmp(json_string_value(json_object_get(x, "startedAt")), json_string_value(json_object_get(y, "startedAt")));
+    return c != 0 ? c : strcmp(json_string_value(json_object_get(x, "sandboxID")), json_string_value(json_object_get(y, "sandboxID")));
+}
+
+/* Whether every key=value pair of the metadata filter (an urlencoded query inside the
+ * metadata parameter, as the SDK sends it) is in meta. */
+static int metadata_matches(h2o_req_t *req, const char *filter, json_t *meta)
+{
+    const char *p = filter;
+    while (p != NULL && *p != '\0') {
+        const char *amp = strchr(p, '&');
+        size_t n = amp ? (size_t)(amp - p) : strlen(p);
+        const char *eq = memchr(p, '=', n);
+        if (eq == NULL)
+            return 0;
+        size_t kn = (size_t)(eq - p), vn = n - kn - 1;
+        char *key = h2o_mem_alloc_pool(&req->pool, kn + 1), *val = h2o_mem_alloc_pool(&req->pool, vn + 1);
+        query_decode(p, kn, key);
+        size_t vlen = query_decode(eq + 1, vn, val);
+        const char *have = json_string_value(json_object_get(meta, key));
+        if (have == NULL || strlen(have) != vlen || memcmp(have, val, vlen) != 0)
+            return 0;
+        p = amp ? amp + 1 : NULL;
+    }
+    return 1;
+}
+
+int e2b__list(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    if (!authorised(call))
+        return 0;
+    const char *limit_s = http_query_param(call->req, "limit");
+    const char *next = http_query_param(call->req, "nextToken");
+    const char *state = http_query_param(call->req, "state");
+    const char *filter = http_query_param(call->req, "metadata");
+    const char *order = http_query_param(call->req, "order");
+    long limit = 100, start = 0;
+    char *end = NULL;
+    if (limit_s != NULL) {
+        limit = strtol(limit_s, &end, 10);
+        if (*limit_s == '\0' || *end != '\0' || limit < 1 || limit > 1000) {
+            e2b__api_error(call->req, 400, "limit: must be a whole number from 1 to 1000");
+            return 0;
+        }
+    }
+    if (next != NULL) {
+        start = strtol(next, &end, 10);
+        if (*next == '\0' || *end != '\0' || start < 0) {
+            e2b__api_error(call->req, 400, "nextToken: not a token of this server's x-next-token header");
+            return 0;
+        }
+    }
+    json_t *list = NULL;
+    rb_err e = core_session_list(call->core, call->who, &list, err);
+    if (e != RB_OK) {
+        e2b__api_fail(call->req, e, err);
+        return 0;
+    }
+    /* Only running sandboxes exist here: a state filter without "running" lists none. */
+    int running = state == NULL || strstr(state, "running") != NULL;
+    json_t *sessions = json_object_get(list, "sessions");
+    size_t n = json_array_size(sessions), kept = 0;
+    json_t **all = xcalloc(n + 1, sizeof(*all));
+    for (size_t i = 0; i < n && running; i++) {
+        json_t *s = json_array_get(sessions, i);
+        const char *id = json_string_value(json_object_get(s, "session_id"));
+        json_t *extra = NULL;
+        if (id == NULL || core_session_extra(call->core, call->who, id, E2B_EXTRA, &extra, err) != RB_OK)
+            continue;
+        json_t *o = sandbox_object(s, extra, 1);
+        if (extra == NULL) /* not yet connected through E2B: its template is its language */
+            json_object_set(o, "templateID", json_object_get(s, "language"));
+        json_decref(extra);
+        if (filter != NULL && !metadata_matches(call->req, filter, json_object_get(o, "metadata"))) {
+            json_decref(o);
+            continue;
+        }
+        all[kept++] = o;
+    }
+    qsort(all, kept, sizeof(*all), by_start);
+    int desc = order != NULL && strcmp(order, "desc") == 0;
+    json_t *page = json_array();
+    size_t i;
+    for (i = (size_t)start; i < kept && json_array_size(page) < (size_t)limit; i++)
+        json_array_append(page, all[desc ? kept - 1 - i : i]);
+    for (size_t j = 0; j < kept; j++)
+        json_decref(all[j]);
+    free(all);
+    json_decref(list);
+    if (i < kept) {
+        char tok[32];
+        int len = snprintf(tok, sizeof(tok), "%zu", i);
+        h2o_add_header_by_str(&call->req->pool, &call->req->res.headers, H2O_STRLIT("x-next-token"), 0, NULL,
+                              http_pool_strdup(call->req, tok, (size_t)len), (size_t)len);
+    }
+    http_send_json(call->req, 200, page);
+    json_decref(page);
+    return 0;
+}

@@ -1,0 +1,274 @@
+/*
+ * e2b_envd.c: envd's HTTP side on a runbox session (E2B's port 49983): GET /health, and
+ * GET/POST /files, which map /home/user onto the session's /workspace through core's file
+ * calls. The Connect RPC paths (/process.Process/..., /filesystem.Filesystem/...) go to
+ * e2b_rpc_handle once the sandbox and its access token are checked.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/e2b/e2b_internal.h"
+#include "server/query.h"
+#include "server/rest/multipart.h"
+
+/* envd's status for a core error: the SDK turns 400, 401, 404, 429, 502 and 507 into its
+ * typed exceptions. */
+static int envd_status(rb_err e)
+{
+    switch (e) {
+    case RB_ENOTFOUND:
+        return 404;
+    case RB_EINVAL:
+    case RB_EFORBIDDEN:
+    case RB_ECONFLICT:
+        return 400;
+    default:
+        return http_status_of(e);
+    }
+}
+
+int e2b__health(http_call *call)
+{
+    e2b_sandbox sbx;
+    if (e2b__sandbox_of(call, 1, &sbx) != 0)
+        return 0;
+    call->req->res.status = 204;
+    call->req->res.reason = "No Content";
+    h2o_send_inline(call->req, NULL, 0);
+    return 0;
+}
+
+int e2b__rpc(http_call *call)
+{
+    e2b_sandbox sbx;
+    if (e2b__sandbox_of(call, 1, &sbx) != 0)
+        return 0;
+    h2o_iovec_t p = call->req->path_normalized;
+    size_t np = strlen(E2B_PREFIX) + 1;
+    const char *method = http_pool_strdup(call->req, p.base + np, p.len - np);
+    return e2b_rpc_handle(call->req, &sbx, method);
+}
+
+/* The path query parameter, mapped (pool memory), or NULL after answering 400. */
+static const char *query_path(http_call *call, int required)
+{
+    char err[RB_ERR_LEN];
+    h2o_req_t *req = call->req;
+    if (req->query_at != SIZE_MAX && query_holds_nul(req->path.base + req->query_at, req->path.len - req->query_at)) {
+        e2b__sandbox_error(req, 400, "path: NUL characters are not allowed in file paths");
+        return NULL;
+    }
+    const char *path = http_query_param(req, "path");
+    if (path == NULL) {
+        if (required)
+            e2b__sandbox_error(req, 400, "path: required (a file under " E2B_HOME ")");
+        return NULL;
+    }
+    const char *mapped = e2b__path(req, path, err);
+    if (mapped == NULL)
+        e2b__sandbox_error(req, 400, err);
+    return mapped;
+}
+
+/* ---- download ------------------------------------------------------------------------------- */
+
+typedef struct read_ctx {
+    h2o_req_t *req;
+    core_op *op;
+    core_file *file;
+} read_ctx;
+
+static void read_dispose(void *p)
+{
+    read_ctx *ctx = p;
+    if (ctx->op != NULL)
+        core_cancel(ctx->op);
+    ctx->op = NULL;
+    ctx->req = NULL;
+    core_file_free(ctx->file);
+    ctx->file = NULL;
+}
+
+static void on_read(void *data, rb_err e, const char *msg, core_file *file)
+{
+    read_ctx *ctx = data;
+    ctx->op = NULL;
+    if (ctx->req == NULL) {
+        core_file_free(file);
+        return;
+    }
+    if (e != RB_OK) {
+        e2b__sandbox_error(ctx->req, envd_status(e), msg);
+        return;
+    }
+    ctx->file = file; /* freed with the request, after its bytes are sent */
+    h2o_req_t *req = ctx->req;
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = file->len;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/octet-stream"));
+    h2o_send_inline(req, file->bytes, file->len);
+}
+
+int e2b__files_read(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    e2b_sandbox sbx;
+    if (e2b__sandbox_of(call, 1, &sbx) != 0)
+        return 0;
+    const char *path = query_path(call, 1);
+    if (path == NULL)
+        return 0;
+    read_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), read_dispose);
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->req = call->req;
+    rb_err e = core_file_download(call->core, sbx.who, sbx.session_id, path, 0, on_read, ctx, &ctx->op, err);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        e2b__sandbox_error(call->req, envd_status(e), err);
+    }
+    return 0;
+}
+
+/* ---- upload --------------------------------------------------------------------------------- */
+
+typedef struct write_ctx {
+    h2o_req_t *req;
+    core_op *op;
+    e2b_sandbox sbx;
+    size_t n, next;
+    const char *paths[MULTIPART_MAX_PARTS]; /* as the caller named them */
+    const char *mapped[MULTIPART_MAX_PARTS];
+    const char *data[MULTIPART_MAX_PARTS];
+    size_t lens[MULTIPART_MAX_PARTS];
+    json_t *done;
+    int bad;
+    char err[RB_ERR_LEN];
+} write_ctx;
+
+static void write_dispose(void *p)
+{
+    write_ctx *ctx = p;
+    if (ctx->op != NULL)
+        core_cancel(ctx->op);
+    ctx->op = NULL;
+    ctx->req = NULL;
+    json_decref(ctx->done);
+    ctx->done = NULL;
+}
+
+static void on_written(void *data, rb_err e, const char *msg, json_t *body);
+
+static rb_err write_next(write_ctx *ctx, char *err)
+{
+    size_t i = ctx->next;
+    return core_file_upload(ctx->sbx.core, ctx->sbx.who, ctx->sbx.session_id, ctx->mapped[i], ctx->data[i],
+                            ctx->lens[i], on_written, ctx, &ctx->op, err);
+}
+
+/* The E2B path of an upload: absolute under /home/user. */
+static json_t *write_info(const char *given)
+{
+    char *abs = given[0] == '/' ? xstrdup(given) : xasprintf("%s/%s", E2B_HOME, given);
+    const char *slash = strrchr(abs, '/');
+    json_t *o = json_pack("{s:s, s:s, s:s}", "name", slash ? slash + 1 : abs, "type", "file", "path", abs);
+    free(abs);
+    return o;
+}
+
+static void on_written(void *data, rb_err e, const char *msg, json_t *body)
+{
+    write_ctx *ctx = data;
+    char err[RB_ERR_LEN];
+    ctx->op = NULL;
+    json_decref(body);
+    if (ctx->req == NULL)
+        return;
+    if (e != RB_OK) {
+        snprintf(err, sizeof(err), "%.300s: %s", ctx->paths[ctx->next], msg);
+        e2b__sandbox_error(ctx->req, envd_status(e), err);
+        return;
+    }
+    json_array_append_new(ctx->done, write_info(ctx->paths[ctx->next]));
+    if (++ctx->next < ctx->n) {
+        if ((e = write_next(ctx, err)) != RB_OK) {
+            ctx->op = NULL;
+            e2b__sandbox_error(ctx->req, envd_status(e), err);
+        }
+        return;
+    }
+    http_send_json(ctx->req, 200, ctx->done);
+}
+
+static int on_part(void *data, const multipart_part *p)
+{
+    write_ctx *ctx = data;
+    if (!(p->name_len == 4 && memcmp(p->name, "file", 4) == 0))
+        return 0;
+    if (p->filename == NULL || p->filename_len == 0 || memchr(p->filename, '\0', p->filename_len) != NULL) {
+        snprintf(ctx->err, sizeof(ctx->err), "each part named \"file\" needs a filename: the file's path");
+        ctx->bad = 1;
+        return 1;
+    }
+    ctx->paths[ctx->n] = http_pool_strdup(ctx->req, p->filename, p->filename_len);
+    ctx->data[ctx->n] = p->data;
+    ctx->lens[ctx->n] = p->len;
+    ctx->n++;
+    return 0;
+}
+
+int e2b__files_write(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    h2o_req_t *req = call->req;
+    write_ctx *ctx = h2o_mem_alloc_shared(&req->pool, sizeof(*ctx), write_dispose);
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->req = req;
+    ctx->done = json_array();
+    if (e2b__sandbox_of(call, 1, &ctx->sbx) != 0)
+        return 0;
+    const char *qpath = http_query_param(req, "path");
+    if (qpath != NULL && query_path(call, 0) == NULL)
+        return 0;
+    if (h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1) >= 0) {
+        e2b__sandbox_error(req, 400, "compressed uploads are not supported: send the file uncompressed");
+        return 0;
+    }
+    const char *body = req->entity.base != NULL ? req->entity.base : "";
+    size_t len = req->entity.base != NULL ? req->entity.len : 0;
+    ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    h2o_iovec_t ctype = ct >= 0 ? req->headers.entries[ct].value : h2o_iovec_init(H2O_STRLIT(""));
+    char boundary[MULTIPART_BOUNDARY_MAX + 1];
+    rb_err e = multipart_boundary(ctype.base, ctype.len, boundary, err);
+    if (e == RB_EMEDIA) {
+        /* a raw body: one file, named by ?path= */
+        if (qpath == NULL) {
+            e2b__sandbox_error(req, 400, "path: required for an upload that is not multipart/form-data");
+            return 0;
+        }
+        ctx->paths[0] = qpath;
+        ctx->data[0] = body;
+        ctx->lens[0] = len;
+        ctx->n = 1;
+    } else if (e != RB_OK || (e = multipart_parse(body, len, boundary, on_part, ctx, err)) != RB_OK) {
+        e2b__sandbox_error(req, 400, err);
+        return 0;
+    } else if (ctx->bad || ctx->n == 0) {
+        e2b__sandbox_error(req, 400, ctx->bad ? ctx->err : "the multipart body has no part named \"file\"");
+        return 0;
+    }
+    if (qpath != NULL && ctx->n == 1)
+        ctx->paths[0] = qpath;
+    for (size_t i = 0; i < ctx->n; i++) {
+        if ((ctx->mapped[i] = e2b__path(req, ctx->paths[i], err)) == NULL) {
+            e2b__sandbox_error(req, 400, err);
+            return 0;
+        }
+    }
+    if ((e = write_next(ctx, err)) != RB_OK) {
+        ctx->op = NULL;
+        e2b__sandbox_error(req, envd_status(e), err);
+    }
+    return 0;
+}

@@ -1,0 +1,57 @@
+/*
+ * e2b_internal.h: what the files of server/e2b share: the error answers in E2B's shapes, the
+ * sandbox a request addresses, the stored E2B data of a session, and the route handlers.
+ */
+#ifndef RB_SERVER_E2B_INTERNAL_H
+#define RB_SERVER_E2B_INTERNAL_H
+
+#include "server/e2b/e2b.h"
+
+/* The envd version runboxd reports: below 0.5.7 the SDK uploads files as multipart/form-data
+ * (never gzip'd octet-streams), at or above 0.4.0 it sends no username. */
+#define E2B_ENVD_VERSION "0.5.6"
+/* The name under which a session's E2B data is kept (core_session_set_extra). */
+#define E2B_EXTRA "e2b"
+/* The sandbox timeout E2B's API allows (seconds). */
+#define E2B_TIMEOUT_MAX 86400
+
+/** Answers a control-plane error: status and {"code": status, "message": message}. */
+void e2b__api_error(h2o_req_t *req, int status, const char *message);
+/** Answers the control-plane error of a core error e. */
+void e2b__api_fail(h2o_req_t *req, rb_err e, const char *message);
+/** Answers an envd / interpreter error: status and {"code": status, "message": message}
+ * (the SDK reads "message"). */
+void e2b__sandbox_error(h2o_req_t *req, int status, const char *message);
+
+/** The sandbox a sandbox-traffic request addresses (E2b-Sandbox-Id), after checking its access
+ * token when need_token: 0 with *out filled (pool memory), or -1 after answering 401 (missing or
+ * wrong token) or 502 (no such live sandbox, as E2B's proxy answers). */
+int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out);
+
+/** Maps an E2B path (absolute under /home/user, or relative to it) to a runbox workspace path
+ * in req->pool; NULL with err when it is elsewhere (the caller answers 400). */
+const char *e2b__path(h2o_req_t *req, const char *path, char *err);
+
+/* Control plane (e2b_api.c). */
+int e2b__create(http_call *call);
+int e2b__list(http_call *call);
+int e2b__connect(http_call *call);
+int e2b__get(http_call *call);
+int e2b__kill(http_call *call);
+int e2b__set_timeout(http_call *call);
+int e2b__unsupported(http_call *call);
+
+/* envd (e2b_envd.c). */
+int e2b__health(http_call *call);
+int e2b__files_read(http_call *call);
+int e2b__files_write(http_call *call);
+int e2b__rpc(http_call *call);
+
+/* The code interpreter (e2b_interp.c). */
+int e2b__execute(http_call *call);
+int e2b__contexts_list(http_call *call);
+int e2b__contexts_create(http_call *call);
+int e2b__context_delete(http_call *call);
+int e2b__context_restart(http_call *call);
+
+#endif

@@ -1,0 +1,289 @@
+/*
+ * e2b_interp.c: E2B's code interpreter (port 49999) on a runbox session. POST /execute queues
+ * an execution (core_execute), watches it (core_watch_start) and re-encodes its events as
+ * E2B's JSON lines while it runs: stdout/stderr, results (text, png and the other MIME types
+ * the runner produces), an error, the execution count and end_of_execution. A keepalive line
+ * every second keeps the stream alive and shows when the client has gone: then the execution
+ * is cancelled (E2B's SDK enforces its run timeout by dropping the connection). The contexts
+ * API has one context per sandbox, the session's interpreter ("default"); making, removing or
+ * restarting contexts answers 400.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/e2b/e2b_internal.h"
+#include "server/sse.h"
+
+#define E2B_CONTEXT_ID "default"
+#define KEEPALIVE_LINE "{\"type\":\"keepalive\"}\n"
+#define KEEPALIVE_MS 1000
+
+/* E2B's result key for each MIME type the runner can show. */
+static const struct {
+    const char *mime, *key;
+} result_keys[] = {
+    {"text/plain", "text"},         {"text/html", "html"},       {"text/markdown", "markdown"},
+    {"image/svg+xml", "svg"},       {"image/png", "png"},        {"image/jpeg", "jpeg"},
+    {"application/pdf", "pdf"},     {"text/latex", "latex"},     {"application/json", "json"},
+    {"application/javascript", "javascript"},
+};
+
+typedef struct exec_ctx {
+    sse_stream *out;
+    core_watch *watch;
+    rb_core *core;
+    const core_caller *who;
+    char request_id[64];
+    char session_id[80];
+} exec_ctx;
+
+static void send_line(exec_ctx *ctx, json_t *line)
+{
+    char *text = json_dumps(line, JSON_COMPACT);
+    if (text != NULL && ctx->out != NULL) {
+        sse_send_line(ctx->out, text, strlen(text));
+        sse_send_line(ctx->out, "\n", 1);
+    }
+    free(text);
+}
+
+static int64_t now_ns(void)
+{
+    return rb_now_ms() * 1000000;
+}
+
+/* A traceback array of lines as one string. New reference. */
+static json_t *traceback_text(json_t *tb)
+{
+    if (json_is_string(tb))
+        return json_incref(tb);
+    rb_buf b;
+    rb_buf_init(&b, 1u << 20);
+    size_t i;
+    json_t *line;
+    json_array_foreach (tb, i, line) {
+        const char *s = json_string_value(line);
+        size_t n = json_string_length(line);
+        if (s == NULL)
+            continue;
+        if (b.len > 0 && b.data[b.len - 1] != '\n')
+            rb_buf_append(&b, "\n", 1);
+        rb_buf_append(&b, s, n);
+    }
+    json_t *out = json_stringn(b.data ? b.data : "", b.len);
+    rb_buf_dispose(&b);
+    return out ? out : json_string("");
+}
+
+/* One runbox output item as an E2B line (new reference), or NULL for none. */
+static json_t *line_of(json_t *item)
+{
+    const char *type = json_string_value(json_object_get(item, "type"));
+    if (type == NULL)
+        return NULL;
+    if (strcmp(type, "stream") == 0) {
+        const char *name = json_string_value(json_object_get(item, "name"));
+        return json_pack("{s:s, s:O, s:I}", "type", name && strcmp(name, "stderr") == 0 ? "stderr" : "stdout", "text",
+                         json_object_get(item, "text"), "timestamp", (json_int_t)now_ns());
+    }
+    if (strcmp(type, "result") == 0)
+        return json_pack("{s:s, s:O, s:b, s:{}}", "type", "result", "text", json_object_get(item, "text"),
+                         "is_main_result", 1, "extra");
+    if (strcmp(type, "display") == 0) {
+        const char *mime = json_string_value(json_object_get(item, "mime"));
+        json_t *data = json_object_get(item, "data");
+        json_t *line = json_pack("{s:s, s:b, s:{}}", "type", "result", "is_main_result", 0, "extra");
+        for (size_t i = 0; mime != NULL && i < sizeof(result_keys) / sizeof(result_keys[0]); i++) {
+            if (strcmp(result_keys[i].mime, mime) != 0)
+                continue;
+            json_t *v = NULL;
+            if (strcmp(result_keys[i].key, "json") == 0 && json_is_string(data))
+                v = json_loads(json_string_value(data), JSON_DECODE_ANY, NULL);
+            json_object_set_new(line, result_keys[i].key, v != NULL ? v : json_incref(data));
+            return line;
+        }
+        if (mime != NULL) /* a type E2B has no key for */
+            json_object_set(json_object_get(line, "extra"), mime, data);
+        return line;
+    }
+    if (strcmp(type, "error") == 0) {
+        json_t *name = json_object_get(item, "ename"), *value = json_object_get(item, "evalue");
+        return json_pack("{s:s, s:O, s:O, s:o}", "type", "error", "name", name ? name : json_string("Error"), "value",
+                         value ? value : json_string(""), "traceback", traceback_text(json_object_get(item, "traceback")));
+    }
+    return NULL;
+}
+
+static void on_closed(void *data)
+{
+    exec_ctx *ctx = data;
+    ctx->out = NULL;
+    if (ctx->watch == NULL)
+        return;
+    /* The client went away (its run timeout, or it was stopped): stop the code too. */
+    core_watch_stop(ctx->watch);
+    ctx->watch = NULL;
+    json_t *st = NULL;
+    char err[RB_ERR_LEN];
+    if (core_execution_cancel(ctx->core, ctx->who, ctx->request_id, &st, err) == RB_OK)
+        rb_info("e2b: execution %s cancelled: its client disconnected", ctx->request_id);
+    json_decref(st);
+}
+
+static void on_event(void *data, const char *event, json_t *payload)
+{
+    exec_ctx *ctx = data;
+    if (strcmp(event, "output") == 0) {
+        json_t *line = line_of(payload);
+        if (line != NULL)
+            send_line(ctx, line);
+        json_decref(line);
+        return;
+    }
+    if (strcmp(event, "done") != 0)
+        return;
+    ctx->watch = NULL; /* finished: must not be stopped again */
+    if (ctx->out == NULL)
+        return;
+    json_t *session = NULL;
+    char err[RB_ERR_LEN];
+    json_int_t count = 0;
+    if (core_session_get(ctx->core, ctx->who, ctx->session_id, &session, err) == RB_OK)
+        count = json_integer_value(json_object_get(session, "executions"));
+    json_decref(session);
+    json_t *line = json_pack("{s:s, s:I}", "type", "number_of_executions", "execution_count", count);
+    send_line(ctx, line);
+    json_decref(line);
+    line = json_pack("{s:s}", "type", "end_of_execution");
+    send_line(ctx, line);
+    json_decref(line);
+    sse_end(ctx->out);
+    ctx->out = NULL;
+}
+
+int e2b__execute(http_call *call)
+{
+    char err[RB_ERR_LEN], msg[RB_ERR_LEN];
+    e2b_sandbox sbx;
+    json_t *body = NULL, *session = NULL, *queued = NULL;
+    if (e2b__sandbox_of(call, 1, &sbx) != 0)
+        return 0;
+    rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
+    if (e != RB_OK) {
+        e2b__sandbox_error(call->req, http_status_of(e), err);
+        return 0;
+    }
+    json_t *code = json_object_get(body, "code");
+    const char *language = json_string_value(json_object_get(body, "language"));
+    const char *context = json_string_value(json_object_get(body, "context_id"));
+    json_t *envs = json_object_get(body, "env_vars");
+    const char *have = NULL;
+    if (core_session_get(call->core, sbx.who, sbx.session_id, &session, err) == RB_OK)
+        have = json_string_value(json_object_get(session, "language"));
+    if (!json_is_string(code)) {
+        e2b__sandbox_error(call->req, 400, "code: required, a string");
+    } else if (language != NULL && have != NULL && strcmp(language, have) != 0) {
+        snprintf(msg, sizeof(msg),
+                 "language '%.40s': this sandbox runs %s; create a sandbox with the template for that language "
+                 "(code-interpreter-v1 for python, bash for bash)",
+                 language, have);
+        e2b__sandbox_error(call->req, 400, msg);
+    } else if (context != NULL && strcmp(context, E2B_CONTEXT_ID) != 0) {
+        snprintf(msg, sizeof(msg), "context '%.64s' not found: a runbox sandbox has one context, '%s'", context,
+                 E2B_CONTEXT_ID);
+        e2b__sandbox_error(call->req, 404, msg);
+    } else if (json_is_object(envs) && json_object_size(envs) > 0) {
+        e2b__sandbox_error(call->req, 400,
+                           "envs: runboxd cannot set environment variables for one run; give them as envs to "
+                           "Sandbox.create (they hold for every run)");
+    } else if (!server_stream_room(call->server, err)) {
+        e2b__sandbox_error(call->req, 429, err);
+    } else {
+        json_t *req = json_pack("{s:s, s:O}", "session_id", sbx.session_id, "code", code);
+        e = core_execute(call->core, sbx.who, req, &queued, err);
+        json_decref(req);
+        const char *rid = json_string_value(json_object_get(queued, "request_id"));
+        exec_ctx *ctx = h2o_mem_alloc_pool(&call->req->pool, sizeof(*ctx));
+        memset(ctx, 0, sizeof(*ctx));
+        ctx->core = call->core;
+        ctx->who = sbx.who;
+        snprintf(ctx->request_id, sizeof(ctx->request_id), "%s", rid ? rid : "");
+        snprintf(ctx->session_id, sizeof(ctx->session_id), "%s", sbx.session_id);
+        if (e == RB_OK)
+            e = core_watch_start(call->core, sbx.who, ctx->request_id, 1, on_event, ctx, &ctx->watch, err);
+        if (e != RB_OK) {
+            ctx->watch = NULL;
+            e2b__sandbox_error(call->req, e == RB_ENOTFOUND ? 404 : http_status_of(e), err);
+        } else {
+            ctx->out = sse_start_lines(call->server, call->req, "application/json", KEEPALIVE_LINE, KEEPALIVE_MS,
+                                       on_closed, ctx);
+        }
+    }
+    json_decref(queued);
+    json_decref(session);
+    json_decref(body);
+    return 0;
+}
+
+/* ---- contexts ------------------------------------------------------------------------------- */
+
+static json_t *default_context(http_call *call, const e2b_sandbox *sbx)
+{
+    json_t *session = NULL;
+    char err[RB_ERR_LEN];
+    const char *language = "python";
+    if (core_session_get(call->core, sbx->who, sbx->session_id, &session, err) == RB_OK &&
+        json_string_value(json_object_get(session, "language")) != NULL)
+        language = json_string_value(json_object_get(session, "language"));
+    json_t *o = json_pack("{s:s, s:s, s:s}", "id", E2B_CONTEXT_ID, "language", language, "cwd", E2B_HOME);
+    json_decref(session);
+    return o;
+}
+
+int e2b__contexts_list(http_call *call)
+{
+    e2b_sandbox sbx;
+    /* The SDK sends no access token to /contexts; the default context reveals nothing. */
+    if (e2b__sandbox_of(call, 0, &sbx) != 0)
+        return 0;
+    json_t *list = json_array();
+    json_array_append_new(list, default_context(call, &sbx));
+    http_send_json(call->req, 200, list);
+    json_decref(list);
+    return 0;
+}
+
+int e2b__contexts_create(http_call *call)
+{
+    e2b_sandbox sbx;
+    if (e2b__sandbox_of(call, 0, &sbx) != 0)
+        return 0;
+    e2b__sandbox_error(call->req, 400,
+                       "runboxd gives each sandbox one context, '" E2B_CONTEXT_ID
+                       "' (the sandbox's interpreter): run code without a context, or create another sandbox for "
+                       "separate state");
+    return 0;
+}
+
+int e2b__context_delete(http_call *call)
+{
+    e2b_sandbox sbx;
+    if (e2b__sandbox_of(call, 0, &sbx) != 0)
+        return 0;
+    e2b__sandbox_error(call->req, 400,
+                       "the context '" E2B_CONTEXT_ID "' is the sandbox's interpreter and cannot be removed; kill the "
+                       "sandbox instead");
+    return 0;
+}
+
+int e2b__context_restart(http_call *call)
+{
+    e2b_sandbox sbx;
+    if (e2b__sandbox_of(call, 0, &sbx) != 0)
+        return 0;
+    e2b__sandbox_error(call->req, 400,
+                       "runboxd cannot restart a sandbox's interpreter; kill the sandbox and create a new one for a "
+                       "fresh state");
+    return 0;
+}
