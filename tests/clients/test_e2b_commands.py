@@ -1,0 +1,148 @@
+"""E2B's `sandbox.commands` (PyPI `e2b-code-interpreter` and its `e2b`, pinned in
+tests/requirements.txt) against a real runboxd and real Docker sandboxes, unmodified: envd's
+Connect RPC (process.Process/Start, SendSignal, List) on runbox sessions (server/e2b/e2b_rpc.c
+over core/process.c). The SDK is configured only by E2B_API_URL, E2B_SANDBOX_URL and
+E2B_API_KEY, as docs/e2b.md says.
+
+Commands run as the sandbox user with the session's workspace as E2B's /home/user; their output
+streams while they run; a non-zero exit raises CommandExitException; a background command can
+be listed and killed; what runbox does not offer (stdin, another user) fails readably.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+import pytest
+
+import rbtest
+
+from e2b import CommandExitException, SandboxException
+from e2b_code_interpreter import Sandbox
+
+KEY = "e2b_" + "c3" * 20
+
+
+@pytest.fixture(scope="module")
+def e2b_server(sandbox_image, tmp_path_factory):
+    work = tmp_path_factory.mktemp("runboxd-e2b-commands")
+    keys = work / "api-keys"
+    keys.write_text(f"carol sha256:{hashlib.sha256(KEY.encode()).hexdigest()}\n")
+    s = rbtest.Server(work, ["--api-keys-file", str(keys), "--pool-size", "0"])
+    s.start()
+    s.http.headers["Authorization"] = f"Bearer {KEY}"  # cleanup sees carol's sessions
+    yield s
+    rbtest.finish_servers([s])
+
+
+@pytest.fixture(scope="module")
+def sbx(e2b_server):
+    """One sandbox for the module, made by the SDK pointed at runboxd by its environment alone."""
+    mp = pytest.MonkeyPatch()
+    base = e2b_server.url + "/e2b"
+    mp.setenv("E2B_API_URL", base)
+    mp.setenv("E2B_SANDBOX_URL", base)
+    mp.setenv("E2B_API_KEY", KEY)
+    mp.delenv("E2B_DEBUG", raising=False)
+    mp.delenv("E2B_DOMAIN", raising=False)
+    box = Sandbox.create()
+    e2b_server.session_ids.add(box.sandbox_id)
+    yield box
+    box.kill()
+    mp.undo()
+
+
+def test_ls_runs_in_the_home_folder_as_the_sandbox_user(sbx):
+    sbx.files.write("/home/user/hello.txt", "hi")
+    r = sbx.commands.run("ls -la")
+    assert r.exit_code == 0 and r.error is None, r
+    assert "hello.txt" in r.stdout, r.stdout
+    r = sbx.commands.run("id -u; pwd; cat hello.txt; echo oops >&2")
+    assert r.stdout.split("\n")[:3] == ["1000", "/workspace", "hi"], r.stdout
+    assert r.stderr == "oops\n", r.stderr
+
+
+def test_cwd_and_envs(sbx):
+    sbx.commands.run("mkdir -p sub")
+    r = sbx.commands.run('pwd; echo "$GREETING"', cwd="/home/user/sub", envs={"GREETING": "hello there"})
+    assert r.stdout == "/workspace/sub\nhello there\n", r.stdout
+    r = sbx.commands.run("pwd", cwd="/tmp")
+    assert r.stdout == "/tmp\n"
+
+
+def test_a_failing_command_raises_command_exit_exception(sbx):
+    with pytest.raises(CommandExitException) as info:
+        sbx.commands.run("echo partial; echo bad >&2; exit 3")
+    e = info.value
+    assert e.exit_code == 3, e
+    assert e.stdout == "partial\n" and e.stderr == "bad\n", (e.stdout, e.stderr)
+
+
+def test_output_streams_while_the_command_runs(sbx):
+    """on_stdout sees the first line while the command still waits for a file that the test
+    writes only after that line arrived: the line cannot have come at the end."""
+    seen: list[str] = []
+    got_first = threading.Event()
+
+    def on_stdout(chunk: str) -> None:
+        seen.append(chunk)
+        if "first" in "".join(seen):
+            got_first.set()
+
+    def release() -> None:
+        if got_first.wait(120):
+            sbx.files.write("/home/user/go", "1")
+
+    t = threading.Thread(target=release)
+    t.start()
+    r = sbx.commands.run("rm -f go; echo first; while [ ! -e go ]; do sleep 0.1; done; echo second",
+                         on_stdout=on_stdout, timeout=180)
+    t.join()
+    assert got_first.is_set()
+    assert r.stdout == "first\nsecond\n", r.stdout
+    assert "".join(seen) == "first\nsecond\n", seen
+
+
+def test_stderr_streams_to_on_stderr(sbx):
+    errs: list[str] = []
+    r = sbx.commands.run("echo to-err >&2", on_stderr=errs.append)
+    assert "".join(errs) == "to-err\n" and r.stderr == "to-err\n"
+
+
+def test_a_background_command_is_listed_and_killed(sbx):
+    handle = sbx.commands.run("echo started; sleep 600", background=True)
+    assert handle.pid > 0
+    listed = {p.pid: p for p in sbx.commands.list()}
+    assert handle.pid in listed, listed
+    assert listed[handle.pid].cmd == "/bin/bash", listed[handle.pid]
+    assert listed[handle.pid].args == ["-l", "-c", "echo started; sleep 600"]
+    assert handle.kill() is True
+    with pytest.raises(CommandExitException) as info:
+        handle.wait()
+    assert info.value.exit_code != 0
+    assert "started" in info.value.stdout
+    # gone from the list, and a second kill finds nothing (polling: the kill is asynchronous)
+    deadline = time.monotonic() + 60
+    while handle.pid in {p.pid for p in sbx.commands.list()} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert handle.pid not in {p.pid for p in sbx.commands.list()}
+    assert sbx.commands.kill(handle.pid) is False
+
+
+def test_large_output_arrives_whole(sbx):
+    r = sbx.commands.run("head -c 3000000 /dev/zero | tr '\\0' 'x'; echo", timeout=180)
+    assert len(r.stdout) == 3000001 and set(r.stdout[:-1]) == {"x"}
+
+
+def test_what_runbox_does_not_offer_fails_readably(sbx):
+    with pytest.raises(SandboxException) as info:
+        sbx.commands.run("cat", stdin=True)
+    assert "standard input" in str(info.value), info.value
+    with pytest.raises(SandboxException) as info:
+        sbx.commands.run("id", user="root")
+    assert "sandbox user" in str(info.value), info.value
+    with pytest.raises(SandboxException) as info:
+        sbx.commands.run("true", cwd="/no/such/folder")
+    assert "/no/such/folder" in str(info.value), info.value
