@@ -1,0 +1,215 @@
+"""E2B's SDK (PyPI `e2b-code-interpreter` and its `e2b`, pinned in tests/requirements.txt) against
+a real runboxd and real Docker sandboxes, unmodified: the SDK is configured only by the
+environment variables docs/e2b.md names (E2B_API_URL and E2B_SANDBOX_URL both at runboxd's
+/e2b, E2B_API_KEY a key of runboxd's --api-keys-file). An E2B sandbox is a runbox session.
+
+What runbox cannot do must fail readably (a typed SDK exception naming the cause), never succeed
+silently; a sandbox belongs to the key that made it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import threading
+
+import pytest
+import requests
+
+import rbtest
+
+from e2b import (AuthenticationException, InvalidArgumentException, NotFoundException, SandboxException, SandboxQuery,
+                 SandboxNotFoundException, TimeoutException)
+from e2b_code_interpreter import Sandbox
+
+# E2B keys look like e2b_ + 40 hex digits; some SDKs check the form.
+KEYS = {"alice": "e2b_" + "a1" * 20, "bob": "e2b_" + "b2" * 20}
+
+
+@pytest.fixture(scope="module")
+def e2b_server(sandbox_image, tmp_path_factory):
+    work = tmp_path_factory.mktemp("runboxd-e2b")
+    keys = work / "api-keys"
+    keys.write_text("".join(f"{name} sha256:{hashlib.sha256(k.encode()).hexdigest()}\n" for name, k in KEYS.items()))
+    s = rbtest.Server(work, ["--api-keys-file", str(keys), "--pool-size", "0"])
+    s.start()
+    s.http.headers["Authorization"] = f"Bearer {KEYS['alice']}"  # cleanup sees alice's sessions
+    yield s
+    rbtest.finish_servers([s])
+
+
+@pytest.fixture
+def e2b_env(e2b_server, monkeypatch):
+    """The SDK pointed at runboxd by its environment alone, as a user would."""
+    base = e2b_server.url + "/e2b"
+    monkeypatch.setenv("E2B_API_URL", base)
+    monkeypatch.setenv("E2B_SANDBOX_URL", base)
+    monkeypatch.setenv("E2B_API_KEY", KEYS["alice"])
+    monkeypatch.delenv("E2B_DEBUG", raising=False)
+    monkeypatch.delenv("E2B_DOMAIN", raising=False)
+    return e2b_server
+
+
+def test_the_issue_flow(e2b_env):
+    """create, run_code with state, on_stdout, a matplotlib figure's png, files, connect, list, kill."""
+    seen: list[str] = []
+    with Sandbox.create() as sbx:
+        sid = sbx.sandbox_id
+        e2b_env.session_ids.add(sid)
+        assert sbx.run_code("x = 1").error is None
+        ex = sbx.run_code("print(x)", on_stdout=lambda m: seen.append(m.line))
+        assert ex.logs.stdout == ["1\n"] and seen == ["1\n"], (ex, seen)
+        assert ex.execution_count == 2, ex
+
+        ex = sbx.run_code("import matplotlib.pyplot as plt; plt.plot([1, 2]); plt.show()")
+        assert ex.error is None, ex.error
+        png = ex.results[0].png
+        assert base64.b64decode(png)[:8] == b"\x89PNG\r\n\x1a\n"
+
+        ex = sbx.run_code("import sys; print('oops', file=sys.stderr); 6 * 7")
+        assert ex.text == "42" and ex.logs.stderr == ["oops\n"], ex
+
+        info = sbx.files.write("/home/user/a.txt", "hi")
+        assert (info.name, info.path) == ("a.txt", "/home/user/a.txt"), info
+        assert sbx.files.read("/home/user/a.txt") == "hi"
+        # /home/user is the session's workspace, which the code runs in
+        assert sbx.run_code("open('a.txt').read()").text == "'hi'"
+        sbx.run_code("open('made.bin', 'wb').write(bytes(range(256)))")
+        assert sbx.files.read("made.bin", format="bytes") == bytes(range(256))
+
+        again = Sandbox.connect(sid)
+        assert again.sandbox_id == sid and again.run_code("x + 1").text == "2"
+        listed = Sandbox.list().next_items()
+        assert sid in {s.sandbox_id for s in listed}, listed
+        assert sbx.is_running()
+
+        # the same session through REST
+        r = e2b_env.get(f"/sessions/{sid}")
+        assert r.status_code == 200 and r.json()["status"] in ("ready", "busy"), r.text
+    # leaving the with-block killed it
+    r = e2b_env.get(f"/sessions/{sid}")
+    assert r.json()["status"] == "ended", r.text
+
+
+def test_kill_then_connect_is_not_found(e2b_env):
+    sbx = Sandbox.create()
+    e2b_env.session_ids.add(sbx.sandbox_id)
+    assert sbx.kill() is True
+    with pytest.raises(SandboxNotFoundException):
+        Sandbox.connect(sbx.sandbox_id)
+    assert Sandbox.kill(sbx.sandbox_id) is False
+    assert not sbx.is_running()
+    with pytest.raises(SandboxException):
+        sbx.run_code("1")
+
+
+def test_two_sandboxes_in_parallel_keep_their_own_state(e2b_env):
+    boxes = [Sandbox.create(metadata={"n": str(i)}) for i in range(2)]
+    try:
+        for b in boxes:
+            e2b_env.session_ids.add(b.sandbox_id)
+        errors: list[BaseException] = []
+
+        def work(i: int, b: Sandbox) -> None:
+            try:
+                b.run_code(f"v = {i} * 100")
+                for _ in range(3):
+                    assert b.run_code("v").text == str(i * 100)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i, b)) for i, b in enumerate(boxes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(240)
+        assert not errors, errors
+        # list filters by metadata and pages with x-next-token
+        only = Sandbox.list(query=SandboxQuery(metadata={"n": "1"})).next_items()
+        assert [s.sandbox_id for s in only] == [boxes[1].sandbox_id], only
+        pager = Sandbox.list(limit=1)
+        first = pager.next_items()
+        assert len(first) == 1 and pager.has_next
+        second = pager.next_items()
+        assert len(second) == 1 and second[0].sandbox_id != first[0].sandbox_id
+    finally:
+        for b in boxes:
+            b.kill()
+
+
+def test_a_disconnect_interrupts_the_execution(e2b_env):
+    """The SDK enforces run_code's timeout by dropping the connection: runboxd then cancels the
+    cell, so the next one runs at once instead of queueing behind a ten-minute sleep."""
+    with Sandbox.create() as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        sbx.run_code("keep = 'state'")
+        with pytest.raises(TimeoutException):
+            sbx.run_code("import time; time.sleep(600)", timeout=3)
+        ex = sbx.run_code("keep", timeout=120)
+        assert ex.text == "'state'", ex
+
+
+def test_an_unknown_key_is_an_authentication_error(e2b_env):
+    with pytest.raises(AuthenticationException):
+        Sandbox.create(api_key="e2b_" + "0" * 40)
+    with pytest.raises(AuthenticationException):
+        Sandbox.list(api_key="e2b_" + "0" * 40).next_items()
+
+
+def test_another_key_cannot_see_the_sandbox(e2b_env):
+    with Sandbox.create() as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        bob = {"api_key": KEYS["bob"]}
+        assert sbx.sandbox_id not in {s.sandbox_id for s in Sandbox.list(**bob).next_items()}
+        with pytest.raises(SandboxNotFoundException):
+            Sandbox.connect(sbx.sandbox_id, **bob)
+        with pytest.raises(SandboxNotFoundException):
+            Sandbox.get_info(sbx.sandbox_id, **bob)
+        assert Sandbox.kill(sbx.sandbox_id, **bob) is False
+        assert sbx.is_running()
+        # The sandbox's own traffic needs its access token, not just its id.
+        r = requests.post(e2b_env.url + "/e2b/execute", json={"code": "1"}, timeout=30,
+                          headers={"E2b-Sandbox-Id": sbx.sandbox_id, "E2b-Sandbox-Port": "49999",
+                                   "X-Access-Token": "0" * 32})
+        assert r.status_code == 401 and "X-Access-Token" in r.json()["message"], r.text
+        r = requests.get(e2b_env.url + "/e2b/files", params={"path": "/home/user/a.txt"}, timeout=30,
+                         headers={"E2b-Sandbox-Id": sbx.sandbox_id, "E2b-Sandbox-Port": "49983"})
+        assert r.status_code == 401, r.text
+
+
+def test_paths_outside_the_home_folder_are_refused(e2b_env):
+    with Sandbox.create() as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        with pytest.raises(InvalidArgumentException, match="outside /home/user"):
+            sbx.files.read("/etc/passwd")
+        with pytest.raises(InvalidArgumentException):
+            sbx.files.write("/home/user/../../etc/evil", "x")
+        with pytest.raises(InvalidArgumentException, match="outside /home/user"):
+            sbx.files.write("/tmp/x.txt", "x")
+        with pytest.raises(NotFoundException):
+            sbx.files.read("/home/user/missing.txt")
+
+
+def test_what_runbox_cannot_do_fails_readably(e2b_env):
+    with pytest.raises(SandboxException, match="not available on runboxd"):
+        Sandbox.create(template="some-custom-template")
+    with pytest.raises(SandboxException, match="timeout"):
+        Sandbox.create(timeout=10**9)
+    with Sandbox.create(timeout=600) as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        with pytest.raises(SandboxException, match="pausing"):
+            sbx.pause()
+        with pytest.raises(SandboxException, match="metrics"):
+            sbx.get_metrics()
+        with pytest.raises(SandboxException, match="one context"):
+            sbx.create_code_context(language="python")
+        assert [c.id for c in sbx.list_code_contexts()] == ["default"]
+        with pytest.raises(SandboxException, match="envs"):
+            sbx.run_code("1", envs={"A": "1"})
+        # set_timeout moves the sandbox's end, shown by get_info and as the session's expires_at
+        before = sbx.get_info().end_at
+        sbx.set_timeout(1200)
+        after = sbx.get_info().end_at
+        assert after > before, (before, after)
+        with pytest.raises(SandboxException):
+            sbx.set_timeout(0)
