@@ -22,6 +22,7 @@
 
 #define SANDBOX_USER "1000:1000"
 #define MARKER_MAX 32
+#define EARLY_MAX (4u * 1024 * 1024)
 
 static const char WRAPPER[] = "cd -- \"$1\" 2>/dev/null || { printf 'rbcwd\\n' >&2; exit 126; }; "
                               "printf 'rbpid %d\\n' \"$$\" >&2; shift; exec \"$@\"";
@@ -41,6 +42,8 @@ struct core_process {
     unsigned pid;         /* inside the sandbox; 0 until known */
     char container[RB_ID_LEN * 2];
     json_t *info;         /* {cmd, args, envs, cwd, tag?} for core_process_list */
+    rb_buf early;         /* stdout that came before the line on stderr (Docker copies the two
+                             streams apart, so their order is not kept); bounded by EARLY_MAX */
     size_t marker_len;
     char marker[MARKER_MAX];
 };
@@ -62,6 +65,7 @@ static void unlink_process(core_process *p)
 
 static void process_free(core_process *p)
 {
+    rb_buf_dispose(&p->early);
     json_decref(p->info);
     free(p);
 }
@@ -150,8 +154,11 @@ static void on_data(void *data, int stream, const char *buf, size_t len)
     core_process *p = data;
     char msg[RB_ERR_LEN];
     if (p->state == P_STARTING) {
-        if (stream != 2) /* nothing precedes the line on stdout either: ignore it, it cannot be */
+        if (stream != 2) {
+            if (rb_buf_append(&p->early, buf, len) != RB_OK)
+                finish(p, RB_EIO, "the process did not start (its shell wrote no process id)", NULL);
             return;
+        }
         const char *nl = memchr(buf, '\n', len);
         size_t take = nl != NULL ? (size_t)(nl - buf) + 1 : len;
         if (p->marker_len + take > sizeof(p->marker)) {
@@ -176,7 +183,10 @@ static void on_data(void *data, int stream, const char *buf, size_t len)
             send_signal(p, SIGKILL, NULL, msg);
         } else {
             p->cbs.on_start(p->data, p->pid);
+            if (p->early.len > 0 && !p->detached && p->st != NULL)
+                p->cbs.on_output(p->data, 1, p->early.data, p->early.len);
         }
+        rb_buf_dispose(&p->early);
         buf += take;
         len -= take;
         if (len == 0 || p->st == NULL)
@@ -307,6 +317,7 @@ rb_err core_process_start(rb_core *c, const core_caller *who, const char *sessio
     p->cbs = *cbs;
     p->data = data;
     p->info = describe(spec, cwd);
+    rb_buf_init(&p->early, EARLY_MAX);
     snprintf(p->container, sizeof(p->container), "%s", s->container_id);
     backend_exec_spec xs = {.argv = argv, .user = SANDBOX_USER, .env = env};
     backend_stream_cbs bcbs = {on_data, on_exit_cb};

@@ -16,6 +16,7 @@ typedef struct proc_rec {
     unsigned pid;
     char out[8192], err[8192];
     size_t out_len, err_len;
+    size_t out_total; /* every stdout byte, kept or not */
     int outputs_before_start;
     rb_err end_err;
     char end_msg[RB_ERR_LEN];
@@ -36,6 +37,8 @@ static void rec_output(void *data, int stream, const char *buf, size_t len)
     proc_rec *r = data;
     if (!r->started)
         r->outputs_before_start++;
+    if (stream == 1)
+        r->out_total += len;
     char *dst = stream == 1 ? r->out : r->err;
     size_t *n = stream == 1 ? &r->out_len : &r->err_len;
     if (*n + len < sizeof(r->out)) {
@@ -212,4 +215,19 @@ Test(process, bad_specs_are_refused)
     json_decref(envs);
     core_process_spec ok = {.cmd = "ls"};
     cr_assert_eq(core_process_start(core, NULL, "s_nosuchsession", &ok, &rec_cbs, NULL, &p, err), RB_ENOTFOUND);
+}
+
+Test(process, stdout_that_overtakes_the_process_id_is_kept)
+{
+    /* Docker copies stdout and stderr apart: output written at once may reach runboxd before
+     * the wrapper's line on stderr. Over several runs, every byte must arrive. */
+    for (int i = 0; i < 5; i++) {
+        proc_rec r;
+        const char *args[] = {"-c", "head -c 300000 /dev/zero", NULL};
+        start(&r, "/bin/sh", args, NULL, NULL);
+        sup_run_until(&r.ended, 60000);
+        cr_assert_eq(r.end_err, RB_OK, "%s", r.end_msg);
+        cr_assert_eq(r.outputs_before_start, 0);
+        cr_assert_eq(r.out_total, 300000, "run %d: %zu bytes of stdout", i, r.out_total);
+    }
 }
