@@ -11,8 +11,9 @@
  * The stream owns its process: when its client goes away (a failed write, the stream's
  * deadline from Connect-Timeout-Ms, runboxd stopping) the process is killed. A client that
  * reads slowly pauses the process's output (back-pressure) instead of buffering it here.
- * What envd offers and runbox does not (stdin, PTY, reconnecting to a process, the filesystem
- * service) answers `unimplemented` with a message that names it. Commands run as the sandbox
+ * The filesystem service's Stat, ListDir, MakeDir and Remove are e2b_fs.c's. What envd offers
+ * and runbox does not (stdin, PTY, reconnecting to a process, Move, watchers) answers
+ * `unimplemented` with a message that names it. Commands run as the sandbox
  * user; a cwd under /home/user runs in the same folder of the session's workspace.
  */
 #include <signal.h>
@@ -23,6 +24,7 @@
 #include "base/codec.h"
 #include "core/process.h"
 #include "server/e2b/connect.h"
+#include "server/e2b/e2b_fs.h"
 #include "server/e2b/e2b_internal.h"
 
 #define RPC_REQUEST_MAX (1024u * 1024)
@@ -504,6 +506,8 @@ int e2b_rpc_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *method)
         return rpc_send_signal(req, sbx);
     if (strcmp(method, "process.Process/List") == 0)
         return rpc_list(req, sbx);
+    if (strncmp(method, "filesystem.Filesystem/", 22) == 0 && e2b_fs_handle(req, sbx, method + 22) == 0)
+        return 0;
     if (strncmp(method, "process.Process/", 16) == 0)
         snprintf(msg, sizeof(msg),
                  "%.100s is not supported by runbox: commands run without standard input or a terminal, and a "
@@ -511,8 +515,8 @@ int e2b_rpc_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *method)
                  method);
     else if (strncmp(method, "filesystem.Filesystem/", 22) == 0)
         snprintf(msg, sizeof(msg),
-                 "%.100s is not supported by runbox: use files.read and files.write, or run a command "
-                 "(commands.run) to list, stat, move or remove files",
+                 "%.100s is not supported by runbox: run a command (commands.run) to move files or watch "
+                 "a folder",
                  method);
     else
         snprintf(msg, sizeof(msg), "no Connect method %.100s in this sandbox", method);

@@ -151,3 +151,33 @@ def test_what_runbox_does_not_offer_fails_readably(sbx):
     with pytest.raises(SandboxException) as info:
         sbx.commands.run("true", cwd="/no/such/folder")
     assert "/no/such/folder" in str(info.value), info.value
+
+
+def test_filesystem_stat_list_make_dir_remove(sbx):
+    """envd's filesystem service on the session's files API: exists, get_info, list (with
+    depth), make_dir, remove; Move answers readably."""
+    from e2b import FileType, NotFoundException
+
+    assert sbx.files.make_dir("/home/user/fs/inner") is True
+    assert sbx.files.make_dir("/home/user/fs/inner") is False  # it exists already
+    sbx.files.write("/home/user/fs/a.txt", "abc")
+    sbx.files.write("/home/user/fs/inner/b.txt", "b")
+    assert sbx.files.exists("/home/user/fs/a.txt") and not sbx.files.exists("/home/user/fs/none")
+    info = sbx.files.get_info("/home/user/fs/a.txt")
+    assert (info.name, info.type, info.path, info.size) == ("a.txt", FileType.FILE, "/home/user/fs/a.txt", 3), info
+    assert sbx.files.get_info("fs").type == FileType.DIR
+    names = sorted(e.path for e in sbx.files.list("/home/user/fs"))
+    assert names == ["/home/user/fs/a.txt", "/home/user/fs/inner"], names
+    deep = sorted(e.path for e in sbx.files.list("/home/user/fs", depth=2))
+    assert deep == ["/home/user/fs/a.txt", "/home/user/fs/inner", "/home/user/fs/inner/b.txt"], deep
+    # what commands see is the same folder
+    assert sbx.commands.run("ls fs").stdout.split() == ["a.txt", "inner"]
+    sbx.files.remove("/home/user/fs/inner")
+    assert not sbx.files.exists("/home/user/fs/inner/b.txt")
+    with pytest.raises(NotFoundException):
+        sbx.files.get_info("/home/user/fs/inner")
+    with pytest.raises(SandboxException) as info:
+        sbx.files.rename("/home/user/fs/a.txt", "/home/user/fs/c.txt")
+    assert "not supported" in str(info.value), info.value
+    with pytest.raises(SandboxException):
+        sbx.files.list("/etc")
