@@ -181,3 +181,20 @@ def test_filesystem_stat_list_make_dir_remove(sbx):
     assert "not supported" in str(info.value), info.value
     with pytest.raises(SandboxException):
         sbx.files.list("/etc")
+
+
+def test_a_command_past_its_timeout_is_killed(sbx):
+    from e2b import TimeoutException
+
+    with pytest.raises(TimeoutException):
+        sbx.commands.run("echo $$ > timed.pid; exec sleep 300", timeout=3)
+    pid = sbx.files.read("/home/user/timed.pid").strip()
+    # the process is gone from the sandbox, not only from the call (polling: the kill is asynchronous)
+    deadline = time.monotonic() + 60
+    alive = "yes"
+    while alive and time.monotonic() < deadline:
+        alive = sbx.commands.run(f"kill -0 {pid} 2>/dev/null && echo yes || true").stdout.strip()
+        if alive:
+            time.sleep(0.3)
+    assert not alive, f"process {pid} still runs after its timeout"
+    assert not sbx.commands.list()
