@@ -198,3 +198,57 @@ def test_a_command_past_its_timeout_is_killed(sbx):
             time.sleep(0.3)
     assert not alive, f"process {pid} still runs after its timeout"
     assert not sbx.commands.list()
+
+
+def _envd(sbx, e2b_server, method, body, ctype):
+    import requests
+
+    return requests.post(f"{e2b_server.url}/e2b/{method}", data=body, timeout=120,
+                         headers={"Content-Type": ctype, "Connect-Protocol-Version": "1",
+                                  "E2b-Sandbox-Id": sbx.sandbox_id, "E2b-Sandbox-Port": "49983",
+                                  "X-Access-Token": sbx._envd_access_token or ""})
+
+
+def _envelopes(raw: bytes) -> list[tuple[int, dict]]:
+    import json
+    import struct
+
+    out, off = [], 0
+    while off < len(raw):
+        flags, n = struct.unpack(">BI", raw[off:off + 5])
+        out.append((flags, json.loads(raw[off + 5:off + 5 + n])))
+        off += 5 + n
+    return out
+
+
+def test_the_connect_wire_as_envd_speaks_it(sbx, e2b_server):
+    """The raw stream: start, data (base64), end, then the end-of-stream envelope; bad requests
+    answer Connect's error shape with the status Connect gives the code."""
+    import base64
+    import json
+    import struct
+
+    msg = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", "printf hi; exit 4"]}, "stdin": False}).encode()
+    r = _envd(sbx, e2b_server, "process.Process/Start", struct.pack(">BI", 0, len(msg)) + msg,
+              "application/connect+json")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/connect+json", r.text
+    env = _envelopes(r.content)
+    assert [f for f, _ in env] == [0] * (len(env) - 1) + [2], env
+    assert "start" in env[0][1]["event"] and env[0][1]["event"]["start"]["pid"] > 0, env
+    out = b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for _, m in env if "data" in m.get("event", {}))
+    assert out == b"hi"
+    end = env[-2][1]["event"]["end"]
+    assert (end["exitCode"], end["exited"], end["status"]) == (4, True, "exit status 4"), end
+    assert env[-1][1] == {}
+
+    r = _envd(sbx, e2b_server, "process.Process/Start", b"\x00\x00", "application/connect+json")
+    assert r.status_code == 400 and r.json()["code"] == "invalid_argument" and "envelope" in r.json()["message"]
+    r = _envd(sbx, e2b_server, "process.Process/Start", struct.pack(">BI", 0, 2) + b"{}", "application/connect+proto")
+    assert r.status_code == 501 and r.json()["code"] == "unimplemented" and "JSON" in r.json()["message"]
+    r = _envd(sbx, e2b_server, "process.Process/SendSignal", b'{"signal": "SIGNAL_SIGKILL"}', "application/json")
+    assert r.status_code == 400 and "pid" in r.json()["message"], r.text
+    r = _envd(sbx, e2b_server, "process.Process/SendSignal", b'{"process": {"pid": 99999}, "signal": 9}',
+              "application/json")
+    assert r.status_code == 404 and r.json()["code"] == "not_found", r.text
+    r = _envd(sbx, e2b_server, "process.Process/Nope", b"{}", "application/json")
+    assert r.status_code == 501 and r.json()["code"] == "unimplemented"
