@@ -166,3 +166,17 @@ void backend_stream_close(backend *b, backend_stream *st)
     if (b->ops->stream_close != NULL)
         b->ops->stream_close(b->self, st);
 }
+
+rb_err backend_stream_write(backend *b, backend_stream *st, const char *buf, size_t len, char *err)
+{
+    if (b->ops->stream_write == NULL)
+        return rb_fail(RB_ECONFLICT, err, "the %s backend cannot write to a command's input", b->ops->name);
+    return b->ops->stream_write(b->self, st, buf, len, err);
+}
+
+rb_err backend_stream_close_input(backend *b, backend_stream *st, char *err)
+{
+    if (b->ops->stream_close_input == NULL)
+        return rb_fail(RB_ECONFLICT, err, "the %s backend cannot close a command's input", b->ops->name);
+    return b->ops->stream_close_input(b->self, st, err);
+}

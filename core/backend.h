@@ -152,6 +152,9 @@ typedef struct backend_exec_spec {
      * and the image's): "NAME=value" sets NAME, "NAME" alone removes it; ends with NULL. NULL:
      * the sandbox's environment unchanged. */
     const char *const *env;
+    /* backend_exec_stream only: the command's standard input is open for backend_stream_write
+     * until backend_stream_close_input (0: it has none) */
+    int input;
 } backend_exec_spec;
 /** What a finished command (backend_exec) or one-shot sandbox (backend_run) left: its exit code
  * (-1 if the engine did not say) and its output, separated by stream (each NUL-terminated after
@@ -252,6 +255,8 @@ typedef struct backend_ops {
     rb_err (*exec_stream)(void *self, const char *id, const backend_exec_spec *spec, const backend_stream_cbs *cbs,
                           void *data, backend_stream **out, char *err);
     void (*stream_pause)(void *self, backend_stream *st, int paused);
+    rb_err (*stream_write)(void *self, backend_stream *st, const char *buf, size_t len, char *err);
+    rb_err (*stream_close_input)(void *self, backend_stream *st, char *err);
     void (*stream_close)(void *self, backend_stream *st);
     /* Optional (NULL: RB_EINTERNAL, "not supported"). */
     rb_err (*state)(void *self, const char *id, backend_state_cb cb, void *data, char *err);
@@ -325,7 +330,8 @@ rb_err backend_exec(backend *b, const char *id, const backend_exec_spec *spec, b
 /** Runs a command in a running sandbox like backend_exec (spec's max_output and timeout_ms are
  * not used: the caller bounds what it keeps and how long it waits) but streams its output as it
  * comes through cbs->on_data, and its exit through cbs->on_exit. *out is valid until on_exit
- * runs or backend_stream_close is called. The command has no standard input. The callbacks
+ * runs or backend_stream_close is called. The command has a standard input only with
+ * spec->input (backend_stream_write). The callbacks
  * follow backend_stream_cbs rather than the one-callback contract above. Optional:
  * RB_EINTERNAL for a backend that cannot stream. */
 rb_err backend_exec_stream(backend *b, const char *id, const backend_exec_spec *spec, const backend_stream_cbs *cbs,
@@ -333,6 +339,13 @@ rb_err backend_exec_stream(backend *b, const char *id, const backend_exec_spec *
 /** Stops (paused != 0) or resumes reading a streamed command's output: a command that writes
  * faster than its reader takes blocks in its writes (back-pressure). */
 void backend_stream_pause(backend *b, backend_stream *st, int paused);
+/** Queues len bytes (copied) for the standard input of a streamed command started with
+ * spec->input. RB_ECONFLICT when it has no input (not asked for, closed, not running yet or
+ * any more); RB_ETOOBIG when too much is queued already (64 MiB for Docker). */
+rb_err backend_stream_write(backend *b, backend_stream *st, const char *buf, size_t len, char *err);
+/** Ends a streamed command's standard input after what is queued (it reads end of file).
+ * RB_ECONFLICT as for backend_stream_write. */
+rb_err backend_stream_close_input(backend *b, backend_stream *st, char *err);
 /** Detaches from a streamed command: no callback runs after this returns; the command itself
  * is not stopped (signal it from inside the sandbox). Memory is released on the loop. */
 void backend_stream_close(backend *b, backend_stream *st);

@@ -578,11 +578,11 @@ static void exec_created_cb(void *data, rb_err err, const char *errmsg, int stat
         exec_finish(x, RB_EIO, msg, -1);
 }
 
-/* The exec create body of spec, output attached, no stdin, no TTY. */
+/* The exec create body of spec, output attached, stdin only if spec->input, no TTY. */
 static json_t *exec_config(const backend_exec_spec *spec)
 {
-    json_t *conf = json_pack("{s:o, s:b, s:b, s:b}", "Cmd", string_list(spec->argv), "AttachStdin", 0,
-                             "AttachStdout", 1, "AttachStderr", 1);
+    json_t *conf = json_pack("{s:o, s:b, s:b, s:b}", "Cmd", string_list(spec->argv), "AttachStdin",
+                             spec->input != 0, "AttachStdout", 1, "AttachStderr", 1);
     if (spec->user != NULL)
         json_object_set_new(conf, "User", json_string(spec->user));
     if (spec->working_dir != NULL)
@@ -624,6 +624,7 @@ struct backend_stream {
     backend_stream_cbs cbs;
     void *data;
     docker_attach *a; /* the output stream while open */
+    int input;        /* the command's stdin is attached (spec->input) */
     int closed;       /* stream_close ran: no callback, free when the call in flight answers */
     char id[80];      /* the exec's */
 };
@@ -705,6 +706,7 @@ static rb_err d_exec_stream(void *self, const char *id, const backend_exec_spec 
     x->d = self;
     x->cbs = *cbs;
     x->data = data;
+    x->input = spec->input != 0;
     json_t *conf = exec_config(spec);
     rb_err e = docker_exec_create(self, id, conf, xs_created_cb, x, err);
     json_decref(conf);
@@ -721,6 +723,22 @@ static void d_stream_pause(void *self, backend_stream *x, int paused)
     (void)self;
     if (x->a != NULL)
         docker_attach_pause(x->a, paused);
+}
+
+static rb_err d_stream_write(void *self, backend_stream *x, const char *buf, size_t len, char *err)
+{
+    (void)self;
+    if (!x->input)
+        return rb_fail(RB_ECONFLICT, err, "the command was started without standard input");
+    return docker_attach_write(x->a, buf, len, err);
+}
+
+static rb_err d_stream_close_input(void *self, backend_stream *x, char *err)
+{
+    (void)self;
+    if (!x->input)
+        return rb_fail(RB_ECONFLICT, err, "the command was started without standard input");
+    return docker_attach_close_write(x->a, err);
 }
 
 static void d_stream_close(void *self, backend_stream *x)
@@ -928,6 +946,8 @@ static const backend_ops docker_ops = {
     .workspace_volume = d_workspace_volume,
     .exec_stream = d_exec_stream,
     .stream_pause = d_stream_pause,
+    .stream_write = d_stream_write,
+    .stream_close_input = d_stream_close_input,
     .stream_close = d_stream_close,
     .state = d_state,
     .stats = d_stats,

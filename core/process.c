@@ -319,7 +319,7 @@ rb_err core_process_start(rb_core *c, const core_caller *who, const char *sessio
     p->info = describe(spec, cwd);
     rb_buf_init(&p->early, EARLY_MAX);
     snprintf(p->container, sizeof(p->container), "%s", s->container_id);
-    backend_exec_spec xs = {.argv = argv, .user = SANDBOX_USER, .env = env};
+    backend_exec_spec xs = {.argv = argv, .user = SANDBOX_USER, .env = env, .input = spec->stdin_open != 0};
     backend_stream_cbs bcbs = {on_data, on_exit_cb};
     e = backend_exec_stream(c->be, p->container, &xs, &bcbs, p, &p->st, err);
     free(argv);
@@ -356,19 +356,49 @@ void core_process_detach(core_process *p)
         rb_warn("session %s: could not kill process %u: %s", p->s ? p->s->id : "?", p->pid, err);
 }
 
+/* The running process pid of who's session_id, or NULL with err. */
+static core_process *running(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, char *err)
+{
+    session *s = live_session(c, who, session_id, err);
+    core_process *p = s != NULL ? s->procs : NULL;
+    while (p != NULL && !(p->state == P_RUNNING && p->pid == pid))
+        p = p->next;
+    if (s != NULL && p == NULL)
+        rb_fail(RB_ENOTFOUND, err, "no running process %u in session %s", pid, s->id);
+    return p;
+}
+
+rb_err core_process_input(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, const char *buf,
+                          size_t len, char *err)
+{
+    core_process *p = running(c, who, session_id, pid, err);
+    if (p == NULL)
+        return RB_ENOTFOUND;
+    if (p->st == NULL)
+        return rb_fail(RB_ECONFLICT, err, "process %u is ending", pid);
+    return backend_stream_write(c->be, p->st, buf, len, err);
+}
+
+rb_err core_process_close_input(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, char *err)
+{
+    core_process *p = running(c, who, session_id, pid, err);
+    if (p == NULL)
+        return RB_ENOTFOUND;
+    if (p->st == NULL)
+        return rb_fail(RB_ECONFLICT, err, "process %u is ending", pid);
+    return backend_stream_close_input(c->be, p->st, err);
+}
+
 rb_err core_process_signal(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, int sig,
                            core_cb cb, void *data, core_op **handle, char *err)
 {
-    session *s = live_session(c, who, session_id, err);
-    if (s == NULL)
+    if (live_session(c, who, session_id, err) == NULL)
         return RB_ENOTFOUND;
     if (sig != SIGKILL && sig != SIGTERM)
         return rb_fail(RB_EINVAL, err, "signal %d cannot be sent: only SIGKILL and SIGTERM", sig);
-    core_process *p = s->procs;
-    while (p != NULL && !(p->state == P_RUNNING && p->pid == pid))
-        p = p->next;
+    core_process *p = running(c, who, session_id, pid, err);
     if (p == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "no running process %u in session %s", pid, s->id);
+        return RB_ENOTFOUND;
     core_op *op = xcalloc(1, sizeof(*op));
     op->cb = cb;
     op->data = data;

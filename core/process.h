@@ -12,7 +12,8 @@
  * (core_process_pause), and the process then blocks in its writes (back-pressure).
  *
  * It is not the interpreter (executions, core/execution.c) and knows no protocol; the E2B
- * Connect RPC (server/e2b/e2b_rpc.c) translates it. A runner reset (a cell interrupted without
+ * Connect RPC (server/e2b/e2b_rpc.c) translates it. A process has no terminal; its standard
+ * input is open only when asked for (core_process_input). A runner reset (a cell interrupted without
  * effect, an out-of-memory kill) kills every process of the sandbox, these included.
  */
 #ifndef RB_CORE_PROCESS_H
@@ -37,6 +38,7 @@ typedef struct core_process_spec {
     json_t *envs;             /* object of name -> string added to the session's environment, or NULL */
     const char *cwd;          /* absolute folder to run in; NULL: /workspace */
     const char *tag;          /* the caller's label for the process (shown by core_process_list), or NULL */
+    int stdin_open;           /* its standard input stays open for core_process_input (0: it has none) */
 } core_process_spec;
 
 /** How a process ended. */
@@ -77,6 +79,14 @@ void core_process_detach(core_process *p);
  * another signal. *handle (may be NULL) lets the caller detach with core_cancel. */
 rb_err core_process_signal(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, int sig,
                            core_cb cb, void *data, core_op **handle, char *err);
+/** Queues len bytes (copied) for the standard input of process pid of session_id, started with
+ * stdin_open. RB_ENOTFOUND: no such running process; RB_ECONFLICT: it has no standard input
+ * (or it was closed); RB_ETOOBIG: too much is queued already. */
+rb_err core_process_input(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, const char *buf,
+                          size_t len, char *err);
+/** Closes the standard input of process pid (it reads end of file after what is queued). Errors
+ * as for core_process_input. */
+rb_err core_process_close_input(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, char *err);
 /** [{pid, cmd, args, envs, cwd, tag?}] of session_id's running processes (*out a new reference).
  * RB_ENOTFOUND: no such live session of who. */
 rb_err core_process_list(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err);

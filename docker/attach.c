@@ -32,6 +32,8 @@ struct docker_attach {
     int open_handles;    /* pipe and timer not yet closed */
     long deadline_ms;
     uv_connect_t conn;
+    uv_shutdown_t shutdown; /* docker_attach_close_write's */
+    int write_closed;       /* docker_attach_close_write was called */
     docker_attach_cbs cbs;
     void *data;
     enum attach_state state;
@@ -225,9 +227,26 @@ static rb_err queue_write(docker_attach *a, const char *buf, size_t len, char *e
 
 rb_err docker_attach_write(docker_attach *a, const char *buf, size_t len, char *err)
 {
-    if (a == NULL || a->closed || a->state != A_OPEN)
+    if (a == NULL || a->closed || a->state != A_OPEN || a->write_closed)
         return rb_fail(RB_ECONFLICT, err, "the attach stream is not open");
     return queue_write(a, buf, len, err);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status; /* a failure shows as the stream's end, read as usual */
+}
+
+rb_err docker_attach_close_write(docker_attach *a, char *err)
+{
+    if (a == NULL || a->closed || a->state != A_OPEN || a->write_closed)
+        return rb_fail(RB_ECONFLICT, err, "the attach stream is not open");
+    int rc = uv_shutdown(&a->shutdown, (uv_stream_t *)&a->pipe, on_shutdown);
+    if (rc < 0)
+        return rb_fail(RB_EIO, err, "closing the input of %s %s failed: %s", a->kind, a->id, uv_strerror(rc));
+    a->write_closed = 1;
+    return RB_OK;
 }
 
 /* ---- reading ---- */

@@ -249,6 +249,10 @@ rb_err docker_exec_attach(docker *d, const char *exec_id, const docker_attach_cb
 /** Queues bytes for the container's stdin (copied). RB_ECONFLICT if not open or closed;
  * RB_ETOOBIG if more than 64 MiB is already queued. */
 rb_err docker_attach_write(docker_attach *a, const char *buf, size_t len, char *err);
+/** Ends the input after what is queued (shutdown(SHUT_WR)): the engine then closes the
+ * command's stdin (an exec's; a container's with StdinOnce). Output goes on. RB_ECONFLICT if not
+ * open or already ended. */
+rb_err docker_attach_close_write(docker_attach *a, char *err);
 /** Closes the stream; no callback runs after this returns. Memory is released on the loop. */
 void docker_attach_close(docker_attach *a);
 /** Stops (paused != 0) or resumes reading the container's output: while paused the container's

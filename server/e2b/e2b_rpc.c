@@ -3,8 +3,8 @@
  * which E2B's `sandbox.commands` drives, over core/process.h. process.Process/Start is a
  * server stream (Connect envelopes, JSON codec: server/e2b/connect.h): a start event with the
  * process's id once it runs, data events with its stdout and stderr (base64) as they come,
- * keepalives, then its end event and the end-of-stream envelope. SendSignal (SIGKILL, SIGTERM)
- * and List are unary calls (plain JSON). Errors take Connect's shape, {"code", "message"} with
+ * keepalives, then its end event and the end-of-stream envelope. SendSignal (SIGKILL, SIGTERM),
+ * List, SendInput and CloseStdin (for a command started with stdin) are unary calls (plain JSON). Errors take Connect's shape, {"code", "message"} with
  * the status Connect gives the code, before a stream has started, and the end-of-stream
  * envelope's error after.
  *
@@ -12,7 +12,7 @@
  * deadline from Connect-Timeout-Ms, runboxd stopping) the process is killed. A client that
  * reads slowly pauses the process's output (back-pressure) instead of buffering it here.
  * The filesystem service's Stat, ListDir, MakeDir and Remove are e2b_fs.c's. What envd offers
- * and runbox does not (stdin, PTY, reconnecting to a process, Move, watchers) answers
+ * and runbox does not (PTY, reconnecting to a process, streamed input, Move, watchers) answers
  * `unimplemented` with a message that names it. Commands run as the sandbox
  * user; a cwd under /home/user runs in the same folder of the session's workspace.
  */
@@ -343,9 +343,6 @@ static int rpc_start(h2o_req_t *req, const e2b_sandbox *sbx)
         send_error(req, "invalid_argument", "process.cmd is required: the program to run, e.g. /bin/bash");
     } else if (json_object_get(body, "pty") != NULL && !json_is_null(json_object_get(body, "pty"))) {
         send_error(req, "unimplemented", "runbox runs commands without a terminal: PTY is not supported");
-    } else if (json_is_true(stdin_v)) {
-        send_error(req, "unimplemented",
-                   "runbox runs commands without standard input: start them with stdin=False (the default)");
     } else if (other_user(req, user, sizeof(user))) {
         snprintf(err, sizeof(err), "runbox runs commands as the sandbox user only, not as '%s'", user);
         send_error(req, "permission_denied", err);
@@ -362,7 +359,8 @@ static int rpc_start(h2o_req_t *req, const e2b_sandbox *sbx)
         rb_buf_init(&s->pending, RPC_PENDING_MAX);
         rb_buf_init(&s->sending, RPC_PENDING_MAX);
         const char *cwd = command_cwd(req, sbx, json_string_value(json_object_get(proc, "cwd")));
-        core_process_spec spec = {cmd, args, json_object_get(proc, "envs"), cwd, json_string_value(tag)};
+        core_process_spec spec = {cmd, args, json_object_get(proc, "envs"), cwd, json_string_value(tag),
+                                  json_is_true(stdin_v)};
         if (json_is_null(spec.envs))
             spec.envs = NULL;
         e = core_process_start(sbx->core, sbx->who, sbx->session_id, &spec, &stream_cbs, s, &s->proc, err);
@@ -465,6 +463,58 @@ static int rpc_send_signal(h2o_req_t *req, const e2b_sandbox *sbx)
     return 0;
 }
 
+/* The pid a unary call names ({"process": {"pid"}}), or 0 after answering. */
+static unsigned selected_pid(h2o_req_t *req, json_t *body)
+{
+    json_t *pid = json_object_get(json_object_get(body, "process"), "pid");
+    if (!json_is_integer(pid) || json_integer_value(pid) <= 0 || json_integer_value(pid) > 0xffffffffLL) {
+        send_error(req, "invalid_argument", "process.pid is required: the pid of a command this sandbox runs");
+        return 0;
+    }
+    return (unsigned)json_integer_value(pid);
+}
+
+/* SendInput {"process": {"pid"}, "input": {"stdin": base64}} and CloseStdin {"process": {"pid"}}. */
+static int rpc_input(h2o_req_t *req, const e2b_sandbox *sbx, int close)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = unary_body(req);
+    if (body == NULL)
+        return 0;
+    unsigned pid = selected_pid(req, body);
+    json_t *input = json_object_get(body, "input");
+    const char *b64 = json_string_value(json_object_get(input, "stdin"));
+    char *bytes = NULL;
+    size_t len = 0;
+    rb_err e = RB_OK;
+    if (pid == 0) {
+        /* answered */
+    } else if (close) {
+        e = core_process_close_input(sbx->core, sbx->who, sbx->session_id, pid, err);
+    } else if (json_object_get(input, "pty") != NULL) {
+        send_error(req, "unimplemented", "runbox runs commands without a terminal: PTY input is not supported");
+        pid = 0;
+    } else if (b64 == NULL) {
+        send_error(req, "invalid_argument", "input.stdin is required: the bytes for the command's input (base64)");
+        pid = 0;
+    } else if (codec_base64_decode(b64, strlen(b64), &bytes, &len, err) != RB_OK) {
+        send_error(req, "invalid_argument", err);
+        pid = 0;
+    } else {
+        e = core_process_input(sbx->core, sbx->who, sbx->session_id, pid, bytes, len, err);
+    }
+    if (pid != 0 && e != RB_OK)
+        send_fail(req, e, err);
+    else if (pid != 0) {
+        json_t *empty = json_object();
+        http_send_json(req, 200, empty);
+        json_decref(empty);
+    }
+    free(bytes);
+    json_decref(body);
+    return 0;
+}
+
 /* List {} -> {"processes": [{"config": {cmd, args, envs, cwd}, "pid", "tag"?}]}. */
 static int rpc_list(h2o_req_t *req, const e2b_sandbox *sbx)
 {
@@ -506,12 +556,16 @@ int e2b_rpc_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *method)
         return rpc_send_signal(req, sbx);
     if (strcmp(method, "process.Process/List") == 0)
         return rpc_list(req, sbx);
+    if (strcmp(method, "process.Process/SendInput") == 0)
+        return rpc_input(req, sbx, 0);
+    if (strcmp(method, "process.Process/CloseStdin") == 0)
+        return rpc_input(req, sbx, 1);
     if (strncmp(method, "filesystem.Filesystem/", 22) == 0 && e2b_fs_handle(req, sbx, method + 22) == 0)
         return 0;
     if (strncmp(method, "process.Process/", 16) == 0)
         snprintf(msg, sizeof(msg),
-                 "%.100s is not supported by runbox: commands run without standard input or a terminal, and a "
-                 "command's output is read only by the call that started it",
+                 "%.100s is not supported by runbox: commands run without a terminal, and a command's output "
+                 "is read only by the call that started it",
                  method);
     else if (strncmp(method, "filesystem.Filesystem/", 22) == 0)
         snprintf(msg, sizeof(msg),

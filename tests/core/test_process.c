@@ -231,3 +231,32 @@ Test(process, stdout_that_overtakes_the_process_id_is_kept)
         cr_assert_eq(r.out_total, 300000, "run %d: %zu bytes of stdout", i, r.out_total);
     }
 }
+
+Test(process, standard_input_when_asked_for)
+{
+    char err[RB_ERR_LEN];
+    proc_rec r;
+    memset(&r, 0, sizeof(r));
+    core_process_spec spec = {.cmd = "/bin/cat", .stdin_open = 1};
+    cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &r, &r.p, err), RB_OK, "%s", err);
+    sup_run_until(&r.started, 60000);
+    cr_assert(r.started);
+    cr_assert_eq(core_process_input(core, NULL, sid, r.pid, "hello ", 6, err), RB_OK, "%s", err);
+    cr_assert_eq(core_process_input(core, NULL, sid, r.pid, "there\n", 6, err), RB_OK, "%s", err);
+    cr_assert_eq(core_process_close_input(core, NULL, sid, r.pid, err), RB_OK, "%s", err);
+    cr_assert_eq(core_process_input(core, NULL, sid, r.pid, "late", 4, err), RB_ECONFLICT, "closed input");
+    sup_run_until(&r.ended, 60000);
+    cr_assert_eq(r.end_err, RB_OK, "%s", r.end_msg);
+    cr_assert_str_eq(r.out, "hello there\n", "cat read '%s'", r.out);
+    cr_assert_eq(r.end.exit_code, 0, "cat ends at the end of its input");
+
+    /* without asking, there is none: cat reads end of file at once */
+    proc_rec n;
+    start(&n, "/bin/sh", (const char *const[]){"-c", "cat; echo done", NULL}, NULL, NULL);
+    sup_run_until(&n.started, 60000);
+    if (!n.ended)
+        cr_assert_eq(core_process_input(core, NULL, sid, n.pid, "x", 1, err), RB_ECONFLICT);
+    sup_run_until(&n.ended, 60000);
+    cr_assert_str_eq(n.out, "done\n");
+    cr_assert_eq(core_process_input(core, NULL, sid, 99999, "x", 1, err), RB_ENOTFOUND);
+}
