@@ -260,3 +260,36 @@ Test(process, standard_input_when_asked_for)
     cr_assert_str_eq(n.out, "done\n");
     cr_assert_eq(core_process_input(core, NULL, sid, 99999, "x", 1, err), RB_ENOTFOUND);
 }
+
+Test(process, at_most_core_process_max_at_once)
+{
+    char err[RB_ERR_LEN];
+    static proc_rec r[CORE_PROCESS_MAX];
+    const char *args[] = {"300", NULL};
+    for (int i = 0; i < CORE_PROCESS_MAX; i++)
+        start(&r[i], "sleep", args, NULL, NULL);
+    proc_rec extra;
+    memset(&extra, 0, sizeof(extra));
+    core_process_spec spec = {.cmd = "true"};
+    cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &extra, &extra.p, err), RB_EBUSY);
+    cr_assert(strstr(err, "wait for one to end") != NULL, "%s", err);
+    for (int i = 0; i < CORE_PROCESS_MAX; i++) {
+        sup_run_until(&r[i].started, 60000);
+        cr_assert(r[i].started, "process %d did not start", i);
+    }
+    for (int i = 0; i < CORE_PROCESS_MAX; i++)
+        core_process_detach(r[i].p);
+    /* once they are gone there is room again (polling, no fixed wait) */
+    json_t *list = NULL;
+    size_t n = CORE_PROCESS_MAX;
+    for (int i = 0; i < 600 && n > 0; i++) {
+        sup_run_for(100);
+        cr_assert_eq(core_process_list(core, NULL, sid, &list, err), RB_OK, "%s", err);
+        n = json_array_size(list);
+        json_decref(list);
+    }
+    cr_assert_eq(n, 0);
+    cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &extra, &extra.p, err), RB_OK, "%s", err);
+    sup_run_until(&extra.ended, 60000);
+    cr_assert_eq(extra.end_err, RB_OK, "%s", extra.end_msg);
+}
