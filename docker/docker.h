@@ -30,6 +30,8 @@ rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *
  * run the loop until it has no active handles before freeing it. Accepts NULL. */
 void docker_free(docker *d);
 
+/** The loop d runs on (for timers of its callers). */
+uv_loop_t *docker_loop(docker *d);
 /** The API version in use ("1.41"); set by docker_ping_version, defaults to "1.41". */
 const char *docker_api_version(const docker *d);
 

@@ -124,6 +124,9 @@ def test_a_background_command_is_listed_and_killed(sbx):
     assert handle.pid in listed, listed
     assert listed[handle.pid].cmd == "/bin/bash", listed[handle.pid]
     assert listed[handle.pid].args == ["-l", "-c", "echo started; sleep 600"]
+    for out, _, _ in handle:  # its first line, so that the kill comes after it
+        if out and "started" in out:
+            break
     assert handle.kill() is True
     with pytest.raises(CommandExitException) as info:
         handle.wait()

@@ -138,8 +138,11 @@ Test(process, listed_then_killed_by_signal)
     char err[RB_ERR_LEN];
     const char *args[] = {"-c", "echo ready; sleep 300", NULL};
     start(&r, "/bin/bash", args, NULL, NULL);
-    sup_run_until(&r.started, 60000);
+    /* started means its shell ran; wait for the command's own first line before killing it */
+    for (int i = 0; i < 600 && r.out_len == 0; i++)
+        sup_run_for(100);
     cr_assert(r.started);
+    cr_assert_str_eq(r.out, "ready\n");
 
     json_t *list = NULL;
     cr_assert_eq(core_process_list(core, NULL, sid, &list, err), RB_OK, "%s", err);
@@ -292,4 +295,17 @@ Test(process, at_most_core_process_max_at_once)
     cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &extra, &extra.p, err), RB_OK, "%s", err);
     sup_run_until(&extra.ended, 60000);
     cr_assert_eq(extra.end_err, RB_OK, "%s", extra.end_msg);
+}
+
+Test(process, the_exit_after_the_output_ended_is_waited_for)
+{
+    /* Docker ends an exec's output when its stdout and stderr close, not when it exits: a
+     * command that closes both and goes on must still end with its own exit code. */
+    proc_rec r;
+    const char *args[] = {"-c", "echo bye; exec >&- 2>&-; sleep 2; exit 5", NULL};
+    start(&r, "/bin/bash", args, NULL, NULL);
+    sup_run_until(&r.ended, 60000);
+    cr_assert_eq(r.end_err, RB_OK, "%s", r.end_msg);
+    cr_assert_str_eq(r.out, "bye\n");
+    cr_assert_eq(r.end.exit_code, 5, "exit code %d (%s)", r.end.exit_code, r.status);
 }
