@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/e2b/e2b_internal.h"
+#include "server/e2b/e2b_wire.h"
 
 /* ---- errors --------------------------------------------------------------------------------- */
 
@@ -136,73 +137,66 @@ int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out)
 
 /* ---- paths ---------------------------------------------------------------------------------- */
 
-const char *e2b__path(h2o_req_t *req, const char *path, char *err)
+const char *e2b__path(const char *path, char *err)
 {
-    static const char home[] = E2B_HOME;
-    size_t nh = sizeof(home) - 1;
-    if (path == NULL || path[0] == '\0') {
-        rb_fail(RB_EINVAL, err, "path: give a file path under %s", home);
+    const char *mapped = e2b_path_map(path);
+    if (mapped == NULL) {
+        if (path == NULL || path[0] == '\0')
+            rb_fail(RB_EINVAL, err, "path: give a file path under %s", E2B_HOME);
+        else
+            rb_fail(RB_EFORBIDDEN, err,
+                    "path '%.200s' is outside %s: runbox sandboxes expose only the user's home folder (its "
+                    "workspace) to file calls",
+                    path, E2B_HOME);
         return NULL;
     }
-    if (path[0] != '/') /* relative to the user's home, as envd resolves it */
-        return http_pool_strdup(req, path, strlen(path));
-    if (strncmp(path, home, nh) == 0 && (path[nh] == '\0' || path[nh] == '/')) {
-        const char *rest = path + nh;
-        while (*rest == '/')
-            rest++;
-        if (*rest == '\0')
-            return E2B_WORKDIR;
-        return http_pool_strdup(req, rest, strlen(rest));
-    }
-    rb_fail(RB_EFORBIDDEN, err,
-            "path '%.200s' is outside %s: runbox sandboxes expose only the user's home folder (its workspace) to "
-            "file calls",
-            path, home);
-    return NULL;
+    return mapped;
 }
 
 /* ---- registration --------------------------------------------------------------------------- */
 
 void e2b_register(rb_server *s)
 {
+    /* Literal paths (E2B_PREFIX spelt out) so that tests/integration/test_openapi.py reads them. */
     static const http_route routes[] = {
         /* control plane (API key) */
-        {"POST", E2B_PREFIX "/v2/sandboxes", e2b__create},
-        {"POST", E2B_PREFIX "/sandboxes", e2b__create},
-        {"GET", E2B_PREFIX "/v2/sandboxes", e2b__list},
-        {"GET", E2B_PREFIX "/sandboxes", e2b__list},
-        {"GET", E2B_PREFIX "/sandboxes/metrics", e2b__unsupported},
-        {"POST", E2B_PREFIX "/v2/sandboxes/{id}/connect", e2b__connect},
-        {"POST", E2B_PREFIX "/sandboxes/{id}/connect", e2b__connect},
-        {"GET", E2B_PREFIX "/sandboxes/{id}", e2b__get},
-        {"DELETE", E2B_PREFIX "/sandboxes/{id}", e2b__kill},
-        {"POST", E2B_PREFIX "/sandboxes/{id}/timeout", e2b__set_timeout},
-        {"POST", E2B_PREFIX "/sandboxes/{id}/pause", e2b__unsupported},
-        {"POST", E2B_PREFIX "/sandboxes/{id}/resume", e2b__unsupported},
-        {"POST", E2B_PREFIX "/sandboxes/{id}/snapshots", e2b__unsupported},
-        {"POST", E2B_PREFIX "/sandboxes/{id}/fork", e2b__unsupported},
-        {"POST", E2B_PREFIX "/sandboxes/{id}/refreshes", e2b__unsupported},
-        {"GET", E2B_PREFIX "/sandboxes/{id}/metrics", e2b__unsupported},
-        {"GET", E2B_PREFIX "/sandboxes/{id}/logs", e2b__unsupported},
-        {"GET", E2B_PREFIX "/v2/sandboxes/{id}/logs", e2b__unsupported},
-        {"PUT", E2B_PREFIX "/sandboxes/{id}/network", e2b__unsupported},
+        {"POST", "/e2b/v2/sandboxes", e2b__create},
+        {"POST", "/e2b/sandboxes", e2b__create},
+        {"GET", "/e2b/v2/sandboxes", e2b__list},
+        {"GET", "/e2b/sandboxes", e2b__list},
+        {"GET", "/e2b/sandboxes/metrics", e2b__unsupported},
+        {"DELETE", "/e2b/sandboxes/metrics", e2b__unsupported},
+        {"POST", "/e2b/v2/sandboxes/{id}/connect", e2b__connect},
+        {"POST", "/e2b/sandboxes/{id}/connect", e2b__connect},
+        {"GET", "/e2b/sandboxes/{id}", e2b__get},
+        {"DELETE", "/e2b/sandboxes/{id}", e2b__kill},
+        {"POST", "/e2b/sandboxes/{id}/timeout", e2b__set_timeout},
+        {"POST", "/e2b/sandboxes/{id}/pause", e2b__unsupported},
+        {"POST", "/e2b/sandboxes/{id}/resume", e2b__unsupported},
+        {"POST", "/e2b/sandboxes/{id}/snapshots", e2b__unsupported},
+        {"POST", "/e2b/sandboxes/{id}/fork", e2b__unsupported},
+        {"POST", "/e2b/sandboxes/{id}/refreshes", e2b__unsupported},
+        {"GET", "/e2b/sandboxes/{id}/metrics", e2b__unsupported},
+        {"GET", "/e2b/sandboxes/{id}/logs", e2b__unsupported},
+        {"GET", "/e2b/v2/sandboxes/{id}/logs", e2b__unsupported},
+        {"PUT", "/e2b/sandboxes/{id}/network", e2b__unsupported},
         /* envd (port 49983; access token) */
-        {"GET", E2B_PREFIX "/health", e2b__health},
-        {"GET", E2B_PREFIX "/files", e2b__files_read},
-        {"POST", E2B_PREFIX "/files", e2b__files_write},
-        {"POST", E2B_PREFIX "/process.Process/{method}", e2b__rpc},
-        {"POST", E2B_PREFIX "/filesystem.Filesystem/{method}", e2b__rpc},
+        {"GET", "/e2b/health", e2b__health},
+        {"GET", "/e2b/files", e2b__files_read},
+        {"POST", "/e2b/files", e2b__files_write},
+        {"POST", "/e2b/process.Process/{method}", e2b__rpc},
+        {"POST", "/e2b/filesystem.Filesystem/{method}", e2b__rpc},
         /* the code interpreter (port 49999) */
-        {"POST", E2B_PREFIX "/execute", e2b__execute},
-        {"GET", E2B_PREFIX "/contexts", e2b__contexts_list},
-        {"POST", E2B_PREFIX "/contexts", e2b__contexts_create},
-        {"DELETE", E2B_PREFIX "/contexts/{id}", e2b__context_delete},
-        {"POST", E2B_PREFIX "/contexts/{id}/restart", e2b__context_restart},
+        {"POST", "/e2b/execute", e2b__execute},
+        {"GET", "/e2b/contexts", e2b__contexts_list},
+        {"POST", "/e2b/contexts", e2b__contexts_create},
+        {"DELETE", "/e2b/contexts/{id}", e2b__context_delete},
+        {"POST", "/e2b/contexts/{id}/restart", e2b__context_restart},
     };
     http_protocol p = {.name = "e2b",
                        .routes = routes,
                        .nroutes = sizeof(routes) / sizeof(routes[0]),
-                       .error_prefix = E2B_PREFIX "/",
+                       .error_prefix = "/e2b/",
                        .error_doc = error_doc,
                        .own_auth = own_auth};
     server_register(s, &p);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "server/e2b/e2b_internal.h"
-#include "server/query.h"
+#include "server/e2b/e2b_wire.h"
 
 /* Templates and the runbox language each runs. */
 static const struct {
@@ -45,7 +45,7 @@ static int authorised(http_call *call)
 static int64_t timeout_of(http_call *call, json_t *body)
 {
     json_t *t = json_object_get(body, "timeout");
-    if (t == NULL || json_is_null(t))
+    if (t == NULL)
         return 0;
     if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > E2B_TIMEOUT_MAX) {
         char msg[RB_ERR_LEN];
@@ -193,6 +193,30 @@ static const char *unsupported_create_field(json_t *body)
     return NULL;
 }
 
+/* The first field of the create body with the wrong type, or NULL. */
+static const char *mistyped_create_field(json_t *body)
+{
+    static const char *const flags[] = {"autoPause", "autoResume", "allowInternetAccess", "secure", NULL};
+    for (size_t i = 0; flags[i] != NULL; i++) {
+        json_t *v = json_object_get(body, flags[i]);
+        if (v != NULL && !json_is_boolean(v))
+            return flags[i];
+    }
+    static const char *const maps[] = {"metadata", "envVars", NULL};
+    for (size_t i = 0; maps[i] != NULL; i++) {
+        json_t *m = json_object_get(body, maps[i]), *v;
+        const char *k;
+        if (m == NULL)
+            continue;
+        if (!json_is_object(m))
+            return maps[i];
+        json_object_foreach (m, k, v)
+            if (!json_is_string(v))
+                return maps[i];
+    }
+    return NULL;
+}
+
 int e2b__create(http_call *call)
 {
     char err[RB_ERR_LEN], msg[RB_ERR_LEN];
@@ -206,14 +230,22 @@ int e2b__create(http_call *call)
     }
     const char *template = json_string_value(json_object_get(body, "templateID"));
     const char *language = template != NULL ? language_of(template) : NULL;
-    const char *bad = unsupported_create_field(body);
+    const char *bad = unsupported_create_field(body), *mistyped = mistyped_create_field(body);
     json_t *meta = json_object_get(body, "metadata");
     json_t *envs = json_object_get(body, "envVars");
     int64_t timeout = timeout_of(call, body);
     if (timeout < 0)
         goto done;
     if (template == NULL) {
-        e2b__api_error(call->req, 400, "templateID: required (e.g. \"code-interpreter-v1\")");
+        e2b__api_error(call->req, 400, "templateID: required, a string (e.g. \"code-interpreter-v1\")");
+        goto done;
+    }
+    if (mistyped != NULL) {
+        snprintf(msg, sizeof(msg), "%s: %s", mistyped,
+                 strcmp(mistyped, "metadata") == 0 || strcmp(mistyped, "envVars") == 0
+                     ? "must be an object of string values"
+                     : "must be true or false");
+        e2b__api_error(call->req, 400, msg);
         goto done;
     }
     if (language == NULL) {
@@ -231,20 +263,6 @@ int e2b__create(http_call *call)
                  bad);
         e2b__api_error(call->req, 400, msg);
         goto done;
-    }
-    if (meta != NULL && !json_is_null(meta) && !json_is_object(meta)) {
-        e2b__api_error(call->req, 400, "metadata: must be an object of string values");
-        goto done;
-    }
-    if (json_is_object(meta)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach (meta, k, v) {
-            if (!json_is_string(v)) {
-                e2b__api_error(call->req, 400, "metadata: every value must be a string");
-                goto done;
-            }
-        }
     }
     json_t *opts = json_pack("{s:s}", "language", language);
     if (json_is_object(envs) && json_object_size(envs) > 0)
@@ -428,29 +446,6 @@ static int by_start(const void *a, const void *b)
     return c != 0 ? c : strcmp(json_string_value(json_object_get(x, "sandboxID")), json_string_value(json_object_get(y, "sandboxID")));
 }
 
-/* Whether every key=value pair of the metadata filter (an urlencoded query inside the
- * metadata parameter, as the SDK sends it) is in meta. */
-static int metadata_matches(h2o_req_t *req, const char *filter, json_t *meta)
-{
-    const char *p = filter;
-    while (p != NULL && *p != '\0') {
-        const char *amp = strchr(p, '&');
-        size_t n = amp ? (size_t)(amp - p) : strlen(p);
-        const char *eq = memchr(p, '=', n);
-        if (eq == NULL)
-            return 0;
-        size_t kn = (size_t)(eq - p), vn = n - kn - 1;
-        char *key = h2o_mem_alloc_pool(&req->pool, kn + 1), *val = h2o_mem_alloc_pool(&req->pool, vn + 1);
-        query_decode(p, kn, key);
-        size_t vlen = query_decode(eq + 1, vn, val);
-        const char *have = json_string_value(json_object_get(meta, key));
-        if (have == NULL || strlen(have) != vlen || memcmp(have, val, vlen) != 0)
-            return 0;
-        p = amp ? amp + 1 : NULL;
-    }
-    return 1;
-}
-
 int e2b__list(http_call *call)
 {
     char err[RB_ERR_LEN];
@@ -461,6 +456,17 @@ int e2b__list(http_call *call)
     const char *state = http_query_param(call->req, "state");
     const char *filter = http_query_param(call->req, "metadata");
     const char *order = http_query_param(call->req, "order");
+    const char *template = http_query_param(call->req, "template");
+    const char *after_s = http_query_param(call->req, "startedAfter");
+    int64_t after = 0;
+    if (after_s != NULL && e2b_time_parse(after_s, &after) != 0) {
+        e2b__api_error(call->req, 400, "startedAfter: an RFC 3339 time such as 2026-11-21T23:59:01Z");
+        return 0;
+    }
+    if (order != NULL && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
+        e2b__api_error(call->req, 400, "order: asc or desc");
+        return 0;
+    }
     long limit = 100, start = 0;
     char *end = NULL;
     if (limit_s != NULL) {
@@ -472,7 +478,7 @@ int e2b__list(http_call *call)
     }
     if (next != NULL) {
         start = strtol(next, &end, 10);
-        if (*next == '\0' || *end != '\0' || start < 0) {
+        if (*next == '\0' || *end != '\0' || start < 0 || strlen(next) > 18) {
             e2b__api_error(call->req, 400, "nextToken: not a token of this server's x-next-token header");
             return 0;
         }
@@ -498,7 +504,11 @@ int e2b__list(http_call *call)
         if (extra == NULL) /* not yet connected through E2B: its template is its language */
             json_object_set(o, "templateID", json_object_get(s, "language"));
         json_decref(extra);
-        if (filter != NULL && !metadata_matches(call->req, filter, json_object_get(o, "metadata"))) {
+        int64_t started = 0;
+        const char *started_s = json_string_value(json_object_get(o, "startedAt"));
+        if ((filter != NULL && !e2b_metadata_match(filter, strlen(filter), json_object_get(o, "metadata"))) ||
+            (template != NULL && strcmp(template, json_string_value(json_object_get(o, "templateID"))) != 0) ||
+            (after_s != NULL && (started_s == NULL || e2b_time_parse(started_s, &started) != 0 || started <= after))) {
             json_decref(o);
             continue;
         }

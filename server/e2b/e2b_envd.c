@@ -65,7 +65,7 @@ static const char *query_path(http_call *call, int required)
             e2b__sandbox_error(req, 400, "path: required (a file under " E2B_HOME ")");
         return NULL;
     }
-    const char *mapped = e2b__path(req, path, err);
+    const char *mapped = e2b__path(path, err);
     if (mapped == NULL)
         e2b__sandbox_error(req, 400, err);
     return mapped;
@@ -261,7 +261,7 @@ int e2b__files_write(http_call *call)
     if (qpath != NULL && ctx->n == 1)
         ctx->paths[0] = qpath;
     for (size_t i = 0; i < ctx->n; i++) {
-        if ((ctx->mapped[i] = e2b__path(req, ctx->paths[i], err)) == NULL) {
+        if ((ctx->mapped[i] = e2b__path(ctx->paths[i], err)) == NULL) {
             e2b__sandbox_error(req, 400, err);
             return 0;
         }

@@ -170,7 +170,7 @@ static const char *relative(h2o_req_t *req, json_t *body)
 {
     char err[RB_ERR_LEN];
     const char *path = json_string_value(json_object_get(body, "path"));
-    const char *mapped = e2b__path(req, path, err);
+    const char *mapped = e2b__path(path, err);
     if (mapped == NULL) {
         fs_error(req, path == NULL || path[0] == '\0' ? "invalid_argument" : "permission_denied", err);
         return NULL;

@@ -28,9 +28,10 @@ void e2b__sandbox_error(h2o_req_t *req, int status, const char *message);
  * wrong token) or 502 (no such live sandbox, as E2B's proxy answers). */
 int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out);
 
-/** Maps an E2B path (absolute under /home/user, or relative to it) to a runbox workspace path
- * in req->pool; NULL with err when it is elsewhere (the caller answers 400). */
-const char *e2b__path(h2o_req_t *req, const char *path, char *err);
+/** Maps an E2B path (absolute under /home/user, or relative to it) to a
+ * runbox workspace path (e2b_path_map; valid as long as path); NULL with err when it is empty
+ * or elsewhere (the caller answers 400). */
+const char *e2b__path(const char *path, char *err);
 
 /* Control plane (e2b_api.c). */
 int e2b__create(http_call *call);

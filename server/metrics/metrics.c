@@ -20,8 +20,8 @@
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 /* The protocol label: the registered protocols runbox documents, and everything else. */
-enum { PROTO_REST, PROTO_MCP, PROTO_OTHER, PROTO_MAX };
-static const char *const proto_names[PROTO_MAX] = {"rest", "mcp", "other"};
+enum { PROTO_REST, PROTO_MCP, PROTO_E2B, PROTO_OTHER, PROTO_MAX };
+static const char *const proto_names[PROTO_MAX] = {"rest", "mcp", "e2b", "other"};
 static const char *const class_names[HTTP_STATUS_CLASSES] = {"2xx", "3xx", "4xx", "5xx"};
 
 static void put(rb_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -157,12 +157,15 @@ static void render_http(rb_buf *b, const http_stats *hs)
     memset(req, 0, sizeof(req));
     for (size_t p = 0; p <= hs->nprotocols; p++) {
         const char *name = p < hs->nprotocols ? hs->protocol[p] : "";
-        int k = strcmp(name, "rest") == 0 ? PROTO_REST : strcmp(name, "mcp") == 0 ? PROTO_MCP : PROTO_OTHER;
+        int k = strcmp(name, "rest") == 0  ? PROTO_REST
+                : strcmp(name, "mcp") == 0 ? PROTO_MCP
+                : strcmp(name, "e2b") == 0 ? PROTO_E2B
+                                           : PROTO_OTHER;
         for (int c = 0; c < HTTP_STATUS_CLASSES; c++)
             req[k][c] += hs->requests[p][c];
     }
     family(b, "runbox_http_requests_total", "counter",
-           "Answered HTTP requests by protocol (rest, mcp, other: /metrics and unknown paths) and status class.");
+           "Answered HTTP requests by protocol (rest, mcp, e2b, other: /metrics and unknown paths) and status class.");
     for (int k = 0; k < PROTO_MAX; k++)
         for (int c = 0; c < HTTP_STATUS_CLASSES; c++)
             put(b, "runbox_http_requests_total{protocol=\"%s\",status_class=\"%s\"} %" PRIu64 "\n", proto_names[k],

@@ -127,6 +127,13 @@ def test_two_sandboxes_in_parallel_keep_their_own_state(e2b_env):
         # list filters by metadata and pages with x-next-token
         only = Sandbox.list(query=SandboxQuery(metadata={"n": "1"})).next_items()
         assert [s.sandbox_id for s in only] == [boxes[1].sandbox_id], only
+        assert Sandbox.list(query=SandboxQuery(template="bash")).next_items() == []
+        mine = {b.sandbox_id for b in boxes}
+        ci = {s.sandbox_id for s in Sandbox.list(query=SandboxQuery(template="code-interpreter-v1")).next_items()}
+        assert mine <= ci, (mine, ci)
+        first_start = boxes[0].get_info().started_at
+        later = {s.sandbox_id for s in Sandbox.list(query=SandboxQuery(started_after=first_start)).next_items()}
+        assert boxes[1].sandbox_id in later and boxes[0].sandbox_id not in later, later
         pager = Sandbox.list(limit=1)
         first = pager.next_items()
         assert len(first) == 1 and pager.has_next
@@ -213,3 +220,44 @@ def test_what_runbox_cannot_do_fails_readably(e2b_env):
         assert after > before, (before, after)
         with pytest.raises(SandboxException):
             sbx.set_timeout(0)
+
+
+def test_the_timeout_ends_the_sandbox(e2b_env):
+    sbx = Sandbox.create(timeout=2)
+    e2b_env.session_ids.add(sbx.sandbox_id)
+    rbtest.wait_until(lambda: not sbx.is_running(), "the sandbox ended by its timeout", deadline=120)
+    r = e2b_env.get(f"/sessions/{sbx.sandbox_id}")
+    assert r.json()["status"] == "ended" and "timeout" in r.json()["end_reason"], r.text
+    with pytest.raises(SandboxNotFoundException):
+        Sandbox.connect(sbx.sandbox_id)
+
+
+def test_a_sandbox_and_its_token_survive_a_restart(e2b_env, monkeypatch):
+    """The access token is stored with the session: after a restart of runboxd (on a new port
+    here), connect gives the same token and the interpreter's state is still there."""
+    sbx = Sandbox.create()
+    e2b_env.session_ids.add(sbx.sandbox_id)
+    sbx.run_code("kept = 41")
+    e2b_env.restart()
+    monkeypatch.setenv("E2B_API_URL", e2b_env.url + "/e2b")
+    monkeypatch.setenv("E2B_SANDBOX_URL", e2b_env.url + "/e2b")
+    again = Sandbox.connect(sbx.sandbox_id)
+    assert again._envd_access_token == sbx._envd_access_token
+    assert again.run_code("kept + 1", timeout=120).text == "42"
+    again.files.write("/home/user/after.txt", "restart")
+    assert again.files.read("/home/user/after.txt") == "restart"
+    again.kill()
+
+
+def test_e2b_requests_are_counted_as_their_own_protocol(e2b_env):
+    import re
+
+    def count() -> float:
+        text = e2b_env.get("/metrics").text
+        m = re.search(r'^runbox_http_requests_total\{protocol="e2b",status_class="2xx"\} (\S+)$', text, re.M)
+        assert m is not None, text[:2000]
+        return float(m.group(1))
+
+    before = count()
+    assert Sandbox.list().next_items() is not None
+    assert count() >= before + 1

@@ -19,7 +19,7 @@ LABELS = {
                "body_too_large", "bad_request", "unauthorized", "rate_limited",
                "timeout", "unreachable", "connection", "http_4xx", "http_5xx"},
     "operation": {"create", "start", "attach", "exec", "archive", "wait", "remove", "inspect", "ping", "other"},
-    "protocol": {"rest", "mcp", "other"},
+    "protocol": {"rest", "mcp", "e2b", "other"},
     "status_class": {"2xx", "3xx", "4xx", "5xx"},
 }
 

@@ -42,6 +42,20 @@ ROUTES = {
     ("/agentrun/sessions/{session_id}/execute", "post"), ("/agentrun/sessions/{session_id}/copy-to", "post"),
     ("/agentrun/sessions/{session_id}/copy-from", "post"),
     ("/agentrun/mcp", "post"), ("/agentrun/mcp", "get"), ("/agentrun/mcp", "delete"),
+    # E2B's control plane and sandbox traffic (server/e2b/e2b.c)
+    ("/e2b/v2/sandboxes", "post"), ("/e2b/sandboxes", "post"), ("/e2b/v2/sandboxes", "get"),
+    ("/e2b/sandboxes", "get"), ("/e2b/sandboxes/metrics", "get"), ("/e2b/sandboxes/metrics", "delete"),
+    ("/e2b/v2/sandboxes/{sandboxID}/connect", "post"), ("/e2b/sandboxes/{sandboxID}/connect", "post"),
+    ("/e2b/sandboxes/{sandboxID}", "get"), ("/e2b/sandboxes/{sandboxID}", "delete"),
+    ("/e2b/sandboxes/{sandboxID}/timeout", "post"), ("/e2b/sandboxes/{sandboxID}/pause", "post"),
+    ("/e2b/sandboxes/{sandboxID}/resume", "post"), ("/e2b/sandboxes/{sandboxID}/snapshots", "post"),
+    ("/e2b/sandboxes/{sandboxID}/fork", "post"), ("/e2b/sandboxes/{sandboxID}/refreshes", "post"),
+    ("/e2b/sandboxes/{sandboxID}/metrics", "get"), ("/e2b/sandboxes/{sandboxID}/logs", "get"),
+    ("/e2b/v2/sandboxes/{sandboxID}/logs", "get"), ("/e2b/sandboxes/{sandboxID}/network", "put"),
+    ("/e2b/health", "get"), ("/e2b/files", "get"), ("/e2b/files", "post"),
+    ("/e2b/process.Process/{method}", "post"), ("/e2b/filesystem.Filesystem/{method}", "post"),
+    ("/e2b/execute", "post"), ("/e2b/contexts", "get"), ("/e2b/contexts", "post"),
+    ("/e2b/contexts/{contextID}", "delete"), ("/e2b/contexts/{contextID}/restart", "post"),
 }
 
 

@@ -1,0 +1,105 @@
+/*
+ * fuzz_e2b.c: libFuzzer target for server/e2b/e2b_wire.c, what runboxd's E2B layer reads from
+ * untrusted bytes besides JSON and multipart bodies (fuzzed elsewhere). The input, up to its
+ * first NUL, is used both ways, each from a private exact-size copy:
+ *   - as a file path: e2b_path_map gives NULL, the workspace, the path itself (relative: it does
+ *     not start with '/') or a suffix of it that does not start with '/' and follows
+ *     "/home/user/"; NULL exactly for an empty path or an absolute one outside /home/user;
+ *   - as a metadata filter: e2b_metadata_match against {"a": "1", "k": "v w"} agrees with a
+ *     reference (every non-empty pair has '=' and its decoded key and value are in the object),
+ *     and the filter made from the object itself always matches;
+ *   - as a time: e2b_time_parse never reads past the string, and a time rb_time_format wrote
+ *     (from the input's first 8 bytes) parses back to its milliseconds.
+ * Built only with clang and -DRUNBOX_FUZZ=ON. The seed corpus (tests/fuzz/corpus/e2b/) is
+ * replayed through these same checks by tests/server/test_e2b_wire.c, which includes this file.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "server/e2b/e2b.h"
+#include "server/e2b/e2b_wire.h"
+#include "server/query.h"
+#include "tests/fuzz/fuzz_check.h"
+
+static void check_path(const char *path)
+{
+    const char *m = e2b_path_map(path);
+    size_t n = strlen(path);
+    int inside = path[0] != '/' ? n > 0
+                                : strncmp(path, E2B_HOME, strlen(E2B_HOME)) == 0 &&
+                                      (path[strlen(E2B_HOME)] == '\0' || path[strlen(E2B_HOME)] == '/');
+    FUZZ_CHECK((m != NULL) == inside);
+    if (m == NULL)
+        return;
+    if (strcmp(m, E2B_WORKDIR) == 0 && (m < path || m > path + n))
+        return; /* the workspace itself */
+    FUZZ_CHECK(m >= path && m <= path + n);
+    if (path[0] != '/') {
+        FUZZ_CHECK(m == path);
+        return;
+    }
+    FUZZ_CHECK(m[0] != '/' && m[0] != '\0');
+    FUZZ_CHECK((size_t)(m - path) > strlen(E2B_HOME) && m[-1] == '/');
+}
+
+static int reference_match(const char *f, size_t n, json_t *meta)
+{
+    for (size_t start = 0; start < n;) {
+        size_t stop = start;
+        while (stop < n && f[stop] != '&')
+            stop++;
+        if (stop > start) {
+            size_t eq = start;
+            while (eq < stop && f[eq] != '=')
+                eq++;
+            if (eq == stop)
+                return 0;
+            char *k = malloc(eq - start + 1), *v = malloc(stop - eq);
+            size_t kl = query_decode(f + start, eq - start, k), vl = query_decode(f + eq + 1, stop - eq - 1, v);
+            json_t *have = NULL;
+            if (memchr(k, '\0', kl) == NULL)
+                have = json_object_get(meta, k);
+            int ok = json_is_string(have) && json_string_length(have) == vl && memcmp(json_string_value(have), v, vl) == 0;
+            free(k);
+            free(v);
+            if (!ok)
+                return 0;
+        }
+        start = stop + 1;
+    }
+    return 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n);
+
+int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
+{
+    const uint8_t *nul = memchr(in, 0, n);
+    size_t len = nul != NULL ? (size_t)(nul - in) : n;
+    char *s = malloc(len + 1);
+    memcpy(s, in, len);
+    s[len] = '\0';
+    check_path(s);
+
+    char *f = malloc(len > 0 ? len : 1); /* exact size: a read past the end is caught */
+    memcpy(f, in, len);
+    json_t *meta = json_pack("{s:s, s:s}", "a", "1", "k", "v w");
+    FUZZ_CHECK(e2b_metadata_match(f, len, meta) == reference_match(f, len, meta));
+    static const char own[] = "k=v%20w&a=1";
+    FUZZ_CHECK(e2b_metadata_match(own, sizeof(own) - 1, meta));
+    json_decref(meta);
+    free(f);
+
+    int64_t ms = 0;
+    (void)e2b_time_parse(s, &ms);
+    uint64_t raw = 0;
+    memcpy(&raw, in, n < sizeof(raw) ? n : sizeof(raw));
+    int64_t want = (int64_t)(raw % 253402300800000ull); /* 1970 .. 9999-12-31 */
+    char text[40];
+    rb_time_format(want, text, sizeof(text));
+    FUZZ_CHECK(e2b_time_parse(text, &ms) == 0 && ms == want);
+    free(s);
+    return 0;
+}
