@@ -145,3 +145,38 @@ void backend_stats_read(backend *b, backend_stats *out)
     if (b != NULL && b->ops->stats != NULL)
         b->ops->stats(b->self, out);
 }
+
+rb_err backend_exec_stream(backend *b, const char *id, const backend_exec_spec *spec, const backend_stream_cbs *cbs,
+                           void *data, backend_stream **out, char *err)
+{
+    assert(spec != NULL && spec->argv != NULL && spec->argv[0] != NULL && cbs != NULL && out != NULL);
+    if (b->ops->exec_stream == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot stream a command's output", b->ops->name);
+    return b->ops->exec_stream(b->self, id, spec, cbs, data, out, err);
+}
+
+void backend_stream_pause(backend *b, backend_stream *st, int paused)
+{
+    if (b->ops->stream_pause != NULL)
+        b->ops->stream_pause(b->self, st, paused);
+}
+
+void backend_stream_close(backend *b, backend_stream *st)
+{
+    if (b->ops->stream_close != NULL)
+        b->ops->stream_close(b->self, st);
+}
+
+rb_err backend_stream_write(backend *b, backend_stream *st, const char *buf, size_t len, char *err)
+{
+    if (b->ops->stream_write == NULL)
+        return rb_fail(RB_ECONFLICT, err, "the %s backend cannot write to a command's input", b->ops->name);
+    return b->ops->stream_write(b->self, st, buf, len, err);
+}
+
+rb_err backend_stream_close_input(backend *b, backend_stream *st, char *err)
+{
+    if (b->ops->stream_close_input == NULL)
+        return rb_fail(RB_ECONFLICT, err, "the %s backend cannot close a command's input", b->ops->name);
+    return b->ops->stream_close_input(b->self, st, err);
+}

@@ -152,6 +152,9 @@ typedef struct backend_exec_spec {
      * and the image's): "NAME=value" sets NAME, "NAME" alone removes it; ends with NULL. NULL:
      * the sandbox's environment unchanged. */
     const char *const *env;
+    /* backend_exec_stream only: the command's standard input is open for backend_stream_write
+     * until backend_stream_close_input (0: it has none) */
+    int input;
 } backend_exec_spec;
 /** What a finished command (backend_exec) or one-shot sandbox (backend_run) left: its exit code
  * (-1 if the engine did not say) and its output, separated by stream (each NUL-terminated after
@@ -203,6 +206,19 @@ typedef struct backend_attach_cbs {
     void (*on_close)(void *data, rb_err err, const char *errmsg);
 } backend_attach_cbs;
 
+/** A command running in a sandbox with its output streamed (backend_exec_stream); opaque, owned
+ * by the backend. */
+typedef struct backend_stream backend_stream;
+/** The callbacks of a streamed command (copied by backend_exec_stream). */
+typedef struct backend_stream_cbs {
+    /** Zero or more times: stream is 1 (stdout) or 2 (stderr); buf is valid only during the call. */
+    void (*on_data)(void *data, int stream, const char *buf, size_t len);
+    /** Once, unless backend_stream_close was called first: RB_OK with the command's exit code
+     * (-1 if the engine did not say) once it has exited and its output is complete, or the
+     * error (RB_ECONFLICT: the sandbox is not running). The handle is gone after it. */
+    void (*on_exit)(void *data, rb_err err, const char *errmsg, int exit_code);
+} backend_stream_cbs;
+
 /* ---- implementing a backend --------------------------------------------------------------- */
 
 /** What an implementation provides: each member implements the backend_* function of the same
@@ -235,6 +251,13 @@ typedef struct backend_ops {
     rb_err (*volume_remove)(void *self, const char *name, backend_cb cb, void *data, char *err);
     rb_err (*workspace_volume)(void *self, const char *id, const char *path, backend_name_cb cb, void *data,
                                char *err);
+    /* Optional (NULL: RB_EINTERNAL, "not supported"). */
+    rb_err (*exec_stream)(void *self, const char *id, const backend_exec_spec *spec, const backend_stream_cbs *cbs,
+                          void *data, backend_stream **out, char *err);
+    void (*stream_pause)(void *self, backend_stream *st, int paused);
+    rb_err (*stream_write)(void *self, backend_stream *st, const char *buf, size_t len, char *err);
+    rb_err (*stream_close_input)(void *self, backend_stream *st, char *err);
+    void (*stream_close)(void *self, backend_stream *st);
     /* Optional (NULL: RB_EINTERNAL, "not supported"). */
     rb_err (*state)(void *self, const char *id, backend_state_cb cb, void *data, char *err);
     /* Optional (NULL: no operations, nothing counted). */
@@ -303,6 +326,29 @@ void backend_attach_pause(backend *b, backend_attach *a, int paused);
  * RB_ECONFLICT: the sandbox is not running (stopped or gone). */
 rb_err backend_exec(backend *b, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
                     char *err);
+
+/** Runs a command in a running sandbox like backend_exec (spec's max_output and timeout_ms are
+ * not used: the caller bounds what it keeps and how long it waits) but streams its output as it
+ * comes through cbs->on_data, and its exit through cbs->on_exit. *out is valid until on_exit
+ * runs or backend_stream_close is called. The command has a standard input only with
+ * spec->input (backend_stream_write). The callbacks
+ * follow backend_stream_cbs rather than the one-callback contract above. Optional:
+ * RB_EINTERNAL for a backend that cannot stream. */
+rb_err backend_exec_stream(backend *b, const char *id, const backend_exec_spec *spec, const backend_stream_cbs *cbs,
+                           void *data, backend_stream **out, char *err);
+/** Stops (paused != 0) or resumes reading a streamed command's output: a command that writes
+ * faster than its reader takes blocks in its writes (back-pressure). */
+void backend_stream_pause(backend *b, backend_stream *st, int paused);
+/** Queues len bytes (copied) for the standard input of a streamed command started with
+ * spec->input. RB_ECONFLICT when it has no input (not asked for, closed, not running yet or
+ * any more); RB_ETOOBIG when too much is queued already (64 MiB for Docker). */
+rb_err backend_stream_write(backend *b, backend_stream *st, const char *buf, size_t len, char *err);
+/** Ends a streamed command's standard input after what is queued (it reads end of file).
+ * RB_ECONFLICT as for backend_stream_write. */
+rb_err backend_stream_close_input(backend *b, backend_stream *st, char *err);
+/** Detaches from a streamed command: no callback runs after this returns; the command itself
+ * is not stopped (signal it from inside the sandbox). Memory is released on the loop. */
+void backend_stream_close(backend *b, backend_stream *st);
 
 /** Unpacks the tar tar[0..len) (copied) into the folder dir of a running sandbox, which must
  * exist and lie in its workspace (tmpfs mounts are out of reach). Paths are absolute, at most

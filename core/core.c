@@ -252,6 +252,7 @@ void core_free(rb_core *c)
     while ((s = map_next(&c->sessions, &pos)) != NULL) {
         /* Leave containers running: sessions survive a restart. Unfinished executions stay
          * "queued"/"running" in the store and are marked failed at the next start. */
+        process_session_end(s, "runboxd is shutting down");
         if (s->sb != NULL)
             sandbox_close(s->sb, 0);
         for (execution *ex = s->queue_head, *next; ex != NULL; ex = next) {

@@ -111,6 +111,8 @@ struct session {
     execution *queue_head, *queue_tail;
     int queued;
     execution *running;
+    struct core_process *procs; /* commands running beside the interpreter (process.c) */
+    int nprocs;
     json_t *extras;       /* a protocol's own data by name (core_session_set_extra), or NULL */
     int64_t deadline;     /* epoch ms at which the session ends whatever it does (0: none) */
 };
@@ -281,6 +283,11 @@ void files_dispose(rb_core *c);
  * that through s->deps_op). RB_ECONFLICT when s has no container, or Docker's code; then cb is
  * never called. *handle stays owned by deps.c, valid until cb runs or the install ends. */
 rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err);
+
+/* process.c */
+/** Ends s's processes (session end, core_free): their callers hear RB_ECANCELED with reason;
+ * the processes are left to the container's fate. */
+void process_session_end(session *s, const char *reason);
 
 /* validate.c: request validation (messages name the field) */
 /** RB_EINVAL naming the first member of obj that is not in allowed (a NULL-terminated list) and

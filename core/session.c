@@ -167,6 +167,7 @@ void session_end(session *s, const char *status, const char *reason)
         ex->s = NULL;
         execution_fail(ex, "error", "SessionEnded", reason, 1, reason);
     }
+    process_session_end(s, reason);
     if (s->sb != NULL) {
         sandbox_close(s->sb, 1);
         s->sb = NULL;

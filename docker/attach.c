@@ -1,6 +1,7 @@
 /*
- * attach.c: a container's attach stream (stdin in, multiplexed stdout/stderr out) as a raw
- * HTTP/1.1 Upgrade over a uv_pipe_t to the engine's socket, plus the frame demultiplexer.
+ * attach.c: a container's attach stream (stdin in, multiplexed stdout/stderr out) and an exec's
+ * start (its output while it runs, docker_exec_attach) as a raw HTTP/1.1 Upgrade over a
+ * uv_pipe_t to the engine's socket, plus the frame demultiplexer.
  * libcurl is not used here because libcurl 7.88 cannot write to an upgraded connection.
  *
  * Lifetime: the handle is freed only once the uv_close callbacks of its pipe and its deadline
@@ -31,6 +32,8 @@ struct docker_attach {
     int open_handles;    /* pipe and timer not yet closed */
     long deadline_ms;
     uv_connect_t conn;
+    uv_shutdown_t shutdown; /* docker_attach_close_write's */
+    int write_closed;       /* docker_attach_close_write was called */
     docker_attach_cbs cbs;
     void *data;
     enum attach_state state;
@@ -38,6 +41,7 @@ struct docker_attach {
     int paused;         /* reading stopped by docker_attach_pause */
     int handle_closing; /* uv_close called; memory goes in close_cb */
     char *id;
+    const char *kind; /* "container" (attach) or "exec" (an exec's start): for messages */
     char *socket_path;
     size_t queued;
     size_t hdr_end;   /* offset past "\r\n\r\n" once found, else 0 */
@@ -195,7 +199,7 @@ static void on_write(uv_write_t *req, int status)
     free(w);
     if (status < 0 && !a->closed) {
         char msg[RB_ERR_LEN];
-        rb_fail(RB_EIO, msg, "writing to the attach stream of container %s failed: %s", a->id, uv_strerror(status));
+        rb_fail(RB_EIO, msg, "writing to the attach stream of %s %s failed: %s", a->kind, a->id, uv_strerror(status));
         finish(a, RB_EIO, msg);
     }
 }
@@ -205,8 +209,8 @@ static rb_err queue_write(docker_attach *a, const char *buf, size_t len, char *e
     if (len == 0)
         return RB_OK;
     if (len > ATTACH_QUEUE_MAX || a->queued > ATTACH_QUEUE_MAX - len)
-        return rb_fail(RB_ETOOBIG, err, "more than %u bytes are already queued for container %s's stdin",
-                       ATTACH_QUEUE_MAX, a->id);
+        return rb_fail(RB_ETOOBIG, err, "more than %u bytes are already queued for %s %s's stdin",
+                       ATTACH_QUEUE_MAX, a->kind, a->id);
     attach_write *w = xmalloc(sizeof(*w) + len);
     w->a = a;
     w->len = len;
@@ -215,7 +219,7 @@ static rb_err queue_write(docker_attach *a, const char *buf, size_t len, char *e
     int rc = uv_write(&w->req, (uv_stream_t *)&a->pipe, &b, 1, on_write);
     if (rc < 0) {
         free(w);
-        return rb_fail(RB_EIO, err, "writing to the attach stream of container %s failed: %s", a->id, uv_strerror(rc));
+        return rb_fail(RB_EIO, err, "writing to the attach stream of %s %s failed: %s", a->kind, a->id, uv_strerror(rc));
     }
     a->queued += len;
     return RB_OK;
@@ -223,9 +227,26 @@ static rb_err queue_write(docker_attach *a, const char *buf, size_t len, char *e
 
 rb_err docker_attach_write(docker_attach *a, const char *buf, size_t len, char *err)
 {
-    if (a == NULL || a->closed || a->state != A_OPEN)
+    if (a == NULL || a->closed || a->state != A_OPEN || a->write_closed)
         return rb_fail(RB_ECONFLICT, err, "the attach stream is not open");
     return queue_write(a, buf, len, err);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status; /* a failure shows as the stream's end, read as usual */
+}
+
+rb_err docker_attach_close_write(docker_attach *a, char *err)
+{
+    if (a == NULL || a->closed || a->state != A_OPEN || a->write_closed)
+        return rb_fail(RB_ECONFLICT, err, "the attach stream is not open");
+    int rc = uv_shutdown(&a->shutdown, (uv_stream_t *)&a->pipe, on_shutdown);
+    if (rc < 0)
+        return rb_fail(RB_EIO, err, "closing the input of %s %s failed: %s", a->kind, a->id, uv_strerror(rc));
+    a->write_closed = 1;
+    return RB_OK;
 }
 
 /* ---- reading ---- */
@@ -245,7 +266,7 @@ static void feed_stream(docker_attach *a, const char *buf, size_t len)
         return;
     if (docker_demux_feed(&a->demux, buf, len, on_frame, a) != RB_OK) {
         char msg[RB_ERR_LEN];
-        rb_fail(RB_EIO, msg, "malformed frame header on the attach stream of container %s", a->id);
+        rb_fail(RB_EIO, msg, "malformed frame header on the attach stream of %s %s", a->kind, a->id);
         finish(a, RB_EIO, msg);
     }
 }
@@ -298,7 +319,7 @@ static void fail_status(docker_attach *a)
         dm = n > 0 ? text : "no message";
     }
     rb_err e = a->status == 404 ? RB_ENOTFOUND : a->status == 409 ? RB_ECONFLICT : RB_EIO;
-    rb_fail(e, msg, "%s (Docker answered HTTP %d to attach for container %s)", dm, a->status, a->id);
+    rb_fail(e, msg, "%s (Docker answered HTTP %d to attach for %s %s)", dm, a->status, a->kind, a->id);
     json_decref(j);
     finish(a, e, msg);
 }
@@ -310,7 +331,7 @@ static void handle_headers(docker_attach *a)
     const char *h = a->hdr;
     if (a->hdr_end < 14 || memcmp(h, "HTTP/1.", 7) != 0 || (h[7] != '0' && h[7] != '1') || h[8] != ' ' || h[9] < '1' ||
         h[9] > '5' || h[10] < '0' || h[10] > '9' || h[11] < '0' || h[11] > '9' || (h[12] != ' ' && h[12] != '\r')) {
-        rb_fail(RB_EIO, msg, "Docker's answer to attach for container %s is not HTTP", a->id);
+        rb_fail(RB_EIO, msg, "Docker's answer to attach for %s %s is not HTTP", a->kind, a->id);
         finish(a, RB_EIO, msg);
         return;
     }
@@ -380,7 +401,7 @@ static void on_handshake_bytes(docker_attach *a, const char *buf, size_t len)
     }
     if (a->hdr_end == 0) {
         if (a->hdr_len == sizeof(a->hdr)) {
-            rb_fail(RB_EIO, msg, "Docker's answer to attach for container %s has over %u bytes of headers", a->id,
+            rb_fail(RB_EIO, msg, "Docker's answer to attach for %s %s has over %u bytes of headers", a->kind, a->id,
                     ATTACH_HDR_MAX);
             finish(a, RB_EIO, msg);
         }
@@ -404,13 +425,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             if (nread == UV_EOF) {
                 finish(a, RB_OK, NULL);
             } else {
-                rb_fail(RB_EIO, msg, "the attach stream of container %s failed: %s", a->id, uv_strerror((int)nread));
+                rb_fail(RB_EIO, msg, "the attach stream of %s %s failed: %s", a->kind, a->id, uv_strerror((int)nread));
                 finish(a, RB_EIO, msg);
             }
         } else if (a->hdr_end > 0) {
             fail_status(a); /* the error body was cut short: report what arrived */
         } else {
-            rb_fail(RB_EIO, msg, "Docker closed the attach connection for container %s before answering: %s", a->id,
+            rb_fail(RB_EIO, msg, "Docker closed the attach connection for %s %s before answering: %s", a->kind, a->id,
                     uv_strerror((int)nread));
             finish(a, RB_EIO, msg);
         }
@@ -434,7 +455,7 @@ static void on_deadline(uv_timer_t *t)
         snprintf(span, sizeof(span), "%ld s", a->deadline_ms / 1000);
     else
         snprintf(span, sizeof(span), "%ld ms", a->deadline_ms);
-    rb_fail(RB_ETIMEDOUT, msg, "Docker at %s did not answer attach for container %s within %s", a->socket_path, a->id,
+    rb_fail(RB_ETIMEDOUT, msg, "Docker at %s did not answer attach for %s %s within %s", a->socket_path, a->kind, a->id,
             span);
     finish(a, RB_ETIMEDOUT, msg);
 }
@@ -453,9 +474,18 @@ static void on_connect(uv_connect_t *req, int status)
         return;
     }
     a->state = A_HANDSHAKE;
-    char *http = xasprintf("POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
-                           "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
-                           a->d != NULL ? docker_api_version(a->d) : "1.41", a->id);
+    const char *version = a->d != NULL ? docker_api_version(a->d) : "1.41";
+    char *http;
+    if (strcmp(a->kind, "exec") == 0) {
+        static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+        http = xasprintf("POST /v%s/exec/%s/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+                         "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                         version, a->id, sizeof(body) - 1, body);
+    } else {
+        http = xasprintf("POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
+                         "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
+                         version, a->id);
+    }
     rb_err e = queue_write(a, http, strlen(http), msg);
     free(http);
     if (e != RB_OK) {
@@ -464,13 +494,13 @@ static void on_connect(uv_connect_t *req, int status)
     }
     int rc = uv_read_start((uv_stream_t *)&a->pipe, on_alloc, on_read);
     if (rc < 0) {
-        rb_fail(RB_EIO, msg, "reading the attach stream of container %s failed: %s", a->id, uv_strerror(rc));
+        rb_fail(RB_EIO, msg, "reading the attach stream of %s %s failed: %s", a->kind, a->id, uv_strerror(rc));
         finish(a, RB_EIO, msg);
     }
 }
 
-rb_err docker_attach_start(docker *d, const char *container_id, const docker_attach_cbs *cbs, void *data,
-                           docker_attach **out, char *err)
+static rb_err attach_start(docker *d, const char *kind, const char *container_id, const docker_attach_cbs *cbs,
+                           void *data, docker_attach **out, char *err)
 {
     if (docker__freeing(d))
         return rb_fail(RB_ECANCELED, err, "the Docker client is shutting down");
@@ -492,6 +522,7 @@ rb_err docker_attach_start(docker *d, const char *container_id, const docker_att
     a->cbs = *cbs;
     a->data = data;
     a->id = xstrdup(container_id);
+    a->kind = kind;
     a->socket_path = xstrdup(docker__socket_path(d));
     a->state = A_CONNECTING;
     a->started_ns = uv_hrtime();
@@ -508,6 +539,18 @@ rb_err docker_attach_start(docker *d, const char *container_id, const docker_att
     if (out != NULL)
         *out = a;
     return RB_OK;
+}
+
+rb_err docker_attach_start(docker *d, const char *container_id, const docker_attach_cbs *cbs, void *data,
+                           docker_attach **out, char *err)
+{
+    return attach_start(d, "container", container_id, cbs, data, out, err);
+}
+
+rb_err docker_exec_attach(docker *d, const char *exec_id, const docker_attach_cbs *cbs, void *data,
+                          docker_attach **out, char *err)
+{
+    return attach_start(d, "exec", exec_id, cbs, data, out, err);
 }
 
 void docker_attach_pause(docker_attach *a, int paused)

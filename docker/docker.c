@@ -42,6 +42,11 @@ docker_attach **docker__attach_head(docker *d)
     return &d->attaches;
 }
 
+uv_loop_t *docker_loop(docker *d)
+{
+    return docker__loop(d);
+}
+
 const char *docker_api_version(const docker *d)
 {
     return d->api;

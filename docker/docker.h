@@ -30,6 +30,8 @@ rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *
  * run the loop until it has no active handles before freeing it. Accepts NULL. */
 void docker_free(docker *d);
 
+/** The loop d runs on (for timers of its callers). */
+uv_loop_t *docker_loop(docker *d);
 /** The API version in use ("1.41"); set by docker_ping_version, defaults to "1.41". */
 const char *docker_api_version(const docker *d);
 
@@ -239,9 +241,20 @@ typedef struct docker_attach_cbs {
  * on_close runs, or docker_attach_close is called. */
 rb_err docker_attach_start(docker *d, const char *container_id, const docker_attach_cbs *cbs, void *data,
                            docker_attach **out, char *err);
+/** Starts an exec created with docker_exec_create (Tty false) and streams its output while it
+ * runs: POST /exec/{exec_id}/start {Detach:false, Tty:false} with `Upgrade: tcp`, then the same
+ * stream and callbacks as docker_attach_start (on_close with RB_OK once the command has exited
+ * and its output is complete; read its exit code with docker_exec_inspect). Writes reach the
+ * command's stdin only if the exec was created with AttachStdin. */
+rb_err docker_exec_attach(docker *d, const char *exec_id, const docker_attach_cbs *cbs, void *data,
+                          docker_attach **out, char *err);
 /** Queues bytes for the container's stdin (copied). RB_ECONFLICT if not open or closed;
  * RB_ETOOBIG if more than 64 MiB is already queued. */
 rb_err docker_attach_write(docker_attach *a, const char *buf, size_t len, char *err);
+/** Ends the input after what is queued (shutdown(SHUT_WR)): the engine then closes the
+ * command's stdin (an exec's; a container's with StdinOnce). Output goes on. RB_ECONFLICT if not
+ * open or already ended. */
+rb_err docker_attach_close_write(docker_attach *a, char *err);
 /** Closes the stream; no callback runs after this returns. Memory is released on the loop. */
 void docker_attach_close(docker_attach *a);
 /** Stops (paused != 0) or resumes reading the container's output: while paused the container's

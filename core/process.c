@@ -1,0 +1,436 @@
+/*
+ * process.c: commands run in a session's sandbox with their output streamed (core/process.h),
+ * over the backend's streamed exec (backend_exec_stream).
+ *
+ * An engine such as Docker can start a command in a container but neither tell its process id
+ * inside the container nor signal it. So each command starts under a small /bin/sh wrapper
+ * that changes to the folder asked for, writes one line "rbpid <pid>" (or "rbcwd" when the
+ * folder is missing) to its stderr before anything else can, and then execs the command, which
+ * keeps that pid. The line is taken off stderr here; the pid is the process's id in the
+ * session, and signals are sent from inside the sandbox as the sandbox user
+ * (the shell's `kill -s SIG -- -pid`: an exec'd command leads its own session and process group, so its
+ * children go with it). The wrapper runs as the sandbox user too, in user code's environment:
+ * it can only fail its own start, and an answer that is not the line ends the process with an
+ * error.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "core/process.h"
+
+#define SANDBOX_USER "1000:1000"
+#define MARKER_MAX 32
+#define EARLY_MAX (4u * 1024 * 1024)
+
+static const char WRAPPER[] = "cd -- \"$1\" 2>/dev/null || { printf 'rbcwd\\n' >&2; exit 126; }; "
+                              "printf 'rbpid %d\\n' \"$$\" >&2; shift; exec \"$@\"";
+
+enum { P_STARTING, P_RUNNING };
+
+struct core_process {
+    rb_core *c;
+    session *s;           /* NULL once the session ended */
+    core_process *next;   /* the session's list */
+    backend_stream *st;   /* NULL once it has ended */
+    core_process_cbs cbs;
+    void *data;
+    int state;
+    int detached;         /* the caller went away: no callbacks; kill once the pid is known */
+    int signalled;        /* the last signal sent, for the end's status */
+    unsigned pid;         /* inside the sandbox; 0 until known */
+    char container[RB_ID_LEN * 2];
+    json_t *info;         /* {cmd, args, envs, cwd, tag?} for core_process_list */
+    rb_buf early;         /* stdout that came before the line on stderr (Docker copies the two
+                             streams apart, so their order is not kept); bounded by EARLY_MAX */
+    size_t marker_len;
+    char marker[MARKER_MAX];
+};
+
+static void unlink_process(core_process *p)
+{
+    if (p->s == NULL)
+        return;
+    for (core_process **pp = &p->s->procs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    p->s->nprocs--;
+    p->s->last_used_at = rb_now_ms();
+    p->s = NULL;
+}
+
+static void process_free(core_process *p)
+{
+    rb_buf_dispose(&p->early);
+    json_decref(p->info);
+    free(p);
+}
+
+/* Ends p with exactly one on_end (unless detached) and frees it. */
+static void finish(core_process *p, rb_err err, const char *msg, const core_process_end *end)
+{
+    unlink_process(p);
+    if (p->st != NULL) {
+        backend_stream_close(p->c->be, p->st);
+        p->st = NULL;
+    }
+    if (!p->detached)
+        p->cbs.on_end(p->data, err, msg, err == RB_OK ? end : NULL);
+    process_free(p);
+}
+
+/* ---- signals, sent by a kill run in the sandbox ---------------------------------------------- */
+
+typedef struct kill_op {
+    core_op *op; /* the caller's, or NULL */
+} kill_op;
+
+static void killed_cb(void *data, rb_err err, const char *errmsg, const backend_exec_result *r)
+{
+    kill_op *k = data;
+    char msg[RB_ERR_LEN];
+    core_op *op = k->op;
+    free(k);
+    if (op == NULL)
+        return;
+    if (err == RB_OK && r->exit_code != 0) {
+        /* kill found no process: it ended in the meantime */
+        err = RB_ENOTFOUND;
+        snprintf(msg, sizeof(msg), "the process ended before the signal reached it");
+        errmsg = msg;
+    }
+    if (!op->cancelled)
+        op->cb(op->data, err, err == RB_OK ? NULL : errmsg, err == RB_OK ? json_object() : NULL);
+    free(op);
+}
+
+/* Sends sig to p's process group from inside the sandbox; op (may be NULL) hears the outcome. */
+static rb_err send_signal(core_process *p, int sig, core_op *op, char *err)
+{
+    char pid[24];
+    snprintf(pid, sizeof(pid), "%u", p->pid);
+    /* the shell's kill: procps' /bin/kill takes no "--" before a negative (group) id */
+    const char *argv[] = {"/bin/sh", "-c", "kill -s \"$1\" -- \"-$2\"", "sh", sig == SIGKILL ? "KILL" : "TERM", pid,
+                          NULL};
+    backend_exec_spec spec = {.argv = argv, .user = SANDBOX_USER, .max_output = 4096, .timeout_ms = 30000};
+    kill_op *k = xcalloc(1, sizeof(*k));
+    k->op = op;
+    rb_err e = backend_exec(p->c->be, p->container, &spec, killed_cb, k, err);
+    if (e != RB_OK) {
+        free(k);
+        return e;
+    }
+    p->signalled = sig;
+    return RB_OK;
+}
+
+/* ---- the stream --------------------------------------------------------------------------- */
+
+/* The wrapper's line on stderr, complete: RB_OK (running), or the error that ends the start. */
+static rb_err take_marker(core_process *p, char *err)
+{
+    if (p->marker_len == 6 && memcmp(p->marker, "rbcwd\n", 6) == 0)
+        return rb_fail(RB_EINVAL, err, "cwd '%.200s' is not a folder the sandbox user can enter",
+                       json_string_value(json_object_get(p->info, "cwd")));
+    unsigned long pid = 0;
+    size_t i = 6;
+    if (p->marker_len < 8 || memcmp(p->marker, "rbpid ", 6) != 0)
+        return rb_fail(RB_EIO, err, "the process did not start (its shell answered something else)");
+    for (; i < p->marker_len - 1 && p->marker[i] >= '0' && p->marker[i] <= '9' && pid < 100000000; i++)
+        pid = pid * 10 + (unsigned long)(p->marker[i] - '0');
+    if (i != p->marker_len - 1 || pid == 0)
+        return rb_fail(RB_EIO, err, "the process did not start (its shell answered something else)");
+    p->pid = (unsigned)pid;
+    p->state = P_RUNNING;
+    return RB_OK;
+}
+
+static void on_data(void *data, int stream, const char *buf, size_t len)
+{
+    core_process *p = data;
+    char msg[RB_ERR_LEN];
+    if (p->state == P_STARTING) {
+        if (stream != 2) {
+            if (rb_buf_append(&p->early, buf, len) != RB_OK)
+                finish(p, RB_EIO, "the process did not start (its shell wrote no process id)", NULL);
+            return;
+        }
+        const char *nl = memchr(buf, '\n', len);
+        size_t take = nl != NULL ? (size_t)(nl - buf) + 1 : len;
+        if (p->marker_len + take > sizeof(p->marker)) {
+            take = sizeof(p->marker) - p->marker_len;
+            nl = NULL;
+            memcpy(p->marker + p->marker_len, buf, take);
+            p->marker_len = sizeof(p->marker);
+        } else {
+            memcpy(p->marker + p->marker_len, buf, take);
+            p->marker_len += take;
+        }
+        if (nl == NULL && p->marker_len < sizeof(p->marker))
+            return;
+        rb_err e = nl != NULL ? take_marker(p, msg)
+                              : rb_fail(RB_EIO, msg, "the process did not start (its shell answered too much)");
+        if (e != RB_OK) {
+            /* a bad folder exits by itself; anything else may run on unobserved: the session's end removes it */
+            finish(p, e, msg, NULL);
+            return;
+        }
+        if (p->detached) {
+            send_signal(p, SIGKILL, NULL, msg);
+        } else {
+            p->cbs.on_start(p->data, p->pid);
+            if (p->early.len > 0 && !p->detached && p->st != NULL)
+                p->cbs.on_output(p->data, 1, p->early.data, p->early.len);
+        }
+        rb_buf_dispose(&p->early);
+        buf += take;
+        len -= take;
+        if (len == 0 || p->st == NULL)
+            return;
+    }
+    if (!p->detached)
+        p->cbs.on_output(p->data, stream, buf, len);
+}
+
+static void on_exit_cb(void *data, rb_err err, const char *errmsg, int exit_code)
+{
+    core_process *p = data;
+    char status[64];
+    p->st = NULL; /* the backend has let go of it */
+    if (err != RB_OK) {
+        finish(p, err, errmsg, NULL);
+        return;
+    }
+    if (p->state == P_STARTING) {
+        char msg[RB_ERR_LEN];
+        snprintf(msg, sizeof(msg), "the process did not start (exit code %d before it ran)", exit_code);
+        finish(p, RB_EIO, msg, NULL);
+        return;
+    }
+    core_process_end end = {exit_code, 1, 0, status};
+    /* Docker reports a command a signal ended as 128 + the signal; only a signal sent here is
+     * taken for one, since an exit status of 137 is an ordinary one too. */
+    if (p->signalled != 0 && exit_code == 128 + p->signalled) {
+        end = (core_process_end){-1, 0, p->signalled, status};
+        snprintf(status, sizeof(status), "signal: %s", p->signalled == SIGKILL ? "killed" : "terminated");
+    } else {
+        snprintf(status, sizeof(status), "exit status %d", exit_code);
+    }
+    finish(p, RB_OK, NULL, &end);
+}
+
+/* ---- the calls ---------------------------------------------------------------------------- */
+
+static session *live_session(rb_core *c, const core_caller *who, const char *session_id, char *err)
+{
+    session *s = core__session_of(c, who, session_id);
+    if (s == NULL)
+        rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'", session_id);
+    return s;
+}
+
+/* The argv and environment changes of spec, checked; NULL with err on a bad spec. The strings
+ * are borrowed from spec; the arrays are heap (free() them). */
+static rb_err build(const core_process_spec *spec, const char *cwd, const char ***argv_out, const char ***env_out,
+                    char *err)
+{
+    size_t nargs = 0, bytes = strlen(cwd), nenv = json_object_size(spec->envs);
+    if (spec->cmd == NULL || spec->cmd[0] == '\0')
+        return rb_fail(RB_EINVAL, err, "cmd is empty: name the program to run, e.g. /bin/bash");
+    if (spec->envs != NULL && !json_is_object(spec->envs))
+        return rb_fail(RB_EINVAL, err, "envs must be an object of name -> value");
+    while (spec->args != NULL && spec->args[nargs] != NULL)
+        bytes += strlen(spec->args[nargs++]);
+    if (nargs + nenv > CORE_PROCESS_ARGS_MAX)
+        return rb_fail(RB_EINVAL, err, "more than %d arguments and environment variables", CORE_PROCESS_ARGS_MAX);
+    const char *k;
+    json_t *v;
+    json_object_foreach(spec->envs, k, v)
+    {
+        if (k[0] == '\0' || strchr(k, '=') != NULL || !json_is_string(v))
+            return rb_fail(RB_EINVAL, err, "environment variable '%.100s' needs a name without '=' and a string value",
+                           k);
+        bytes += strlen(k) + json_string_length(v) + 1;
+    }
+    if (bytes + strlen(spec->cmd) > CORE_PROCESS_BYTES_MAX)
+        return rb_fail(RB_EINVAL, err, "the command line and environment exceed %u bytes", CORE_PROCESS_BYTES_MAX);
+    const char **argv = xcalloc(nargs + 7, sizeof(*argv));
+    size_t n = 0;
+    argv[n++] = "/bin/sh";
+    argv[n++] = "-c";
+    argv[n++] = WRAPPER;
+    argv[n++] = "sh";
+    argv[n++] = cwd;
+    argv[n++] = spec->cmd;
+    for (size_t i = 0; i < nargs; i++)
+        argv[n++] = spec->args[i];
+    argv[n] = NULL;
+    const char **env = NULL;
+    if (nenv > 0) {
+        env = xcalloc(nenv + 1, sizeof(*env));
+        n = 0;
+        json_object_foreach(spec->envs, k, v)
+            env[n++] = xasprintf("%s=%s", k, json_string_value(v));
+        env[n] = NULL;
+    }
+    *argv_out = argv;
+    *env_out = env;
+    return RB_OK;
+}
+
+static json_t *describe(const core_process_spec *spec, const char *cwd)
+{
+    json_t *args = json_array();
+    for (size_t i = 0; spec->args != NULL && spec->args[i] != NULL; i++)
+        json_array_append_new(args, json_string(spec->args[i]));
+    json_t *info = json_pack("{s:s, s:o, s:o, s:s}", "cmd", spec->cmd, "args", args, "envs",
+                             spec->envs != NULL ? json_deep_copy(spec->envs) : json_object(), "cwd", cwd);
+    if (spec->tag != NULL)
+        json_object_set_new(info, "tag", json_string(spec->tag));
+    return info;
+}
+
+rb_err core_process_start(rb_core *c, const core_caller *who, const char *session_id, const core_process_spec *spec,
+                          const core_process_cbs *cbs, void *data, core_process **out, char *err)
+{
+    session *s = live_session(c, who, session_id, err);
+    if (s == NULL)
+        return RB_ENOTFOUND;
+    if (s->sb == NULL || !sandbox_ready(s->sb) || s->container_id == NULL)
+        return rb_fail(RB_ECONFLICT, err, "session %s is %s: its sandbox does not run commands now", s->id, s->status);
+    if (s->nprocs >= CORE_PROCESS_MAX)
+        return rb_fail(RB_EBUSY, err, "session %s runs %d processes already, the most it may; wait for one to end",
+                       s->id, CORE_PROCESS_MAX);
+    const char *cwd = spec->cwd != NULL && spec->cwd[0] != '\0' ? spec->cwd : "/workspace";
+    if (cwd[0] != '/')
+        return rb_fail(RB_EINVAL, err, "cwd '%.200s' must be an absolute path", cwd);
+    const char **argv = NULL, **env = NULL;
+    rb_err e = build(spec, cwd, &argv, &env, err);
+    if (e != RB_OK)
+        return e;
+    core_process *p = xcalloc(1, sizeof(*p));
+    p->c = c;
+    p->cbs = *cbs;
+    p->data = data;
+    p->info = describe(spec, cwd);
+    rb_buf_init(&p->early, EARLY_MAX);
+    snprintf(p->container, sizeof(p->container), "%s", s->container_id);
+    backend_exec_spec xs = {.argv = argv, .user = SANDBOX_USER, .env = env, .input = spec->stdin_open != 0};
+    backend_stream_cbs bcbs = {on_data, on_exit_cb};
+    e = backend_exec_stream(c->be, p->container, &xs, &bcbs, p, &p->st, err);
+    free(argv);
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+        free((char *)env[i]);
+    free(env);
+    if (e != RB_OK) {
+        process_free(p);
+        return e;
+    }
+    p->s = s;
+    p->next = s->procs;
+    s->procs = p;
+    s->nprocs++;
+    s->last_used_at = rb_now_ms();
+    *out = p;
+    return RB_OK;
+}
+
+void core_process_pause(core_process *p, int paused)
+{
+    if (p->st != NULL)
+        backend_stream_pause(p->c->be, p->st, paused);
+}
+
+void core_process_detach(core_process *p)
+{
+    char err[RB_ERR_LEN];
+    p->detached = 1;
+    if (p->st == NULL)
+        return;
+    backend_stream_pause(p->c->be, p->st, 0); /* let it run into the kill; its output is dropped */
+    if (p->state == P_RUNNING && send_signal(p, SIGKILL, NULL, err) != RB_OK)
+        rb_warn("session %s: could not kill process %u: %s", p->s ? p->s->id : "?", p->pid, err);
+}
+
+/* The running process pid of who's session_id, or NULL with err. */
+static core_process *running(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, char *err)
+{
+    session *s = live_session(c, who, session_id, err);
+    core_process *p = s != NULL ? s->procs : NULL;
+    while (p != NULL && !(p->state == P_RUNNING && p->pid == pid))
+        p = p->next;
+    if (s != NULL && p == NULL)
+        rb_fail(RB_ENOTFOUND, err, "no running process %u in session %s", pid, s->id);
+    return p;
+}
+
+rb_err core_process_input(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, const char *buf,
+                          size_t len, char *err)
+{
+    core_process *p = running(c, who, session_id, pid, err);
+    if (p == NULL)
+        return RB_ENOTFOUND;
+    if (p->st == NULL)
+        return rb_fail(RB_ECONFLICT, err, "process %u is ending", pid);
+    return backend_stream_write(c->be, p->st, buf, len, err);
+}
+
+rb_err core_process_close_input(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, char *err)
+{
+    core_process *p = running(c, who, session_id, pid, err);
+    if (p == NULL)
+        return RB_ENOTFOUND;
+    if (p->st == NULL)
+        return rb_fail(RB_ECONFLICT, err, "process %u is ending", pid);
+    return backend_stream_close_input(c->be, p->st, err);
+}
+
+rb_err core_process_signal(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, int sig,
+                           core_cb cb, void *data, core_op **handle, char *err)
+{
+    if (live_session(c, who, session_id, err) == NULL)
+        return RB_ENOTFOUND;
+    if (sig != SIGKILL && sig != SIGTERM)
+        return rb_fail(RB_EINVAL, err, "signal %d cannot be sent: only SIGKILL and SIGTERM", sig);
+    core_process *p = running(c, who, session_id, pid, err);
+    if (p == NULL)
+        return RB_ENOTFOUND;
+    core_op *op = xcalloc(1, sizeof(*op));
+    op->cb = cb;
+    op->data = data;
+    rb_err e = send_signal(p, sig, op, err);
+    if (e != RB_OK) {
+        free(op);
+        return e;
+    }
+    if (handle != NULL)
+        *handle = op;
+    return RB_OK;
+}
+
+rb_err core_process_list(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err)
+{
+    session *s = live_session(c, who, session_id, err);
+    if (s == NULL)
+        return RB_ENOTFOUND;
+    json_t *list = json_array();
+    for (core_process *p = s->procs; p != NULL; p = p->next) {
+        if (p->state != P_RUNNING)
+            continue;
+        json_t *item = json_deep_copy(p->info);
+        json_object_set_new(item, "pid", json_integer(p->pid));
+        json_array_append_new(list, item);
+    }
+    *out = list;
+    return RB_OK;
+}
+
+void process_session_end(session *s, const char *reason)
+{
+    while (s->procs != NULL)
+        finish(s->procs, RB_ECANCELED, reason, NULL);
+}

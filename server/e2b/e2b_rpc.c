@@ -1,0 +1,579 @@
+/*
+ * e2b_rpc.c: envd's Connect RPC (E2B's port 49983) on a runbox session: the process service,
+ * which E2B's `sandbox.commands` drives, over core/process.h. process.Process/Start is a
+ * server stream (Connect envelopes, JSON codec: server/e2b/connect.h): a start event with the
+ * process's id once it runs, data events with its stdout and stderr (base64) as they come,
+ * keepalives, then its end event and the end-of-stream envelope. SendSignal (SIGKILL, SIGTERM),
+ * List, SendInput and CloseStdin (for a command started with stdin) are unary calls (plain JSON). Errors take Connect's shape, {"code", "message"} with
+ * the status Connect gives the code, before a stream has started, and the end-of-stream
+ * envelope's error after.
+ *
+ * The stream owns its process: when its client goes away (a failed write, the stream's
+ * deadline from Connect-Timeout-Ms, runboxd stopping) the process is killed. A client that
+ * reads slowly pauses the process's output (back-pressure) instead of buffering it here.
+ * The filesystem service's Stat, ListDir, MakeDir and Remove are e2b_fs.c's. What envd offers
+ * and runbox does not (PTY, reconnecting to a process, streamed input, Move, watchers) answers
+ * `unimplemented` with a message that names it. Commands run as the sandbox
+ * user; a cwd under /home/user runs in the same folder of the session's workspace.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/codec.h"
+#include "core/process.h"
+#include "server/e2b/connect.h"
+#include "server/e2b/e2b_fs.h"
+#include "server/e2b/e2b_internal.h"
+
+#define RPC_REQUEST_MAX (1024u * 1024)
+/* Bytes waiting for the client beyond which the process's output is paused, and the hard cap. */
+#define RPC_PAUSE_AT (1024u * 1024)
+#define RPC_PENDING_MAX (16u * 1024 * 1024)
+/* Keepalive events: at the client's Keepalive-Ping-Interval, at most this often apart (they are
+ * also how a vanished HTTP/1.1 client is noticed). */
+#define RPC_KEEPALIVE_MAX_MS 15000
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+static void send_error(h2o_req_t *req, const char *code, const char *message)
+{
+    json_t *doc = json_pack("{s:s, s:s?}", "code", code, "message", message);
+    if (doc == NULL)
+        doc = json_pack("{s:s}", "code", code);
+    http_send_json(req, connect_http_status(code), doc);
+    json_decref(doc);
+}
+
+static void send_fail(h2o_req_t *req, rb_err e, const char *message)
+{
+    send_error(req, connect_code_of(e), message);
+}
+
+/* A header's value as a string in req->pool, or NULL. */
+static const char *header(h2o_req_t *req, const char *name)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
+    if (i < 0)
+        return NULL;
+    h2o_iovec_t v = req->headers.entries[i].value;
+    return http_pool_strdup(req, v.base, v.len);
+}
+
+/* Whether the request names a user other than the sandbox user (Authorization: Basic user:):
+ * runbox runs commands as the sandbox user only; "user" (E2B's default) is that user. */
+static int other_user(h2o_req_t *req, char *name, size_t cap)
+{
+    const char *auth = header(req, "authorization");
+    if (auth == NULL || strncasecmp(auth, "Basic ", 6) != 0)
+        return 0;
+    char *dec = NULL, err[RB_ERR_LEN];
+    size_t n = 0;
+    if (codec_base64_decode(auth + 6, strlen(auth + 6), &dec, &n, err) != RB_OK) {
+        snprintf(name, cap, "(undecodable)");
+        return 1;
+    }
+    char *colon = memchr(dec, ':', n);
+    size_t ulen = colon != NULL ? (size_t)(colon - dec) : n;
+    int other = !(ulen == 0 || (ulen == 4 && memcmp(dec, "user", 4) == 0));
+    snprintf(name, cap, "%.*s", (int)(ulen < 64 ? ulen : 64), dec);
+    free(dec);
+    return other;
+}
+
+/* The folder a command runs in: E2B's home (/home/user) is the session's workspace; a relative
+ * cwd is relative to it; other absolute folders are the sandbox's own. In req->pool. */
+static const char *command_cwd(h2o_req_t *req, const e2b_sandbox *sbx, const char *cwd)
+{
+    static const char home[] = E2B_HOME;
+    size_t nh = sizeof(home) - 1;
+    if (cwd == NULL || cwd[0] == '\0')
+        return sbx->workdir;
+    if (cwd[0] == '/' && (strncmp(cwd, home, nh) != 0 || (cwd[nh] != '\0' && cwd[nh] != '/')))
+        return cwd;
+    const char *rest = cwd[0] == '/' ? cwd + nh : cwd;
+    char *out = h2o_mem_alloc_pool(&req->pool, strlen(sbx->workdir) + strlen(rest) + 2);
+    sprintf(out, "%s%s%s", sbx->workdir, rest[0] == '/' || rest[0] == '\0' ? "" : "/", rest);
+    return out;
+}
+
+/* ---- process.Process/Start: the stream ------------------------------------------------------- */
+
+typedef struct rpc_stream {
+    h2o_generator_t gen; /* first: h2o passes it back to proceed/stop */
+    h2o_req_t *req;
+    http_stream_link link;
+    core_process *proc;  /* until it ends or is detached */
+    rb_buf pending, sending;
+    uv_timer_t *keepalive, *deadline;
+    uint64_t keepalive_ms;
+    int started;  /* the response has begun (after the start event) */
+    int inflight; /* an h2o_send awaits proceed */
+    int ending;   /* finish once pending is written */
+    int finished; /* the final h2o_send was made */
+    int gone;     /* stop or dispose ran: h2o must not be called again */
+    int paused;   /* the process's output is paused for the client to catch up */
+} rpc_stream;
+
+static void close_timer(uv_timer_t **t)
+{
+    if (*t != NULL) {
+        uv_timer_stop(*t);
+        uv_close((uv_handle_t *)*t, (uv_close_cb)free);
+        *t = NULL;
+    }
+}
+
+/* The process is no longer the stream's: killed if it still runs (core_process_detach). */
+static void drop_process(rpc_stream *s)
+{
+    if (s->proc != NULL) {
+        core_process_detach(s->proc);
+        s->proc = NULL;
+    }
+}
+
+static void detach(rpc_stream *s)
+{
+    server_untrack_stream(&s->link);
+    close_timer(&s->keepalive);
+    close_timer(&s->deadline);
+}
+
+static void flush(rpc_stream *s)
+{
+    if (s->gone || s->finished || s->inflight || !s->started)
+        return;
+    if (s->paused && s->pending.len < RPC_PAUSE_AT / 2 && s->proc != NULL) {
+        s->paused = 0;
+        core_process_pause(s->proc, 0);
+    }
+    if (s->pending.len == 0 && !s->ending)
+        return;
+    rb_buf tmp = s->sending;
+    s->sending = s->pending;
+    s->pending = tmp;
+    rb_buf_reset(&s->pending);
+    h2o_iovec_t buf = h2o_iovec_init(s->sending.data, s->sending.len);
+    h2o_send_state_t state = H2O_SEND_STATE_IN_PROGRESS;
+    if (s->ending) {
+        state = H2O_SEND_STATE_FINAL;
+        s->finished = 1;
+        detach(s);
+    }
+    s->inflight = 1;
+    h2o_send(s->req, &buf, buf.len ? 1 : 0, state);
+}
+
+/* Queues one envelope; a client that let RPC_PENDING_MAX pile up is cut off. */
+static void queue(rpc_stream *s, unsigned flags, json_t *msg)
+{
+    if (s->gone || s->finished || s->ending)
+        return;
+    if (connect_envelope(&s->pending, flags, msg) != RB_OK) {
+        rb_warn("e2b: a command's client reads too slowly (%zu bytes waiting); ending its stream", s->pending.len);
+        rb_buf_reset(&s->pending);
+        connect_end_stream(&s->pending, "resource_exhausted", "the client read the command's output too slowly");
+        s->ending = 1;
+        drop_process(s);
+    } else if (!s->paused && s->pending.len >= RPC_PAUSE_AT && s->proc != NULL) {
+        s->paused = 1;
+        core_process_pause(s->proc, 1);
+    }
+    flush(s);
+}
+
+static void queue_event(rpc_stream *s, json_t *event)
+{
+    json_t *msg = json_pack("{s:o}", "event", event);
+    queue(s, 0, msg);
+    json_decref(msg);
+}
+
+/* Ends the stream: with the end-of-stream envelope (error code NULL: success) once it has
+ * started, else with a plain Connect error answer. */
+static void end_stream(rpc_stream *s, const char *code, const char *message)
+{
+    if (s->gone || s->finished || s->ending)
+        return;
+    if (!s->started) {
+        detach(s);
+        s->finished = 1;
+        send_error(s->req, code != NULL ? code : "internal", message);
+        return;
+    }
+    if (connect_end_stream(&s->pending, code, message) != RB_OK) {
+        rb_buf_reset(&s->pending);
+        connect_end_stream(&s->pending, code, message);
+    }
+    s->ending = 1;
+    flush(s);
+}
+
+static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    rpc_stream *s = (rpc_stream *)gen;
+    (void)req;
+    s->inflight = 0;
+    rb_buf_reset(&s->sending);
+    flush(s);
+}
+
+static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
+{
+    rpc_stream *s = (rpc_stream *)gen;
+    (void)req;
+    s->gone = 1;
+    detach(s);
+    drop_process(s);
+}
+
+static void on_dispose(void *p)
+{
+    rpc_stream *s = p;
+    s->gone = 1;
+    detach(s);
+    drop_process(s);
+    rb_buf_dispose(&s->pending);
+    rb_buf_dispose(&s->sending);
+}
+
+static void on_server_stop(http_stream_link *l)
+{
+    rpc_stream *s = H2O_STRUCT_FROM_MEMBER(rpc_stream, link, l);
+    drop_process(s);
+    end_stream(s, "unavailable", "runboxd is shutting down; the command was stopped");
+}
+
+static void on_keepalive(uv_timer_t *t)
+{
+    rpc_stream *s = t->data;
+    if (s->started)
+        queue_event(s, json_pack("{s:{}}", "keepalive"));
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+    rpc_stream *s = t->data;
+    drop_process(s);
+    end_stream(s, "deadline_exceeded", "the command ran past the call's timeout and was killed");
+}
+
+static void proc_start(void *data, unsigned pid)
+{
+    rpc_stream *s = data;
+    s->started = 1;
+    s->req->res.status = 200;
+    s->req->res.reason = "OK";
+    h2o_add_header(&s->req->pool, &s->req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
+                   H2O_STRLIT("application/connect+json"));
+    h2o_start_response(s->req, &s->gen);
+    uv_timer_start(s->keepalive, on_keepalive, s->keepalive_ms, s->keepalive_ms);
+    queue_event(s, json_pack("{s:{s:I}}", "start", "pid", (json_int_t)pid));
+}
+
+static void proc_output(void *data, int stream, const char *buf, size_t len)
+{
+    rpc_stream *s = data;
+    char *b64 = codec_base64_encode(buf, len);
+    queue_event(s, json_pack("{s:{s:s}}", "data", stream == 2 ? "stderr" : "stdout", b64));
+    free(b64);
+}
+
+static void proc_end(void *data, rb_err err, const char *msg, const core_process_end *end)
+{
+    rpc_stream *s = data;
+    s->proc = NULL; /* it is gone */
+    if (err != RB_OK) {
+        end_stream(s, connect_code_of(err), msg);
+        return;
+    }
+    queue_event(s, json_pack("{s:{s:i, s:b, s:s}}", "end", "exitCode", end->exit_code, "exited", end->exited,
+                             "status", end->status));
+    end_stream(s, NULL, NULL);
+}
+
+static const core_process_cbs stream_cbs = {proc_start, proc_output, proc_end};
+
+/* A JSON array of strings as a NULL-terminated list in req->pool; NULL (with err) otherwise. */
+static const char **string_list(h2o_req_t *req, json_t *a, char *err)
+{
+    if (a != NULL && !json_is_array(a)) {
+        rb_fail(RB_EINVAL, err, "process.args must be a list of strings");
+        return NULL;
+    }
+    const char **list = h2o_mem_alloc_pool(&req->pool, (json_array_size(a) + 1) * sizeof(*list));
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+    {
+        if (!json_is_string(v)) {
+            rb_fail(RB_EINVAL, err, "process.args[%zu] must be a string", i);
+            return NULL;
+        }
+        list[i] = json_string_value(v);
+    }
+    list[json_array_size(a)] = NULL;
+    return list;
+}
+
+static int rpc_start(h2o_req_t *req, const e2b_sandbox *sbx)
+{
+    char err[RB_ERR_LEN], user[80];
+    const char *ctype = header(req, "content-type");
+    if (ctype == NULL || strncasecmp(ctype, "application/connect+json", 24) != 0) {
+        send_error(req, "unimplemented",
+                   "process.Process/Start takes the Connect streaming protocol with the JSON codec "
+                   "(Content-Type: application/connect+json)");
+        return 0;
+    }
+    json_t *body = NULL;
+    rb_err e = connect_parse_request(req->entity.base, req->entity.len, RPC_REQUEST_MAX, &body, err);
+    if (e != RB_OK) {
+        send_fail(req, e, err);
+        return 0;
+    }
+    json_t *proc = json_object_get(body, "process");
+    json_t *stdin_v = json_object_get(body, "stdin");
+    const char *cmd = json_string_value(json_object_get(proc, "cmd"));
+    const char **args = NULL;
+    json_t *tag = json_object_get(body, "tag");
+    if (!json_is_object(proc) || cmd == NULL) {
+        send_error(req, "invalid_argument", "process.cmd is required: the program to run, e.g. /bin/bash");
+    } else if (json_object_get(body, "pty") != NULL && !json_is_null(json_object_get(body, "pty"))) {
+        send_error(req, "unimplemented", "runbox runs commands without a terminal: PTY is not supported");
+    } else if (other_user(req, user, sizeof(user))) {
+        snprintf(err, sizeof(err), "runbox runs commands as the sandbox user only, not as '%s'", user);
+        send_error(req, "permission_denied", err);
+    } else if ((args = string_list(req, json_object_get(proc, "args"), err)) == NULL) {
+        send_error(req, "invalid_argument", err);
+    } else if (!server_stream_room(sbx->server, err)) {
+        send_error(req, "resource_exhausted", err);
+    } else {
+        rpc_stream *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), on_dispose);
+        memset(s, 0, sizeof(*s));
+        s->gen.proceed = on_proceed;
+        s->gen.stop = on_stop;
+        s->req = req;
+        rb_buf_init(&s->pending, RPC_PENDING_MAX);
+        rb_buf_init(&s->sending, RPC_PENDING_MAX);
+        const char *cwd = command_cwd(req, sbx, json_string_value(json_object_get(proc, "cwd")));
+        core_process_spec spec = {cmd, args, json_object_get(proc, "envs"), cwd, json_string_value(tag),
+                                  json_is_true(stdin_v)};
+        if (json_is_null(spec.envs))
+            spec.envs = NULL;
+        e = core_process_start(sbx->core, sbx->who, sbx->session_id, &spec, &stream_cbs, s, &s->proc, err);
+        if (e != RB_OK) {
+            s->finished = 1;
+            send_fail(req, e, err);
+        } else {
+            s->link.shutdown = on_server_stop;
+            server_track_stream(sbx->server, &s->link);
+            const char *ka = header(req, "keepalive-ping-interval");
+            long ka_s = ka != NULL ? strtol(ka, NULL, 10) : 0;
+            s->keepalive_ms = ka_s > 0 && ka_s * 1000 < RPC_KEEPALIVE_MAX_MS ? (uint64_t)ka_s * 1000
+                                                                               : RPC_KEEPALIVE_MAX_MS;
+            s->keepalive = xmalloc(sizeof(*s->keepalive));
+            uv_timer_init(req->conn->ctx->loop, s->keepalive);
+            s->keepalive->data = s;
+            const char *to = header(req, "connect-timeout-ms");
+            long long to_ms = to != NULL ? strtoll(to, NULL, 10) : 0;
+            if (to_ms > 0) {
+                s->deadline = xmalloc(sizeof(*s->deadline));
+                uv_timer_init(req->conn->ctx->loop, s->deadline);
+                s->deadline->data = s;
+                uv_timer_start(s->deadline, on_deadline, (uint64_t)to_ms, 0);
+            }
+        }
+    }
+    json_decref(body);
+    return 0;
+}
+
+/* ---- unary calls ----------------------------------------------------------------------------- */
+
+/* A unary call's body (plain JSON, Content-Type application/json) or NULL after answering. */
+static json_t *unary_body(h2o_req_t *req)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = NULL;
+    rb_err e = http_read_json(req, RPC_REQUEST_MAX, 1, &body, err);
+    if (e != RB_OK) {
+        send_fail(req, e, err);
+        return NULL;
+    }
+    return body != NULL ? body : json_object();
+}
+
+typedef struct signal_call {
+    h2o_req_t *req; /* NULL once the request is gone */
+    core_op *op;
+} signal_call;
+
+static void signal_disposed(void *p)
+{
+    signal_call *sc = p;
+    if (sc->req != NULL && sc->op != NULL)
+        core_cancel(sc->op);
+    sc->req = NULL;
+}
+
+static void signalled_cb(void *data, rb_err err, const char *msg, json_t *body)
+{
+    signal_call *sc = data;
+    sc->op = NULL;
+    if (err != RB_OK)
+        send_fail(sc->req, err, msg);
+    else
+        http_send_json(sc->req, 200, body);
+    json_decref(body);
+}
+
+/* SendSignal {"process": {"pid"}, "signal": "SIGNAL_SIGKILL" | 9 | ...}. */
+static int rpc_send_signal(h2o_req_t *req, const e2b_sandbox *sbx)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = unary_body(req);
+    if (body == NULL)
+        return 0;
+    json_t *pid = json_object_get(json_object_get(body, "process"), "pid");
+    json_t *sig = json_object_get(body, "signal");
+    const char *name = json_string_value(sig);
+    int signo = name != NULL ? (strcmp(name, "SIGNAL_SIGKILL") == 0 ? SIGKILL
+                                : strcmp(name, "SIGNAL_SIGTERM") == 0 ? SIGTERM
+                                                                       : 0)
+                             : (int)json_integer_value(sig);
+    if (!json_is_integer(pid) || json_integer_value(pid) <= 0 || json_integer_value(pid) > 0xffffffffLL) {
+        send_error(req, "invalid_argument", "process.pid is required: the pid of a command this sandbox runs");
+    } else if (signo != SIGKILL && signo != SIGTERM) {
+        send_error(req, "invalid_argument", "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+    } else {
+        signal_call *sc = h2o_mem_alloc_shared(&req->pool, sizeof(*sc), signal_disposed);
+        sc->req = req;
+        sc->op = NULL;
+        rb_err e = core_process_signal(sbx->core, sbx->who, sbx->session_id, (unsigned)json_integer_value(pid), signo,
+                                       signalled_cb, sc, &sc->op, err);
+        if (e != RB_OK) {
+            sc->op = NULL;
+            send_fail(req, e, err);
+        }
+    }
+    json_decref(body);
+    return 0;
+}
+
+/* The pid a unary call names ({"process": {"pid"}}), or 0 after answering. */
+static unsigned selected_pid(h2o_req_t *req, json_t *body)
+{
+    json_t *pid = json_object_get(json_object_get(body, "process"), "pid");
+    if (!json_is_integer(pid) || json_integer_value(pid) <= 0 || json_integer_value(pid) > 0xffffffffLL) {
+        send_error(req, "invalid_argument", "process.pid is required: the pid of a command this sandbox runs");
+        return 0;
+    }
+    return (unsigned)json_integer_value(pid);
+}
+
+/* SendInput {"process": {"pid"}, "input": {"stdin": base64}} and CloseStdin {"process": {"pid"}}. */
+static int rpc_input(h2o_req_t *req, const e2b_sandbox *sbx, int close)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = unary_body(req);
+    if (body == NULL)
+        return 0;
+    unsigned pid = selected_pid(req, body);
+    json_t *input = json_object_get(body, "input");
+    const char *b64 = json_string_value(json_object_get(input, "stdin"));
+    char *bytes = NULL;
+    size_t len = 0;
+    rb_err e = RB_OK;
+    if (pid == 0) {
+        /* answered */
+    } else if (close) {
+        e = core_process_close_input(sbx->core, sbx->who, sbx->session_id, pid, err);
+    } else if (json_object_get(input, "pty") != NULL) {
+        send_error(req, "unimplemented", "runbox runs commands without a terminal: PTY input is not supported");
+        pid = 0;
+    } else if (b64 == NULL) {
+        send_error(req, "invalid_argument", "input.stdin is required: the bytes for the command's input (base64)");
+        pid = 0;
+    } else if (codec_base64_decode(b64, strlen(b64), &bytes, &len, err) != RB_OK) {
+        send_error(req, "invalid_argument", err);
+        pid = 0;
+    } else {
+        e = core_process_input(sbx->core, sbx->who, sbx->session_id, pid, bytes, len, err);
+    }
+    if (pid != 0 && e != RB_OK)
+        send_fail(req, e, err);
+    else if (pid != 0) {
+        json_t *empty = json_object();
+        http_send_json(req, 200, empty);
+        json_decref(empty);
+    }
+    free(bytes);
+    json_decref(body);
+    return 0;
+}
+
+/* List {} -> {"processes": [{"config": {cmd, args, envs, cwd}, "pid", "tag"?}]}. */
+static int rpc_list(h2o_req_t *req, const e2b_sandbox *sbx)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = unary_body(req), *list = NULL;
+    if (body == NULL)
+        return 0;
+    json_decref(body);
+    rb_err e = core_process_list(sbx->core, sbx->who, sbx->session_id, &list, err);
+    if (e != RB_OK) {
+        send_fail(req, e, err);
+        return 0;
+    }
+    json_t *procs = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach(list, i, p)
+    {
+        json_t *info = json_pack("{s:{s:O, s:O, s:O, s:O}, s:O}", "config", "cmd", json_object_get(p, "cmd"), "args",
+                                 json_object_get(p, "args"), "envs", json_object_get(p, "envs"), "cwd",
+                                 json_object_get(p, "cwd"), "pid", json_object_get(p, "pid"));
+        if (json_object_get(p, "tag") != NULL)
+            json_object_set(info, "tag", json_object_get(p, "tag"));
+        json_array_append_new(procs, info);
+    }
+    json_decref(list);
+    json_t *answer = json_pack("{s:o}", "processes", procs);
+    http_send_json(req, 200, answer);
+    json_decref(answer);
+    return 0;
+}
+
+int e2b_rpc_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *method)
+{
+    char msg[RB_ERR_LEN];
+    if (strcmp(method, "process.Process/Start") == 0)
+        return rpc_start(req, sbx);
+    if (strcmp(method, "process.Process/SendSignal") == 0)
+        return rpc_send_signal(req, sbx);
+    if (strcmp(method, "process.Process/List") == 0)
+        return rpc_list(req, sbx);
+    if (strcmp(method, "process.Process/SendInput") == 0)
+        return rpc_input(req, sbx, 0);
+    if (strcmp(method, "process.Process/CloseStdin") == 0)
+        return rpc_input(req, sbx, 1);
+    if (strncmp(method, "filesystem.Filesystem/", 22) == 0 && e2b_fs_handle(req, sbx, method + 22) == 0)
+        return 0;
+    if (strncmp(method, "process.Process/", 16) == 0)
+        snprintf(msg, sizeof(msg),
+                 "%.100s is not supported by runbox: commands run without a terminal, and a command's output "
+                 "is read only by the call that started it",
+                 method);
+    else if (strncmp(method, "filesystem.Filesystem/", 22) == 0)
+        snprintf(msg, sizeof(msg),
+                 "%.100s is not supported by runbox: run a command (commands.run) to move files or watch "
+                 "a folder",
+                 method);
+    else
+        snprintf(msg, sizeof(msg), "no Connect method %.100s in this sandbox", method);
+    send_error(req, "unimplemented", msg);
+    return 0;
+}
