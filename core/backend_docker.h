@@ -1,7 +1,8 @@
 /*
  * backend_docker: the sandbox backend (core/backend.h) on one Docker Engine, over the client in
- * docker/. Its .c file is the only one in core/ that includes that client's header; this one
- * does not, so that core.c can make the default backend without seeing the Engine API.
+ * docker/. Its .c files (backend_docker.c, backend_docker_exec.c) are the only ones in core/ that
+ * include that client's header; this one does not, so that core.c can make the default backend
+ * without seeing the Engine API.
  */
 #ifndef RB_CORE_BACKEND_DOCKER_H
 #define RB_CORE_BACKEND_DOCKER_H

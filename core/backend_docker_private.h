@@ -1,0 +1,38 @@
+/*
+ * backend_docker_private.h: what the two files of the Docker backend share (backend_docker.c:
+ * containers, attach, files, one-shot runs; backend_docker_exec.c: commands). Included by those
+ * two only; like them, it sees the Engine API client in docker/.
+ */
+#ifndef RB_CORE_BACKEND_DOCKER_PRIVATE_H
+#define RB_CORE_BACKEND_DOCKER_PRIVATE_H
+
+#include <jansson.h>
+
+#include "base/mem.h"
+#include "core/backend.h"
+
+struct docker;
+
+/** A JSON array of the NULL-terminated string list (an empty array for NULL). New reference. */
+json_t *backend_docker__string_list(const char *const *list);
+/** Sets obj[key] to the string list when list is not NULL. */
+void backend_docker__set_list(json_t *obj, const char *key, const char *const *list);
+/** Reports a finished command or run to cb: on success its exit code and out[1], out[2] (stdout,
+ * stderr); else err and errmsg. Then disposes of the buffers out[0..3). */
+void backend_docker__report_output(backend_exec_cb cb, void *data, rb_err err, const char *errmsg, int exit_code,
+                                   rb_buf *out);
+/** Ends the waits for exit codes that belong to d (between two inspects), without callbacks:
+ * the backend is being freed. */
+void backend_docker__exit_wait_drop(struct docker *d);
+
+/* The exec members of the backend's ops table (core/backend.h has their contracts). */
+rb_err backend_docker__exec(void *self, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
+                            char *err);
+rb_err backend_docker__exec_stream(void *self, const char *id, const backend_exec_spec *spec,
+                                   const backend_stream_cbs *cbs, void *data, backend_stream **out, char *err);
+void backend_docker__stream_pause(void *self, backend_stream *x, int paused);
+rb_err backend_docker__stream_write(void *self, backend_stream *x, const char *buf, size_t len, char *err);
+rb_err backend_docker__stream_close_input(void *self, backend_stream *x, char *err);
+void backend_docker__stream_close(void *self, backend_stream *x);
+
+#endif
