@@ -201,7 +201,8 @@ def test_cut_attach_stream_reconnects_and_the_session_keeps_its_variables(rig, m
     res = srv.wait_done(rid, deadline=ANSWER_S)
     assert res["status"] == "error" and res["error"]["ename"] == "ConnectionLost", res
     assert "docker" in res["error"]["evalue"].lower() and "cut" in res["error"]["evalue"], res["error"]
-    assert srv.execute(sid, "x")["result"] == "42"  # waits for the reconnection
+    after = srv.execute(sid, "x")  # waits for the reconnection
+    assert after["result"] == "42", after
     assert proxy.seen(dp.ATTACH) == attaches + 1
     s = srv.session(sid)
     assert s["status"] == "ready" and s["container_id"] == cid, s
