@@ -35,6 +35,7 @@
 
 #define INSTALL_TIMEOUT_MS (15L * 60 * 1000)
 #define EXIT_CACHE_MISS 10
+#define EXIT_SATISFIED 11 /* SATISFIED_PY's and copy_sh's */
 #define EXIT_COPY_FAILED 5
 #define EXIT_PIP_FAILED 4
 #define EXIT_COLLISION 3
@@ -52,35 +53,79 @@
     "cmp -s /cache/.requirements /tmp/requirements.txt || { echo 'runbox: the cache volume holds another "           \
     "requirement set' >&2; exit 3; }\n"
 
-/* The image's own distributions as pip constraints (name==version), except those the set names
- * itself: what the set pulls in must fit what the image has (a numpy 2 pulled in beside the
- * image's numpy 1 breaks the image's matplotlib), while a package asked for by name may still
- * be upgraded on purpose. Versions pip cannot parse (distribution packaging quirks) are left
- * out rather than fail the install. */
+/* The image's own distributions as pip constraints, so that a session's packages never break
+ * the image's: what the set pulls in must be the image's version (name==version: a numpy 2
+ * pulled in beside the image's numpy would break what was built against it). A package the set
+ * names itself and the image has may still be installed in another version on purpose, but only
+ * within what the image's other packages require of it (their Requires-Dist specifiers on it
+ * become constraints: asking for pandas<2 fails with pip's conflict instead of breaking seaborn
+ * and statsmodels). Versions pip cannot parse (distribution packaging quirks) are left out
+ * rather than fail the install. */
 #define CONSTRAINTS_PY                                                                                               \
-    "import re, importlib.metadata as md\n"                                                                         \
-    "from pip._vendor.packaging.version import Version\n"                                                           \
-    "key = lambda n: re.sub(r\"[-_.]+\", \"-\", n).lower()\n"                                                          \
-    "asked = set()\n"                                                                                                \
+    "import re, importlib.metadata as md\n"                                                                           \
+    "from pip._vendor.packaging.requirements import Requirement\n"                                                    \
+    "from pip._vendor.packaging.version import Version\n"                                                             \
+    "key = lambda n: re.sub(r\"[-_.]+\", \"-\", n).lower()\n"                                                         \
+    "asked = set()\n"                                                                                                 \
     "for line in open(\"/tmp/requirements.txt\"):\n"                                                                  \
-    "    m = re.match(r\"\\s*([A-Za-z0-9][A-Za-z0-9._-]*)\", line)\n"                                                  \
-    "    if m: asked.add(key(m.group(1)))\n"                                                                         \
-    "seen = set()\n"                                                                                                 \
-    "for d in md.distributions():\n"                                                                                \
+    "    m = re.match(r\"\\s*([A-Za-z0-9][A-Za-z0-9._-]*)\", line)\n"                                                 \
+    "    if m: asked.add(key(m.group(1)))\n"                                                                          \
+    "seen = set()\n"                                                                                                  \
+    "for d in md.distributions():\n"                                                                                  \
     "    n = d.metadata[\"Name\"]\n"                                                                                  \
-    "    if not n or key(n) in asked or key(n) in seen: continue\n"                                                 \
-    "    seen.add(key(n))\n"                                                                                         \
-    "    try: Version(d.version)\n"                                                                                 \
-    "    except Exception: continue\n"                                                                              \
+    "    if not n or key(n) in seen: continue\n"                                                                      \
+    "    seen.add(key(n))\n"                                                                                          \
+    "    if key(n) in asked:\n"                                                                                       \
+    "        continue\n"                                                                                              \
+    "    for r in d.requires or ():\n"                                                                                \
+    "        try:\n"                                                                                                  \
+    "            q = Requirement(r)\n"                                                                                \
+    "            if key(q.name) in asked and str(q.specifier) and (q.marker is None or q.marker.evaluate({\"extra\": \"\"})):\n" \
+    "                print(key(q.name) + str(q.specifier))\n"                                                         \
+    "        except Exception: pass\n"                                                                                \
+    "    try: Version(d.version)\n"                                                                                   \
+    "    except Exception: continue\n"                                                                                \
     "    print(key(n) + \"==\" + d.version)\n"
 
+/* Which requirements the image already satisfies (by name and version: the image has the name,
+ * its version is in the specifier, no extras, and the session has no copy of its own in its
+ * site folder, whose names only are listed, never read): printed as a JSON list of
+ * name==version; exit 11 when that is all of them (nothing to install). */
+#define SATISFIED_PY                                                                                                 \
+    "import json, os, re, sys, importlib.metadata as md\n"                                                            \
+    "from pip._vendor.packaging.requirements import Requirement\n"                                                    \
+    "key = lambda n: re.sub(r\"[-_.]+\", \"-\", n).lower()\n"                                                         \
+    "try: mine = {key(e.split(\"-\")[0]) for e in os.listdir(\"/target/.runbox/site-packages\") if e.endswith(\".dist-info\")}\n" \
+    "except OSError: mine = set()\n"                                                                                  \
+    "image = {}\n"                                                                                                    \
+    "for d in md.distributions():\n"                                                                                  \
+    "    n = d.metadata[\"Name\"]\n"                                                                                  \
+    "    if n and key(n) not in image: image[key(n)] = d.version\n"                                                   \
+    "ok, n = [], 0\n"                                                                                                 \
+    "for line in open(\"/tmp/requirements.txt\"):\n"                                                                  \
+    "    if not line.strip(): continue\n"                                                                             \
+    "    n += 1\n"                                                                                                    \
+    "    try: r = Requirement(line)\n"                                                                                \
+    "    except Exception: continue\n"                                                                                \
+    "    k = key(r.name)\n"                                                                                           \
+    "    if k in image and k not in mine and not r.extras and r.specifier.contains(image[k], prereleases=True):\n"    \
+    "        ok.append(k + \"==\" + image[k])\n"                                                                      \
+    "print(json.dumps(ok))\n"                                                                                         \
+    "sys.exit(11 if ok and len(ok) == n else 0)\n"
+
 /* The filler (root, network, the cache read-write, no workspace). Exit 0 = the cache is
- * filled, 4 = pip failed (its output on stderr), 3 = another set. pip installs with --prefix,
- * not --target: with --target it ignores what the image has and installs every dependency
- * again (a fresh numpy over the image's), while with --prefix a requirement the image already
- * satisfies is left alone, and the constraints keep what is pulled in compatible with the
- * image. The prefix's site folder (Debian's scheme puts it under local/lib/python3.X/
- * dist-packages) becomes the cache's site/. */
+ * filled, 4 = pip failed (its output on stderr, ending with the cause of a resolver conflict on
+ * one line, which the error message quotes), 3 = another set. pip runs twice. First it only
+ * resolves (--dry-run --report) with --prefix, which takes what the image has into account: a
+ * requirement the image already satisfies is left alone, and the constraints keep what is
+ * pulled in compatible with the image (with --target pip would ignore the image and resolve
+ * every dependency afresh: a new numpy over the image's). Then it installs exactly the
+ * resolved list (--no-deps --ignore-installed): an image package asked for in another version
+ * must not be uninstalled first (the image's wheels in /usr/local are pip's to remove, and the
+ * root file system is read-only). The prefix's site folder (Debian's scheme puts it under
+ * local/lib/python3.X/dist-packages) becomes the cache's site/. */
+#define PIP_SH "python3 -I -m pip install --no-input --disable-pip-version-check --cache-dir /tmp/pip-cache " \
+               "--no-warn-script-location --only-binary=:all: --prefix /cache/.prefix "
 static const char fill_sh[] =
     REQS_SH
     "exec 9>/cache/.lock\n"
@@ -91,8 +136,18 @@ static const char fill_sh[] =
     "fi\n"
     "rm -rf /cache/site /cache/.prefix\n"
     "python3 -I -c '" CONSTRAINTS_PY "' > /tmp/constraints.txt || exit 4\n"
-    "python3 -I -m pip install --no-input --disable-pip-version-check --no-cache-dir --no-warn-script-location "
-    "--only-binary=:all: --prefix /cache/.prefix -c /tmp/constraints.txt -r /tmp/requirements.txt 1>&2 || exit 4\n"
+    PIP_SH "--dry-run --report /tmp/report.json -c /tmp/constraints.txt -r /tmp/requirements.txt >/tmp/pip.log 2>&1 "
+    "|| {\n"
+    "  cat /tmp/pip.log >&2\n"
+    "  c=$(sed -n '/conflict is caused by/,/^ *$/p' /tmp/pip.log | tr -s ' \\n' ' ' | cut -c1-240)\n"
+    "  [ -z \"$c\" ] || echo \"runbox: no version fits the image's packages (they are pip constraints). $c\" >&2\n"
+    "  exit 4\n"
+    "}\n"
+    "python3 -I -c 'import json; [print(i[\"metadata\"][\"name\"] + \"==\" + i[\"metadata\"][\"version\"]) "
+    "for i in json.load(open(\"/tmp/report.json\"))[\"install\"]]' > /tmp/resolved.txt || exit 4\n"
+    "if [ -s /tmp/resolved.txt ]; then\n"
+    "  " PIP_SH "--no-deps --ignore-installed -r /tmp/resolved.txt 1>&2 || exit 4\n"
+    "fi\n"
     "mkdir -p /cache/site\n"
     "find /cache/.prefix -type d \\( -name site-packages -o -name dist-packages \\) -prune -print | while read -r d; do\n"
     "  cp -R -P \"$d/.\" /cache/site/ || exit 4\n"
@@ -102,7 +157,9 @@ static const char fill_sh[] =
     "touch /cache/.complete\n";
 
 /* The copier (uid 1000, no network, the cache read-only at /cache, the workspace at /target).
- * Exit 0 = copied, 10 = not cached, 3 = another set, 5 = the copy failed. It needs no lock:
+ * It first prints which requirements the image already satisfies (SATISFIED_PY, on stdout).
+ * Exit 0 = copied, 11 = the image satisfies every requirement (nothing copied, the cache is not
+ * looked at), 10 = not cached, 3 = another set, 5 = the copy failed. It needs no lock:
  * the filler writes .complete after everything else and never changes a complete cache. A
  * link or file where .runbox should be is dropped; links in what earlier installs left are
  * dropped; cp -P copies the set's own links as links; mv renames links, rm -r does not follow
@@ -110,6 +167,7 @@ static const char fill_sh[] =
  * its own files: this container can write nowhere else but its /tmp. */
 static const char copy_sh[] =
     REQS_SH
+    "python3 -I -c '" SATISFIED_PY "'; [ $? -ne 11 ] || exit 11\n"
     "[ -f /cache/.complete ] || exit 10\n"
     SAME_SET_SH
     "sp=/target/.runbox/site-packages new= old=\n"
@@ -143,8 +201,44 @@ typedef struct install_job {
     char cache_volume[96];
     int filling;               /* the container running is the filler (else the copier) */
     int filled;                /* the filler ran: the cache missed, pip downloaded */
+    json_t *satisfied;         /* requirements the image satisfies ("name==version"), as the copier said */
     int64_t started;
 } install_job;
+
+/* The answer's sentence: what the image already had, what was installed (borrowed lists). */
+static json_t *result_message(json_t *reqs, json_t *satisfied)
+{
+    rb_buf b;
+    rb_buf_init(&b, 8192);
+    size_t n_sat = json_array_size(satisfied), i;
+    json_t *v;
+    if (n_sat > 0) {
+        rb_buf_append(&b, "already satisfied by the image: ", 32);
+        json_array_foreach(satisfied, i, v)
+        {
+            if (i > 0)
+                rb_buf_append(&b, ", ", 2);
+            rb_buf_append(&b, json_string_value(v), json_string_length(v));
+        }
+    }
+    if (n_sat >= json_array_size(reqs)) {
+        rb_buf_append(&b, " (nothing was installed)", 24);
+    } else {
+        rb_buf_append(&b, n_sat > 0 ? "; installed: " : "installed: ", n_sat > 0 ? 13 : 11);
+        size_t k = 0;
+        json_array_foreach(reqs, i, v)
+        {
+            if (k++ > 0)
+                rb_buf_append(&b, ", ", 2);
+            rb_buf_append(&b, json_string_value(v), json_string_length(v));
+        }
+        if (n_sat > 0)
+            rb_buf_append(&b, " (pip left what the image has alone)", 36);
+    }
+    json_t *s = json_stringn(b.data != NULL ? b.data : "", b.len);
+    rb_buf_dispose(&b);
+    return s;
+}
 
 /* Reports the outcome (unless cancelled) and frees job. */
 static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
@@ -154,12 +248,16 @@ static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
             job->scb(job->s, e, msg);
     } else if (!job->op->cancelled) {
         json_t *body = NULL;
-        if (e == RB_OK)
-            body = json_pack("{s:s, s:O, s:b, s:s, s:I}", "session_id", job->session_id, "dependencies", job->reqs,
-                             "cached", cached, "site_packages", SITE_DIR, "duration_ms",
-                             (json_int_t)(rb_mono_ms() - job->started));
+        if (e == RB_OK) {
+            json_t *sat = job->satisfied != NULL ? json_incref(job->satisfied) : json_array();
+            body = json_pack("{s:s, s:O, s:b, s:s, s:I, s:o, s:o}", "session_id", job->session_id, "dependencies",
+                             job->reqs, "cached", cached, "site_packages", SITE_DIR, "duration_ms",
+                             (json_int_t)(rb_mono_ms() - job->started), "already_satisfied", sat, "message",
+                             result_message(job->reqs, sat));
+        }
         job->op->cb(job->op->data, e, e == RB_OK ? NULL : msg, body);
     }
+    json_decref(job->satisfied);
     json_decref(job->reqs);
     free(job->container);
     free(job->workspace_volume);
@@ -208,6 +306,21 @@ static void on_installer_exited(void *data, rb_err err, const char *msg, const b
         return;
     }
     int exit_code = r->exit_code;
+    if (!job->filling && job->satisfied == NULL) { /* the copier's first line: what the image satisfies */
+        json_t *sat = json_loadb(r->out, r->out_len, JSON_DISABLE_EOF_CHECK, NULL);
+        if (json_is_array(sat))
+            job->satisfied = sat;
+        else
+            json_decref(sat);
+    }
+    if (exit_code == EXIT_SATISFIED && !job->filling && job->satisfied != NULL) {
+        /* nothing to install: the cache volume made for the set is not needed (best effort) */
+        backend_volume_remove(job->c->be, job->cache_volume, on_cache_dropped, NULL, m2);
+        rb_info("session %s: dependencies already satisfied by the image: %zu packages", job->session_id,
+                json_array_size(job->reqs));
+        job_finish(job, RB_OK, NULL, 1);
+        return;
+    }
     if ((exit_code == EXIT_CACHE_MISS && !job->filling && !job->filled) || (exit_code == 0 && job->filling)) {
         job->filled |= job->filling;
         job->filling = !job->filling;

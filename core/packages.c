@@ -3,6 +3,7 @@
  * (core_packages in core/core.h). One one-shot container (core/oneshot.h) without network,
  * capabilities or user code lists the image's Python distributions with importlib.metadata;
  * the answer is kept per image id, so that it is listed again only after the image changed.
+ * The image's Python packages are PyPI wheels pinned in docker/sandbox/requirements.lock.
  * It does not install anything (core/deps.c does) and does not see a session's own packages.
  */
 #include <stdio.h>
@@ -14,15 +15,41 @@
 
 #define LISTING_TIMEOUT_MS (2L * 60 * 1000)
 
-/* Prints {python, packages: [{name, version}]} sorted by name, one entry per distribution. */
+/* Prints {python, packages: [{name, version, modules}]} sorted by name: one entry per
+ * distribution that can really be imported, the first of a name on sys.path (pip's wheels in
+ * /usr/local before Debian's). modules are its top-level import names (top_level.txt, else its
+ * RECORD) that import from its own folder; a distribution none of whose modules does (its files
+ * removed, or shadowed by another's) is left out. find_spec imports no package. */
 static const char packages_py[] =
-    "import json,sys,importlib.metadata as m\n"
-    "seen={}\n"
+    "import json, os, sys, importlib.metadata as m, importlib.util as u\n"
+    "def tops(d):\n"
+    "    t = d.read_text(\"top_level.txt\") or \"\"\n"
+    "    out = {x for x in t.split() if x.isidentifier()}\n"
+    "    if not out:\n"
+    "        for f in d.files or ():\n"
+    "            p = f.parts\n"
+    "            if len(p) > 1 and p[0].isidentifier() and p[0] != \"__pycache__\":\n"
+    "                out.add(p[0])\n"
+    "            elif len(p) == 1 and p[0].endswith((\".py\", \".so\")) and p[0].split(\".\")[0].isidentifier():\n"
+    "                out.add(p[0].split(\".\")[0])\n"
+    "    return sorted(out)\n"
+    "def found(name, root):\n"
+    "    try:\n"
+    "        s = u.find_spec(name)\n"
+    "    except Exception:\n"
+    "        return False\n"
+    "    where = [s.origin] if s and s.origin else list(s.submodule_search_locations or ()) if s else []\n"
+    "    return any(os.path.realpath(w).startswith(root) for w in where if w)\n"
+    "seen = {}\n"
     "for d in m.distributions():\n"
-    "  n=d.metadata['Name']\n"
-    "  if n and n.lower() not in seen: seen[n.lower()]={'name':n,'version':d.version}\n"
-    "print(json.dumps({'python':sys.version.split()[0],"
-    "'packages':sorted(seen.values(),key=lambda p:p['name'].lower())}))\n";
+    "    n = d.metadata[\"Name\"]\n"
+    "    if not n or n.lower() in seen:\n"
+    "        continue\n"
+    "    root = os.path.realpath(str(d.locate_file(\"\"))) + os.sep\n"
+    "    mods = [t for t in tops(d) if found(t, root)]\n"
+    "    seen[n.lower()] = {\"name\": n, \"version\": d.version, \"modules\": mods}\n"
+    "print(json.dumps({\"python\": sys.version.split()[0],\n"
+    "                  \"packages\": sorted((p for p in seen.values() if p[\"modules\"]), key=lambda p: p[\"name\"].lower())}))\n";
 
 /* One core_packages call in flight. */
 typedef struct listing {

@@ -536,12 +536,14 @@ static const char *const tool_defs[] = {
     "\"required\":[\"path\"]}},\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"session_id\",\"files\"]},"
     "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
     "{\"name\":\"get_packages\",\"title\":\"List preinstalled packages\","
-    "\"description\":\"List the Python packages preinstalled in the sandbox image (name and version), so you know "
-    "what can be imported without installing anything.\","
+    "\"description\":\"List the Python packages preinstalled in the sandbox image (name, version and the modules to "
+    "import), so you know what can be imported without installing anything.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"image\":{\"type\":\"string\"},\"image_id\":{\"type\":"
     "\"string\"},\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":"
-    "\"string\"},\"version\":{\"type\":\"string\"}},\"required\":[\"name\"]}}},\"required\":[\"packages\"]},"
+    "\"string\"},\"version\":{\"type\":\"string\"},\"modules\":{\"type\":\"array\",\"items\":{\"type\":"
+    "\"string\"},\"description\":\"the names to import, e.g. sklearn for scikit-learn\"}},\"required\":[\"name\"]}}},"
+    "\"required\":[\"packages\"]},"
     "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
     "{\"name\":\"install_dependencies\",\"title\":\"Install Python packages\","
     "\"description\":\"Install Python packages with pip into a python session, e.g. [\\\"requests\\\", "
@@ -549,7 +551,7 @@ static const char *const tool_defs[] = {
     "version specifier (==, >=, <=, ~=, !=, >, <); no URLs, options or extras. The server's policy may forbid some "
     "packages (the error names the package and the rule). Code in the sandbox still has no network. Without "
     "session_id it installs into this connection's own sandbox. Call get_packages first: many packages are already "
-    "there.\","
+    "there (a requirement the image already satisfies installs nothing; the answer says so).\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"session_id\":{\"type\":\"string\",\"description\":\"Python session to install into; omit for this "
     "connection's own sandbox\"},"
@@ -558,7 +560,9 @@ static const char *const tool_defs[] = {
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"dependencies\":{"
     "\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"cached\":{\"type\":\"boolean\",\"description\":\"served "
     "from the server's cache without network\"},\"site_packages\":{\"type\":\"string\"},\"duration_ms\":{\"type\":"
-    "\"integer\"}},\"required\":[\"session_id\",\"dependencies\"]},"
+    "\"integer\"},\"already_satisfied\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":"
+    "\"requirements the sandbox image already satisfies, as name==version (nothing installed for them)\"},"
+    "\"message\":{\"type\":\"string\"}},\"required\":[\"session_id\",\"dependencies\"]},"
     "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
     "\"openWorldHint\":true}}",
 };

@@ -18,6 +18,9 @@ import pytest
 import rbtest
 
 CA_ARGS = ["--deps-ca-file", os.environ["RUNBOX_TEST_PIP_CA"]] if os.environ.get("RUNBOX_TEST_PIP_CA") else []
+# The stack the image promises (docker/sandbox/requirements.in), by distribution name.
+STACK = ("numpy", "pandas", "matplotlib", "seaborn", "scipy", "scikit-learn", "statsmodels", "sympy", "pillow",
+         "openpyxl", "pyarrow", "networkx", "tabulate", "beautifulsoup4", "lxml", "plotly")
 # Small pure-Python wheels that the image does not have.
 PKG = "tomli-w==1.0.0"
 PKG2 = "toolz==0.12.1"
@@ -65,11 +68,28 @@ def test_packages_lists_the_image(server):
     doc = r.json()
     rbtest.check_schema(doc, "Packages")
     names = {p["name"].lower(): p["version"] for p in doc["packages"]}
-    for want in ("numpy", "pandas", "matplotlib", "pillow"):
+    for want in STACK:
         assert want in names, sorted(names)
+    assert int(names["numpy"].split(".")[0]) >= 2 and int(names["pandas"].split(".")[0]) >= 2, names
+    modules = {p["name"].lower(): p["modules"] for p in doc["packages"]}
+    assert modules["scikit-learn"] == ["sklearn"] and modules["beautifulsoup4"] == ["bs4"], modules
+    assert modules["pillow"] == ["PIL"] and "matplotlib" in modules["matplotlib"], modules
+    assert all(p["modules"] for p in doc["packages"]), doc
     assert doc["python"].startswith("3.")
     assert doc["image"] == rbtest.IMAGE and doc["image_id"].startswith("sha256:")
     assert server.get("/packages").json() == doc  # cached per image id
+    # What is listed really imports in a session, in the version listed.
+    sid = server.create_session()["session_id"]
+    check = ("import importlib, importlib.metadata as md\nbad = []\n"
+             "for dist, mods in %r:\n"
+             "    for m in mods:\n"
+             "        importlib.import_module(m)\n"
+             "    bad += [] if md.version(dist) == want[dist] else [dist]\n"
+             "bad") % ([(n, modules[n]) for n in STACK],)
+    r = server.post("/execute", {"session_id": sid, "code": "want = %r\n" % {n: names[n] for n in STACK} + check,
+                                 "wait": True, "timeout": 300})
+    assert r.status_code == 200 and r.json()["status"] == "completed", r.text
+    assert r.json()["result"] == "[]", r.json()
 
 
 def test_requirement_syntax_and_policy(make_server):
@@ -167,6 +187,50 @@ def test_codebox_flow_keeps_the_image_stack_working(make_server, volumes):
     assert doc["result"] == f"({image['numpy']!r}, True, True)", doc
     ls = run(s, sid, "import os; sorted(os.listdir('/workspace/.runbox/site-packages'))")["result"]
     assert "xarray" in ls and "'numpy'" not in ls and "'pandas'" not in ls, ls
+
+
+def test_requirements_the_image_satisfies_install_nothing(server, volumes):
+    """A request the image already satisfies is a no-op that says so, in REST (MCP tests it in
+    tests/mcp): nothing is downloaded, no cache volume stays, the image's version is imported."""
+    image = {p["name"].lower(): p["version"] for p in server.get("/packages").json()["packages"]}
+    sid = server.create_session()["session_id"]
+    before = deps_volumes()
+    r = server.post(f"/sessions/{sid}/dependencies", {"dependencies": ["NumPy", "pandas>=2", "scikit_learn"]})
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    rbtest.check_schema(doc, "DependenciesResult")
+    want = [f"numpy=={image['numpy']}", f"pandas=={image['pandas']}", f"scikit-learn=={image['scikit-learn']}"]
+    assert doc["already_satisfied"] == want, doc
+    assert doc["message"] == "already satisfied by the image: " + ", ".join(want) + " (nothing was installed)", doc
+    assert deps_volumes() == before
+    assert "already satisfied by the image" in server.log_text()
+    d = run(server, sid, "import os, numpy\nnumpy.__version__, os.path.exists('/workspace/.runbox/site-packages')")
+    assert d["result"] == f"({image['numpy']!r}, False)", d
+
+
+def test_a_session_package_never_breaks_the_image(make_server, volumes):
+    """Constraints from the image's own package list: a version of an image package that the
+    image's other packages do not accept is refused by pip (pandas 3 needs numpy>=2), while one
+    they accept is installed for the session; a requirement the image satisfies beside others is
+    named as such and not installed."""
+    s = make_server(CA_ARGS)
+    image = {p["name"].lower(): p["version"] for p in s.get("/packages").json()["packages"]}
+    sid = s.create_session()["session_id"]
+    r = s.post(f"/sessions/{sid}/dependencies", {"dependencies": ["numpy==1.26.4"]})
+    check_error(r, 400, "invalid_request", "numpy")
+    doc = run(s, sid, "import numpy, pandas\nnumpy.__version__, pandas.__version__")
+    assert doc["result"] == repr((image["numpy"], image["pandas"])), doc
+    # tabulate: nothing in the image requires a version of it, so the session may have its own
+    r = s.post(f"/sessions/{sid}/dependencies", {"dependencies": ["numpy", "tabulate==0.9.0"]})
+    assert r.status_code == 200, r.text
+    rbtest.check_schema(r.json(), "DependenciesResult")
+    assert r.json()["already_satisfied"] == [f"numpy=={image['numpy']}"], r.json()
+    assert r.json()["message"].startswith(f"already satisfied by the image: numpy=={image['numpy']}; installed:")
+    doc = run(s, sid, "import numpy, tabulate, os\n"
+                      "numpy.__version__, tabulate.__version__, sorted(os.listdir('/workspace/.runbox/site-packages'))")
+    got = eval(doc["result"])
+    assert got[:2] == (image["numpy"], "0.9.0"), doc
+    assert "numpy" not in got[2] and "tabulate" in got[2], got
 
 
 def test_install_errors(server):

@@ -137,8 +137,9 @@ def test_schemas_accept_contract_examples():
         {"path": "l", "type": "symlink", "size": 0, "modified": T, "target": "/etc", "escapes": True}]}, "FileList")
     rbtest.check_schema({"session_id": SID, "path": "a", "deleted": True}, "DeletedFile")
     rbtest.check_schema({"session_id": SID, "dependencies": ["tomli-w==1.0.0"], "cached": False,
-                         "site_packages": "/workspace/.runbox/site-packages", "duration_ms": 900}, "DependenciesResult")
-    rbtest.check_schema({"python": "3.11.2", "packages": [{"name": "numpy", "version": "1.24.2"}],
+                         "site_packages": "/workspace/.runbox/site-packages", "duration_ms": 900,
+                         "already_satisfied": [], "message": "installed: tomli-w==1.0.0"}, "DependenciesResult")
+    rbtest.check_schema({"python": "3.11.2", "packages": [{"name": "numpy", "version": "2.4.6", "modules": ["numpy"]}],
                          "image": "runbox-sandbox:latest", "image_id": "sha256:" + "0" * 64}, "Packages")
     rbtest.check_schema({"error": {"code": "forbidden", "message": "path: '..' is not allowed"}}, "Error")
     rbtest.check_schema({"dependencies": ["requests"]}, "DependenciesRequest")

@@ -2,7 +2,8 @@
 runboxd and real Docker sandboxes: upload_file / download_file round trips (text and binary),
 list_files (also of files that code wrote), files as resources
 (runbox://sessions/{session_id}/files/{path}), confinement to /workspace, bad base64,
-get_packages, and the dependency policy through install_dependencies and create_session.
+get_packages, and the dependency policy through install_dependencies and create_session, and
+install_dependencies of what the image already has (a no-op that says so).
 """
 
 from __future__ import annotations
@@ -214,6 +215,22 @@ def test_get_packages_lists_numpy(server):
             names = {p["name"].lower(): p.get("version") for p in r.structured_content["packages"]}
             assert "numpy" in names and names["numpy"], sorted(names)
             assert "numpy" in texts(r)
+
+    anyio.run(main)
+
+
+def test_install_dependencies_the_image_satisfies_says_so(server):
+    """install_dependencies of requirements the image already has is a no-op that says so."""
+    async def main():
+        async with Client(url(server)) as c:
+            r = await c.call_tool("get_packages", {})
+            pkgs = {p["name"].lower(): p for p in r.structured_content["packages"]}
+            assert pkgs["scikit-learn"]["modules"] == ["sklearn"], pkgs["scikit-learn"]
+            r = await c.call_tool("install_dependencies", {"dependencies": ["numpy", "scipy>=1.10"]})
+            assert not r.is_error, texts(r)
+            want = [f"numpy=={pkgs['numpy']['version']}", f"scipy=={pkgs['scipy']['version']}"]
+            assert r.structured_content["already_satisfied"] == want, r.structured_content
+            assert ("already satisfied by the image: " + ", ".join(want) + " (nothing was installed)") in texts(r)
 
     anyio.run(main)
 

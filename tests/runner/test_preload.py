@@ -205,6 +205,14 @@ def test_zygote_and_workers_in_sandbox_image_with_the_stack():
             draws.append(eval(py.execute(rand).result))
         for k in (0, 1):
             assert len({d[k] for d in draws}) == 3, draws
+        # The BLAS and OpenMP pools of a forked worker (numpy's scipy_openblas was loaded by the
+        # zygote with one thread) are those of an interpreter started without the preload.
+        pools = ("from threadpoolctl import threadpool_info\nimport numpy, pandas, scipy.linalg, sklearn\n"
+                 "print(sorted((i['internal_api'], i['prefix'], i['num_threads']) for i in threadpool_info()))")
+        forked = py.execute(pools).text("stdout")
+        plain = py.execute("import subprocess, sys\nprint(subprocess.run([sys.executable, '-c', %r], "
+                           "capture_output=True, text=True).stdout, end='')" % pools, timeout=120).text("stdout")
+        assert forked == plain and "libscipy_openblas" in forked, (forked, plain)
     finally:
         rc = py.close()
         subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

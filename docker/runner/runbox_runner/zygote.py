@@ -15,7 +15,9 @@ What makes the fork safe:
   - threads: numerical libraries start their thread pools at import (OpenBLAS: one thread per
     CPU). The imports run with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and the like set to 1, so
     the zygote has one thread when it forks (it checks, and refuses to fork with more); a worker
-    then sets the pool size the user would have got without the preload (_blas_threads);
+    then sets the pool size the user would have got without the preload (_blas_threads).
+    pyarrow (pandas imports it) starts a jemalloc background thread at load: the imports run with
+    its background_thread option off (JE_ARROW_MALLOC_CONF; jemalloc then purges on allocation);
   - random state: every worker reseeds `random` and numpy's global generator from the OS, so two
     workers never share a sequence (the hash seed of str/bytes is the zygote's: it cannot change
     after start);
@@ -47,6 +49,8 @@ import time
 
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "GOTO_NUM_THREADS")
+# jemalloc's options as pyarrow's bundled copy (symbol prefix je_arrow_) reads them, at load
+JEMALLOC_CONF_VAR = "JE_ARROW_MALLOC_CONF"
 MSG_MAX = 65536
 PR_SET_DUMPABLE = 4
 
@@ -118,9 +122,10 @@ def main(sock_fd, entry):
     _prctl_dumpable(0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # aimed at workers; a worker installs its own handler
     python_worker.seed_matplotlib()
-    saved = {k: os.environ.get(k) for k in THREAD_VARS}
+    saved = {k: os.environ.get(k) for k in THREAD_VARS + (JEMALLOC_CONF_VAR,)}
     for k in THREAD_VARS:
         os.environ[k] = "1"
+    os.environ[JEMALLOC_CONF_VAR] = ",".join(filter(None, (saved[JEMALLOC_CONF_VAR], "background_thread:false")))
     failed = _import_preload(preload_names(os.environ.get("RUNBOX_PRELOAD")))
     for k, v in saved.items():
         if v is None:
