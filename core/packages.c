@@ -1,7 +1,8 @@
 /*
  * packages.c: what the sandbox image has preinstalled, for GET /packages and the MCP tool
  * (core_packages in core/core.h). One one-shot container (core/oneshot.h) without network,
- * capabilities or user code lists the image's Python distributions with importlib.metadata;
+ * capabilities or user code lists the image's Python distributions with importlib.metadata and
+ * the Node modules Debian installed (for javascript and typescript sessions);
  * the answer is kept per image id, so that it is listed again only after the image changed.
  * It does not install anything (core/deps.c does) and does not see a session's own packages.
  */
@@ -14,15 +15,35 @@
 
 #define LISTING_TIMEOUT_MS (2L * 60 * 1000)
 
-/* Prints {python, packages: [{name, version}]} sorted by name, one entry per distribution. */
+/* Prints {python, packages: [{name, version}], node, node_modules: [{name, version}]} sorted by
+ * name, one entry per distribution; node and node_modules (the Node modules Debian installs for
+ * every script, under /usr/share/nodejs and /usr/lib/nodejs) are null and [] without Node.js. */
 static const char packages_py[] =
-    "import json,sys,importlib.metadata as m\n"
+    "import json,os,subprocess,sys,importlib.metadata as m\n"
     "seen={}\n"
     "for d in m.distributions():\n"
     "  n=d.metadata['Name']\n"
     "  if n and n.lower() not in seen: seen[n.lower()]={'name':n,'version':d.version}\n"
+    "node=None\n"
+    "try: node=subprocess.run(['node','--version'],capture_output=True,text=True,timeout=30).stdout.strip().lstrip('v') or None\n"
+    "except (OSError,subprocess.SubprocessError): pass\n"
+    "mods={}\n"
+    "for root in ('/usr/share/nodejs','/usr/lib/nodejs','/usr/lib/x86_64-linux-gnu/nodejs'):\n"
+    "  try: names=os.listdir(root)\n"
+    "  except OSError: continue\n"
+    "  for n in names:\n"
+    "    subs=[n]\n"
+    "    if n.startswith('@'):\n"
+    "      try: subs=[n+'/'+x for x in os.listdir(os.path.join(root,n))]\n"
+    "      except OSError: subs=[]\n"
+    "    for x in subs:\n"
+    "      try: p=json.load(open(os.path.join(root,x,'package.json')))\n"
+    "      except (OSError,ValueError): continue\n"
+    "      if isinstance(p,dict) and isinstance(p.get('name'),str) and p['name'] not in mods:\n"
+    "        mods[p['name']]={'name':p['name'],'version':str(p.get('version',''))}\n"
     "print(json.dumps({'python':sys.version.split()[0],"
-    "'packages':sorted(seen.values(),key=lambda p:p['name'].lower())}))\n";
+    "'packages':sorted(seen.values(),key=lambda p:p['name'].lower()),"
+    "'node':node,'node_modules':sorted(mods.values(),key=lambda p:p['name'].lower())}))\n";
 
 /* One core_packages call in flight. */
 typedef struct listing {

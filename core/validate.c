@@ -220,7 +220,8 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
     }
     snprintf(s->language, sizeof(s->language), "%s", l);
     json_t *deps = json_object_get(opts, "dependencies");
-    if ((strcmp(l, "javascript") == 0 || strcmp(l, "typescript") == 0) && deps != NULL && !json_is_null(deps))
+    if ((strcmp(l, "javascript") == 0 || strcmp(l, "typescript") == 0) && deps != NULL && !json_is_null(deps) &&
+        !(json_is_array(deps) && json_array_size(deps) == 0))
         return rb_fail(RB_EINVAL, err,
                        "dependencies: installing npm packages into %s sessions is not supported yet (the sandbox "
                        "never reaches a registry); the Node modules preinstalled in the image are listed by GET "

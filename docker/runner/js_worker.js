@@ -36,6 +36,11 @@
  * Node.js standard library only (and the image's typescript for TypeScript sessions).
  */
 
+// Before anything else: a SIGINT (the supervisor's timeout) that comes while the worker starts
+// must not end it (the default); the handler of a running cell is installed below.
+let onSigint = () => {};
+process.on('SIGINT', () => onSigint());
+
 const fs = require('fs');
 const net = require('net');
 const path = require('path');
@@ -462,10 +467,10 @@ const interrupted = new Set();
 class Interrupted extends Error {}
 Interrupted.prototype.name = 'Interrupted';
 
-process.on('SIGINT', () => {
+onSigint = () => {
     if (abortWait !== null)
         abortWait(new Interrupted('the execution was interrupted while it waited'));
-});
+};
 
 function compile(code, n) {
     const filename = `<cell-${n}>`;

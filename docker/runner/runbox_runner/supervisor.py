@@ -760,6 +760,11 @@ class Supervisor:
         t = msg.get("t")
         w = self.worker
         if t == "hello":
+            if not w.hello and self.cell is not None and self.cell.sent and self.cell.timeout:
+                # The cell's timeout counts from when the interpreter has it: one sent while a
+                # fresh interpreter was still loading (a TypeScript worker loads the compiler
+                # first) starts now. Only the first hello counts; later ones are user code's.
+                self.cell.deadline = time.monotonic() + self.cell.timeout
             w.hello = True
             self.worker_failures = 0
             if self.warming:
