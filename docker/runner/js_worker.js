@@ -14,9 +14,10 @@
  *
  * How a cell runs (the `node` REPL's way, with the global context):
  * - Each cell is a vm.Script run in this process's own global context (runInThisContext), so
- *   top-level `let`/`const`/`class`/`function` declarations land in the global scope that every
- *   later script shares, and the value of the cell is the script's completion value (the last
- *   expression statement's), shown with util.inspect as the REPL shows it (not when undefined).
+ *   top-level declarations land in the global scope that every later script shares, and the
+ *   value of the cell is the script's completion value (the last expression statement's), shown
+ *   with util.inspect as the REPL shows it (not when undefined). Top-level `let`, `const` and
+ *   `class` become `var` bindings first (redeclarable), so that a cell can run again.
  * - A cell with top-level `await` does not compile as a script: it is rewritten by Node's own
  *   REPL transform (internal/repl/await: declarations hoisted out of an async function, so they
  *   persist too; lines kept) and its promise is awaited.
@@ -278,10 +279,39 @@ globalThis.__filename = userModule.filename;
 globalThis.__dirname = WORKSPACE;
 
 let topLevelAwait = null;
+let acorn = null;
 try {
     topLevelAwait = require('internal/repl/await').processTopLevelAwait;
+    acorn = require('internal/deps/acorn/acorn/dist/acorn');
 } catch (e) {
-    topLevelAwait = null; // node without --expose-internals: cells with top-level await fail to compile
+    // node without --expose-internals: cells with top-level await fail to compile, and
+    // top-level let/const/class cannot be declared again
+}
+
+/* The cell with its top-level `let`/`const` declarations made `var` and `class X {}` made
+ * `var X = class X {}`, so that running a cell again (or declaring a name again) works as in a
+ * notebook instead of failing with "Identifier has already been declared"; lines and most
+ * columns are kept. The code unchanged when it does not parse (the compiler reports why). */
+function redeclarable(code) {
+    if (acorn === null)
+        return code;
+    let tree;
+    try {
+        tree = acorn.parse(code, { ecmaVersion: 'latest', allowAwaitOutsideFunction: true, allowHashBang: true,
+                                   allowReturnOutsideFunction: false, sourceType: 'script' });
+    } catch (e) {
+        return code;
+    }
+    const edits = [];
+    for (const node of tree.body) {
+        if (node.type === 'VariableDeclaration' && (node.kind === 'let' || node.kind === 'const'))
+            edits.push([node.start, node.kind.length, node.kind === 'let' ? 'var' : 'var  ']);
+        else if (node.type === 'ClassDeclaration' && node.id)
+            edits.push([node.start, 0, `var ${node.id.name} = `]);
+    }
+    for (const [at, len, text] of edits.reverse())
+        code = code.slice(0, at) + text + code.slice(at + len);
+    return code;
 }
 
 let ts = null;
@@ -474,6 +504,7 @@ onSigint = () => {
 
 function compile(code, n) {
     const filename = `<cell-${n}>`;
+    code = redeclarable(code);
     try {
         return { script: new vm.Script(code, { filename }), awaited: false };
     } catch (e) {

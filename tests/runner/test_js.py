@@ -73,6 +73,16 @@ def test_declarations_persist_and_last_value_is_inspected(js):
     assert js.execute("[process.getuid(), process.cwd()]").result == "[ 1000, '/workspace' ]"
 
 
+def test_a_cell_can_run_again(js):
+    # Top-level let/const/class are declared again without "Identifier has already been declared".
+    for _ in range(2):
+        r = js.execute("const a = 1;\nlet b = 2;\nclass C { get v() { return a + b } }\nnew C().v", timeout=60)
+        assert r.status == "completed" and r.result == "3", r.events
+    r = js.execute("const a = await Promise.resolve(10); a")
+    assert r.result == "10", r.events
+    assert js.execute("a + b").result == "12"
+
+
 def test_top_level_await_keeps_declarations(js):
     r = js.execute("const v = await new Promise((ok) => setTimeout(() => ok(21), 50)); v * 2", timeout=60)
     assert r.status == "completed" and r.result == "42", r.events
