@@ -81,6 +81,15 @@ def test_javascript_huge_output_is_capped(server):
     assert len(r["stdout"]) < 8 * 1024 * 1024
 
 
+def test_javascript_memory_bomb_resets_with_the_reason(server):
+    sid = js_session(server, execution_options={"memory_limit": "256m"})
+    server.execute(sid, "let kept = 1")
+    r = server.execute(sid, "const blocks = [];\nwhile (true) blocks.push(Buffer.alloc(16 << 20, 1))", timeout=60)
+    assert r["status"] in ("error", "timeout") and r["reset"] is True, {k: r[k] for k in ("status", "reset_reason")}
+    assert "out of memory" in r["reset_reason"], r["reset_reason"]
+    assert server.execute(sid, "typeof kept")["result"] == "'undefined'"
+
+
 def test_javascript_fork_bomb_is_contained(server):
     # A shell fork bomb started by a cell, in the cell's process group (as the Python test's
     # os.fork bomb); what escapes with setsid (detached: true) is killed only when the worker
