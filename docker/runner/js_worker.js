@@ -231,9 +231,60 @@ function outputStream(name) {
         },
     });
     s.isTTY = false;
-    s.fd = name === 'stdout' ? 1 : 2;
+    // a child process given process.stdout/stderr as its stdio gets the cell's FIFO
+    Object.defineProperty(s, 'fd', { configurable: true, enumerable: true, get: () => cellFd(name) });
     return s;
 }
+
+/* The fd output of stream name goes to now: the FIFO of the cell that is running (or of the
+ * earlier cell whose callback runs), else the worker's own pipe. */
+function cellFd(name) {
+    const owner = als.getStore();
+    const cell = running !== null && (owner === undefined || owner === running) ? running : owner;
+    const fd = (cellFds.get(cell) || {})[name];
+    return fd === undefined ? (name === 'stdout' ? 1 : 2) : fd;
+}
+
+/* Child processes that inherit the worker's stdout/stderr ('inherit', fd 1 or 2) get the cell's
+ * FIFOs instead, so that their output is the cell's (Node cannot dup2 the FIFOs onto fd 1/2 as
+ * the Python worker does). Patched where every spawn passes: ChildProcess.prototype.spawn (raw
+ * options) and the internal spawnSync (normalized ones). */
+function redirectChildren() {
+    let cp;
+    try {
+        cp = require('internal/child_process');
+    } catch (e) {
+        return; // without --expose-internals their output is marked as an earlier cell's
+    }
+    const target = (s, i) => (s === 'inherit' ? i : s);
+    const mapRaw = (stdio) => {
+        if (stdio === 'inherit')
+            stdio = ['inherit', 'inherit', 'inherit'];
+        if (!Array.isArray(stdio))
+            return stdio;
+        return stdio.map((s, i) => {
+            const t = target(s, i);
+            return t === 1 ? cellFd('stdout') : t === 2 ? cellFd('stderr') : s;
+        });
+    };
+    const spawn = cp.ChildProcess.prototype.spawn;
+    cp.ChildProcess.prototype.spawn = function (options) {
+        if (options !== null && typeof options === 'object' && options.stdio !== undefined)
+            options = Object.assign({}, options, { stdio: mapRaw(options.stdio) });
+        return spawn.call(this, options);
+    };
+    const spawnSync = cp.spawnSync;
+    cp.spawnSync = function (options) {
+        if (options !== null && typeof options === 'object' && Array.isArray(options.stdio)) {
+            options.stdio = options.stdio.map((s, i) => {
+                const t = s && s.type === 'inherit' ? i : s && s.type === 'fd' ? s.fd : -1;
+                return t === 1 || t === 2 ? { type: 'fd', fd: cellFd(t === 1 ? 'stdout' : 'stderr') } : s;
+            });
+        }
+        return spawnSync.call(this, options);
+    };
+}
+redirectChildren();
 
 const stdoutStream = outputStream('stdout');
 const stderrStream = outputStream('stderr');

@@ -102,6 +102,18 @@ def test_stdout_and_stderr_are_separate_and_in_order(js):
                       ("stdout", "out 2"), ("stderr", "err 2"), ("stdout", "raw")], r.events
 
 
+def test_child_processes_that_inherit_stdio_write_the_cells_output(js):
+    r = js.execute("const cp = require('child_process');\n"
+                   "cp.execSync('echo sync-out; echo sync-err >&2', { stdio: 'inherit' });\n"
+                   "await new Promise((ok) => cp.spawn('sh', ['-c', 'echo async-out'], { stdio: 'inherit' })"
+                   ".on('close', ok));\n"
+                   "cp.spawnSync('sh', ['-c', 'echo given'], { stdio: [0, process.stdout, process.stderr] }).status",
+                   timeout=60)
+    assert r.status == "completed" and r.result == "0", r.events
+    assert r.text("stdout") == "sync-out\nasync-out\ngiven\n", r.events
+    assert r.text("stderr") == "sync-err\n", r.events
+
+
 def test_error_shows_the_cells_line_without_runner_frames(js):
     r = js.execute("function g() {\n  throw new TypeError('bad value')\n}\n\ng()", timeout=60)
     assert r.status == "error"

@@ -564,7 +564,10 @@ class Supervisor:
             self.start_worker()  # plain now: dispatches
             return
         cell.sent = True
-        if cell.timeout:
+        if cell.timeout and (w.hello or self.language not in ("javascript", "typescript")):
+            # A Node.js worker that has not said hello is still starting (seconds on a busy
+            # host, plus the TypeScript compiler); a SIGINT then would end it: its cell's
+            # timeout starts at the hello (on_ctrl).
             cell.deadline = time.monotonic() + cell.timeout
         w.cells += 1
         code, cell.code = cell.code, None
