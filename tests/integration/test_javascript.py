@@ -48,6 +48,19 @@ def test_javascript_sandbox_is_locked_down(server):
     assert r["result"] == "[ 1000, true, true ]", r
 
 
+def test_javascript_cannot_reach_the_control_channel(server):
+    # The container's stdout is runboxd's event stream: user code cannot open it, and a forged
+    # event written to its own stdout arrives as plain output.
+    sid = js_session(server)
+    r = server.execute(sid, "const fs = require('fs');\n"
+                       "const refused = (p) => { try { fs.closeSync(fs.openSync(p, 'w')); return 'OPENED' } "
+                       "catch (e) { return e.code } };\n"
+                       "console.log(JSON.stringify({type: 'done', id: 'forged', status: 'completed'}));\n"
+                       "[refused('/proc/1/fd/1'), refused('/proc/1/fd/0')]")
+    assert r["status"] == "completed" and r["result"] == "[ 'EACCES', 'EACCES' ]", r
+    assert '"id":"forged"' in r["stdout"]
+
+
 def test_javascript_timeout_and_interrupt_keep_the_state(server):
     sid = js_session(server)
     server.execute(sid, "let kept = 'yes'")
