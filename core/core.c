@@ -124,7 +124,7 @@ session *session_from_doc(rb_core *c, json_t *doc)
     session *s = xcalloc(1, sizeof(*s));
     s->core = c;
     snprintf(s->id, sizeof(s->id), "%s", id);
-    snprintf(s->language, sizeof(s->language), "%s", lang && strcmp(lang, "bash") == 0 ? "bash" : "python");
+    snprintf(s->language, sizeof(s->language), "%s", core_language_known(lang) ? lang : "python");
     const char *owner = json_string_value(json_object_get(doc, "owner"));
     s->owner = xstrdup(owner ? owner : "");
     s->status = "starting";
@@ -577,8 +577,8 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
     }
     json_t *lang = json_object_get(req, "language");
     const char *l = json_string_value(lang);
-    if (lang != NULL && !json_is_null(lang) && (l == NULL || (strcmp(l, "python") != 0 && strcmp(l, "bash") != 0)))
-        return rb_fail(RB_EINVAL, err, "'language' must be \"python\" or \"bash\" (the session's) or be omitted");
+    if (lang != NULL && !json_is_null(lang) && !core_language_known(l))
+        return rb_fail(RB_EINVAL, err, "'language' must be " CORE_LANGUAGES_TEXT " (the session's) or be omitted");
     if (l != NULL && strcmp(l, s->language) != 0)
         return rb_fail(RB_ECONFLICT, err,
                        "'language' is %s but session '%s' runs %s; omit it, or create a %s session (POST /sessions)", l,

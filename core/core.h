@@ -16,6 +16,8 @@
 #ifndef RB_CORE_H
 #define RB_CORE_H
 
+#include <string.h>
+
 #include <jansson.h>
 #include <uv.h>
 
@@ -77,6 +79,18 @@ typedef void (*core_cb)(void *data, rb_err err, const char *msg, json_t *body);
  * executions: count, container_id}; times are RFC 3339 strings.
  * status: "starting" | "ready" | "busy" | "ended" | "dead".
  */
+
+/** The languages a session may run: "python", "bash", "javascript" and "typescript". */
+#define CORE_LANGUAGES_TEXT "\"python\", \"bash\", \"javascript\" or \"typescript\""
+/** Longest language name, with its NUL. */
+#define CORE_LANGUAGE_LEN 16
+/** Whether l (NULL allowed) names a language a session may run (CORE_LANGUAGES_TEXT); inline,
+ * so that the server's unit tests with a fake core have it too. */
+static inline int core_language_known(const char *l)
+{
+    return l != NULL && (strcmp(l, "python") == 0 || strcmp(l, "bash") == 0 || strcmp(l, "javascript") == 0 ||
+                         strcmp(l, "typescript") == 0);
+}
 
 /** A pending asynchronous operation, owned by core; see core_cancel. */
 typedef struct core_op core_op;

@@ -546,6 +546,11 @@ rb_err core_dependencies_install(rb_core *c, const core_caller *who, const char 
                        session_id);
     if (strcmp(s->status, "ready") != 0 && strcmp(s->status, "busy") != 0)
         return rb_fail(RB_ECONFLICT, err, "session %s is %s; install packages once it is ready", s->id, s->status);
+    if (strcmp(s->language, "javascript") == 0 || strcmp(s->language, "typescript") == 0)
+        return rb_fail(RB_ECONFLICT, err,
+                       "session %s runs %s; installing npm packages is not supported yet (the sandbox never reaches "
+                       "a registry); GET /packages lists the Node modules preinstalled in the image",
+                       s->id, s->language);
     if (strcmp(s->language, "python") != 0)
         return rb_fail(RB_ECONFLICT, err, "session %s runs %s; Python packages need a python session", s->id,
                        s->language);

@@ -87,7 +87,7 @@ struct execution {
 struct session {
     rb_core *core;
     char id[RB_ID_LEN];
-    char language[8];
+    char language[CORE_LANGUAGE_LEN];
     char *owner;          /* the API key that created it (core_caller.owner), "" without keys; heap */
     const char *status;   /* "starting" "ready" "busy" "ended" "dead" */
     char *end_reason;

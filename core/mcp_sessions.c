@@ -16,9 +16,9 @@
 
 #define MCP_SWEEP_MS 2000
 #define MCP_TOUCH_PERSIST_MS 1000
-#define MCP_LANGS 2
+#define MCP_LANGS 4
 
-static const char *const langs[MCP_LANGS] = {"python", "bash"};
+static const char *const langs[MCP_LANGS] = {"python", "bash", "javascript", "typescript"};
 
 typedef struct mcp_rec mcp_rec;
 
@@ -463,7 +463,7 @@ rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const core_caller *who, const
         *handle = NULL;
     int li = language != NULL ? lang_index(language) : 0;
     if (li < 0)
-        return rb_fail(RB_EINVAL, err, "'language' must be \"python\" or \"bash\"");
+        return rb_fail(RB_EINVAL, err, "'language' must be " CORE_LANGUAGES_TEXT);
     mcp_rec *r = find(m, who, id, err);
     if (r == NULL)
         return RB_ENOTFOUND;

@@ -1,7 +1,8 @@
 /*
  * packages.c: what the sandbox image has preinstalled, for GET /packages and the MCP tool
  * (core_packages in core/core.h). One one-shot container (core/oneshot.h) without network,
- * capabilities or user code lists the image's Python distributions with importlib.metadata;
+ * capabilities or user code lists the image's Python distributions with importlib.metadata and
+ * the Node modules Debian installed (for javascript and typescript sessions);
  * the answer is kept per image id, so that it is listed again only after the image changed.
  * The image's Python packages are PyPI wheels pinned in docker/sandbox/requirements.lock.
  * It does not install anything (core/deps.c does) and does not see a session's own packages.
@@ -15,13 +16,16 @@
 
 #define LISTING_TIMEOUT_MS (2L * 60 * 1000)
 
-/* Prints {python, packages: [{name, version, modules}]} sorted by name: one entry per
+/* Prints {python, packages: [{name, version, modules}], node, node_modules: [{name, version}]}
+ * sorted by name. packages: one entry per
  * distribution that can really be imported, the first of a name on sys.path (pip's wheels in
  * /usr/local before Debian's). modules are its top-level import names (top_level.txt, else its
  * RECORD) that import from its own folder; a distribution none of whose modules does (its files
- * removed, or shadowed by another's) is left out. find_spec imports no package. */
+ * removed, or shadowed by another's) is left out. find_spec imports no package. node and
+ * node_modules (the Node modules Debian installs for every script, under /usr/share/nodejs and
+ * /usr/lib/nodejs) are null and [] without Node.js. */
 static const char packages_py[] =
-    "import json, os, sys, importlib.metadata as m, importlib.util as u\n"
+    "import json, os, subprocess, sys, importlib.metadata as m, importlib.util as u\n"
     "def tops(d):\n"
     "    t = d.read_text(\"top_level.txt\") or \"\"\n"
     "    out = {x for x in t.split() if x.isidentifier()}\n"
@@ -48,8 +52,34 @@ static const char packages_py[] =
     "    root = os.path.realpath(str(d.locate_file(\"\"))) + os.sep\n"
     "    mods = [t for t in tops(d) if found(t, root)]\n"
     "    seen[n.lower()] = {\"name\": n, \"version\": d.version, \"modules\": mods}\n"
+    "node = None\n"
+    "try:\n"
+    "    node = subprocess.run([\"node\", \"--version\"], capture_output=True, text=True, timeout=30).stdout.strip().lstrip(\"v\") or None\n"
+    "except (OSError, subprocess.SubprocessError):\n"
+    "    pass\n"
+    "nmods = {}\n"
+    "for base in (\"/usr/share/nodejs\", \"/usr/lib/nodejs\", \"/usr/lib/x86_64-linux-gnu/nodejs\"):\n"
+    "    try:\n"
+    "        names = os.listdir(base)\n"
+    "    except OSError:\n"
+    "        continue\n"
+    "    for n in names:\n"
+    "        subs = [n]\n"
+    "        if n.startswith(\"@\"):\n"
+    "            try:\n"
+    "                subs = [n + \"/\" + x for x in os.listdir(os.path.join(base, n))]\n"
+    "            except OSError:\n"
+    "                subs = []\n"
+    "        for x in subs:\n"
+    "            try:\n"
+    "                p = json.load(open(os.path.join(base, x, \"package.json\")))\n"
+    "            except (OSError, ValueError):\n"
+    "                continue\n"
+    "            if isinstance(p, dict) and isinstance(p.get(\"name\"), str) and p[\"name\"] not in nmods:\n"
+    "                nmods[p[\"name\"]] = {\"name\": p[\"name\"], \"version\": str(p.get(\"version\", \"\"))}\n"
     "print(json.dumps({\"python\": sys.version.split()[0],\n"
-    "                  \"packages\": sorted((p for p in seen.values() if p[\"modules\"]), key=lambda p: p[\"name\"].lower())}))\n";
+    "                  \"packages\": sorted((p for p in seen.values() if p[\"modules\"]), key=lambda p: p[\"name\"].lower()),\n"
+    "                  \"node\": node, \"node_modules\": sorted(nmods.values(), key=lambda p: p[\"name\"].lower())}))\n";
 
 /* One core_packages call in flight. */
 typedef struct listing {

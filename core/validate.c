@@ -215,10 +215,18 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
     const char *l = "python";
     if (lang != NULL && !json_is_null(lang)) {
         l = json_string_value(lang);
-        if (l == NULL || (strcmp(l, "python") != 0 && strcmp(l, "bash") != 0))
-            return rb_fail(RB_EINVAL, err, "'language' must be \"python\" or \"bash\"");
+        if (!core_language_known(l))
+            return rb_fail(RB_EINVAL, err, "'language' must be " CORE_LANGUAGES_TEXT);
     }
     snprintf(s->language, sizeof(s->language), "%s", l);
+    json_t *deps = json_object_get(opts, "dependencies");
+    if ((strcmp(l, "javascript") == 0 || strcmp(l, "typescript") == 0) && deps != NULL && !json_is_null(deps) &&
+        !(json_is_array(deps) && json_array_size(deps) == 0))
+        return rb_fail(RB_EINVAL, err,
+                       "dependencies: installing npm packages into %s sessions is not supported yet (the sandbox "
+                       "never reaches a registry); the Node modules preinstalled in the image are listed by GET "
+                       "/packages; omit 'dependencies'",
+                       l);
     /* dependencies are installed into the workspace once the sandbox is ready (deps.c) */
     if ((e = requirements_parse(c->cfg, json_object_get(opts, "dependencies"), &s->dependencies, err)) != RB_OK)
         return e;

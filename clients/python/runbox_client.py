@@ -148,7 +148,7 @@ def _error_from(status: int, raw: bytes) -> RunboxError:
 def main(argv: Optional[list] = None) -> int:
     ap = argparse.ArgumentParser(description="Run code once in a fresh runbox session.")
     ap.add_argument("--url", default="http://127.0.0.1:8080")
-    ap.add_argument("--language", default="python", choices=["python", "bash"])
+    ap.add_argument("--language", default="python", choices=["python", "bash", "javascript", "typescript"])
     ap.add_argument("--timeout", type=float, default=None, help="seconds before the code is interrupted")
     ap.add_argument("code", help="the code to run ('-' reads it from stdin)")
     args = ap.parse_args(argv)

@@ -108,7 +108,7 @@ struct mcp_call {
     double progress;
     int log_min;
     char tool[32];
-    char language[8];
+    char language[CORE_LANGUAGE_LEN];
     json_t *timeout;
     core_op *op;
     agentrun_op *create; /* AgentRun's create_session in flight */
@@ -123,7 +123,7 @@ struct mcp_call {
     char *upload;                     /* upload_file: the decoded bytes */
     size_t upload_len;
     char session_id[MCP_SESSIONS_ID_LEN]; /* the session the file operation runs in */
-    char bound_language[8];           /* language of this connection's sandbox to use without session_id */
+    char bound_language[CORE_LANGUAGE_LEN];           /* language of this connection's sandbox to use without session_id */
     mcp_call *next;
 };
 

@@ -187,8 +187,13 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
                 call->log_min = (int)i;
         /* Without session_id, file tools use the sandbox execute_code has been using. */
         json_t *bound = json_object_get(rec, "bound");
-        const char *bl = json_object_get(bound, "python") == NULL && json_object_get(bound, "bash") != NULL ? "bash"
-                                                                                                            : "python";
+        static const char *const order[] = {"python", "bash", "javascript", "typescript"};
+        const char *bl = "python";
+        for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+            if (json_object_get(bound, order[i]) != NULL) {
+                bl = order[i];
+                break;
+            }
         snprintf(call->bound_language, sizeof(call->bound_language), "%s", bl);
         post->outstanding++;
         json_t *res = post->agentrun ? mcp__agentrun_tool(call) : mcp__run_tool(call);

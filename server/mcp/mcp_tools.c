@@ -311,12 +311,12 @@ static json_t *tool_execute(mcp_call *call)
     json_t *args = call->args;
     json_t *code = json_object_get(args, "code");
     if (!json_is_string(code))
-        return mcp__tool_error("'code' is required and must be a string of Python (or bash) source");
+        return mcp__tool_error("'code' is required and must be a string of source code in the session's language");
     json_t *lang = json_object_get(args, "language");
     if (lang != NULL && !json_is_null(lang)) {
         const char *l = json_string_value(lang);
-        if (l == NULL || (strcmp(l, "python") != 0 && strcmp(l, "bash") != 0))
-            return mcp__tool_error("'language' must be \"python\" or \"bash\"");
+        if (!core_language_known(l))
+            return mcp__tool_error("'language' must be " CORE_LANGUAGES_TEXT);
         snprintf(call->language, sizeof(call->language), "%s", l);
     }
     json_t *t = json_object_get(args, "timeout");
@@ -429,17 +429,20 @@ json_t *mcp__run_tool(mcp_call *call)
 
 static const char *const tool_defs[] = {
     "{\"name\":\"execute_code\",\"title\":\"Execute code\","
-    "\"description\":\"Run Python (default) or bash code in a persistent sandbox, like a Jupyter cell: variables, "
+    "\"description\":\"Run Python (default), bash, JavaScript or TypeScript code in a persistent sandbox, like a "
+    "Jupyter cell: variables, "
     "imports, files and the working directory persist between calls. Returns stdout, stderr, the value of the last "
     "expression, the traceback of an error, and matplotlib plots as images. Without session_id the code runs in a "
     "private sandbox of this MCP connection, created on first use and kept until the connection ends; pass a "
     "session_id from create_session to use a specific session (also shared with the REST API). The sandbox has no "
     "network access. Long outputs are truncated. A timeout interrupts the code (state is kept).\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-    "\"code\":{\"type\":\"string\",\"description\":\"The source code to run. In Python the value of a final "
-    "expression is returned as the result.\"},"
-    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\"],\"default\":\"python\","
-    "\"description\":\"python or bash; must match the session's language when session_id is given\"},"
+    "\"code\":{\"type\":\"string\",\"description\":\"The source code to run. In Python, JavaScript and "
+    "TypeScript the value of a final expression is returned as the result (top-level await works in "
+    "JavaScript/TypeScript).\"},"
+    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\",\"javascript\",\"typescript\"],\"default\":\"python\","
+    "\"description\":\"python, bash, javascript or typescript (Node.js); must match the session's language "
+    "when session_id is given\"},"
     "\"session_id\":{\"type\":\"string\",\"description\":\"Optional session to run in (from create_session or "
     "list_sessions); omit to use this connection's own sandbox\"},"
     "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Seconds before the code is "
@@ -456,7 +459,7 @@ static const char *const tool_defs[] = {
     "keep several independent interpreters, to choose limits or to preinstall Python packages (dependencies); "
     "pass the session_id to execute_code and the file tools.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\"],\"default\":\"python\"},"
+    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\",\"javascript\",\"typescript\"],\"default\":\"python\"},"
     "\"execution_options\":{\"type\":\"object\",\"description\":\"Optional limits\",\"properties\":{"
     "\"timeout\":{\"type\":\"number\",\"description\":\"default seconds per execution\"},"
     "\"memory_limit\":{\"type\":\"string\",\"description\":\"e.g. 512m or 1g\"},"
@@ -536,13 +539,16 @@ static const char *const tool_defs[] = {
     "\"required\":[\"path\"]}},\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"session_id\",\"files\"]},"
     "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
     "{\"name\":\"get_packages\",\"title\":\"List preinstalled packages\","
-    "\"description\":\"List the Python packages preinstalled in the sandbox image (name, version and the modules to "
-    "import), so you know what can be imported without installing anything.\","
+    "\"description\":\"List the Python packages (packages: name, version and the modules to import) and Node "
+    "modules (node_modules, for javascript and typescript sessions) preinstalled in the sandbox image, so you know "
+    "what can be imported or required without installing anything.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"image\":{\"type\":\"string\"},\"image_id\":{\"type\":"
     "\"string\"},\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":"
     "\"string\"},\"version\":{\"type\":\"string\"},\"modules\":{\"type\":\"array\",\"items\":{\"type\":"
-    "\"string\"},\"description\":\"the names to import, e.g. sklearn for scikit-learn\"}},\"required\":[\"name\"]}}},"
+    "\"string\"},\"description\":\"the names to import, e.g. sklearn for scikit-learn\"}},\"required\":[\"name\"]}},"
+    "\"node\":{\"type\":[\"string\",\"null\"]},\"node_modules\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"properties\":{\"name\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"}},\"required\":[\"name\"]}}},"
     "\"required\":[\"packages\"]},"
     "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}}",
     "{\"name\":\"install_dependencies\",\"title\":\"Install Python packages\","

@@ -3,7 +3,8 @@
 It reads JSON-line requests on stdin and writes JSON-line events on stdout (PROTOCOL.md); its
 own diagnostics go to stderr. It runs user code in a worker process that holds the session's
 state: a Python interpreter (runbox_worker.py, see python_worker) or a persistent interactive
-bash (RUNBOX_LANGUAGE=bash, see bash_worker); with RUNBOX_PRELOAD, Python workers are forked
+bash (RUNBOX_LANGUAGE=bash, see bash_worker) or a Node.js process (javascript/typescript, see
+js_worker.js); with RUNBOX_PRELOAD, Python workers are forked
 from a zygote that imported those modules once (preload). The worker's fd 1/2 are pipes read here (so
 subprocess output is captured too), its stdin is /dev/null, and a separate pipe pair carries
 control messages (protocol).
@@ -31,6 +32,8 @@ from runbox_runner.protocol import write_all
 VERSION = 1
 RUNNER_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the entry scripts
 WORKER_ENTRY = os.path.join(RUNNER_HOME, "runbox_worker.py")  # runbox_policy.py ships there too
+JS_WORKER = os.path.join(RUNNER_HOME, "js_worker.js")  # the JavaScript/TypeScript worker (Node.js)
+LANGUAGES = ("python", "bash", "javascript", "typescript")
 READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 CLEAR_AFTER_S = 0.5            # after an interrupt, the cell's other processes get this long
@@ -86,6 +89,12 @@ class WorkerProc:
                 if language == "bash":
                     argv = bash_worker.ARGV
                     stdin = c2w_r
+                elif language in ("javascript", "typescript"):
+                    # --expose-internals: the worker uses the REPL's top-level await transform
+                    argv = ["node", "--expose-internals", JS_WORKER, str(c2w_r), str(w2c_w)]
+                    if language == "typescript":
+                        argv.append("--typescript")
+                    stdin = subprocess.DEVNULL
                 else:
                     argv = [sys.executable, WORKER_ENTRY, str(c2w_r), str(w2c_w)]
                     stdin = subprocess.DEVNULL
@@ -321,7 +330,7 @@ class Supervisor:
         import selectors
         self.worker_user = worker_user
         self.language = os.environ.get("RUNBOX_LANGUAGE", "python").strip().lower() or "python"
-        if self.language not in ("python", "bash"):
+        if self.language not in LANGUAGES:
             log("unknown RUNBOX_LANGUAGE %r; using python" % self.language)
             self.language = "python"
         grace = os.environ.get("RUNBOX_GRACE_MS", "")
@@ -555,7 +564,10 @@ class Supervisor:
             self.start_worker()  # plain now: dispatches
             return
         cell.sent = True
-        if cell.timeout:
+        if cell.timeout and (w.hello or self.language not in ("javascript", "typescript")):
+            # A Node.js worker that has not said hello is still starting (seconds on a busy
+            # host, plus the TypeScript compiler); a SIGINT then would end it: its cell's
+            # timeout starts at the hello (on_ctrl).
             cell.deadline = time.monotonic() + cell.timeout
         w.cells += 1
         code, cell.code = cell.code, None
@@ -751,6 +763,11 @@ class Supervisor:
         t = msg.get("t")
         w = self.worker
         if t == "hello":
+            if not w.hello and self.cell is not None and self.cell.sent and self.cell.timeout:
+                # The cell's timeout counts from when the interpreter has it: one sent while a
+                # fresh interpreter was still loading (a TypeScript worker loads the compiler
+                # first) starts now. Only the first hello counts; later ones are user code's.
+                self.cell.deadline = time.monotonic() + self.cell.timeout
             w.hello = True
             self.worker_failures = 0
             if self.warming:
