@@ -180,11 +180,13 @@ def test_compose_up_walkthrough_mcp_restart_down(deployment):
     assert r["status"] == "completed" and r["result"] == "'still here'", r
     # the database is on the volume: what ended before the restart is still on record
     assert http.get(f"{d.url}/sessions/{walk_sid}", timeout=30).json()["status"] == "ended"
-    # the MCP session's sandbox ended when the client closed
-    assert http.get(f"{d.url}/sessions/{sc['session_id']}", timeout=30).json()["status"] == "ended"
+    # The SDK negotiated MCP 2026-07-28, where execute_code without session_id starts a session
+    # and returns its id for the next call: shared with REST, it survived the restart too.
+    assert http.get(f"{d.url}/sessions/{sc['session_id']}", timeout=30).json()["status"] == "ready"
 
     # `down -v` after ending the session leaves nothing: no container, network or volume of the
     # project, and no sandbox of this runboxd (warm-pool ones included).
-    assert http.delete(f"{d.url}/sessions/{sid}", timeout=60).json()["status"] == "ended"
+    for ended in (sid, sc["session_id"]):
+        assert http.delete(f"{d.url}/sessions/{ended}", timeout=60).json()["status"] == "ended"
     d.compose("down", "-v")
     assert d.leftovers(d.instance) == []

@@ -222,11 +222,15 @@ def test_get_packages_lists_numpy(server):
 def test_install_dependencies_the_image_satisfies_says_so(server):
     """install_dependencies of requirements the image already has is a no-op that says so."""
     async def main():
+        # The SDK's default mode (MCP 2026-07-28): the session is the one execute_code started.
         async with Client(url(server)) as c:
             r = await c.call_tool("get_packages", {})
             pkgs = {p["name"].lower(): p for p in r.structured_content["packages"]}
             assert pkgs["scikit-learn"]["modules"] == ["sklearn"], pkgs["scikit-learn"]
-            r = await c.call_tool("install_dependencies", {"dependencies": ["numpy", "scipy>=1.10"]})
+            r = await c.call_tool("execute_code", {"code": "1"})
+            assert not r.is_error, texts(r)
+            sid = r.structured_content["session_id"]
+            r = await c.call_tool("install_dependencies", {"session_id": sid, "dependencies": ["numpy", "scipy>=1.10"]})
             assert not r.is_error, texts(r)
             want = [f"numpy=={pkgs['numpy']['version']}", f"scipy=={pkgs['scipy']['version']}"]
             assert r.structured_content["already_satisfied"] == want, r.structured_content
