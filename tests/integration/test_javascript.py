@@ -168,7 +168,9 @@ def test_mcp_execute_code_in_javascript_and_typescript(server):
             assert not r.is_error, r.content
             assert r.structured_content["result"] == "42" and r.structured_content["stdout"] == "hi\n"
             found["js"] = r.structured_content["session_id"]
-            r = await c.call_tool("execute_code", {"code": "n + 1", "language": "javascript"})
+            # MCP 2026-07-28 (the SDK's default): the next call names the session the first one started
+            r = await c.call_tool("execute_code", {"code": "n + 1", "language": "javascript",
+                                                   "session_id": found["js"]})
             assert r.structured_content["result"] == "7", r.structured_content
             r = await c.call_tool("execute_code", {"code": "const s: string = 'typed';\ns.length",
                                                    "language": "typescript", "timeout": 120})
