@@ -147,6 +147,17 @@ def test_interrupt_stops_waiting_and_keeps_the_state(js):
     assert js.execute("kept").result == "8"
 
 
+def test_an_interrupt_at_once_stops_an_endless_loop_without_a_reset(ts):
+    # The interrupt lands while the worker prepares the cell (TypeScript's transpile makes that
+    # window wide), before Node.js watches for SIGINT: the loop must still stop with the state
+    # kept, never end in a reset after the grace.
+    ts.execute("let kept: number = 9", timeout=60)
+    for delay in (0.0, 0.001, 0.003, 0.005, 0.01, 0.02):
+        events = ts.interrupt_after("const big: number[] = [];\nfor (;;) {}", delay=delay)
+        assert events[-1]["status"] == "cancelled" and events[-1]["reset"] is False, (delay, events)
+    assert ts.execute("kept").result == "9"
+
+
 def test_endless_loop_after_await_resets_with_a_reason(js):
     js.execute("let lost = 1", timeout=60)
     r = js.execute("await null; while (true) {}", timeout=1)

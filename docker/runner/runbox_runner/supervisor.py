@@ -738,6 +738,9 @@ class Supervisor:
         cell.kill_at = time.monotonic() + self.grace
         cell.clear_at = time.monotonic() + min(CLEAR_AFTER_S, self.grace / 2)
         self.worker.before_interrupt(cell.n)
+        # The message goes into the pipe before the signal: a worker that gets the SIGINT before
+        # its cell's code runs (Node.js loses such a signal) finds the message when it starts it.
+        self.worker.flush_commands()
         self.worker.signal_group(signal.SIGINT)
         self.worker.after_interrupt(cell.n)
 
@@ -955,6 +958,11 @@ class Supervisor:
                 # fork bomb forks on), they go, so that the interpreter gets the CPU to stop.
                 cell.clear_at = None
                 w.kill_group_except_leader()
+                if w.language in ("javascript", "typescript"):
+                    # A SIGINT that reached Node.js between its last look at the command pipe and
+                    # the start of the cell's code was lost (Node.js installs its watchdog only
+                    # when the code starts): once more, before the grace ends in a reset.
+                    w.signal_group(signal.SIGINT)
             elif cell.kill_at is not None and now >= cell.kill_at:
                 self.drain()
                 self.replace_worker()
