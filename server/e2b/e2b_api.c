@@ -20,6 +20,7 @@ static const struct {
 } templates[] = {
     {"code-interpreter-v1", "python"}, {"code-interpreter", "python"}, {"base", "python"},
     {"python", "python"},              {"bash", "bash"},
+    {"javascript", "javascript"},      {"typescript", "typescript"},
 };
 
 static const char *language_of(const char *template)
@@ -116,8 +117,9 @@ static json_t *extra_of(http_call *call, const char *id, const char *language, r
     char token[40];
     rb_random_id("", token, sizeof(token));
     const core_caller *who = call->who;
+    /* A python session is the code interpreter's default template; the others' template is their language. */
     extra = json_pack("{s:s, s:s, s:s, s:{}}", "token", token, "owner", who ? who->owner : "", "template",
-                      language && strcmp(language, "bash") == 0 ? "bash" : "code-interpreter-v1", "metadata");
+                      language && strcmp(language, "python") != 0 ? language : "code-interpreter-v1", "metadata");
     *e = core_session_set_extra(call->core, call->who, id, E2B_EXTRA, extra, err);
     if (*e != RB_OK) {
         json_decref(extra);
@@ -251,7 +253,7 @@ int e2b__create(http_call *call)
     if (language == NULL) {
         snprintf(msg, sizeof(msg),
                  "template '%.100s' is not available on runboxd: it runs its sandbox image's languages only, as the "
-                 "templates code-interpreter-v1 (also base, python) and bash",
+                 "templates code-interpreter-v1 (also base, python), javascript, typescript and bash",
                  template);
         e2b__api_error(call->req, 400, msg);
         goto done;

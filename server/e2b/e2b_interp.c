@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "server/e2b/e2b_internal.h"
+#include "server/e2b/e2b_wire.h"
 #include "server/sse.h"
 
 #define E2B_CONTEXT_ID "default"
@@ -175,7 +176,7 @@ int e2b__execute(http_call *call)
         return 0;
     }
     json_t *code = json_object_get(body, "code");
-    const char *language = json_string_value(json_object_get(body, "language"));
+    const char *language = e2b_language(json_string_value(json_object_get(body, "language")));
     const char *context = json_string_value(json_object_get(body, "context_id"));
     json_t *envs = json_object_get(body, "env_vars");
     const char *have = NULL;
@@ -186,7 +187,7 @@ int e2b__execute(http_call *call)
     } else if (language != NULL && have != NULL && strcmp(language, have) != 0) {
         snprintf(msg, sizeof(msg),
                  "language '%.40s': this sandbox runs %s; create a sandbox with the template for that language "
-                 "(code-interpreter-v1 for python, bash for bash)",
+                 "(code-interpreter-v1 for python; javascript, typescript and bash for those)",
                  language, have);
         e2b__sandbox_error(call->req, 400, msg);
     } else if (context != NULL && strcmp(context, E2B_CONTEXT_ID) != 0) {

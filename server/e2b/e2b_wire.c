@@ -120,3 +120,14 @@ int e2b_time_parse(const char *s, int64_t *ms)
     *ms = secs * 1000 + frac;
     return 0;
 }
+
+const char *e2b_language(const char *name)
+{
+    if (name == NULL)
+        return NULL;
+    if (strcmp(name, "js") == 0)
+        return "javascript";
+    if (strcmp(name, "ts") == 0)
+        return "typescript";
+    return name;
+}

@@ -25,4 +25,9 @@ int e2b_metadata_match(const char *filter, size_t n, json_t *meta);
  * milliseconds. Returns 0, or -1 for anything else (out-of-range fields included). */
 int e2b_time_parse(const char *s, int64_t *ms);
 
+/** The runbox language for a language name of run_code: the E2B documentation's short names
+ * "js" and "ts" become "javascript" and "typescript"; any other name (NULL included) is
+ * returned as it is, for the caller to compare with the sandbox's language. */
+const char *e2b_language(const char *name);
+
 #endif

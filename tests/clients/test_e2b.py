@@ -261,3 +261,34 @@ def test_e2b_requests_are_counted_as_their_own_protocol(e2b_env):
     before = count()
     assert Sandbox.list().next_items() is not None
     assert count() >= before + 1
+
+
+def test_javascript_and_typescript_sandboxes(e2b_env):
+    """The templates javascript and typescript make sessions of those languages; run_code takes
+    the SDK's names and the documentation's short ones (js, ts); a language the sandbox does
+    not run is refused with the template to use."""
+    with Sandbox.create(template="javascript") as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        seen: list[str] = []
+        ex = sbx.run_code("let x = 6 * 7; console.log('x is', x); x", on_stdout=lambda m: seen.append(m.line))
+        assert ex.error is None, ex.error
+        assert ex.logs.stdout == ["x is 42\n"], ex.logs
+        assert seen == ["x is 42\n"]
+        assert ex.text == "42"
+        # state kept, the short name accepted, top-level await
+        ex = sbx.run_code("await Promise.resolve(x + 1)", language="js")
+        assert ex.error is None and ex.text == "43", (ex.error, ex.text)
+        ex = sbx.run_code("\nnull.boom", language="javascript")
+        assert ex.error is not None and ex.error.name == "TypeError", ex.error
+        assert "<cell-" in ex.error.traceback, ex.error.traceback
+        assert [c.language for c in sbx.list_code_contexts()] == ["javascript"]
+        with pytest.raises(SandboxException, match="template"):
+            sbx.run_code("1", language="python")
+        assert {s.sandbox_id: s.template_id for s in Sandbox.list().next_items()}[sbx.sandbox_id] == "javascript"
+    with Sandbox.create(template="typescript") as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        ex = sbx.run_code("const n: number = 5;\nfunction twice(v: number): number { return v * 2 }\ntwice(n)",
+                          language="ts")
+        assert ex.error is None and ex.text == "10", (ex.error, ex.text)
+        with pytest.raises(SandboxException, match="template"):
+            sbx.run_code("1", language="js")

@@ -76,6 +76,15 @@ static void check_e2b_seed(void *data, const char *seed, const char *path, const
     LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
 }
 
+Test(e2b_wire, short_language_names)
+{
+    cr_assert_str_eq(e2b_language("js"), "javascript");
+    cr_assert_str_eq(e2b_language("ts"), "typescript");
+    cr_assert_str_eq(e2b_language("python"), "python");
+    cr_assert_str_eq(e2b_language("JS"), "JS"); /* only the documented names; the sandbox check refuses it */
+    cr_assert_null(e2b_language(NULL));
+}
+
 Test(e2b_wire, fuzz_corpus_replay)
 {
     cr_assert_geq(corpus_each("e2b", check_e2b_seed, NULL), 8);
