@@ -41,6 +41,7 @@ DRAIN_READS = 4                # reads per stream when draining the worker's pip
 CMD_PENDING_MAX = 64 * 1024    # bytes waiting for the command pipe past which sync answers are dropped
 CTRL_LINE_MAX = 32 * 1024 * 1024  # longest control message from the worker; longer ones are dropped
 ZYGOTE_TRIES = 3               # zygotes that may fail before fresh interpreters start without the preload
+START_RETRY_S = 20.0           # how long a new interpreter that cannot be started (no pids, memory) is retried
 
 
 def log(msg):
@@ -379,18 +380,22 @@ class Supervisor:
 
     # ---- worker management ----
     def start_worker(self):
-        for attempt in range(50):
+        give_up = time.monotonic() + START_RETRY_S
+        while True:
             try:
                 self.worker = self.new_worker()
                 break
             except OSError as e:
-                # Out of processes (a fork bomb) or memory: free them and try again.
+                # Out of processes (a fork bomb) or memory: free them and try again. The killed
+                # copies of a bomb hold their pids until they are collected, and the supervisor,
+                # their subreaper, collects most of them; each one may take seconds to die.
                 log("cannot start the interpreter: %s" % e)
+                if time.monotonic() >= give_up:
+                    raise SystemExit("runner: cannot start the interpreter: %s" % e)
                 if in_sandbox():
                     self.kill_strays()
                 time.sleep(0.1)
-        else:
-            raise SystemExit("runner: cannot start the interpreter")
+                self.reap()
         self.oom_base = oom_kills()
         self.worker_started = time.monotonic()
         self.capture.reset_decoders()
@@ -510,6 +515,12 @@ class Supervisor:
         kill_strays(spare=(self.zygote.pid,) if self.zygote is not None and not self.zygote.dead else ())
 
     def stop_worker(self):
+        """Kills the worker and its process group and forgets it, without waiting for it to
+        exit: reap() collects it. A killed process may take seconds to die: the copies of a fork
+        bomb forked from a zygote's big interpreter share one anon_vma tree, and each fork and
+        exit locks its root, so the worker sat in the kernel (D state, unlink_anon_vmas) for
+        4 s and more on a busy host, and a blocking waitpid here kept the cell's done from
+        runboxd until it gave up on the sandbox."""
         w = self.worker
         if w is None:
             return
@@ -519,12 +530,6 @@ class Supervisor:
                 os.kill(w.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            if w.exit_status is None:
-                try:
-                    _, status = os.waitpid(w.pid, 0)
-                    w.exit_status = os.waitstatus_to_exitcode(status)
-                except ChildProcessError:
-                    pass
         elif w.zygote is not None and w.zygote.pending is not None and w.zygote.pending[0] == w.seq:
             w.zygote.pending = None   # what it forks for this request is killed when it answers
         try:
