@@ -78,15 +78,20 @@ def in_sandbox():
 _proc_fd = None
 
 
-def proc_read(rel, limit=8192):
-    """The start of /proc/<rel> (bytes), read through a descriptor of /proc kept open: a lookup
-    that starts there never checks the root directory, which on fuse-overlayfs (Docker's storage
-    driver on some hosts) is a request to the FUSE daemon, a host process that on a busy host
-    kept each of the hundreds of opens of a /proc scan waiting. OSError as open() raises it."""
+def _proc():
+    """A descriptor of /proc, kept open: lookups that start there never check the root
+    directory, which on fuse-overlayfs (Docker's storage driver on some hosts) is a request to
+    the FUSE daemon, a host process that on a busy host kept each of the hundreds of opens of a
+    /proc scan waiting (a fork bomb's copies queue their own requests there)."""
     global _proc_fd
     if _proc_fd is None:
         _proc_fd = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    fd = os.open(rel, os.O_RDONLY | os.O_CLOEXEC, dir_fd=_proc_fd)
+    return _proc_fd
+
+
+def proc_read(rel, limit=8192):
+    """The start of /proc/<rel> (bytes); OSError as open() raises it."""
+    fd = os.open(rel, os.O_RDONLY | os.O_CLOEXEC, dir_fd=_proc())
     try:
         return os.read(fd, limit)
     finally:
@@ -95,8 +100,7 @@ def proc_read(rel, limit=8192):
 
 def proc_pids():
     """The names of /proc's entries that are pids (strings); OSError when it cannot be listed."""
-    proc_read("self/stat", 1)  # opens the descriptor of /proc
-    return [n for n in os.listdir(_proc_fd) if n.isdigit()]
+    return [n for n in os.listdir(_proc()) if n.isdigit()]
 
 
 def kill_strays(spare=()):
