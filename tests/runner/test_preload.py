@@ -219,6 +219,35 @@ def test_zygote_and_workers_in_sandbox_image_with_the_stack():
     assert rc == 0
 
 
+def test_fork_bomb_of_a_forked_worker_in_sandbox_image():
+    """A fork bomb of a worker forked from the zygote (the big interpreter of the stack): each
+    cell ends at its timeout and the session goes on, with its variables or a plain reset, the
+    zygote serving the next worker. The bomb's copies share the zygote's anon_vma tree and take
+    seconds to die on a busy host; the supervisor used to wait for the killed worker before it
+    answered, and runboxd gave up on the sandbox (tests/security test_fork_bomb)."""
+    if not image_available():
+        pytest.skip("%s is not built (docker/build-images)" % IMAGE)
+    name = "runbox-test-runner-%s" % uuid.uuid4().hex[:8]
+    py = Runner(argv=docker_argv(name, "numpy,pandas,matplotlib.pyplot"))
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    try:
+        for n in range(3):
+            assert py.execute("import numpy\nkept = %d\nkept" % n, timeout=120).result == str(n)
+            r = py.execute(bomb, timeout=2)
+            assert r.status == "timeout", r.events[-2:]
+            after = py.execute("kept")
+            if r.done["reset"]:
+                assert "restarted" in r.done["reset_reason"], r.done
+                assert after.error["ename"] == "NameError", after.events
+            else:
+                assert after.result == str(n), after.events
+        assert py.execute("6 * 7").result == "42"
+    finally:
+        rc = py.close()
+        subprocess.run(["docker", "rm", "-f", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert rc == 0
+
+
 def test_packages_installed_into_the_session_win_over_the_preload():
     # runboxd's installer puts a session's own packages in /workspace/.runbox/site-packages, at
     # session creation after the warm sandbox's zygote has imported the image's pandas. `import

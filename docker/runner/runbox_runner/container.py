@@ -75,6 +75,34 @@ def in_sandbox():
     return os.environ.get("RUNBOX_SANDBOX") == "1" and os.path.exists("/.dockerenv")
 
 
+_proc_fd = None
+
+
+def _proc():
+    """A descriptor of /proc, kept open: lookups that start there never check the root
+    directory, which on fuse-overlayfs (Docker's storage driver on some hosts) is a request to
+    the FUSE daemon, a host process that on a busy host kept each of the hundreds of opens of a
+    /proc scan waiting (a fork bomb's copies queue their own requests there)."""
+    global _proc_fd
+    if _proc_fd is None:
+        _proc_fd = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return _proc_fd
+
+
+def proc_read(rel, limit=8192):
+    """The start of /proc/<rel> (bytes); OSError as open() raises it."""
+    fd = os.open(rel, os.O_RDONLY | os.O_CLOEXEC, dir_fd=_proc())
+    try:
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def proc_pids():
+    """The names of /proc's entries that are pids (strings); OSError when it cannot be listed."""
+    return [n for n in os.listdir(_proc()) if n.isdigit()]
+
+
 def kill_strays(spare=()):
     """SIGKILL every process of the container but PID 1, this one and spare (the zygote):
     processes that escaped the worker's process group (setsid, daemons, fork bombs). With nothing
@@ -101,15 +129,14 @@ def kill_strays(spare=()):
         for _ in range(3):
             new = 0
             try:
-                names = os.listdir("/proc")
+                names = proc_pids()
             except OSError:
                 break
             for name in names:
-                if not name.isdigit() or int(name) in keep or int(name) in killed:
+                if int(name) in keep or int(name) in killed:
                     continue
                 try:
-                    with open("/proc/%s/stat" % name, "rb") as f:
-                        state = f.read().rsplit(b")", 1)[1].split()[0]
+                    state = proc_read(name + "/stat").rsplit(b")", 1)[1].split()[0]
                     if state != b"Z":
                         os.kill(int(name), signal.SIGKILL)
                         killed.add(int(name))

@@ -9,7 +9,7 @@ worker pid it names is taken only when that process is this supervisor's child (
 it from a child that exits, and the supervisor is a child subreaper, PR_SET_CHILD_SUBREAPER),
 runs as the workers' user and leads its own process group. A zygote that dies, hangs, answers
 nonsense or found its preload shadowed by packages installed into the session is given up, and
-the supervisor starts workers the plain way (supervisor.WorkerProc), without the preload.
+the supervisor starts workers the plain way (worker_process.WorkerProc), without the preload.
 It starts no worker itself and never reads the user's files beyond a listing of the session's
 package folder.
 """
@@ -20,6 +20,8 @@ import socket
 import subprocess
 import sys
 import time
+
+from runbox_runner.container import proc_read
 
 MSG_MAX = 65536                # largest datagram from the zygote
 NAMES_MAX = 5000               # module names kept from its ready message
@@ -160,16 +162,14 @@ class Zygote:
 def is_our_worker(pid, user):
     """pid is this process's child, leads its own process group and runs as user (when given)."""
     try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
+        fields = proc_read("%d/stat" % pid).rsplit(b")", 1)[1].split()
         ppid, pgrp = int(fields[1]), int(fields[2])
         if ppid != os.getpid() or pgrp != pid:
             return False
         if user is not None:
-            with open("/proc/%d/status" % pid) as f:
-                for line in f:
-                    if line.startswith("Uid:"):
-                        return all(int(x) == user[0] for x in line.split()[1:5])
+            for line in proc_read("%d/status" % pid).decode("ascii", "replace").splitlines():
+                if line.startswith("Uid:"):
+                    return all(int(x) == user[0] for x in line.split()[1:5])
             return False
         return True
     except (OSError, IndexError, ValueError):

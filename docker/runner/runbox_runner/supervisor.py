@@ -7,7 +7,7 @@ bash (RUNBOX_LANGUAGE=bash, see bash_worker) or a Node.js process (javascript/ty
 js_worker.js); with RUNBOX_PRELOAD, Python workers are forked
 from a zygote that imported those modules once (preload). The worker's fd 1/2 are pipes read here (so
 subprocess output is captured too), its stdin is /dev/null, and a separate pipe pair carries
-control messages (protocol).
+control messages (protocol); worker_process starts one worker and handles its pipes and signals.
 
 The supervisor enforces the cell's timeout (SIGINT to the worker's process group, then after a
 grace period SIGKILL and a fresh worker), the output cap (capture) and the optional code policy
@@ -24,271 +24,24 @@ import signal
 import sys
 import time
 
-from runbox_runner import bash_worker, capture, forward, pipes, preload, protocol
+from runbox_runner import capture, forward, pipes, preload, protocol
 from runbox_runner.container import (describe_exit, files_written, in_sandbox, kill_strays, make_undumpable,
                                      oom_kills, separate_privileges, workspace_snapshot)
 from runbox_runner.protocol import write_all
+from runbox_runner.worker_process import READ_SIZE, RUNNER_HOME, WORKER_ENTRY, WorkerProc, lowest_cpu_priority
 
 VERSION = 1
-RUNNER_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the entry scripts
-WORKER_ENTRY = os.path.join(RUNNER_HOME, "runbox_worker.py")  # runbox_policy.py ships there too
-JS_WORKER = os.path.join(RUNNER_HOME, "js_worker.js")  # the JavaScript/TypeScript worker (Node.js)
 LANGUAGES = ("python", "bash", "javascript", "typescript")
-READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 CLEAR_AFTER_S = 0.5            # after an interrupt, the cell's other processes get this long
 DRAIN_READS = 4                # reads per stream when draining the worker's pipes
-CMD_PENDING_MAX = 64 * 1024    # bytes waiting for the command pipe past which sync answers are dropped
-CTRL_LINE_MAX = 32 * 1024 * 1024  # longest control message from the worker; longer ones are dropped
 ZYGOTE_TRIES = 3               # zygotes that may fail before fresh interpreters start without the preload
+START_RETRY_S = 20.0           # how long a new interpreter that cannot be started (no pids, memory) is retried
 
 
 def log(msg):
     try:
         os.write(2, ("runner: %s\n" % msg).encode("utf-8", "replace"))
-    except OSError:
-        pass
-
-
-class WorkerProc:
-    """One worker process with its pipes: started here (Popen), or forked by the zygote, whose
-    pid is then known only once it answers (pid None until attach)."""
-
-    def __init__(self, language, env, user, zygote=None):
-        """user: (uid, gid) to start the worker as (privilege separation), or None; zygote: a
-        preload.Zygote to fork the worker from instead (python only). OSError when no process
-        or pipe could be made, or the zygote could not be asked."""
-        import subprocess
-        self.language = language
-        self.hello = False
-        self.startup = bash_worker.StartupFilter() if language == "bash" else None
-        self.exit_status = None
-        self.proc = None
-        self.pid = None
-        self.zygote = zygote          # the zygote it comes from (forked workers), else None
-        self.seq = None               # the zygote's request number, until it answers
-        self.cells = 0                # cells sent to it
-        made = []
-        try:
-            for _ in range(4):
-                made.extend(os.pipe())
-        except OSError:
-            for fd in made:
-                os.close(fd)
-            raise
-        c2w_r, c2w_w, w2c_r, w2c_w, out_r, out_w, err_r, err_w = made
-        for fd in (c2w_w, w2c_r, out_r, err_r):
-            os.set_inheritable(fd, False)
-        theirs = (c2w_r, w2c_w, out_w, err_w)
-        try:
-            if zygote is not None:
-                self.seq = zygote.request(list(theirs))
-                if self.seq is None:
-                    raise OSError("the zygote did not take the request")
-            else:
-                if language == "bash":
-                    argv = bash_worker.ARGV
-                    stdin = c2w_r
-                elif language in ("javascript", "typescript"):
-                    # --expose-internals: the worker uses the REPL's top-level await transform
-                    argv = ["node", "--expose-internals", JS_WORKER, str(c2w_r), str(w2c_w)]
-                    if language == "typescript":
-                        argv.append("--typescript")
-                    stdin = subprocess.DEVNULL
-                else:
-                    argv = [sys.executable, WORKER_ENTRY, str(c2w_r), str(w2c_w)]
-                    stdin = subprocess.DEVNULL
-                ids = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
-                self.proc = subprocess.Popen(
-                    argv, stdin=stdin, stdout=out_w, stderr=err_w,
-                    pass_fds=(c2w_r, w2c_w), start_new_session=True, env=env, cwd=None,
-                    preexec_fn=_lowest_cpu_priority, **ids)
-                self.pid = self.proc.pid
-        except BaseException:
-            for fd in made:
-                os.close(fd)
-            raise
-        for fd in theirs:
-            os.close(fd)
-        self.cmd_fd = c2w_w
-        self.cmd_pending = bytearray()  # commands the pipe did not take yet
-        os.set_blocking(c2w_w, False)
-        self.ctrl_fd = w2c_r
-        self.out_fd = out_r
-        self.err_fd = err_r
-        self.ctrl_buf = bytearray()
-        self.ctrl_scanned = 0         # bytes of ctrl_buf known to hold no newline
-        self.ctrl_skip = False        # inside a line too long to keep: dropped up to its newline
-        self.ctrl_dropped = 0         # bytes of such lines
-        self.ctrl_eof = False
-        for fd in (self.out_fd, self.err_fd, self.ctrl_fd):
-            os.set_blocking(fd, False)
-            pipes.set_pipe_size(fd)
-        if language == "bash":
-            self.send_raw(bash_worker.init_text(c2w_r, w2c_w))
-
-    def send_raw(self, text):
-        self.send_bytes(text.encode("utf-8", "surrogateescape"))
-
-    def send_msg(self, msg):
-        self.send_bytes(protocol.encode(msg))
-
-    def send_bytes(self, data, droppable=False):
-        """Queues data for the worker's command pipe and writes what the pipe takes now: the
-        worker is user code and may stop reading, which must never block the supervisor. A
-        droppable message (a sync answer) is dropped when CMD_PENDING_MAX bytes already wait."""
-        if droppable and len(self.cmd_pending) > CMD_PENDING_MAX:
-            return
-        self.cmd_pending += data
-        self.flush_commands()
-
-    def flush_commands(self):
-        while self.cmd_pending and self.cmd_fd is not None:
-            try:
-                n = os.write(self.cmd_fd, self.cmd_pending)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                log("cannot write to the worker: %s" % e)
-                self.cmd_pending.clear()
-                return
-            del self.cmd_pending[:n]
-
-    def execute(self, n, code, limit, paths):
-        """Runs cell n; paths: {"stdout", "stderr"} FIFOs for the cell's output, or None."""
-        paths = paths or {}
-        if self.language == "bash":
-            self.send_raw(bash_worker.execute_text(n, code, paths.get("stdout"), paths.get("stderr")))
-        else:
-            self.send_msg({"n": n, "code": code, "limit": limit, "out": paths.get("stdout"),
-                           "err": paths.get("stderr")})
-
-    def collect_children(self):
-        """Asks an idle Python worker to collect its exited children: the ones killed after an
-        interrupt stay zombies, holding pids of the sandbox's pids limit, until their parent waits
-        for them (bash does so by itself)."""
-        if self.language != "bash":
-            self.send_msg({"reap": True})
-
-    def before_interrupt(self, n):
-        """Tells a Python worker, ahead of the SIGINT, that cell n is interrupted: a SIGINT that
-        arrives before the cell's code runs finds no code to stop, and the worker looks for this
-        message when it starts the code."""
-        if self.language != "bash":
-            self.send_msg({"interrupt": n})
-
-    def after_interrupt(self, n):
-        if self.language == "bash":
-            self.send_raw(bash_worker.interrupt_text(n))
-
-    def kill_group_except_leader(self):
-        """SIGKILL the processes of the worker's process group but the worker: what a cell
-        that was interrupted left running (forked copies, subprocesses). The group is stopped
-        first: one signal reaches every member and a stopped process cannot fork, so a scan of
-        /proc finds them all even while a fork bomb refills every pid that a kill frees (scans
-        that chased it took seconds each on a CPU shared with the bomb). Then the worker goes on."""
-        if self.pid is None:
-            return
-        self.signal_group(signal.SIGSTOP)
-        try:
-            for _ in range(5):  # again only if something was continued (SIGCONT) behind our back
-                if not self._kill_members():
-                    return
-        finally:
-            try:
-                os.kill(self.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-
-    def _kill_members(self):
-        """One scan of /proc: SIGKILL every live member of the group but the leader; the count."""
-        try:
-            names = os.listdir("/proc")
-        except OSError:
-            return 0
-        killed = 0
-        for name in names:
-            if not name.isdigit() or int(name) == self.pid:
-                continue
-            try:
-                with open("/proc/%s/stat" % name, "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-                if fields[0] != b"Z" and int(fields[2]) == self.pid:  # state, pgrp
-                    os.kill(int(name), signal.SIGKILL)
-                    killed += 1
-            except (OSError, IndexError, ValueError):
-                pass
-        return killed
-
-    def signal_group(self, sig):
-        if self.pid is None:
-            return
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def read_ctrl(self):
-        """Reads what is available; returns the complete messages."""
-        try:
-            data = os.read(self.ctrl_fd, READ_SIZE)
-        except BlockingIOError:
-            return []
-        except OSError:
-            data = b""
-        if not data:
-            self.ctrl_eof = True
-            return []
-        # The worker is user code: whatever it writes here is bounded and checked (on_ctrl).
-        buf = self.ctrl_buf
-        buf += data
-        msgs = []
-        start = 0
-        while True:
-            i = buf.find(b"\n", max(start, self.ctrl_scanned))
-            if i < 0:
-                break
-            if self.ctrl_skip:
-                self.ctrl_skip = False
-                self.ctrl_dropped += i - start
-            else:
-                try:
-                    msg = json.loads(bytes(buf[start:i]))
-                except (ValueError, RecursionError):
-                    msg = None
-                if isinstance(msg, dict):
-                    msgs.append(msg)
-                else:
-                    log("bad control message from the worker: %r" % bytes(buf[start:min(i, start + 200)]))
-            start = i + 1
-        del buf[:start]
-        self.ctrl_scanned = len(buf)
-        if len(buf) > CTRL_LINE_MAX:
-            log("a control message from the worker longer than %d bytes was dropped" % CTRL_LINE_MAX)
-            self.ctrl_skip = True
-            self.ctrl_dropped += len(buf)
-            del buf[:]
-            self.ctrl_scanned = 0
-        return msgs
-
-    def close(self):
-        for fd in (self.cmd_fd, self.ctrl_fd, self.out_fd, self.err_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        if self.proc is not None:
-            self.proc.returncode = self.exit_status if self.exit_status is not None else -9
-
-
-def _lowest_cpu_priority():
-    """In the worker's process before exec: nice 19. User code shares the sandbox's CPU quota
-    with the supervisor, and up to pids_limit busy copies of a fork bomb at the same priority left
-    it a few milliseconds a second, too little to stop them before runboxd gave up on the
-    sandbox. The nice value is inherited by everything the worker starts, and without
-    CAP_SYS_NICE user code cannot lower it again."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, 19)
     except OSError:
         pass
 
@@ -379,18 +132,22 @@ class Supervisor:
 
     # ---- worker management ----
     def start_worker(self):
-        for attempt in range(50):
+        give_up = time.monotonic() + START_RETRY_S
+        while True:
             try:
                 self.worker = self.new_worker()
                 break
             except OSError as e:
-                # Out of processes (a fork bomb) or memory: free them and try again.
+                # Out of processes (a fork bomb) or memory: free them and try again. The killed
+                # copies of a bomb hold their pids until they are collected, and the supervisor,
+                # their subreaper, collects most of them; each one may take seconds to die.
                 log("cannot start the interpreter: %s" % e)
+                if time.monotonic() >= give_up:
+                    raise SystemExit("runner: cannot start the interpreter: %s" % e)
                 if in_sandbox():
                     self.kill_strays()
                 time.sleep(0.1)
-        else:
-            raise SystemExit("runner: cannot start the interpreter")
+                self.reap()
         self.oom_base = oom_kills()
         self.worker_started = time.monotonic()
         self.capture.reset_decoders()
@@ -423,7 +180,7 @@ class Supervisor:
             return None
         if z is None:
             try:
-                z = preload.Zygote(WORKER_ENTRY, self.env, self.worker_user, _lowest_cpu_priority)
+                z = preload.Zygote(WORKER_ENTRY, self.env, self.worker_user, lowest_cpu_priority)
             except OSError as e:
                 log("cannot start the zygote: %s" % e)
                 self.zygote_failures += 1
@@ -510,6 +267,12 @@ class Supervisor:
         kill_strays(spare=(self.zygote.pid,) if self.zygote is not None and not self.zygote.dead else ())
 
     def stop_worker(self):
+        """Kills the worker and its process group and forgets it, without waiting for it to
+        exit: reap() collects it. A killed process may take seconds to die: the copies of a fork
+        bomb forked from a zygote's big interpreter share one anon_vma tree, and each fork and
+        exit locks its root, so the worker sat in the kernel (D state, unlink_anon_vmas) for
+        4 s and more on a busy host, and a blocking waitpid here kept the cell's done from
+        runboxd until it gave up on the sandbox."""
         w = self.worker
         if w is None:
             return
@@ -519,12 +282,6 @@ class Supervisor:
                 os.kill(w.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            if w.exit_status is None:
-                try:
-                    _, status = os.waitpid(w.pid, 0)
-                    w.exit_status = os.waitstatus_to_exitcode(status)
-                except ChildProcessError:
-                    pass
         elif w.zygote is not None and w.zygote.pending is not None and w.zygote.pending[0] == w.seq:
             w.zygote.pending = None   # what it forks for this request is killed when it answers
         try:
