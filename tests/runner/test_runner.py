@@ -377,6 +377,23 @@ def test_round_trip_in_sandbox_image():
     assert rc == 0
 
 
+@pytest.mark.skipif(not image_available(), reason="%s is not built (docker/build-images)" % IMAGE)
+def test_runner_modules_are_compiled_in_sandbox_image():
+    """The root file system is read-only: a runner module without a .pyc in the image would be
+    compiled from source by every supervisor and every plain worker (issue 13, the pool miss)."""
+    code = ("import builtins, sys\nsys.path.insert(0, '/opt/runbox')\ncompiled = []\nreal = builtins.compile\n"
+            "def spy(source, filename, *a, **k):\n    compiled.append(filename)\n"
+            "    return real(source, filename, *a, **k)\nbuiltins.compile = spy\n"
+            "import runbox_runner.supervisor, runbox_runner.python_worker, runbox_runner.zygote, "
+            "runbox_runner.bash_worker, runbox_policy\n"
+            "print([f for f in compiled if f.startswith('/opt/runbox/')])")
+    out = subprocess.run(["docker", "run", "--rm", "--label", "runbox.test=1", "--network", "none", "--read-only",
+                          "--tmpfs", "/tmp", IMAGE, "python3", "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 # ---- output of earlier cells (issue 9): processes and threads write to the pipes of the cell that
 # started them; what reaches a later cell is marked with the cell it came from, line by line.
 
