@@ -50,7 +50,8 @@ def summary(samples):
     if not s:
         return None
     p99 = s[max(0, min(len(s) - 1, int(round(0.99 * len(s) + 0.5)) - 1))]
-    return {"n": len(s), "min_ms": s[0] * 1e3, "median_ms": statistics.median(s) * 1e3, "p99_ms": p99 * 1e3}
+    return {"n": len(s), "min_ms": s[0] * 1e3, "median_ms": statistics.median(s) * 1e3, "p99_ms": p99 * 1e3,
+            "load1": (load_average() or [None])[0]}
 
 
 def log(msg):
@@ -81,8 +82,15 @@ class Client:
         h = {"Content-Type": "application/json"} if body is not None else {}
         h.update(headers or {})
         data = json.dumps(body).encode() if body is not None else None
-        self.conn.request(method, path, body=data, headers=h)
-        r = self.conn.getresponse()
+        try:
+            self.conn.request(method, path, body=data, headers=h)
+            r = self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # runboxd (h2o) closes a keep-alive connection idle for 10 s, e.g. while a busy host
+            # refills the pool: the request never reached it, so it is sent again once.
+            self.conn.close()
+            self.conn.request(method, path, body=data, headers=h)
+            r = self.conn.getresponse()
         raw = r.read()
         return r.status, r.headers, raw
 
@@ -216,13 +224,94 @@ def bench_pool_hit(c, n, size):
 
 
 def bench_pool_miss(c, n):
-    samples = []
+    """Pool misses: (seconds each, the Engine API configuration of the first one's container)."""
+    eng = Engine()
+    samples, config = [], None
     for i in range(n):
         # Any non-default option takes the cold path (create + start + attach + handshake).
         dt, s = create_session(c, {"execution_options": {"environment_variables": {"BENCH": str(i)}}})
         samples.append(dt)
+        if config is None:
+            _, config = eng.api("GET", "/containers/%s/json" % s["container_id"])
         delete_session(c, s["session_id"])
-    return samples
+    return samples, config
+
+
+def clone_config(inspected):
+    """An Engine API create body from a sandbox container's inspect data: runboxd's exact
+    configuration (image, environment, limits, hardening, the tmpfs-backed /workspace volume),
+    labelled as the benchmark's own so that runboxd never takes it for one of its containers."""
+    conf = dict(inspected["Config"])
+    for k in ("Hostname", "Domainname"):
+        conf.pop(k, None)
+    conf["Labels"] = {"runbox.test": "1"}
+    hc = dict(inspected["HostConfig"])
+    mounts = []
+    for m in hc.get("Mounts") or []:
+        m = json.loads(json.dumps(m))
+        if isinstance(m.get("VolumeOptions"), dict):
+            m["VolumeOptions"]["Labels"] = {"runbox.test": "1"}
+        mounts.append(m)
+    hc["Mounts"] = mounts
+    conf["HostConfig"] = hc
+    return conf
+
+
+def attach_stream(eng, cid):
+    """A hijacked attach connection (stdin, stdout, stderr) to cid, and the bytes already read."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(120)
+    s.connect(DOCKER_SOCK)
+    s.sendall(("POST %s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\nHost: docker\r\n"
+               "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n" % (eng.prefix, cid)).encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        data = s.recv(4096)
+        if not data:
+            raise RuntimeError("docker attach: connection closed: %r" % buf[:200])
+        buf += data
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    if b" 101 " not in head.split(b"\r\n", 1)[0] and b" 200 " not in head.split(b"\r\n", 1)[0]:
+        raise RuntimeError("docker attach: %r" % head[:200])
+    return s, rest
+
+
+def baseline_runbox_container(inspected, n):
+    """What a pool miss is made of, without runboxd: runboxd's own container configuration
+    created and started through the Engine API, then attached and pinged until the runner
+    answers (its Python started, its handshake). Returns (create+start seconds, start->pong
+    seconds)."""
+    eng = Engine()
+    conf = clone_config(inspected)
+    create_start, handshake = [], []
+    for i in range(n):
+        name = "runbox-test-bench-rb-%d-%d" % (os.getpid(), i)
+        t0 = now()
+        st, body = eng.api("POST", "/containers/create?name=" + name, conf)
+        if st != 201:
+            raise RuntimeError("docker create (runboxd's configuration) failed: %s %r" % (st, body))
+        cid = body["Id"]
+        try:
+            st, body = eng.api("POST", "/containers/%s/start" % cid)
+            t1 = now()
+            if st not in (204, 304):
+                raise RuntimeError("docker start failed: %s %r" % (st, body))
+            s, buf = attach_stream(eng, cid)
+            try:
+                s.sendall(b'{"op": "ping", "id": "bench"}\n')
+                while b'"pong"' not in buf:
+                    data = s.recv(65536)
+                    if not data:
+                        raise RuntimeError("the runner closed its output before answering: %r" % buf[-300:])
+                    buf += data
+                t2 = now()
+            finally:
+                s.close()
+            create_start.append(t1 - t0)
+            handshake.append(t2 - t1)
+        finally:
+            eng.api("DELETE", "/containers/%s?force=1&v=1" % cid)
+    return create_start, handshake
 
 
 def baseline_create_start(n):
@@ -648,10 +737,17 @@ def main():
         F["create_pool_hit"] = summary(bench_pool_hit(c, n_hit, a.pool_size))
         log("session create: pool miss x%d" % n_miss)
         wait_pool(c, a.pool_size)
-        F["create_pool_miss"] = summary(bench_pool_miss(c, n_miss))
+        samples, inspected = bench_pool_miss(c, n_miss)
+        F["create_pool_miss"] = summary(samples)
         log("baseline: docker create + start x%d" % n_base)
         wait_pool(c, a.pool_size)
         F["baseline_create_start"] = summary(baseline_create_start(n_base))
+        log("pool miss without runboxd: its container configuration, create + start, then the runner's "
+            "handshake x%d" % n_base)
+        cs, hs = baseline_runbox_container(inspected, n_base)
+        F["runbox_config_create_start"] = summary(cs)
+        F["runbox_config_handshake"] = summary(hs)
+        F["runbox_config_total"] = summary([x + y for x, y in zip(cs, hs)])
 
         _, s = create_session(c, {})
         sid, cid = s["session_id"], s["container_id"]
@@ -705,7 +801,8 @@ def main():
 
         log("GET /health with wrk for %d s (%d live sessions)" % (wrk_secs, len(sids)))
         rps, non2xx, sockerr = wrk_health(rb.port, wrk_secs)
-        F["health_rps"] = {"rps": rps, "non_2xx": non2xx, "socket_errors": sockerr}
+        F["health_rps"] = {"rps": rps, "non_2xx": non2xx, "socket_errors": sockerr,
+                           "load1": (load_average() or [None])[0]}
     except Done:
         pass
     finally:
@@ -765,28 +862,33 @@ def report(res):
     def lat(name, key, target=None):
         v = F.get(key) or {}
         rows.append((name, v.get("n"), fmt(v.get("min_ms")), fmt(v.get("median_ms")), fmt(v.get("p99_ms")),
-                     "ms", target or ""))
+                     "ms", fmt(v.get("load1"), 1), target or ""))
 
     lat("session create, pool hit", "create_pool_hit", "median <= 10 ms")
     lat("session create, pool miss (cold)", "create_pool_miss")
     lat("baseline: docker create+start (API)", "baseline_create_start")
+    lat("  runboxd's config: create+start (API)", "runbox_config_create_start")
+    lat("  runboxd's config: start -> runner's pong", "runbox_config_handshake")
+    lat("  runboxd's config: both (a miss w/o runboxd)", "runbox_config_total")
     lat("execute print(1), REST wait:true", "exec_rest", "median <= 3 ms")
     lat("execute print(1), MCP execute_code", "exec_mcp")
     lat("  same, neighbour of a flooding sandbox", "exec_rest_during_flood", "median <= 2x quiet")
-    rows.append(("runboxd RSS at the end of the flood", None, "", fmt(F.get("rss_end_of_flood_mb"), 1), "", "MB", ""))
+    rows.append(("runboxd RSS at the end of the flood", None, "", fmt(F.get("rss_end_of_flood_mb"), 1), "", "MB", "", ""))
     lat("baseline: docker exec python3 -c", "baseline_docker_exec")
     t = F.get("throughput") or {}
     rows.append(("throughput, 50 sessions x 20 execs", t.get("executions"), "", fmt(t.get("exec_per_s"), 0), "",
-                 "exec/s", "errors = %s (target 0)" % t.get("errors")))
+                 "exec/s", fmt((t.get("latency") or {}).get("load1"), 1), "errors = %s (target 0)" % t.get("errors")))
     tl = t.get("latency") or {}
     rows.append(("  latency under that load", tl.get("n"), fmt(tl.get("min_ms")), fmt(tl.get("median_ms")),
-                 fmt(tl.get("p99_ms")), "ms", ""))
-    rows.append(("runboxd RSS idle (pool warm)", None, "", fmt(F.get("rss_idle_mb"), 1), "", "MB", ""))
-    rows.append(("runboxd RSS at 50 sessions", None, "", fmt(F.get("rss_50_sessions_mb"), 1), "", "MB", "<= 30 MB"))
+                 fmt(tl.get("p99_ms")), "ms", fmt(tl.get("load1"), 1), ""))
+    rows.append(("runboxd RSS idle (pool warm)", None, "", fmt(F.get("rss_idle_mb"), 1), "", "MB", "", ""))
+    rows.append(("runboxd RSS at 50 sessions", None, "", fmt(F.get("rss_50_sessions_mb"), 1), "", "MB", "",
+                 "<= 30 MB"))
     rows.append(("runboxd RSS after %s execs" % F.get("rss_execs"), None, "", fmt(F.get("rss_after_execs_mb"), 1),
-                 "", "MB", "growth %s%% (<= 5%%)" % fmt(F.get("rss_growth_pct"), 1)))
+                 "", "MB", "", "growth %s%% (<= 5%%)" % fmt(F.get("rss_growth_pct"), 1)))
     h = F.get("health_rps") or {}
-    rows.append(("GET /health (wrk -t2 -c64)", None, "", fmt(h.get("rps"), 0), "", "req/s", ">= 50000"))
+    rows.append(("GET /health (wrk -t2 -c64)", None, "", fmt(h.get("rps"), 0), "", "req/s", fmt(h.get("load1"), 1),
+                 ">= 50000"))
     lat("new session -> first plot cell + PNG, preload on", "first_plot_on", "median <= 150 ms")
     lat("  same, preload off", "first_plot_off")
     lat("  the cell alone, preload on", "first_plot_cell_on")
@@ -799,14 +901,14 @@ def report(res):
     for k in ("on", "off"):
         m = F.get("warm_sandbox_memory_" + k) or {}
         fit = int(avail // m["usage_mib"]) if avail and m.get("usage_mib") else None
-        rows.append(("warm sandbox memory, preload %s" % k, m.get("n"), "", fmt(m.get("usage_mib"), 1), "", "MiB",
+        rows.append(("warm sandbox memory, preload %s" % k, m.get("n"), "", fmt(m.get("usage_mib"), 1), "", "MiB", "",
                      "anon %s MiB; %s fit in MemAvailable %s MiB" % (fmt(m.get("anon_mib"), 1), fit, fmt(avail, 0))))
 
-    w = [max(len(str(r[i] if r[i] is not None else "")) for r in rows) for i in range(7)]
-    hdr = ("figure", "n", "min", "median", "p99", "unit", "target")
-    w = [max(w[i], len(hdr[i])) for i in range(7)]
-    line = lambda r: "  ".join(str(r[i] if r[i] is not None else "").ljust(w[i]) if i in (0, 5, 6) else
-                               str(r[i] if r[i] is not None else "").rjust(w[i]) for i in range(7))
+    w = [max(len(str(r[i] if r[i] is not None else "")) for r in rows) for i in range(8)]
+    hdr = ("figure", "n", "min", "median", "p99", "unit", "load", "target")
+    w = [max(w[i], len(hdr[i])) for i in range(8)]
+    line = lambda r: "  ".join(str(r[i] if r[i] is not None else "").ljust(w[i]) if i in (0, 5, 7) else
+                               str(r[i] if r[i] is not None else "").rjust(w[i]) for i in range(8))
     print(line(hdr))
     print("  ".join("-" * x for x in w))
     for r in rows:
