@@ -3,7 +3,8 @@
 
 Starts runboxd on a free loopback port with a fresh database and measures, in one run:
 session creation (warm-pool hit, pool miss = cold start) against `docker create` + `docker
-start` of the same image through the Engine API; the round trip of print(1) in a warm session
+start` of the same image through the Engine API, and the pool miss taken apart without runboxd
+(its own container configuration created and started, then the runner's handshake); the round trip of print(1) in a warm session
 over REST (wait: true) and MCP (tools/call execute_code) against `docker exec <container>
 python3 -c 'print(1)'`; throughput of 50 sessions running 20 executions each concurrently;
 runboxd's resident memory idle, at 50 sessions and after 10,000 executions; the same print(1)
@@ -12,8 +13,9 @@ and GET /health
 requests per second with wrk. Then, with the preload (--preload, issue 13) on and, in a second
 runboxd, off: a new session's first cell that imports pandas and matplotlib and shows a plot,
 done with its PNG; the cell right after a reset (a hard timeout) that needs the stack; and the
-memory of a warm sandbox. Prints one table (min / median / p99 per figure, ratios to the
-baselines, targets) and writes the figures to tests/bench/results/<time>.json.
+memory of a warm sandbox. Prints one table (min / median / p99 per figure, the 1-minute load
+average when it was taken, ratios to the baselines, targets) and writes the figures to
+tests/bench/results/<time>.json.
 
 Targets are reported, never asserted: the exit status is 0 unless the benchmark itself failed.
 Docker objects it creates itself are named runbox-test-bench-* and labelled runbox.test=1.
@@ -276,6 +278,24 @@ def attach_stream(eng, cid):
     return s, rest
 
 
+def create_start_container(eng, name, conf, after_start=None):
+    """Creates and starts a container of conf through the Engine API, calls after_start(id) when
+    given, and removes the container: (create + start seconds, what after_start returned)."""
+    t0 = now()
+    st, body = eng.api("POST", "/containers/create?name=" + name, conf)
+    if st != 201:
+        raise RuntimeError("docker create failed: %s %r" % (st, body))
+    cid = body["Id"]
+    try:
+        st, body = eng.api("POST", "/containers/%s/start" % cid)
+        dt = now() - t0
+        if st not in (204, 304):
+            raise RuntimeError("docker start failed: %s %r" % (st, body))
+        return dt, (after_start(cid) if after_start is not None else None)
+    finally:
+        eng.api("DELETE", "/containers/%s?force=1&v=1" % cid)
+
+
 def baseline_runbox_container(inspected, n):
     """What a pool miss is made of, without runboxd: runboxd's own container configuration
     created and started through the Engine API, then attached and pinged until the runner
@@ -284,33 +304,25 @@ def baseline_runbox_container(inspected, n):
     eng = Engine()
     conf = clone_config(inspected)
     create_start, handshake = [], []
-    for i in range(n):
-        name = "runbox-test-bench-rb-%d-%d" % (os.getpid(), i)
-        t0 = now()
-        st, body = eng.api("POST", "/containers/create?name=" + name, conf)
-        if st != 201:
-            raise RuntimeError("docker create (runboxd's configuration) failed: %s %r" % (st, body))
-        cid = body["Id"]
+
+    def ping(cid):
+        t1 = now()
+        s, buf = attach_stream(eng, cid)
         try:
-            st, body = eng.api("POST", "/containers/%s/start" % cid)
-            t1 = now()
-            if st not in (204, 304):
-                raise RuntimeError("docker start failed: %s %r" % (st, body))
-            s, buf = attach_stream(eng, cid)
-            try:
-                s.sendall(b'{"op": "ping", "id": "bench"}\n')
-                while b'"pong"' not in buf:
-                    data = s.recv(65536)
-                    if not data:
-                        raise RuntimeError("the runner closed its output before answering: %r" % buf[-300:])
-                    buf += data
-                t2 = now()
-            finally:
-                s.close()
-            create_start.append(t1 - t0)
-            handshake.append(t2 - t1)
+            s.sendall(b'{"op": "ping", "id": "bench"}\n')
+            while b'"pong"' not in buf:
+                data = s.recv(65536)
+                if not data:
+                    raise RuntimeError("the runner closed its output before answering: %r" % buf[-300:])
+                buf += data
+            return now() - t1
         finally:
-            eng.api("DELETE", "/containers/%s?force=1&v=1" % cid)
+            s.close()
+
+    for i in range(n):
+        dt, hs = create_start_container(eng, "runbox-test-bench-rb-%d-%d" % (os.getpid(), i), conf, ping)
+        create_start.append(dt)
+        handshake.append(hs)
     return create_start, handshake
 
 
@@ -330,20 +342,7 @@ def baseline_create_start(n):
                        "Tmpfs": {"/tmp": "rw,nosuid,nodev,size=256m", "/workspace": "rw,nosuid,nodev,size=512m"}},
     }
     for i in range(n):
-        name = "runbox-test-bench-%d-%d" % (os.getpid(), i)
-        t0 = now()
-        st, body = eng.api("POST", "/containers/create?name=" + name, conf)
-        if st != 201:
-            raise RuntimeError("docker create failed: %s %r" % (st, body))
-        cid = body["Id"]
-        try:
-            st, body = eng.api("POST", "/containers/%s/start" % cid)
-            dt = now() - t0
-            if st not in (204, 304):
-                raise RuntimeError("docker start failed: %s %r" % (st, body))
-            samples.append(dt)
-        finally:
-            eng.api("DELETE", "/containers/%s?force=1&v=1" % cid)
+        samples.append(create_start_container(eng, "runbox-test-bench-%d-%d" % (os.getpid(), i), conf)[0])
     return samples
 
 
