@@ -4,8 +4,8 @@
 Starts runboxd on a free loopback port with a fresh database and measures, in one run:
 session creation (warm-pool hit, pool miss = cold start) against `docker create` + `docker
 start` of the same image through the Engine API, and the pool miss taken apart without runboxd
-(its own container configuration created and started, then the runner's handshake); the round trip of print(1) in a warm session
-over REST (wait: true) and MCP (tools/call execute_code) against `docker exec <container>
+(its own container configuration created and started, then the runner's handshake); the round
+trip of print(1) in a warm session over REST (wait: true) and MCP (tools/call execute_code) against `docker exec <container>
 python3 -c 'print(1)'`; throughput of 50 sessions running 20 executions each concurrently;
 runboxd's resident memory idle, at 50 sessions and after 10,000 executions; the same print(1)
 next to a sandbox whose code floods its stdout and stderr with garbage and frame-looking text;
@@ -13,7 +13,8 @@ and GET /health
 requests per second with wrk. Then, with the preload (--preload, issue 13) on and, in a second
 runboxd, off: a new session's first cell that imports pandas and matplotlib and shows a plot,
 done with its PNG; the cell right after a reset (a hard timeout) that needs the stack; and the
-memory of a warm sandbox. Prints one table (min / median / p99 per figure, the 1-minute load
+memory of a warm sandbox, and whether runboxd handed out pool sandboxes before their preload was
+imported (a host too busy for the figures). Prints one table (min / median / p99 per figure, the 1-minute load
 average when it was taken, ratios to the baselines, targets) and writes the figures to
 tests/bench/results/<time>.json.
 
@@ -576,9 +577,23 @@ def bench_warm_memory(c, n, size):
     return {"n": len(usage), "usage_mib": med(usage), "anon_mib": med(anon)}
 
 
-def preload_figures(c, F, suffix, n, size):
+UNWARMED = "the preload took more than"  # core/sandbox.c: a pool sandbox handed out before its imports
+
+
+def unwarmed(rb):
+    """How often runboxd has handed out a pool sandbox whose preload was still importing (a host so
+    busy that it took more than the handshake's patience): a first cell then waits for it."""
+    try:
+        return open(rb.log_path).read().count(UNWARMED)
+    except OSError:
+        return 0
+
+
+def preload_figures(c, F, suffix, n, size, rb):
     log("preload %s: new session -> first plot cell with its PNG x%d" % (suffix, n))
+    before = unwarmed(rb)
     whole, cell, cpu = bench_first_plot(c, n, size)
+    F["first_plot_unwarmed_" + suffix] = unwarmed(rb) - before
     F["first_plot_" + suffix] = summary(whole)
     F["first_plot_cell_" + suffix] = summary(cell)
     F["first_plot_cell_cpu_" + suffix] = summary(cpu)
@@ -729,7 +744,7 @@ def main():
         time.sleep(1)
         F["rss_idle_mb"] = rb.rss_mb()
         if a.preload_only:
-            preload_figures(c, F, "on", n_preload, a.pool_size)
+            preload_figures(c, F, "on", n_preload, a.pool_size, rb)
             raise Done()
 
         log("session create: pool hit x%d" % n_hit)
@@ -772,7 +787,7 @@ def main():
         delete_session(c, sid)
         sids.remove(sid)
 
-        preload_figures(c, F, "on", n_preload, a.pool_size)
+        preload_figures(c, F, "on", n_preload, a.pool_size, rb)
 
         log("throughput: creating %d sessions" % n_sessions)
         sids, errs = create_many(rb.port, n_sessions)
@@ -825,7 +840,7 @@ def main():
     c = Client(off.port)
     try:
         wait_pool(c, a.pool_size)
-        preload_figures(c, F, "off", n_preload, a.pool_size)
+        preload_figures(c, F, "off", n_preload, a.pool_size, off)
     finally:
         try:
             _, live = c.json("GET", "/sessions")
@@ -872,7 +887,8 @@ def report(res):
     lat("execute print(1), REST wait:true", "exec_rest", "median <= 3 ms")
     lat("execute print(1), MCP execute_code", "exec_mcp")
     lat("  same, neighbour of a flooding sandbox", "exec_rest_during_flood", "median <= 2x quiet")
-    rows.append(("runboxd RSS at the end of the flood", None, "", fmt(F.get("rss_end_of_flood_mb"), 1), "", "MB", "", ""))
+    rows.append(("runboxd RSS at the end of the flood", None, "", fmt(F.get("rss_end_of_flood_mb"), 1), "", "MB", "",
+                 ""))
     lat("baseline: docker exec python3 -c", "baseline_docker_exec")
     t = F.get("throughput") or {}
     rows.append(("throughput, 50 sessions x 20 execs", t.get("executions"), "", fmt(t.get("exec_per_s"), 0), "",
@@ -932,6 +948,11 @@ def report(res):
     print("  MCP execute vs docker exec:            %sx" % fmt(r3, 1))
     res["ratios"]["exec_during_flood_vs_quiet"] = r5
     print("  neighbour of a flooding sandbox vs quiet (median; target <= 2x): %sx" % fmt(r5, 2))
+    for k in ("on", "off"):
+        if F.get("first_plot_unwarmed_" + k):
+            print("  warning: preload %s: runboxd handed out %d pool sandboxes before their preload was imported "
+                  "(the host is too busy); the first-plot figures include those imports"
+                  % (k, F["first_plot_unwarmed_" + k]))
     print("load average at start %s, at end %s (%s CPUs)" % (res.get("load_average_start"), res.get("load_average_end"),
                                                              res.get("cpus")))
 
