@@ -75,9 +75,11 @@ static const key_def keys[] = {
     {"deps-network", "RUNBOX_DEPS_NETWORK", K_STR, OFF(core.deps_network),
      "Docker network of the dependency installer (no user code runs there); none disables package installs"},
     {"deps-allow", "RUNBOX_DEPS_ALLOW", K_STR, OFF(core.deps_allow),
-     "comma-separated packages that may be installed, each optionally with a minimum (name>=version); empty = any"},
+     "comma-separated packages that may be installed, each optionally with a minimum (name>=version; npm packages: "
+     "npm:name, npm:name>=version); empty = any"},
     {"deps-block", "RUNBOX_DEPS_BLOCK", K_STR, OFF(core.deps_block),
-     "comma-separated packages that may not be installed (name), or not below a version (name<version)"},
+     "comma-separated packages that may not be installed (name), or not below a version (name<version; npm "
+     "packages: npm:name, npm:name<version)"},
     {"deps-index-url", "RUNBOX_DEPS_INDEX_URL", K_STR, OFF(core.deps_index_url), "pip index URL for the installer"},
     {"deps-npm-registry", "RUNBOX_DEPS_NPM_REGISTRY", K_STR, OFF(core.deps_npm_registry),
      "npm registry URL (http or https) the installer uses for javascript and typescript sessions"},
