@@ -24,7 +24,7 @@ import pytest
 from mcp import Client
 
 import rbtest
-from test_dependencies import check_error
+from test_dependencies import cache_snapshot, check_error
 
 PKG = "runbox-test-pkg"
 DEP = "runbox-test-dep"
@@ -200,3 +200,54 @@ def test_npm_requirements_are_checked_before_anything_starts(registry, make_serv
                 "allowlist")
     # nothing was installed or cached on the way
     assert deps_volumes() == before
+
+
+def test_user_symlinks_cannot_poison_the_shared_npm_cache(registry, make_server):
+    """Issue 9, finding 8, for npm: code in session A replaces its installed files with symlinks
+    to where the installer mounts the cache (/cache/site/node_modules/...) and installs the same
+    set again; the copy must not follow them. The cache stays byte for byte as it was, session B
+    gets intact files, A's own install is repaired, and a link where .runbox was is dropped."""
+    net, url = registry
+    s = make_server(["--deps-network", net, "--deps-npm-registry", url])
+    req = f"{PKG}@^1.2.0"
+    a = s.create_session({"language": "javascript", "dependencies": [req]})["session_id"]
+    [vol] = rbtest.docker("volume", "ls", "-q", "--filter", f"label=runbox.deps.set={req}",
+                          "--filter", "label=runbox.deps.tool=npm").split()
+    before = cache_snapshot(vol)
+    assert f"site/node_modules/{PKG}/index.js" in before, before
+
+    # every file of the package becomes a link into the cache: index.js to package.json, the
+    # others to index.js; a copy that follows links would overwrite the shared files
+    plant = ("const fs = require('fs'), d = '/workspace/.runbox/node_modules/%s';\n"
+             "const names = fs.readdirSync(d).filter((n) => fs.statSync(d + '/' + n).isFile()).sort();\n"
+             "for (const n of names) {\n"
+             "  fs.unlinkSync(d + '/' + n);\n"
+             "  fs.symlinkSync('/cache/site/node_modules/%s/' + (n === 'index.js' ? 'package.json' : 'index.js'),"
+             " d + '/' + n);\n"
+             "}\n"
+             "names") % (PKG, PKG)
+    doc = run(s, a, plant)
+    assert doc["status"] == "completed" and "index.js" in doc["result"], doc
+    r = s.post(f"/sessions/{a}/dependencies", {"dependencies": [req]})
+    assert r.status_code == 200 and r.json()["cached"] is True, r.text
+    assert cache_snapshot(vol) == before, "the shared cache was written through links in session A's workspace"
+
+    b = s.create_session({"language": "javascript", "dependencies": [req]})["session_id"]
+    doc = run(s, b, f"require('{PKG}').answer")
+    assert doc["result"] == "42", doc
+    check_links = ("const fs = require('fs'), d = '/workspace/.runbox/node_modules/%s';\n"
+                   "fs.readdirSync(d).filter((n) => fs.lstatSync(d + '/' + n).isSymbolicLink())") % PKG
+    assert run(s, a, check_links)["result"] == "[]"
+    assert run(s, a, f"require('{PKG}').answer")["result"] == "42"
+
+    # a link where .runbox was is dropped, not followed
+    doc = run(s, a, "const fs = require('fs');\n"
+                    "fs.renameSync('/workspace/.runbox', '/workspace/kept');\n"
+                    "fs.symlinkSync('/cache', '/workspace/.runbox')")
+    assert doc["status"] == "completed", doc
+    r = s.post(f"/sessions/{a}/dependencies", {"dependencies": [f"{DEP}@1.0.0"]})
+    assert r.status_code == 200, r.text
+    doc = run(s, a, "const fs2 = require('fs');\n"
+                    "[fs2.lstatSync('/workspace/.runbox').isSymbolicLink(), fs2.readdirSync('/workspace/.runbox')]")
+    assert doc["result"] == "[ false, [ 'node_modules' ] ]", doc
+    assert cache_snapshot(vol) == before
