@@ -118,6 +118,14 @@ void http_send_event(h2o_req_t *req, int status, json_t *body);
  * a download: Content-Type type, Content-Disposition attachment named name (an ASCII fallback
  * and the exact UTF-8 name), no-store, nosniff. */
 void http_send_attachment(h2o_req_t *req, const char *bytes, size_t len, const char *type, const char *name);
+/** How a protocol answers an error in its own shape (http_send_error, AgentRun's, ...). */
+typedef void (*http_fail_fn)(h2o_req_t *req, rb_err e, const char *message);
+/** The answer to a finished download (server/transfer.h) as REST and AgentRun give it: on e,
+ * the error through fail, with Retry-After: 1 when RB_EBUSY (download memory frees up once the
+ * files in flight are sent); else file as http_send_attachment of type (NULL: the file's own)
+ * named name (NULL: the file's own). */
+void http_send_download(h2o_req_t *req, rb_err e, const char *msg, const core_file *file, const char *type,
+                        const char *name, http_fail_fn fail);
 /** Answers {"error": {"code": code, "message": message}} with status. */
 void http_send_error_as(h2o_req_t *req, int status, const char *code, const char *message);
 /** Answers the error document for e (status from http_status_of, code from rb_strerror). */

@@ -180,6 +180,19 @@ void http_send_attachment(h2o_req_t *req, const char *bytes, size_t len, const c
     h2o_send(req, &body, 1, H2O_SEND_STATE_FINAL);
 }
 
+void http_send_download(h2o_req_t *req, rb_err e, const char *msg, const core_file *file, const char *type,
+                        const char *name, http_fail_fn fail)
+{
+    if (e != RB_OK) {
+        if (e == RB_EBUSY)
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+        fail(req, e, msg);
+        return;
+    }
+    http_send_attachment(req, file->bytes, file->len, type != NULL ? type : file->content_type,
+                         name != NULL ? name : file->name);
+}
+
 json_t *http__error_doc(const char *code, const char *message)
 {
     return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message ? message : "");

@@ -1,6 +1,7 @@
 /*
- * sse.c: Server-Sent Events over h2o (server/sse.h). Two buffers: `pending` collects events,
- * `sending` is what h2o is writing (it must stay valid until the generator's proceed). The
+ * sse.c: Server-Sent Events over h2o (server/sse.h). Two buffers (sse_writer, which E2B's Connect
+ * streams use too): `pending` collects events, `sending` is what h2o is writing (it must stay
+ * valid until the generator's proceed). The
  * stream object lives in req->pool with a dispose hook, so it goes away with the request;
  * the heartbeat timer is heap memory released in its close callback.
  */
@@ -19,17 +20,13 @@ struct sse_stream {
     h2o_req_t *req;
     rb_server *server;
     http_stream_link link; /* tracked by the server, which ends the stream on server_stop */
-    rb_buf pending, sending;
+    sse_writer w;
     uint64_t next_id;
     uv_timer_t *heartbeat;
     sse_close_cb on_close;
     void *data;
     const char *line;  /* lines mode (sse_start_lines): the heartbeat line, else NULL */
     const char *hint;  /* added to the comment that ends an overflowing stream (in req->pool), or NULL */
-    int inflight; /* an h2o_send awaits proceed */
-    int ending;   /* finish once pending is written */
-    int finished; /* the final h2o_send was made */
-    int gone;     /* stop or dispose ran: h2o must not be called again */
 };
 
 static void notify_close(sse_stream *s)
@@ -55,33 +52,65 @@ static void detach(sse_stream *s)
     stop_heartbeat(s);
 }
 
+/* ---- the writer ---------------------------------------------------------------------- */
+
+void sse_writer_init(sse_writer *w, h2o_req_t *req, size_t max)
+{
+    w->req = req;
+    rb_buf_init(&w->pending, max);
+    rb_buf_init(&w->sending, max);
+}
+
+void sse_writer_flush(sse_writer *w, void (*on_final)(sse_writer *w))
+{
+    if (w->gone || w->finished || w->inflight)
+        return;
+    if (w->pending.len == 0 && !w->ending)
+        return;
+    rb_buf tmp = w->sending;
+    w->sending = w->pending;
+    w->pending = tmp;
+    rb_buf_reset(&w->pending);
+    h2o_iovec_t buf = h2o_iovec_init(w->sending.data, w->sending.len);
+    h2o_send_state_t state = H2O_SEND_STATE_IN_PROGRESS;
+    if (w->ending) {
+        state = H2O_SEND_STATE_FINAL;
+        w->finished = 1;
+        on_final(w);
+    }
+    w->inflight = 1;
+    h2o_send(w->req, &buf, buf.len ? 1 : 0, state);
+}
+
+void sse_writer_proceed(sse_writer *w)
+{
+    w->inflight = 0;
+    rb_buf_reset(&w->sending);
+}
+
+void sse_writer_dispose(sse_writer *w)
+{
+    rb_buf_dispose(&w->pending);
+    rb_buf_dispose(&w->sending);
+}
+
+/* ---- event streams ---------------------------------------------------------------------- */
+
+static void on_final(sse_writer *w)
+{
+    detach(H2O_STRUCT_FROM_MEMBER(sse_stream, w, w));
+}
+
 static void flush(sse_stream *s)
 {
-    if (s->gone || s->finished || s->inflight)
-        return;
-    if (s->pending.len == 0 && !s->ending)
-        return;
-    rb_buf tmp = s->sending;
-    s->sending = s->pending;
-    s->pending = tmp;
-    rb_buf_reset(&s->pending);
-    h2o_iovec_t buf = h2o_iovec_init(s->sending.data, s->sending.len);
-    h2o_send_state_t state = H2O_SEND_STATE_IN_PROGRESS;
-    if (s->ending) {
-        state = H2O_SEND_STATE_FINAL;
-        s->finished = 1;
-        detach(s);
-    }
-    s->inflight = 1;
-    h2o_send(s->req, &buf, buf.len ? 1 : 0, state);
+    sse_writer_flush(&s->w, on_final);
 }
 
 static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
 {
     sse_stream *s = (sse_stream *)gen;
     (void)req;
-    s->inflight = 0;
-    rb_buf_reset(&s->sending);
+    sse_writer_proceed(&s->w);
     flush(s);
 }
 
@@ -89,7 +118,7 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 {
     sse_stream *s = (sse_stream *)gen;
     (void)req;
-    s->gone = 1;
+    s->w.gone = 1;
     detach(s);
     notify_close(s);
 }
@@ -97,25 +126,24 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 static void on_dispose(void *p)
 {
     sse_stream *s = p;
-    s->gone = 1;
+    s->w.gone = 1;
     detach(s);
     notify_close(s);
-    rb_buf_dispose(&s->pending);
-    rb_buf_dispose(&s->sending);
+    sse_writer_dispose(&s->w);
 }
 
 static void append(sse_stream *s, const char *p, size_t n)
 {
-    if (s->gone || s->finished || s->ending)
+    if (s->w.gone || s->w.finished || s->w.ending)
         return;
-    if (rb_buf_append(&s->pending, p, n) != RB_OK) {
+    if (rb_buf_append(&s->w.pending, p, n) != RB_OK) {
         /* The client reads more slowly than events come: what is unsent is dropped and the
          * stream ends with a comment saying so. The owner hears of it through on_close once the
          * response is over, never from inside the sse_* call it is making now. */
-        size_t unsent = s->pending.len + n;
+        size_t unsent = s->w.pending.len + n;
         rb_warn("sse: client too slow, %zu bytes unsent; ending the stream", unsent);
-        rb_buf_reset(&s->pending);
-        s->ending = 1;
+        rb_buf_reset(&s->w.pending);
+        s->w.ending = 1;
         if (s->line != NULL)
             return; /* a note would not be a line of the stream's format */
         char note[512];
@@ -123,8 +151,8 @@ static void append(sse_stream *s, const char *p, size_t n)
                            ": runbox: the client read too slowly (%zu bytes could not be buffered); the stream ends "
                            "here%s%s\n\n",
                            unsent, s->hint != NULL ? "; " : "", s->hint != NULL ? s->hint : "");
-        rb_buf_append(&s->pending, note, len > 0 && (size_t)len < sizeof(note) ? (size_t)len : 0);
-        s->ending = 1;
+        rb_buf_append(&s->w.pending, note, len > 0 && (size_t)len < sizeof(note) ? (size_t)len : 0);
+        s->w.ending = 1;
     }
 }
 
@@ -143,7 +171,7 @@ static void on_server_stop(http_stream_link *l)
     sse_stream *s = H2O_STRUCT_FROM_MEMBER(sse_stream, link, l);
     notify_close(s);
     sse_comment(s, "server shutting down");
-    s->ending = 1;
+    s->w.ending = 1;
     flush(s);
 }
 
@@ -159,8 +187,7 @@ static sse_stream *stream_new(rb_server *server, h2o_req_t *req, uint64_t ms, ss
     s->on_close = on_close;
     s->data = data;
     s->next_id = 1;
-    rb_buf_init(&s->pending, SSE_MAX_PENDING);
-    rb_buf_init(&s->sending, SSE_MAX_PENDING);
+    sse_writer_init(&s->w, req, SSE_MAX_PENDING);
     s->link.shutdown = on_server_stop;
     server_track_stream(server, &s->link);
 
@@ -257,6 +284,6 @@ void sse_set_hint(sse_stream *s, const char *hint)
 void sse_end(sse_stream *s)
 {
     s->on_close = NULL;
-    s->ending = 1;
+    s->w.ending = 1;
     flush(s);
 }

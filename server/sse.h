@@ -16,6 +16,30 @@
 
 typedef struct sse_stream sse_stream;
 
+/* The writer of a streamed answer, which the event streams here and E2B's Connect streams
+ * (server/e2b/e2b_rpc.c) share: what is queued collects in pending while h2o writes sending
+ * (which must stay valid until the generator's proceed: h2o allows one h2o_send per proceed).
+ * The owner appends to pending and reads the flags; the functions below move the buffers. */
+typedef struct sse_writer {
+    h2o_req_t *req;
+    rb_buf pending, sending;
+    int inflight; /* an h2o_send awaits proceed */
+    int ending;   /* finish once pending is written */
+    int finished; /* the final h2o_send was made */
+    int gone;     /* stop or dispose ran: h2o must not be called again */
+} sse_writer;
+
+/** Sets w up (zeroed before) for req, each buffer holding at most max bytes. */
+void sse_writer_init(sse_writer *w, h2o_req_t *req, size_t max);
+/** Hands what is pending to h2o, unless a write is in flight, the answer is gone or finished,
+ * or there is nothing to send and no end to make. When ending, that send is the final one and
+ * on_final(w) runs just before it (the owner stops its timers and untracks the stream). */
+void sse_writer_flush(sse_writer *w, void (*on_final)(sse_writer *w));
+/** The generator's proceed: the write in flight is done (the owner flushes next). */
+void sse_writer_proceed(sse_writer *w);
+/** Frees both buffers (the request's dispose). */
+void sse_writer_dispose(sse_writer *w);
+
 /** Called once when the stream ends without sse_end (client disconnected, server stopping,
  * request disposed). After it returns the owner must not use the stream. */
 typedef void (*sse_close_cb)(void *data);

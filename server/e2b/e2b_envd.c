@@ -11,6 +11,7 @@
 #include "server/e2b/e2b_internal.h"
 #include "server/query.h"
 #include "server/rest/multipart.h"
+#include "server/transfer.h"
 
 /* envd's status for a core error: the SDK turns 400, 401, 404, 429, 502 and 507 into its
  * typed exceptions. */
@@ -73,37 +74,14 @@ static const char *query_path(http_call *call, int required)
 
 /* ---- download ------------------------------------------------------------------------------- */
 
-typedef struct read_ctx {
-    h2o_req_t *req;
-    core_op *op;
-    core_file *file;
-} read_ctx;
-
-static void read_dispose(void *p)
+/* The bytes alone (h2o copies them), as envd answers a read. */
+static void on_read(void *data, h2o_req_t *req, rb_err e, const char *msg, const core_file *file)
 {
-    read_ctx *ctx = p;
-    if (ctx->op != NULL)
-        core_cancel(ctx->op);
-    ctx->op = NULL;
-    ctx->req = NULL;
-    core_file_free(ctx->file);
-    ctx->file = NULL;
-}
-
-static void on_read(void *data, rb_err e, const char *msg, core_file *file)
-{
-    read_ctx *ctx = data;
-    ctx->op = NULL;
-    if (ctx->req == NULL) {
-        core_file_free(file);
-        return;
-    }
+    (void)data;
     if (e != RB_OK) {
-        e2b__sandbox_error(ctx->req, envd_status(e), msg);
+        e2b__sandbox_error(req, envd_status(e), msg);
         return;
     }
-    ctx->file = file; /* freed with the request, after its bytes are sent */
-    h2o_req_t *req = ctx->req;
     req->res.status = 200;
     req->res.reason = "OK";
     req->res.content_length = file->len;
@@ -120,14 +98,9 @@ int e2b__files_read(http_call *call)
     const char *path = query_path(call, 1);
     if (path == NULL)
         return 0;
-    read_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), read_dispose);
-    memset(ctx, 0, sizeof(*ctx));
-    ctx->req = call->req;
-    rb_err e = core_file_download(call->core, sbx.who, sbx.session_id, path, 0, on_read, ctx, &ctx->op, err);
-    if (e != RB_OK) {
-        ctx->op = NULL;
+    rb_err e = http_download(call->req, call->core, sbx.who, sbx.session_id, path, 0, on_read, NULL, err);
+    if (e != RB_OK)
         e2b__sandbox_error(call->req, envd_status(e), err);
-    }
     return 0;
 }
 
@@ -135,37 +108,15 @@ int e2b__files_read(http_call *call)
 
 typedef struct write_ctx {
     h2o_req_t *req;
-    core_op *op;
     e2b_sandbox sbx;
-    size_t n, next;
+    size_t n;
     const char *paths[MULTIPART_MAX_PARTS]; /* as the caller named them */
     const char *mapped[MULTIPART_MAX_PARTS];
     const char *data[MULTIPART_MAX_PARTS];
     size_t lens[MULTIPART_MAX_PARTS];
-    json_t *done;
     int bad;
     char err[RB_ERR_LEN];
 } write_ctx;
-
-static void write_dispose(void *p)
-{
-    write_ctx *ctx = p;
-    if (ctx->op != NULL)
-        core_cancel(ctx->op);
-    ctx->op = NULL;
-    ctx->req = NULL;
-    json_decref(ctx->done);
-    ctx->done = NULL;
-}
-
-static void on_written(void *data, rb_err e, const char *msg, json_t *body);
-
-static rb_err write_next(write_ctx *ctx, char *err)
-{
-    size_t i = ctx->next;
-    return core_file_upload(ctx->sbx.core, ctx->sbx.who, ctx->sbx.session_id, ctx->mapped[i], ctx->data[i],
-                            ctx->lens[i], on_written, ctx, &ctx->op, err);
-}
 
 /* The E2B path of an upload: absolute under /home/user. */
 static json_t *write_info(const char *given)
@@ -177,28 +128,24 @@ static json_t *write_info(const char *given)
     return o;
 }
 
-static void on_written(void *data, rb_err e, const char *msg, json_t *body)
+static void on_written(void *data, h2o_req_t *req, rb_err e, const char *msg, size_t failed, json_t *done)
 {
     write_ctx *ctx = data;
     char err[RB_ERR_LEN];
-    ctx->op = NULL;
-    json_decref(body);
-    if (ctx->req == NULL)
-        return;
+    (void)done; /* E2B answers with the paths as the caller named them */
     if (e != RB_OK) {
-        snprintf(err, sizeof(err), "%.300s: %s", ctx->paths[ctx->next], msg);
-        e2b__sandbox_error(ctx->req, envd_status(e), err);
-        return;
-    }
-    json_array_append_new(ctx->done, write_info(ctx->paths[ctx->next]));
-    if (++ctx->next < ctx->n) {
-        if ((e = write_next(ctx, err)) != RB_OK) {
-            ctx->op = NULL;
-            e2b__sandbox_error(ctx->req, envd_status(e), err);
+        if (failed != HTTP_UPLOAD_NONE) {
+            snprintf(err, sizeof(err), "%.300s: %s", ctx->paths[failed], msg);
+            msg = err;
         }
+        e2b__sandbox_error(req, envd_status(e), msg);
         return;
     }
-    http_send_json(ctx->req, 200, ctx->done);
+    json_t *out = json_array();
+    for (size_t i = 0; i < ctx->n; i++)
+        json_array_append_new(out, write_info(ctx->paths[i]));
+    http_send_json(req, 200, out);
+    json_decref(out);
 }
 
 static int on_part(void *data, const multipart_part *p)
@@ -222,10 +169,9 @@ int e2b__files_write(http_call *call)
 {
     char err[RB_ERR_LEN];
     h2o_req_t *req = call->req;
-    write_ctx *ctx = h2o_mem_alloc_shared(&req->pool, sizeof(*ctx), write_dispose);
+    write_ctx *ctx = h2o_mem_alloc_pool(&req->pool, sizeof(*ctx));
     memset(ctx, 0, sizeof(*ctx));
     ctx->req = req;
-    ctx->done = json_array();
     if (e2b__sandbox_of(call, 1, &ctx->sbx) != 0)
         return 0;
     const char *qpath = http_query_param(req, "path");
@@ -266,9 +212,9 @@ int e2b__files_write(http_call *call)
             return 0;
         }
     }
-    if ((e = write_next(ctx, err)) != RB_OK) {
-        ctx->op = NULL;
+    e = http_upload_files(req, ctx->sbx.core, ctx->sbx.who, ctx->sbx.session_id, ctx->n, ctx->mapped, ctx->data,
+                          ctx->lens, on_written, ctx, err);
+    if (e != RB_OK)
         e2b__sandbox_error(req, envd_status(e), err);
-    }
     return 0;
 }

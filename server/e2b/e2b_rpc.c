@@ -26,6 +26,7 @@
 #include "server/e2b/connect.h"
 #include "server/e2b/e2b_fs.h"
 #include "server/e2b/e2b_internal.h"
+#include "server/sse.h"
 
 #define RPC_REQUEST_MAX (1024u * 1024)
 /* Bytes waiting for the client beyond which the process's output is paused, and the hard cap. */
@@ -105,14 +106,10 @@ typedef struct rpc_stream {
     h2o_req_t *req;
     http_stream_link link;
     core_process *proc;  /* until it ends or is detached */
-    rb_buf pending, sending;
+    sse_writer w;
     uv_timer_t *keepalive, *deadline;
     uint64_t keepalive_ms;
     int started;  /* the response has begun (after the start event) */
-    int inflight; /* an h2o_send awaits proceed */
-    int ending;   /* finish once pending is written */
-    int finished; /* the final h2o_send was made */
-    int gone;     /* stop or dispose ran: h2o must not be called again */
     int paused;   /* the process's output is paused for the client to catch up */
 } rpc_stream;
 
@@ -141,43 +138,34 @@ static void detach(rpc_stream *s)
     close_timer(&s->deadline);
 }
 
+static void on_final(sse_writer *w)
+{
+    detach(H2O_STRUCT_FROM_MEMBER(rpc_stream, w, w));
+}
+
 static void flush(rpc_stream *s)
 {
-    if (s->gone || s->finished || s->inflight || !s->started)
+    if (s->w.gone || s->w.finished || s->w.inflight || !s->started)
         return;
-    if (s->paused && s->pending.len < RPC_PAUSE_AT / 2 && s->proc != NULL) {
+    if (s->paused && s->w.pending.len < RPC_PAUSE_AT / 2 && s->proc != NULL) {
         s->paused = 0;
         core_process_pause(s->proc, 0);
     }
-    if (s->pending.len == 0 && !s->ending)
-        return;
-    rb_buf tmp = s->sending;
-    s->sending = s->pending;
-    s->pending = tmp;
-    rb_buf_reset(&s->pending);
-    h2o_iovec_t buf = h2o_iovec_init(s->sending.data, s->sending.len);
-    h2o_send_state_t state = H2O_SEND_STATE_IN_PROGRESS;
-    if (s->ending) {
-        state = H2O_SEND_STATE_FINAL;
-        s->finished = 1;
-        detach(s);
-    }
-    s->inflight = 1;
-    h2o_send(s->req, &buf, buf.len ? 1 : 0, state);
+    sse_writer_flush(&s->w, on_final);
 }
 
 /* Queues one envelope; a client that let RPC_PENDING_MAX pile up is cut off. */
 static void queue(rpc_stream *s, unsigned flags, json_t *msg)
 {
-    if (s->gone || s->finished || s->ending)
+    if (s->w.gone || s->w.finished || s->w.ending)
         return;
-    if (connect_envelope(&s->pending, flags, msg) != RB_OK) {
-        rb_warn("e2b: a command's client reads too slowly (%zu bytes waiting); ending its stream", s->pending.len);
-        rb_buf_reset(&s->pending);
-        connect_end_stream(&s->pending, "resource_exhausted", "the client read the command's output too slowly");
-        s->ending = 1;
+    if (connect_envelope(&s->w.pending, flags, msg) != RB_OK) {
+        rb_warn("e2b: a command's client reads too slowly (%zu bytes waiting); ending its stream", s->w.pending.len);
+        rb_buf_reset(&s->w.pending);
+        connect_end_stream(&s->w.pending, "resource_exhausted", "the client read the command's output too slowly");
+        s->w.ending = 1;
         drop_process(s);
-    } else if (!s->paused && s->pending.len >= RPC_PAUSE_AT && s->proc != NULL) {
+    } else if (!s->paused && s->w.pending.len >= RPC_PAUSE_AT && s->proc != NULL) {
         s->paused = 1;
         core_process_pause(s->proc, 1);
     }
@@ -195,19 +183,19 @@ static void queue_event(rpc_stream *s, json_t *event)
  * started, else with a plain Connect error answer. */
 static void end_stream(rpc_stream *s, const char *code, const char *message)
 {
-    if (s->gone || s->finished || s->ending)
+    if (s->w.gone || s->w.finished || s->w.ending)
         return;
     if (!s->started) {
         detach(s);
-        s->finished = 1;
+        s->w.finished = 1;
         send_error(s->req, code != NULL ? code : "internal", message);
         return;
     }
-    if (connect_end_stream(&s->pending, code, message) != RB_OK) {
-        rb_buf_reset(&s->pending);
-        connect_end_stream(&s->pending, code, message);
+    if (connect_end_stream(&s->w.pending, code, message) != RB_OK) {
+        rb_buf_reset(&s->w.pending);
+        connect_end_stream(&s->w.pending, code, message);
     }
-    s->ending = 1;
+    s->w.ending = 1;
     flush(s);
 }
 
@@ -215,8 +203,7 @@ static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
 {
     rpc_stream *s = (rpc_stream *)gen;
     (void)req;
-    s->inflight = 0;
-    rb_buf_reset(&s->sending);
+    sse_writer_proceed(&s->w);
     flush(s);
 }
 
@@ -224,7 +211,7 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 {
     rpc_stream *s = (rpc_stream *)gen;
     (void)req;
-    s->gone = 1;
+    s->w.gone = 1;
     detach(s);
     drop_process(s);
 }
@@ -232,11 +219,10 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 static void on_dispose(void *p)
 {
     rpc_stream *s = p;
-    s->gone = 1;
+    s->w.gone = 1;
     detach(s);
     drop_process(s);
-    rb_buf_dispose(&s->pending);
-    rb_buf_dispose(&s->sending);
+    sse_writer_dispose(&s->w);
 }
 
 static void on_server_stop(http_stream_link *l)
@@ -356,8 +342,7 @@ static int rpc_start(h2o_req_t *req, const e2b_sandbox *sbx)
         s->gen.proceed = on_proceed;
         s->gen.stop = on_stop;
         s->req = req;
-        rb_buf_init(&s->pending, RPC_PENDING_MAX);
-        rb_buf_init(&s->sending, RPC_PENDING_MAX);
+        sse_writer_init(&s->w, req, RPC_PENDING_MAX);
         const char *cwd = command_cwd(req, sbx, json_string_value(json_object_get(proc, "cwd")));
         core_process_spec spec = {cmd, args, json_object_get(proc, "envs"), cwd, json_string_value(tag),
                                   json_is_true(stdin_v)};
@@ -365,7 +350,7 @@ static int rpc_start(h2o_req_t *req, const e2b_sandbox *sbx)
             spec.envs = NULL;
         e = core_process_start(sbx->core, sbx->who, sbx->session_id, &spec, &stream_cbs, s, &s->proc, err);
         if (e != RB_OK) {
-            s->finished = 1;
+            s->w.finished = 1;
             send_fail(req, e, err);
         } else {
             s->link.shutdown = on_server_stop;

@@ -14,6 +14,7 @@
 #include "base/codec.h"
 #include "server/agentrun.h"
 #include "server/rest/multipart.h"
+#include "server/transfer.h"
 
 /* ---- answers ---------------------------------------------------------------------------- */
 
@@ -50,9 +51,7 @@ typedef struct ar_ctx {
     core_op *op;
     agentrun_op *create;
     core_watch *watch;
-    core_file *file;
     ar_shape_fn shape;
-    const char *filename; /* copy-from: the name to answer with */
 } ar_ctx;
 
 static void ar_dispose(void *p)
@@ -64,7 +63,6 @@ static void ar_dispose(void *p)
         agentrun_cancel(ctx->create);
     if (ctx->watch != NULL)
         core_watch_stop(ctx->watch);
-    core_file_free(ctx->file);
     memset(ctx, 0, sizeof(*ctx));
 }
 
@@ -318,24 +316,12 @@ int agentrun_route_copy_to(http_call *call)
     return 0;
 }
 
-static void on_copied_from(void *data, rb_err e, const char *msg, core_file *file)
+/* data: the name to answer with, or NULL. */
+static void on_copied_from(void *data, h2o_req_t *req, rb_err e, const char *msg, const core_file *file)
 {
-    ar_ctx *ctx = data;
-    ctx->op = NULL;
-    h2o_req_t *req = ctx->req;
-    if (req == NULL) {
-        core_file_free(file);
-        return;
-    }
-    if (e != RB_OK) {
-        if (e == RB_EBUSY)
-            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
-        ar_error(req, e, msg);
-        return;
-    }
-    ctx->file = file; /* sent from where it lies; freed with the request */
-    http_send_attachment(req, file->bytes, file->len, "application/octet-stream",
-                         ctx->filename && ctx->filename[0] ? ctx->filename : file->name);
+    const char *filename = data;
+    http_send_download(req, e, msg, file, "application/octet-stream", filename && filename[0] ? filename : NULL,
+                       ar_error);
 }
 
 int agentrun_route_copy_from(http_call *call)
@@ -359,15 +345,13 @@ int agentrun_route_copy_from(http_call *call)
         json_decref(body);
         return ar_answer(call->req, e, err, NULL, 0);
     }
-    ar_ctx *ctx = ar_ctx_new(call, NULL);
+    const char *filename = NULL;
     if (json_is_string(name))
-        ctx->filename = http_pool_strdup(call->req, json_string_value(name), strlen(json_string_value(name)));
-    e = core_file_download(call->core, call->who, call->params[0], json_string_value(src), 0, on_copied_from, ctx,
-                           &ctx->op, err);
+        filename = http_pool_strdup(call->req, json_string_value(name), strlen(json_string_value(name)));
+    e = http_download(call->req, call->core, call->who, call->params[0], json_string_value(src), 0, on_copied_from,
+                      (void *)filename, err);
     json_decref(body);
-    if (e != RB_OK) {
-        ctx->op = NULL;
+    if (e != RB_OK)
         return ar_answer(call->req, e, err, NULL, 0);
-    }
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "server/query.h"
 #include "server/rest/agentrun.h"
 #include "server/rest/multipart.h"
+#include "server/transfer.h"
 #include "server/sse.h"
 
 /* Answers a synchronous core call: out on success (status), the error document otherwise. */
@@ -260,68 +261,29 @@ static int query_has_nul(h2o_req_t *req)
 #define NUL_MSG "path: NUL characters are not allowed in file paths"
 
 /* One upload request may carry several files (multipart): they are written one after another
- * and answered together; the first failure answers with its error. */
+ * (server/upload.h) and answered together; the first failure answers with its error. */
 typedef struct upload_ctx {
-    h2o_req_t *req;
-    rb_core *core;
-    const core_caller *who;
-    core_op *op;
     const char *session_id;
-    size_t n, next;
+    size_t n;
     const char *paths[MULTIPART_MAX_PARTS];
     const char *data[MULTIPART_MAX_PARTS];
     size_t lens[MULTIPART_MAX_PARTS];
-    json_t *done;
 } upload_ctx;
 
-static void upload_dispose(void *p)
-{
-    upload_ctx *ctx = p;
-    if (ctx->op != NULL)
-        core_cancel(ctx->op);
-    ctx->op = NULL;
-    ctx->req = NULL;
-    json_decref(ctx->done);
-    ctx->done = NULL;
-}
-
-static void on_uploaded(void *data, rb_err e, const char *msg, json_t *body);
-
-static rb_err upload_next(upload_ctx *ctx, char *err)
-{
-    size_t i = ctx->next;
-    return core_file_upload(ctx->core, ctx->who, ctx->session_id, ctx->paths[i], ctx->data[i], ctx->lens[i], on_uploaded, ctx,
-                            &ctx->op, err);
-}
-
-static void on_uploaded(void *data, rb_err e, const char *msg, json_t *body)
+static void on_uploaded(void *data, h2o_req_t *req, rb_err e, const char *msg, size_t failed, json_t *done)
 {
     upload_ctx *ctx = data;
     char err[RB_ERR_LEN];
-    ctx->op = NULL;
-    if (ctx->req == NULL) {
-        json_decref(body);
-        return;
-    }
     if (e != RB_OK) {
-        if (ctx->n > 1)
-            snprintf(err, sizeof(err), "%s: %s", ctx->paths[ctx->next], msg);
+        if (failed != HTTP_UPLOAD_NONE && ctx->n > 1)
+            snprintf(err, sizeof(err), "%s: %s", ctx->paths[failed], msg);
         else
             snprintf(err, sizeof(err), "%s", msg);
-        http_send_error(ctx->req, e, err);
+        http_send_error(req, e, err);
         return;
     }
-    json_array_append_new(ctx->done, body);
-    if (++ctx->next < ctx->n) {
-        e = upload_next(ctx, err);
-        if (e != RB_OK) {
-            ctx->op = NULL;
-            http_send_error(ctx->req, e, err);
-        }
-        return;
-    }
-    json_t *out = json_pack("{s:s, s:O}", "session_id", ctx->session_id, "files", ctx->done);
-    http_send_json(ctx->req, 201, out);
+    json_t *out = json_pack("{s:s, s:O}", "session_id", ctx->session_id, "files", done);
+    http_send_json(req, 201, out);
     json_decref(out);
 }
 
@@ -415,13 +377,9 @@ static int file_upload(http_call *call)
 {
     char err[RB_ERR_LEN];
     h2o_req_t *req = call->req;
-    upload_ctx *ctx = h2o_mem_alloc_shared(&req->pool, sizeof(*ctx), upload_dispose);
+    upload_ctx *ctx = h2o_mem_alloc_pool(&req->pool, sizeof(*ctx));
     memset(ctx, 0, sizeof(*ctx));
-    ctx->req = req;
-    ctx->core = call->core;
-    ctx->who = call->who;
     ctx->session_id = call->params[0];
-    ctx->done = json_array();
     if (query_has_nul(req))
         return answer(call, RB_EINVAL, NUL_MSG, NULL, 0);
     const char *qpath = http_query_param(req, "path"), *qdir = http_query_param(req, "dir");
@@ -483,11 +441,10 @@ static int file_upload(http_call *call)
             }
         }
     }
-    rb_err e = upload_next(ctx, err);
-    if (e != RB_OK) {
-        ctx->op = NULL;
+    rb_err e = http_upload_files(req, call->core, call->who, ctx->session_id, ctx->n, ctx->paths, ctx->data, ctx->lens,
+                                 on_uploaded, ctx, err);
+    if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
-    }
     return 0;
 }
 
@@ -559,43 +516,12 @@ static int file_delete(http_call *call)
     return 0;
 }
 
-/* A download in flight. The file (core's, holding the only copy of its bytes and a share of
- * max-download-memory) is sent from where it lies and lives as long as the request: h2o
- * writes from it until the response is done, then disposes req->pool, whose hook frees it. */
-typedef struct download_ctx {
-    h2o_req_t *req;
-    core_op *op;
-    core_file *file;
-} download_ctx;
-
-static void download_dispose(void *p)
+/* A download: the file is sent from where it lies (server/transfer.h holds it until the
+ * response is done). */
+static void on_downloaded(void *data, h2o_req_t *req, rb_err e, const char *msg, const core_file *file)
 {
-    download_ctx *ctx = p;
-    if (ctx->op != NULL)
-        core_cancel(ctx->op);
-    ctx->op = NULL;
-    ctx->req = NULL;
-    core_file_free(ctx->file);
-    ctx->file = NULL;
-}
-
-static void on_downloaded(void *data, rb_err e, const char *msg, core_file *file)
-{
-    download_ctx *ctx = data;
-    ctx->op = NULL;
-    h2o_req_t *req = ctx->req;
-    if (req == NULL) {
-        core_file_free(file);
-        return;
-    }
-    if (e != RB_OK) {
-        if (e == RB_EBUSY)
-            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
-        http_send_error(req, e, msg);
-        return;
-    }
-    ctx->file = file;
-    http_send_attachment(req, file->bytes, file->len, file->content_type, file->name);
+    (void)data;
+    http_send_download(req, e, msg, file, NULL, NULL, http_send_error);
 }
 
 static int file_download(http_call *call)
@@ -608,15 +534,9 @@ static int file_download(http_call *call)
         return answer(call, RB_EINVAL,
                       "path: required as a query parameter (GET /sessions/{id}/files/download?path=out/plot.png)",
                       NULL, 0);
-    download_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), download_dispose);
-    ctx->req = call->req;
-    ctx->op = NULL;
-    ctx->file = NULL;
-    rb_err e = core_file_download(call->core, call->who, call->params[0], path, 0, on_downloaded, ctx, &ctx->op, err);
-    if (e != RB_OK) {
-        ctx->op = NULL;
+    rb_err e = http_download(call->req, call->core, call->who, call->params[0], path, 0, on_downloaded, NULL, err);
+    if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
-    }
     return 0;
 }
 

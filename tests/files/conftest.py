@@ -13,19 +13,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 import rbtest  # noqa: E402
+from rbfixtures import sandbox_image, server_fixture, session  # noqa: E402, F401 (fixtures)
 
 
-@pytest.fixture(scope="session")
-def sandbox_image() -> str:
-    return rbtest.require_sandbox_image()
-
-
-@pytest.fixture(scope="module")
-def server(sandbox_image, tmp_path_factory):
-    s = rbtest.Server(tmp_path_factory.mktemp("runboxd"), ["--pool-size", "0"])
-    s.start()
-    yield s
-    rbtest.finish_servers([s])
+server = server_fixture("runboxd", ["--pool-size", "0"])
 
 
 @pytest.fixture
@@ -39,10 +30,3 @@ def make_server(sandbox_image, tmp_path):
 
     yield make
     rbtest.finish_servers(servers)
-
-
-@pytest.fixture
-def session(server) -> dict:
-    s = server.create_session()
-    yield s
-    server.delete(f"/sessions/{s['session_id']}")

@@ -14,19 +14,10 @@ from __future__ import annotations
 import pytest
 
 import rbtest
+from rbfixtures import sandbox_image, server_fixture, session  # noqa: F401 (fixtures)
 
 
-@pytest.fixture(scope="session")
-def sandbox_image() -> str:
-    return rbtest.require_sandbox_image()
-
-
-@pytest.fixture(scope="module")
-def server(sandbox_image, tmp_path_factory) -> rbtest.Server:
-    s = rbtest.Server(tmp_path_factory.mktemp("runboxd"))
-    s.start()
-    yield s
-    rbtest.finish_servers([s])
+server = server_fixture("runboxd")
 
 
 @pytest.fixture
@@ -42,10 +33,3 @@ def make_server(tmp_path):
     yield make
     rbtest.finish_servers(servers)
 
-
-@pytest.fixture
-def session(server) -> dict:
-    """A fresh Python session on the module's server, deleted afterwards."""
-    s = server.create_session()
-    yield s
-    server.delete(f"/sessions/{s['session_id']}")

@@ -17,19 +17,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 import rbtest  # noqa: E402
+from rbfixtures import sandbox_image, server_fixture  # noqa: E402, F401 (fixtures)
 
 
-@pytest.fixture(scope="session")
-def sandbox_image() -> str:
-    return rbtest.require_sandbox_image()
-
-
-@pytest.fixture(scope="module")
-def server(sandbox_image, tmp_path_factory) -> rbtest.Server:
-    s = rbtest.Server(tmp_path_factory.mktemp("runboxd-mcp"))
-    s.start()
-    yield s
-    rbtest.finish_servers([s])
+server = server_fixture("runboxd-mcp")
 
 
 @pytest.fixture
