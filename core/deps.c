@@ -1,7 +1,9 @@
 /*
  * deps.c: the dependency installer: Python packages a caller asks for, installed into a
  * session's workspace, at creation (deps_session_install, core/internal.h) or later
- * (core_dependencies_install, core/core.h).
+ * (core_dependencies_install, core/core.h). npm packages of javascript and typescript sessions
+ * go the same way, with their own filler and copier scripts (core/deps_npm.c, a deps_kind of
+ * core/deps.h; pip's kind is deps_pip below).
  *
  * User code never runs with network because of a dependency. Packages live in a cache volume
  * per requirement set and image, shared by every session that asks for the set, and reach a
@@ -29,29 +31,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/deps.h"
 #include "core/internal.h"
 #include "core/oneshot.h"
 #include "core/requirements.h"
 
 #define INSTALL_TIMEOUT_MS (15L * 60 * 1000)
-#define EXIT_CACHE_MISS 10
-#define EXIT_SATISFIED 11 /* SATISFIED_PY's and copy_sh's */
-#define EXIT_COPY_FAILED 5
-#define EXIT_PIP_FAILED 4
-#define EXIT_COLLISION 3
 #define SITE_DIR "/workspace/.runbox/site-packages"
-
-/* Both scripts: RUNBOX_REQS holds the requirements, one a line, and /cache is the set's cache
- * volume: site/ (pip's --target), .requirements (the set, compared before use: a hash
- * collision of volume names cannot mix sets up), .complete (written last; never removed). */
-#define REQS_SH                                                                                                      \
-    "set -u\n"                                                                                                       \
-    "umask 022\n"                                                                                                    \
-    "cd /tmp\n"                                                                                                      \
-    "printf '%s\\n' \"$RUNBOX_REQS\" > /tmp/requirements.txt\n"
-#define SAME_SET_SH                                                                                                  \
-    "cmp -s /cache/.requirements /tmp/requirements.txt || { echo 'runbox: the cache volume holds another "           \
-    "requirement set' >&2; exit 3; }\n"
 
 /* The image's own distributions as pip constraints, so that a session's packages never break
  * the image's: what the set pulls in must be the image's version (name==version: a numpy 2
@@ -127,13 +113,7 @@
 #define PIP_SH "python3 -I -m pip install --no-input --disable-pip-version-check --cache-dir /tmp/pip-cache " \
                "--no-warn-script-location --only-binary=:all: --prefix /cache/.prefix "
 static const char fill_sh[] =
-    REQS_SH
-    "exec 9>/cache/.lock\n"
-    "flock 9\n"
-    "if [ -f /cache/.complete ]; then\n"
-    "  " SAME_SET_SH
-    "  exit 0\n"
-    "fi\n"
+    FILL_START_SH
     "rm -rf /cache/site /cache/.prefix\n"
     "python3 -I -c '" CONSTRAINTS_PY "' > /tmp/constraints.txt || exit 4\n"
     PIP_SH "--dry-run --report /tmp/report.json -c /tmp/constraints.txt -r /tmp/requirements.txt >/tmp/pip.log 2>&1 "
@@ -153,38 +133,54 @@ static const char fill_sh[] =
     "  cp -R -P \"$d/.\" /cache/site/ || exit 4\n"
     "done || exit 4\n"
     "rm -rf /cache/.prefix\n"
-    "cp /tmp/requirements.txt /cache/.requirements\n"
-    "touch /cache/.complete\n";
+    FILL_DONE_SH;
 
 /* The copier (uid 1000, no network, the cache read-only at /cache, the workspace at /target).
  * It first prints which requirements the image already satisfies (SATISFIED_PY, on stdout).
  * Exit 0 = copied, 11 = the image satisfies every requirement (nothing copied, the cache is not
- * looked at), 10 = not cached, 3 = another set, 5 = the copy failed. It needs no lock:
- * the filler writes .complete after everything else and never changes a complete cache. A
- * link or file where .runbox should be is dropped; links in what earlier installs left are
- * dropped; cp -P copies the set's own links as links; mv renames links, rm -r does not follow
- * them. What user code does to the folder meanwhile (it runs as the same uid) can only change
- * its own files: this container can write nowhere else but its /tmp. */
+ * looked at), else COPY_SH's (core/deps.h). */
 static const char copy_sh[] =
     REQS_SH
     "python3 -I -c '" SATISFIED_PY "'; [ $? -ne 11 ] || exit 11\n"
-    "[ -f /cache/.complete ] || exit 10\n"
-    SAME_SET_SH
-    "sp=/target/.runbox/site-packages new= old=\n"
-    "trap 'rm -rf \"$new\" \"$old\"' EXIT\n"
-    "if [ -L /target/.runbox ] || { [ -e /target/.runbox ] && [ ! -d /target/.runbox ]; }; then\n"
-    "  rm -f /target/.runbox || exit 5\n"
-    "fi\n"
-    "mkdir -p /target/.runbox || exit 5\n"
-    "new=$(mktemp -d /target/.runbox/.install-XXXXXXXX) && chmod 755 \"$new\" || exit 5\n"
-    "if [ -d \"$sp\" ] && [ ! -L \"$sp\" ]; then\n"
-    "  cp -R -P -l \"$sp/.\" \"$new/\" && find \"$new\" -type l -delete || exit 5\n"
-    "fi\n"
-    "cp -R -P --remove-destination /cache/site/. \"$new/\" || exit 5\n"
-    "old=$(mktemp -d /target/.runbox/.old-XXXXXXXX) || exit 5\n"
-    "if [ -e \"$sp\" ] || [ -L \"$sp\" ]; then mv -T \"$sp\" \"$old/site-packages\" || exit 5; fi\n"
-    "mv -T \"$new\" \"$sp\" || exit 5\n"
-    "new=\n";
+    COPY_SH("site-packages", "/cache/site/.");
+
+static void pip_filler_env(const core_settings *cfg, int ca, char **env, size_t *n)
+{
+    env[(*n)++] = xstrdup("PIP_CONFIG_FILE=/dev/null");
+    env[(*n)++] = xstrdup("PYTHONDONTWRITEBYTECODE=1");
+    if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
+        env[(*n)++] = xasprintf("PIP_INDEX_URL=%s", cfg->deps_index_url);
+    if (ca)
+        env[(*n)++] = xstrdup("PIP_CERT=" DEPS_CA_PATH);
+}
+
+static const char *pip_source(const core_settings *cfg)
+{
+    return cfg->deps_index_url ? cfg->deps_index_url : "the default index";
+}
+
+const deps_kind deps_pip = {
+    .tool = "pip",
+    .fill_sh = fill_sh,
+    .copy_sh = copy_sh,
+    .dest = SITE_DIR,
+    .dest_key = "site_packages",
+    .volume_salt = "",
+    .tool_rules = "wheels only",
+    .filler_env = pip_filler_env,
+    .source = pip_source,
+    .parse = requirements_parse,
+    .example = "\"requests==2.32.3\"",
+};
+
+const deps_kind *deps_kind_of(const char *language)
+{
+    if (strcmp(language, "python") == 0)
+        return &deps_pip;
+    if (strcmp(language, "javascript") == 0 || strcmp(language, "typescript") == 0)
+        return &deps_npm;
+    return NULL;
+}
 
 /* One install in flight: find the sandbox's workspace volume, the image's id (it keys the
  * cache), create the cache volume, run the copier, and when the cache misses the filler and the
@@ -197,6 +193,7 @@ typedef struct install_job {
     char session_id[RB_ID_LEN];
     char *container;           /* the session's sandbox container */
     json_t *reqs;              /* the normalised requirement list (core/requirements.h) */
+    const deps_kind *kind;     /* pip or npm (core/deps.h) */
     char *workspace_volume;
     char cache_volume[96];
     int filling;               /* the container running is the filler (else the copier) */
@@ -251,7 +248,7 @@ static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
         if (e == RB_OK) {
             json_t *sat = job->satisfied != NULL ? json_incref(job->satisfied) : json_array();
             body = json_pack("{s:s, s:O, s:b, s:s, s:I, s:o, s:o}", "session_id", job->session_id, "dependencies",
-                             job->reqs, "cached", cached, "site_packages", SITE_DIR, "duration_ms",
+                             job->reqs, "cached", cached, job->kind->dest_key, job->kind->dest, "duration_ms",
                              (json_int_t)(rb_mono_ms() - job->started), "already_satisfied", sat, "message",
                              result_message(job->reqs, sat));
         }
@@ -333,8 +330,8 @@ static void on_installer_exited(void *data, rb_err err, const char *msg, const b
         if (exit_code == EXIT_PIP_FAILED) /* nothing useful is cached: drop the volume (best effort) */
             backend_volume_remove(job->c->be, job->cache_volume, on_cache_dropped, NULL, m2);
         if (exit_code == EXIT_PIP_FAILED)
-            snprintf(m2, sizeof(m2), "pip could not install the dependencies (wheels only, from %s): %s",
-                     job->c->cfg->deps_index_url ? job->c->cfg->deps_index_url : "the default index", tail);
+            snprintf(m2, sizeof(m2), "%s could not install the dependencies (%s, from %s): %s", job->kind->tool,
+                     job->kind->tool_rules, job->kind->source(job->c->cfg), tail);
         else if (exit_code == EXIT_COPY_FAILED)
             snprintf(m2, sizeof(m2), "copying the packages into the session's workspace failed: %s", tail);
         else
@@ -362,7 +359,7 @@ static const char *installer_ca_file(const core_settings *cfg)
 static rb_err run_installer(install_job *job, char *err)
 {
     const core_settings *cfg = job->c->cfg;
-    char *env[8];
+    char *env[4 + DEPS_FILLER_ENV_MAX];
     size_t n_env = 0;
     rb_buf reqs;
     rb_buf_init(&reqs, 64 * 1024);
@@ -381,22 +378,17 @@ static rb_err run_installer(install_job *job, char *err)
     backend_volume volumes[2];
     size_t n_volumes = 0;
     if (job->filling) {
-        env[n_env++] = xstrdup("PIP_CONFIG_FILE=/dev/null");
-        env[n_env++] = xstrdup("PYTHONDONTWRITEBYTECODE=1");
-        if (cfg->deps_index_url != NULL && cfg->deps_index_url[0] != '\0')
-            env[n_env++] = xasprintf("PIP_INDEX_URL=%s", cfg->deps_index_url);
         volumes[n_volumes++] = (backend_volume){job->cache_volume, NULL, "/cache", 0};
         const char *ca = installer_ca_file(cfg);
-        if (ca != NULL) {
-            volumes[n_volumes++] = (backend_volume){NULL, ca, "/etc/runbox-ca.pem", 1};
-            env[n_env++] = xstrdup("PIP_CERT=/etc/runbox-ca.pem");
-        }
+        if (ca != NULL)
+            volumes[n_volumes++] = (backend_volume){NULL, ca, DEPS_CA_PATH, 1};
+        job->kind->filler_env(cfg, ca != NULL, env, &n_env);
     } else {
         volumes[n_volumes++] = (backend_volume){job->cache_volume, NULL, "/cache", 1};
         volumes[n_volumes++] = (backend_volume){job->workspace_volume, NULL, "/target", 0};
     }
     env[n_env] = NULL;
-    const char *const cmd[] = {"sh", "-c", job->filling ? fill_sh : copy_sh, NULL};
+    const char *const cmd[] = {"sh", "-c", job->filling ? job->kind->fill_sh : job->kind->copy_sh, NULL};
     const backend_label labels[] = {
         {"runbox.instance", job->c->instance}, {"runbox.managed", "1"}, {"runbox.deps-for", job->session_id}};
     backend_spec spec;
@@ -452,7 +444,7 @@ static void on_image_id(void *data, rb_err err, const char *errmsg, const char *
         return;
     }
     char *text = json_dumps(job->reqs, JSON_COMPACT);
-    char *key = xasprintf("%s\n%s", id, text);
+    char *key = xasprintf("%s\n%s%s", id, job->kind->volume_salt, text);
     free(text);
     snprintf(job->cache_volume, sizeof(job->cache_volume), "runbox-deps-%016llx%016llx",
              (unsigned long long)fnv1a64(key, 0), (unsigned long long)fnv1a64(key, 0x9e3779b97f4a7c15ull));
@@ -471,8 +463,9 @@ static void on_image_id(void *data, rb_err err, const char *errmsg, const char *
     const backend_label labels[] = {{"runbox.managed", "1"},
                                     {"runbox.deps", "1"},
                                     {"runbox.deps.set", set.data ? set.data : ""},
-                                    {"runbox.deps.image", id}};
-    rb_err e = backend_volume_create(job->c->be, job->cache_volume, labels, 4, on_cache_volume_created, job, msg);
+                                    {"runbox.deps.image", id},
+                                    {"runbox.deps.tool", job->kind->tool}};
+    rb_err e = backend_volume_create(job->c->be, job->cache_volume, labels, 5, on_cache_volume_created, job, msg);
     rb_buf_dispose(&set);
     if (e != RB_OK)
         job_finish(job, e, msg, 0);
@@ -532,6 +525,7 @@ rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_
     if (e != RB_OK)
         return e;
     job->scb = cb;
+    job->kind = deps_kind_of(s->language);
     if (handle != NULL)
         *handle = job->op;
     return RB_OK;
@@ -546,18 +540,16 @@ rb_err core_dependencies_install(rb_core *c, const core_caller *who, const char 
                        session_id);
     if (strcmp(s->status, "ready") != 0 && strcmp(s->status, "busy") != 0)
         return rb_fail(RB_ECONFLICT, err, "session %s is %s; install packages once it is ready", s->id, s->status);
-    if (strcmp(s->language, "javascript") == 0 || strcmp(s->language, "typescript") == 0)
+    const deps_kind *kind = deps_kind_of(s->language);
+    if (kind == NULL)
         return rb_fail(RB_ECONFLICT, err,
-                       "session %s runs %s; installing npm packages is not supported yet (the sandbox never reaches "
-                       "a registry); GET /packages lists the Node modules preinstalled in the image",
+                       "session %s runs %s; packages need a python session (pip) or a javascript or typescript "
+                       "session (npm)",
                        s->id, s->language);
-    if (strcmp(s->language, "python") != 0)
-        return rb_fail(RB_ECONFLICT, err, "session %s runs %s; Python packages need a python session", s->id,
-                       s->language);
     static const char *const keys[] = {"dependencies", "packages", NULL};
     if (!json_is_object(body))
-        return rb_fail(RB_EINVAL, err,
-                       "the body must be a JSON object such as {\"dependencies\": [\"requests==2.32.3\"]}");
+        return rb_fail(RB_EINVAL, err, "the body must be a JSON object such as {\"dependencies\": [%s]}",
+                       kind->example);
     rb_err e = core__check_keys(body, "the dependencies request", keys, err);
     if (e != RB_OK)
         return e;
@@ -565,18 +557,19 @@ rb_err core_dependencies_install(rb_core *c, const core_caller *who, const char 
     if (list == NULL && json_is_object(body))
         list = json_object_get(body, "packages");
     json_t *reqs = NULL;
-    e = requirements_parse(c->cfg, list, &reqs, err);
+    e = kind->parse(c->cfg, list, &reqs, err);
     if (e != RB_OK)
         return e;
     if (reqs == NULL)
-        return rb_fail(RB_EINVAL, err, "dependencies: give at least one package, e.g. {\"dependencies\": "
-                                       "[\"requests==2.32.3\"]}");
+        return rb_fail(RB_EINVAL, err, "dependencies: give at least one package, e.g. {\"dependencies\": [%s]}",
+                       kind->example);
     install_job *job = NULL;
     e = job_start(c, s, reqs, &job, err);
     json_decref(reqs);
     if (e != RB_OK)
         return e;
     job->s = NULL;
+    job->kind = kind;
     job->op->cb = cb;
     job->op->data = data;
     if (handle != NULL)

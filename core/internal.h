@@ -278,7 +278,8 @@ const char *files_content_type(const char *name);
 void files_dispose(rb_core *c);
 
 /* deps.c: the dependency installer (the list is checked with core/requirements.h first) */
-/** Installs reqs (borrowed; a list from requirements_parse) into s's workspace (at creation,
+/** Installs reqs (borrowed; a list from the parse of s's language's deps_kind, core/deps.h:
+ * requirements_parse or requirements_npm_parse) into s's workspace (at creation,
  * after the sandbox is ready); cb(s) once unless the returned op is cancelled (session_end does
  * that through s->deps_op). RB_ECONFLICT when s has no container, or Docker's code; then cb is
  * never called. *handle stays owned by deps.c, valid until cb runs or the install ends. */

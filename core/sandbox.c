@@ -611,7 +611,7 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     int64_t tmp = s ? s->tmp_bytes : (int64_t)cfg->tmp_size;
     int network = s ? s->network : 0;
     size_t n = 0;
-    ss->env = xcalloc(8 + json_object_size(env_vars), sizeof(*ss->env));
+    ss->env = xcalloc(9 + json_object_size(env_vars), sizeof(*ss->env));
     ss->env[n++] = xasprintf("RUNBOX_LANGUAGE=%s", language);
     /* Modules the runner's zygote imports (docker/runner/PROTOCOL.md, "Preload"): before the
      * first cell in a warm pool sandbox; in one made for a session (the cold path) only from its
@@ -625,6 +625,8 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     ss->env[n++] = xasprintf("RUNBOX_GRACE_MS=%d", cfg->grace_ms);
     /* packages installed for the session (deps.c), also for Python subprocesses of user code */
     ss->env[n++] = xstrdup("PYTHONPATH=/workspace/.runbox/site-packages");
+    /* and npm's (deps_npm.c), which `require` looks in before the image's Node modules */
+    ss->env[n++] = xstrdup("NODE_PATH=/workspace/.runbox/node_modules");
     ss->env[n++] = xstrdup("RUNBOX_SANDBOX=1"); /* the runner may clean up stray processes */
     ss->env[n++] = xasprintf("RUNBOX_MEMORY_MB=%lld", (long long)(memory_bytes / (1024 * 1024)));
     /* HOME, MPLBACKEND, MPLCONFIGDIR and the rest come from the image (docker/build-images). */

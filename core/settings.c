@@ -32,6 +32,7 @@ void core_settings_init(core_settings *s)
     s->max_mcp_sessions = RB_DEFAULT_MAX_MCP_SESSIONS;
     s->max_upload = RB_DEFAULT_MAX_UPLOAD;
     s->deps_network = xstrdup("bridge");
+    s->deps_npm_registry = xstrdup(RB_DEFAULT_DEPS_NPM_REGISTRY);
     s->max_download = RB_DEFAULT_MAX_DOWNLOAD;
     s->max_download_memory = RB_DEFAULT_MAX_DOWNLOAD_MEMORY;
     s->pool_size = RB_DEFAULT_POOL_SIZE;
@@ -55,7 +56,7 @@ void core_settings_dispose(core_settings *s)
 {
     if (s == NULL)
         return;
-    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload};
+    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

@@ -14,6 +14,7 @@
 #define RB_DEFAULT_DB "runbox.db"
 #define RB_DEFAULT_IMAGE "runbox-sandbox:latest"
 #define RB_DEFAULT_DOCKER_SOCKET "/var/run/docker.sock"
+#define RB_DEFAULT_DEPS_NPM_REGISTRY "https://registry.npmjs.org/"
 #define RB_DEFAULT_DOCKER_TIMEOUT_S 30.0
 #define RB_DEFAULT_DOCKER_TRANSFER_TIMEOUT_S 120.0
 #define RB_DEFAULT_OUTPUT_LIMIT (1024 * 1024)
@@ -91,6 +92,7 @@ typedef struct core_settings {
     char *deps_allow;      /* --deps-allow / RUNBOX_DEPS_ALLOW: "name[>=min],..." only these may be installed */
     char *deps_block;      /* --deps-block / RUNBOX_DEPS_BLOCK: "name" never, "name<V" not below V */
     char *deps_index_url;  /* --deps-index-url / RUNBOX_DEPS_INDEX_URL: pip's index (PIP_INDEX_URL) */
+    char *deps_npm_registry; /* --deps-npm-registry / RUNBOX_DEPS_NPM_REGISTRY: npm's registry (--registry) */
     char *deps_ca_file;    /* --deps-ca-file / RUNBOX_DEPS_CA_FILE: CA bundle on the Docker host for pip (PIP_CERT) */
     size_t max_upload;     /* --max-upload / RUNBOX_MAX_UPLOAD: bytes of one uploaded file (413 beyond) */
     size_t max_download;   /* --max-download / RUNBOX_MAX_DOWNLOAD: bytes of one downloaded file (413 beyond) */

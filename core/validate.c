@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/deps.h"
 #include "core/internal.h"
 #include "core/requirements.h"
 
@@ -219,19 +220,17 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
             return rb_fail(RB_EINVAL, err, "'language' must be " CORE_LANGUAGES_TEXT);
     }
     snprintf(s->language, sizeof(s->language), "%s", l);
+    /* dependencies are installed into the workspace once the sandbox is ready (deps.c): pip's
+     * for python, npm's for javascript and typescript (core/deps.h) */
+    const deps_kind *kind = deps_kind_of(l);
     json_t *deps = json_object_get(opts, "dependencies");
-    if ((strcmp(l, "javascript") == 0 || strcmp(l, "typescript") == 0) && deps != NULL && !json_is_null(deps) &&
-        !(json_is_array(deps) && json_array_size(deps) == 0))
+    if (kind == NULL && deps != NULL && !json_is_null(deps) && !(json_is_array(deps) && json_array_size(deps) == 0))
         return rb_fail(RB_EINVAL, err,
-                       "dependencies: installing npm packages into %s sessions is not supported yet (the sandbox "
-                       "never reaches a registry); the Node modules preinstalled in the image are listed by GET "
-                       "/packages; omit 'dependencies'",
+                       "dependencies: packages need a python session (pip) or a javascript or typescript session "
+                       "(npm); a %s session has none",
                        l);
-    /* dependencies are installed into the workspace once the sandbox is ready (deps.c) */
-    if ((e = requirements_parse(c->cfg, json_object_get(opts, "dependencies"), &s->dependencies, err)) != RB_OK)
+    if (kind != NULL && (e = kind->parse(c->cfg, deps, &s->dependencies, err)) != RB_OK)
         return e;
-    if (s->dependencies != NULL && strcmp(l, "python") != 0)
-        return rb_fail(RB_EINVAL, err, "dependencies: Python packages need a python session");
 
     s->timeout = c->cfg->default_timeout;
     s->memory_bytes = core_default_memory(c);

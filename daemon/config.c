@@ -75,10 +75,14 @@ static const key_def keys[] = {
     {"deps-network", "RUNBOX_DEPS_NETWORK", K_STR, OFF(core.deps_network),
      "Docker network of the dependency installer (no user code runs there); none disables package installs"},
     {"deps-allow", "RUNBOX_DEPS_ALLOW", K_STR, OFF(core.deps_allow),
-     "comma-separated packages that may be installed, each optionally with a minimum (name>=version); empty = any"},
+     "comma-separated packages that may be installed, each optionally with a minimum (name>=version; npm packages: "
+     "npm:name, npm:name>=version); empty = any"},
     {"deps-block", "RUNBOX_DEPS_BLOCK", K_STR, OFF(core.deps_block),
-     "comma-separated packages that may not be installed (name), or not below a version (name<version)"},
+     "comma-separated packages that may not be installed (name), or not below a version (name<version; npm "
+     "packages: npm:name, npm:name<version)"},
     {"deps-index-url", "RUNBOX_DEPS_INDEX_URL", K_STR, OFF(core.deps_index_url), "pip index URL for the installer"},
+    {"deps-npm-registry", "RUNBOX_DEPS_NPM_REGISTRY", K_STR, OFF(core.deps_npm_registry),
+     "npm registry URL (http or https) the installer uses for javascript and typescript sessions"},
     {"deps-ca-file", "RUNBOX_DEPS_CA_FILE", K_STR, OFF(core.deps_ca_file),
      "CA bundle (a path on the Docker host) the installer's pip trusts; empty = the host's "
      "/etc/ssl/certs/ca-certificates.crt when present, none = the image's own"},
@@ -359,6 +363,21 @@ static int listen_ok(const char *s)
     return 1;
 }
 
+/* --deps-npm-registry: an http(s) URL without blanks or control characters (it becomes npm's
+ * --registry in the installer's environment). */
+static rb_err check_registry(const char *url, char *err)
+{
+    if (url == NULL || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) || strlen(url) > 1024)
+        return rb_fail(RB_EINVAL, err,
+                       "deps-npm-registry: '%.80s' is not an http:// or https:// URL (e.g. the default "
+                       "https://registry.npmjs.org/)",
+                       url ? url : "");
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return rb_fail(RB_EINVAL, err, "deps-npm-registry: the URL may not contain blanks or control characters");
+    return RB_OK;
+}
+
 /* --preload: module names (dotted Python identifiers) separated by commas; blanks around them
  * are allowed, an empty list turns the preload off. */
 static rb_err check_preload(const char *list, char *err)
@@ -475,6 +494,8 @@ rb_err config_validate(const rb_config *cfg, char *err)
     if (cfg->core.max_mcp_sessions < 1)
         return rb_fail(RB_EINVAL, err, "max-mcp-sessions: must be at least 1");
     if (requirements_check_settings(&cfg->core, err) != RB_OK)
+        return RB_EINVAL;
+    if (check_registry(cfg->core.deps_npm_registry, err) != RB_OK)
         return RB_EINVAL;
     if (check_preload(cfg->core.preload, err) != RB_OK)
         return RB_EINVAL;

@@ -10,9 +10,12 @@
 
 const fs = require('fs');
 
+/* The image's compiler by its path first: `require('typescript')` alone would find a typescript
+ * the session installed (NODE_PATH, /workspace/.runbox/node_modules) or put in /workspace first. */
+const IMAGE_TYPESCRIPT = '/usr/share/nodejs/typescript';
 let ts = null;
 try {
-    ts = require('typescript');
+    ts = fs.existsSync(IMAGE_TYPESCRIPT) ? require(IMAGE_TYPESCRIPT) : require('typescript');
 } catch (e) {
     fs.writeSync(2, `runbox: cannot load the TypeScript compiler: ${e.message}\n`);
 }

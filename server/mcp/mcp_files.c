@@ -263,7 +263,8 @@ json_t *mcp__tool_files(mcp_call *call)
         json_t *deps = json_object_get(call->args, "dependencies");
         if (!json_is_array(deps) || json_array_size(deps) == 0)
             return mcp__tool_error("'dependencies' is required: a list of pip requirements such as [\"requests\", "
-                                   "\"tabulate==0.9.0\"]");
+                                   "\"tabulate==0.9.0\"] (npm packages such as [\"left-pad@1.3.0\"] for a "
+                                   "javascript or typescript session)");
         return mcp__with_session(call, "python");
     }
     if (strcmp(t, "list_files") == 0)

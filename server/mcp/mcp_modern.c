@@ -229,7 +229,8 @@ static const char instructions[] =
     "starts a new session and returns its session_id: pass that session_id on later calls to keep variables, imports "
     "and files. Print values or end with an expression to see them; plots made with matplotlib come back as images. "
     "Move files in and out of a session's /workspace with upload_file, list_files and download_file; get_packages "
-    "lists what is installed and install_dependencies adds Python packages. Call close_session when done.";
+    "lists what is installed and install_dependencies adds Python (or, in a javascript or typescript session, npm) "
+    "packages. Call close_session when done.";
 
 static json_t *discover_result(json_t *id, int agentrun)
 {

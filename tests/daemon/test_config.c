@@ -181,7 +181,7 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 51); /* every key of daemon/config.c (keys table) */
+    cr_assert_eq(n, 52); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
 }
 
@@ -264,6 +264,26 @@ Test(config, preload_is_a_list_of_module_names_or_empty)
         cr_assert_eq(config_set(&c, "preload", bad[i], err), RB_OK);
         cr_assert_eq(config_validate(&c, err), RB_EINVAL, "'%s' passed", bad[i]);
         cr_assert(strstr(err, "preload") != NULL, "%s", err);
+    }
+    config_dispose(&c);
+}
+
+Test(config, npm_registry_is_an_http_url)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_str_eq(c.core.deps_npm_registry, "https://registry.npmjs.org/");
+    const char *good[] = {"http://registry:4873/", "https://npm.example.internal/path/"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        cr_assert_eq(config_set(&c, "deps-npm-registry", good[i], err), RB_OK, "%s: %s", good[i], err);
+        cr_assert_eq(config_validate(&c, err), RB_OK, "'%s': %s", good[i], err);
+    }
+    const char *bad[] = {"", "registry.npmjs.org", "file:///tmp/x", "http://a b/", "http://a/\n--x"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (config_set(&c, "deps-npm-registry", bad[i], err) == RB_OK)
+            cr_assert_eq(config_validate(&c, err), RB_EINVAL, "'%s' passed", bad[i]);
+        cr_assert(strstr(err, "deps-npm-registry") != NULL, "%s", err);
     }
     config_dispose(&c);
 }

@@ -144,6 +144,16 @@ def test_schemas_accept_contract_examples():
     rbtest.check_schema({"error": {"code": "forbidden", "message": "path: '..' is not allowed"}}, "Error")
     rbtest.check_schema({"dependencies": ["requests"]}, "DependenciesRequest")
     rbtest.check_schema({"dependencies": ["requests"]}, "CreateSessionRequest")
+    # npm packages of javascript and typescript sessions
+    rbtest.check_schema({"session_id": SID, "dependencies": ["left-pad@1.3.0"], "cached": True,
+                         "node_modules": "/workspace/.runbox/node_modules", "duration_ms": 900,
+                         "already_satisfied": [], "message": "installed: left-pad@1.3.0"}, "DependenciesResult")
+    rbtest.check_schema({"dependencies": ["@types/node", "lodash@>=4.17 <5"]}, "DependenciesRequest")
+    rbtest.check_schema({"language": "typescript", "dependencies": ["@scope/pkg@^1.2.0"]}, "CreateSessionRequest")
+    with pytest.raises(Exception):
+        rbtest.check_schema({"language": "bash", "dependencies": ["left-pad"]}, "CreateSessionRequest")
+    with pytest.raises(Exception):
+        rbtest.check_schema({"language": "javascript", "dependencies": ["x@file:../y"]}, "CreateSessionRequest")
 
 
 @pytest.mark.parametrize("name, doc", [
