@@ -330,9 +330,9 @@ static void state_inspected_cb(void *data, rb_err err, const char *errmsg, int s
 
 static rb_err d_state(void *self, const char *id, backend_state_cb cb, void *data, char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->state = cb;
-    return call_started(c, docker_container_inspect(self, id, state_inspected_cb, c, err));
+    return call_started(c, docker_container_inspect(DK(self), id, state_inspected_cb, c, err));
 }
 
 /* The client's counts under its own names (docker_op_name, docker_failure_name). */
@@ -341,7 +341,7 @@ static void d_stats(void *self, backend_stats *out)
     _Static_assert(DOCKER_OP_MAX <= BACKEND_STATS_OPS && DOCKER_FAIL_MAX <= BACKEND_STATS_REASONS,
                    "backend_stats has room for every Docker operation and failure reason");
     docker_stats ds;
-    docker_stats_read(self, &ds);
+    docker_stats_read(DK(self), &ds);
     out->n_ops = DOCKER_OP_MAX;
     out->n_reasons = DOCKER_FAIL_MAX;
     for (int f = 0; f < DOCKER_FAIL_MAX; f++)
@@ -356,18 +356,18 @@ static void d_stats(void *self, backend_stats *out)
 
 static rb_err d_image_id(void *self, const char *image, backend_name_cb cb, void *data, char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->name = cb;
-    return call_started(c, docker_image_inspect(self, image, image_inspected_cb, c, err));
+    return call_started(c, docker_image_inspect(DK(self), image, image_inspected_cb, c, err));
 }
 
 static rb_err d_workspace_volume(void *self, const char *id, const char *path, backend_name_cb cb, void *data,
                                  char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->name = cb;
     c->path = xstrdup(path);
-    return call_started(c, docker_container_inspect(self, id, sandbox_inspected_cb, c, err));
+    return call_started(c, docker_container_inspect(DK(self), id, sandbox_inspected_cb, c, err));
 }
 
 static rb_err d_volume_create(void *self, const char *name, const backend_label *labels, size_t n_labels,
@@ -375,26 +375,26 @@ static rb_err d_volume_create(void *self, const char *name, const backend_label 
 {
     if (!volume_name_ok(name))
         return rb_fail(RB_EINVAL, err, "'%.200s' is not a volume name", name);
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->done = cb;
     json_t *conf = json_pack("{s:s, s:o}", "Name", name, "Labels", label_object(labels, n_labels));
-    rb_err e = docker_volume_create(self, conf, done_cb, c, err);
+    rb_err e = docker_volume_create(DK(self), conf, done_cb, c, err);
     json_decref(conf);
     return call_started(c, e);
 }
 
 static rb_err d_volume_remove(void *self, const char *name, backend_cb cb, void *data, char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->done = cb;
-    return call_started(c, docker_volume_remove(self, name, done_cb, c, err));
+    return call_started(c, docker_volume_remove(DK(self), name, done_cb, c, err));
 }
 
 static rb_err d_ping(void *self, backend_ping_cb cb, void *data, char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->ping = cb;
-    return call_started(c, docker_ping_version(self, pinged_cb, c, err));
+    return call_started(c, docker_ping_version(DK(self), pinged_cb, c, err));
 }
 
 static rb_err d_create(void *self, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
@@ -403,49 +403,49 @@ static rb_err d_create(void *self, const char *name, const backend_spec *spec, b
     rb_err e = volumes_check(spec, err);
     if (e != RB_OK)
         return e;
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->created = cb;
     json_t *conf = backend_docker__container_config(spec);
-    e = docker_container_create(self, name, conf, created_cb, c, err);
+    e = docker_container_create(DK(self), name, conf, created_cb, c, err);
     json_decref(conf);
     return call_started(c, e);
 }
 
 static rb_err d_start(void *self, const char *id, backend_cb cb, void *data, char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->done = cb;
-    return call_started(c, docker_container_start(self, id, done_cb, c, err));
+    return call_started(c, docker_container_start(DK(self), id, done_cb, c, err));
 }
 
 static rb_err d_remove(void *self, const char *id, backend_cb cb, void *data, char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->done = cb;
-    return call_started(c, docker_container_remove(self, id, done_cb, c, err));
+    return call_started(c, docker_container_remove(DK(self), id, done_cb, c, err));
 }
 
 static rb_err d_list(void *self, const char *label, backend_list_cb cb, void *data, char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->list = cb;
-    return call_started(c, docker_container_list(self, label, listed_cb, c, err));
+    return call_started(c, docker_container_list(DK(self), label, listed_cb, c, err));
 }
 
 static rb_err d_archive_put(void *self, const char *id, const char *dir, const void *tar, size_t len, backend_cb cb,
                             void *data, char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->done = cb;
-    return call_started(c, docker_archive_put(self, id, dir, tar, len, raw_cb, c, err));
+    return call_started(c, docker_archive_put(DK(self), id, dir, tar, len, raw_cb, c, err));
 }
 
 static rb_err d_archive_get(void *self, const char *id, const char *path, size_t max, backend_bytes_cb cb,
                             void *data, char *err)
 {
-    call *c = call_new(self, data);
+    call *c = call_new(DK(self), data);
     c->bytes = cb;
-    return call_started(c, docker_archive_get(self, id, path, max, raw_cb, c, err));
+    return call_started(c, docker_archive_get(DK(self), id, path, max, raw_cb, c, err));
 }
 
 /* ---- attach: the client's stream, with the same callbacks ------------------------------------ */
@@ -455,7 +455,7 @@ static rb_err d_attach_open(void *self, const char *id, const backend_attach_cbs
 {
     docker_attach_cbs dcbs = {cbs->on_open, cbs->on_data, cbs->on_close};
     docker_attach *a = NULL;
-    rb_err e = docker_attach_start(self, id, &dcbs, data, &a, err);
+    rb_err e = docker_attach_start(DK(self), id, &dcbs, data, &a, err);
     if (e == RB_OK)
         *out = (backend_attach *)a;
     return e;
@@ -623,7 +623,7 @@ static rb_err d_run(void *self, const char *name, const backend_spec *spec, long
     if (e != RB_OK)
         return e;
     run_op *r = xcalloc(1, sizeof(*r));
-    r->d = self;
+    r->d = DK(self);
     r->cb = cb;
     r->data = data;
     r->timeout_ms = timeout_ms;
@@ -633,7 +633,7 @@ static rb_err d_run(void *self, const char *name, const backend_spec *spec, long
     for (int i = 0; i < 3; i++)
         rb_buf_init(&r->out[i], r->max);
     json_t *conf = backend_docker__run_config(spec);
-    e = docker_container_create(self, name, conf, run_created_cb, r, err);
+    e = docker_container_create(DK(self), name, conf, run_created_cb, r, err);
     json_decref(conf);
     if (e != RB_OK) {
         for (int i = 0; i < 3; i++)
@@ -648,8 +648,10 @@ static rb_err d_run(void *self, const char *name, const backend_spec *spec, long
 
 static void d_free(void *self)
 {
-    backend_docker__exit_wait_drop(self);
-    docker_free(self);
+    backend_docker *bd = self;
+    backend_docker__exit_wait_drop(bd);
+    docker_free(bd->d);
+    free(bd);
 }
 
 static const backend_ops docker_ops = {
@@ -700,7 +702,9 @@ rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, long call_ms
         docker_free(d);
         return e;
     }
-    *out = backend_new(&docker_ops, d);
+    backend_docker *bd = xcalloc(1, sizeof(*bd));
+    bd->d = d;
+    *out = backend_new(&docker_ops, bd);
     return RB_OK;
 }
 

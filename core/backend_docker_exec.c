@@ -26,8 +26,10 @@
 
 typedef void (*exit_cb)(void *data, rb_err err, const char *errmsg, int exit_code);
 
-typedef struct exit_wait {
-    docker *d;
+typedef struct exit_wait exit_wait;
+
+struct exit_wait {
+    backend_docker *bd;
     uv_timer_t *timer;  /* between two inspects */
     exit_cb cb;
     void *data;
@@ -38,9 +40,7 @@ typedef struct exit_wait {
     int cancelled;      /* exit_wait_cancel ran: no callback */
     struct exit_wait *prev, *next; /* every waiter, so that d_free can end those between inspects */
     char id[80];
-} exit_wait;
-
-static exit_wait *waiters;
+};
 
 static void exit_wait_answer_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body);
 
@@ -49,7 +49,7 @@ static void exit_wait_free(exit_wait *w)
     if (w->prev != NULL)
         w->prev->next = w->next;
     else
-        waiters = w->next;
+        w->bd->waiters = w->next;
     if (w->next != NULL)
         w->next->prev = w->prev;
     if (w->timer != NULL)
@@ -59,7 +59,7 @@ static void exit_wait_free(exit_wait *w)
 
 static rb_err exit_wait_ask(exit_wait *w, char *err)
 {
-    rb_err e = docker_exec_inspect(w->d, w->id, exit_wait_answer_cb, w, err);
+    rb_err e = docker_exec_inspect(w->bd->d, w->id, exit_wait_answer_cb, w, err);
     w->in_flight = e == RB_OK;
     return e;
 }
@@ -74,13 +74,13 @@ static void exit_wait_tick(uv_timer_t *t)
     }
 }
 
-/* d is being freed: waiters between two inspects end now with RB_ECANCELED (those with an
+/* bd is being freed: waiters between two inspects end now with RB_ECANCELED (those with an
  * inspect in flight hear it from the client). */
-void backend_docker__exit_wait_drop(docker *d)
+void backend_docker__exit_wait_drop(backend_docker *bd)
 {
-    for (exit_wait *w = waiters, *next; w != NULL; w = next) {
+    for (exit_wait *w = bd->waiters, *next; w != NULL; w = next) {
         next = w->next;
-        if (w->d != d || w->in_flight)
+        if (w->in_flight)
             continue;
         if (!w->cancelled)
             w->cb(w->data, RB_ECANCELED, "the Docker client is shutting down", -1);
@@ -104,7 +104,7 @@ static void exit_wait_answer_cb(void *data, rb_err err, const char *errmsg, int 
         w->waited_ms += (long)w->delay_ms;
         if (w->timer == NULL) {
             w->timer = xmalloc(sizeof(*w->timer));
-            uv_timer_init(docker_loop(w->d), w->timer);
+            uv_timer_init(docker_loop(w->bd->d), w->timer);
             w->timer->data = w;
         }
         uv_timer_start(w->timer, exit_wait_tick, w->delay_ms, 0);
@@ -124,18 +124,19 @@ static void exit_wait_answer_cb(void *data, rb_err err, const char *errmsg, int 
 /* Waits for exec id's exit code (budget_ms 0: as long as it runs); cb runs once, later, unless
  * exit_wait_cancel is called first. Returns the waiter (owned by this module), or NULL with err
  * when the first inspect cannot be sent (then cb never runs). */
-static exit_wait *exit_wait_start(docker *d, const char *id, long budget_ms, exit_cb cb, void *data, char *err)
+static exit_wait *exit_wait_start(backend_docker *bd, const char *id, long budget_ms, exit_cb cb, void *data,
+                                  char *err)
 {
     exit_wait *w = xcalloc(1, sizeof(*w));
-    w->d = d;
+    w->bd = bd;
     w->cb = cb;
     w->data = data;
     w->budget_ms = budget_ms;
     snprintf(w->id, sizeof(w->id), "%s", id);
-    w->next = waiters;
-    if (waiters != NULL)
-        waiters->prev = w;
-    waiters = w;
+    w->next = bd->waiters;
+    if (bd->waiters != NULL)
+        bd->waiters->prev = w;
+    bd->waiters = w;
     if (exit_wait_ask(w, err) != RB_OK) {
         exit_wait_free(w);
         return NULL;
@@ -154,7 +155,7 @@ static void exit_wait_cancel(exit_wait *w)
 /* ---- exec: create, start (output in frames), inspect (exit code) ------------------------------ */
 
 typedef struct exec_op {
-    docker *d;
+    backend_docker *bd;
     backend_exec_cb cb;
     void *data;
     size_t max;
@@ -219,7 +220,7 @@ static void exec_started_cb(void *data, rb_err err, const char *errmsg, int stat
         return;
     }
     /* the output ended: the command has exited, or does so in a moment (an end much later was a cut) */
-    if (exit_wait_start(x->d, x->id, EXEC_EXIT_WAIT_MS, exec_exited_cb, x, msg) == NULL)
+    if (exit_wait_start(x->bd, x->id, EXEC_EXIT_WAIT_MS, exec_exited_cb, x, msg) == NULL)
         exec_finish(x, RB_EIO, msg, -1);
 }
 
@@ -236,7 +237,7 @@ static void exec_created_cb(void *data, rb_err err, const char *errmsg, int stat
         return;
     }
     snprintf(x->id, sizeof(x->id), "%s", id);
-    if (docker_exec_start(x->d, x->id, x->max, x->timeout_ms, exec_started_cb, x, msg) != RB_OK)
+    if (docker_exec_start(x->bd->d, x->id, x->max, x->timeout_ms, exec_started_cb, x, msg) != RB_OK)
         exec_finish(x, RB_EIO, msg, -1);
 }
 
@@ -257,7 +258,7 @@ rb_err backend_docker__exec(void *self, const char *id, const backend_exec_spec 
                      char *err)
 {
     exec_op *x = xcalloc(1, sizeof(*x));
-    x->d = self;
+    x->bd = self;
     x->cb = cb;
     x->data = data;
     x->max = spec->max_output > 0 ? spec->max_output : EXEC_OUTPUT_MAX_DEFAULT;
@@ -265,7 +266,7 @@ rb_err backend_docker__exec(void *self, const char *id, const backend_exec_spec 
     for (int i = 0; i < 3; i++)
         rb_buf_init(&x->out[i], x->max);
     json_t *conf = exec_config(spec);
-    rb_err e = docker_exec_create(self, id, conf, exec_created_cb, x, err);
+    rb_err e = docker_exec_create(x->bd->d, id, conf, exec_created_cb, x, err);
     json_decref(conf);
     if (e != RB_OK) {
         for (int i = 0; i < 3; i++)
@@ -282,7 +283,7 @@ rb_err backend_docker__exec(void *self, const char *id, const backend_exec_spec 
  * the output stream is open, closing it releases the struct at once (the attach runs no
  * callback after docker_attach_close). */
 struct backend_stream {
-    docker *d;
+    backend_docker *bd;
     backend_stream_cbs cbs;
     void *data;
     docker_attach *a; /* the output stream while open */
@@ -331,7 +332,7 @@ static void xs_close_cb(void *data, rb_err err, const char *errmsg)
         return;
     }
     /* the output ended; the command has exited or will (it may have closed both and go on) */
-    if ((x->wait = exit_wait_start(x->d, x->id, 0, xs_exited_cb, x, msg)) == NULL)
+    if ((x->wait = exit_wait_start(x->bd, x->id, 0, xs_exited_cb, x, msg)) == NULL)
         xs_exit(x, RB_EIO, msg, -1);
 }
 
@@ -352,7 +353,7 @@ static void xs_created_cb(void *data, rb_err err, const char *errmsg, int status
     }
     snprintf(x->id, sizeof(x->id), "%s", id);
     docker_attach_cbs cbs = {xs_open_cb, xs_data_cb, xs_close_cb};
-    if (docker_exec_attach(x->d, x->id, &cbs, x, &x->a, msg) != RB_OK) {
+    if (docker_exec_attach(x->bd->d, x->id, &cbs, x, &x->a, msg) != RB_OK) {
         x->a = NULL;
         xs_exit(x, RB_EIO, msg, -1);
     }
@@ -362,12 +363,12 @@ rb_err backend_docker__exec_stream(void *self, const char *id, const backend_exe
                             void *data, backend_stream **out, char *err)
 {
     backend_stream *x = xcalloc(1, sizeof(*x));
-    x->d = self;
+    x->bd = self;
     x->cbs = *cbs;
     x->data = data;
     x->input = spec->input != 0;
     json_t *conf = exec_config(spec);
-    rb_err e = docker_exec_create(self, id, conf, xs_created_cb, x, err);
+    rb_err e = docker_exec_create(x->bd->d, id, conf, xs_created_cb, x, err);
     json_decref(conf);
     if (e != RB_OK) {
         free(x);

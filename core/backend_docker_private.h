@@ -12,6 +12,17 @@
 #include "core/backend.h"
 
 struct docker;
+struct exit_wait;
+
+/** The backend's self: the Engine API client and what the backend keeps beside it. Every op
+ * of the table (core/backend.h) gets it as self; nothing of it is process-wide. */
+typedef struct backend_docker {
+    struct docker *d;           /* owned */
+    struct exit_wait *waiters;  /* the waits for an exec's exit code in progress (backend_docker_exec.c) */
+} backend_docker;
+
+/** self as the Docker client. */
+#define DK(self) (((backend_docker *)(self))->d)
 
 /** A JSON array of the NULL-terminated string list (an empty array for NULL). New reference. */
 json_t *backend_docker__string_list(const char *const *list);
@@ -21,9 +32,9 @@ void backend_docker__set_list(json_t *obj, const char *key, const char *const *l
  * stderr); else err and errmsg. Then disposes of the buffers out[0..3). */
 void backend_docker__report_output(backend_exec_cb cb, void *data, rb_err err, const char *errmsg, int exit_code,
                                    rb_buf *out);
-/** Ends the waits for exit codes that belong to d (between two inspects), without callbacks:
- * the backend is being freed. */
-void backend_docker__exit_wait_drop(struct docker *d);
+/** Ends bd's waits for exit codes that are between two inspects, with RB_ECANCELED: the
+ * backend is being freed. */
+void backend_docker__exit_wait_drop(backend_docker *bd);
 
 /* The exec members of the backend's ops table (core/backend.h has their contracts). */
 rb_err backend_docker__exec(void *self, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
