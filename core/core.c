@@ -282,6 +282,7 @@ void core_free(rb_core *c)
     close_timer(c->dispatch_timer);
     c->dispatch_timer = NULL;
     backend_free(c->be);
+    deps_drop_queued(c);
     removal_drop_all(c);
     files_dispose(c); /* the budget itself lives on while cancelled downloads or held files count on it */
     store_close(c->st);

@@ -23,6 +23,11 @@
  * set) and renames it into place. pip runs isolated (HOME and cwd in /tmp, PIP_CONFIG_FILE
  * /dev/null, python -I) and accepts wheels only (--only-binary :all:: no setup.py runs).
  *
+ * Installs run --max-installs at a time (core_settings.max_installs); one more waits in a FIFO
+ * queue for a free slot, its caller still waiting for the answer as before (issue 9, finding 5:
+ * each one-shot container holds one of the Docker client's long connections through its
+ * container wait, so unlimited installs could take them all and starve file transfers).
+ *
  * Not here: the requirement syntax and the operator's deps-allow / deps-block policy
  * (core/requirements.c, checked before anything starts), and the image's preinstalled
  * packages (core/packages.c).
@@ -200,6 +205,7 @@ typedef struct install_job {
     int filled;                /* the filler ran: the cache missed, pip downloaded */
     json_t *satisfied;         /* requirements the image satisfies ("name==version"), as the copier said */
     int64_t started;
+    struct install_job *next;  /* in the queue (c->installs_head..tail) while it waits for a slot */
 } install_job;
 
 /* The answer's sentence: what the image already had, what was installed (borrowed lists). */
@@ -237,8 +243,26 @@ static json_t *result_message(json_t *reqs, json_t *satisfied)
     return s;
 }
 
-/* Reports the outcome (unless cancelled) and frees job. */
-static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
+static void job_begin(install_job *job);
+
+/* Gives the slot job held to the installs waiting, oldest first (none once runboxd is closing). */
+static void slot_release(rb_core *c)
+{
+    c->installs_running--;
+    while (!c->closing && c->installs_head != NULL && c->installs_running < c->cfg->max_installs) {
+        install_job *next = c->installs_head;
+        if ((c->installs_head = next->next) == NULL)
+            c->installs_tail = NULL;
+        next->next = NULL;
+        c->installs_running++;
+        rb_info("session %s: the dependency install waiting for a slot starts (%d running, max-installs %d)",
+                next->session_id, c->installs_running, c->cfg->max_installs);
+        job_begin(next);
+    }
+}
+
+/* Reports the outcome (unless cancelled) and frees job, which holds a slot unless queued. */
+static void job_free(install_job *job, rb_err e, const char *msg, int cached)
 {
     if (job->scb != NULL) {
         if (!job->op->cancelled)
@@ -260,6 +284,14 @@ static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
     free(job->workspace_volume);
     free(job->op);
     free(job);
+}
+
+/* Reports the outcome of a job that holds a slot, frees it and lets the next one start. */
+static void job_finish(install_job *job, rb_err e, const char *msg, int cached)
+{
+    rb_core *c = job->c;
+    job_free(job, e, msg, cached);
+    slot_release(c);
 }
 
 static rb_err run_installer(install_job *job, char *err);
@@ -492,12 +524,28 @@ static void on_workspace_volume(void *data, rb_err err, const char *errmsg, cons
         job_finish(job, RB_EIO, msg, 0);
 }
 
-/* Starts installing reqs (borrowed) into s's workspace; on RB_OK *out is the running job, whose
- * caller sets how it reports (scb, or op->cb). */
+/* A job that was given a slot starts: it looks for the sandbox's workspace volume. A job whose
+ * caller has gone meanwhile (cancelled while it waited) ends without starting. */
+static void job_begin(install_job *job)
+{
+    char msg[RB_ERR_LEN];
+    if (job->op->cancelled) {
+        job_finish(job, RB_ECANCELED, "the install was cancelled while it waited", 0);
+        return;
+    }
+    if (backend_workspace_volume(job->c->be, job->container, "/workspace", on_workspace_volume, job, msg) != RB_OK)
+        job_finish(job, RB_EIO, msg, 0);
+}
+
+/* Starts installing reqs (borrowed) into s's workspace, or queues it when max_installs run
+ * already; on RB_OK *out is the job (it reports later, never before this returns), whose caller
+ * sets how it reports (scb, or op->cb). */
 static rb_err job_start(rb_core *c, session *s, json_t *reqs, install_job **out, char *err)
 {
     if (s->container_id == NULL)
         return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
+    if (c->closing)
+        return rb_fail(RB_EUNAVAILABLE, err, "runboxd is shutting down");
     install_job *job = xcalloc(1, sizeof(*job));
     job->c = c;
     job->s = s;
@@ -506,6 +554,17 @@ static rb_err job_start(rb_core *c, session *s, json_t *reqs, install_job **out,
     job->container = xstrdup(s->container_id);
     job->reqs = json_incref(reqs);
     job->started = rb_mono_ms();
+    if (c->installs_running >= c->cfg->max_installs) {
+        if (c->installs_tail != NULL)
+            c->installs_tail->next = job;
+        else
+            c->installs_head = job;
+        c->installs_tail = job;
+        rb_info("session %s: the dependency install waits for a slot (%d running, max-installs %d)", s->id,
+                c->installs_running, c->cfg->max_installs);
+        *out = job;
+        return RB_OK;
+    }
     rb_err e = backend_workspace_volume(c->be, job->container, "/workspace", on_workspace_volume, job, err);
     if (e != RB_OK) {
         json_decref(job->reqs);
@@ -514,8 +573,19 @@ static rb_err job_start(rb_core *c, session *s, json_t *reqs, install_job **out,
         free(job);
         return e;
     }
+    c->installs_running++;
     *out = job;
     return RB_OK;
+}
+
+void deps_drop_queued(rb_core *c)
+{
+    while (c->installs_head != NULL) {
+        install_job *job = c->installs_head;
+        if ((c->installs_head = job->next) == NULL)
+            c->installs_tail = NULL;
+        job_free(job, RB_ECANCELED, "runboxd is shutting down", 0);
+    }
 }
 
 rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err)

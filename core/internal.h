@@ -140,6 +140,8 @@ struct rb_core {
     struct download_budget *downloads; /* memory held by downloads in flight (files.c; NULL until the first) */
     int64_t last_prune;   /* when the sweep last pruned the store for --retention (epoch ms; 0: not yet) */
     json_t *packages_cache; /* {image_id, answer} of the last GET /packages listing (packages.c), or NULL */
+    int installs_running; /* dependency installs holding a slot (deps.c; at most cfg->max_installs) */
+    struct install_job *installs_head, *installs_tail; /* installs waiting for a slot, oldest first (deps.c) */
 };
 
 /* session.c */
@@ -284,6 +286,9 @@ void files_dispose(rb_core *c);
  * that through s->deps_op). RB_ECONFLICT when s has no container, or Docker's code; then cb is
  * never called. *handle stays owned by deps.c, valid until cb runs or the install ends. */
 rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err);
+/** Ends the installs still waiting for a slot with RB_ECANCELED (to callers not cancelled):
+ * runboxd is shutting down. */
+void deps_drop_queued(rb_core *c);
 
 /* process.c */
 /** Ends s's processes (session end, core_free): their callers hear RB_ECANCELED with reason;

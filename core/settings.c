@@ -33,6 +33,7 @@ void core_settings_init(core_settings *s)
     s->max_upload = RB_DEFAULT_MAX_UPLOAD;
     s->deps_network = xstrdup("bridge");
     s->deps_npm_registry = xstrdup(RB_DEFAULT_DEPS_NPM_REGISTRY);
+    s->max_installs = RB_DEFAULT_MAX_INSTALLS;
     s->max_download = RB_DEFAULT_MAX_DOWNLOAD;
     s->max_download_memory = RB_DEFAULT_MAX_DOWNLOAD_MEMORY;
     s->pool_size = RB_DEFAULT_POOL_SIZE;

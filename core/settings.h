@@ -44,6 +44,7 @@
 #define RB_DEFAULT_MAX_UPLOAD (64 * 1024 * 1024)
 #define RB_DEFAULT_MAX_DOWNLOAD (64 * 1024 * 1024)
 #define RB_DEFAULT_MAX_DOWNLOAD_MEMORY (256 * 1024 * 1024)
+#define RB_DEFAULT_MAX_INSTALLS 4
 #define RB_DEFAULT_CODE_POLICY "off"
 #define RB_DEFAULT_CODE_POLICY_OVERRIDABLE "*"
 #define RB_DEFAULT_PRELOAD "numpy,pandas,matplotlib.pyplot"
@@ -94,6 +95,8 @@ typedef struct core_settings {
     char *deps_index_url;  /* --deps-index-url / RUNBOX_DEPS_INDEX_URL: pip's index (PIP_INDEX_URL) */
     char *deps_npm_registry; /* --deps-npm-registry / RUNBOX_DEPS_NPM_REGISTRY: npm's registry (--registry) */
     char *deps_ca_file;    /* --deps-ca-file / RUNBOX_DEPS_CA_FILE: CA bundle on the Docker host for pip (PIP_CERT) */
+    int max_installs;      /* --max-installs / RUNBOX_MAX_INSTALLS: dependency installs running at once; more wait
+                              their turn (FIFO) */
     size_t max_upload;     /* --max-upload / RUNBOX_MAX_UPLOAD: bytes of one uploaded file (413 beyond) */
     size_t max_download;   /* --max-download / RUNBOX_MAX_DOWNLOAD: bytes of one downloaded file (413 beyond) */
     size_t max_download_memory; /* --max-download-memory / RUNBOX_MAX_DOWNLOAD_MEMORY: bytes that downloads in

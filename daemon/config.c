@@ -86,6 +86,9 @@ static const key_def keys[] = {
     {"deps-ca-file", "RUNBOX_DEPS_CA_FILE", K_STR, OFF(core.deps_ca_file),
      "CA bundle (a path on the Docker host) the installer's pip trusts; empty = the host's "
      "/etc/ssl/certs/ca-certificates.crt when present, none = the image's own"},
+    {"max-installs", "RUNBOX_MAX_INSTALLS", K_INT, OFF(core.max_installs),
+     "dependency installs running at once (each holds one of the Docker client's 16 long connections); more wait "
+     "their turn, oldest first"},
     {"max-upload", "RUNBOX_MAX_UPLOAD", K_SIZE, OFF(core.max_upload),
      "largest file upload to a session's /workspace (bytes, or k/m/g suffix)"},
     {"max-download", "RUNBOX_MAX_DOWNLOAD", K_SIZE, OFF(core.max_download),
@@ -491,6 +494,10 @@ rb_err config_validate(const rb_config *cfg, char *err)
                        "max-download-memory: must be at least max-download (%zu bytes), or no file of that size "
                        "could ever be downloaded",
                        cfg->core.max_download);
+    if (cfg->core.max_installs < 1 || cfg->core.max_installs > 8)
+        return rb_fail(RB_EINVAL, err,
+                       "max-installs: must be 1 to 8 (each install holds one of the Docker client's 16 long "
+                       "connections, which file transfers need too)");
     if (cfg->core.max_mcp_sessions < 1)
         return rb_fail(RB_EINVAL, err, "max-mcp-sessions: must be at least 1");
     if (requirements_check_settings(&cfg->core, err) != RB_OK)

@@ -14,6 +14,7 @@ session hit by the fault works, or has ended with a reason that says what happen
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import pytest
@@ -288,6 +289,63 @@ def test_file_transfer_fault_answers_clearly_and_the_session_works_after(rig, fi
     assert r.status_code == 200 and r.content == b"hello " * 2000, r.text[:300]
     assert srv.session(sid)["status"] == "ready"
     assert srv.execute(sid, "len(open('/workspace/a.txt').read())")["result"] == "12000"
+
+
+# ---- dependency installs and the Docker client's long connections --------------------------
+
+WAIT = r"^POST /containers/[^/?]+/wait"
+LONG_CONNECTIONS = 16  # docker/request.c's budget for calls that may last (waits, exec starts, archives)
+
+
+def test_hung_installs_leave_file_transfers_their_connections(tmp_path):
+    # Issue 9, finding 5: each dependency install waits for its helper container on one of the
+    # Docker client's long connections. With the engine never answering those waits, as many
+    # installs as there are long connections took them all and the files of every session
+    # starved (504 after the transfer deadline). At most --max-installs (default 4) now run;
+    # the others wait their turn, and downloads and uploads still answer.
+    proxy = dp.DockerProxy(tmp_path)
+    call_s = 5 * CALL_S  # many helper containers start at once: the engine is slower than usual
+    srv = rbtest.Server(tmp_path, ["--docker-socket", proxy.path, "--pool-size", "0", "--pool-bash-size", "0",
+                                   "--docker-timeout", str(call_s), "--docker-transfer-timeout", str(call_s),
+                                   # never the internet: a filler that ran would find no index
+                                   "--deps-index-url", "http://127.0.0.1:9/simple"])
+    answers: list[int] = []
+    threads: list[threading.Thread] = []
+    try:
+        srv.start()
+        sid = srv.create_session(timeout=10 * call_s)["session_id"]
+        srv.execute(sid, "open('/workspace/a.txt', 'w').write('hello ' * 2000)")
+        proxy.fault(WAIT, "stall")  # the installers' waits never answer
+
+        def install():
+            r = srv.http.post(f"{srv.url}/sessions/{sid}/dependencies", json={"dependencies": ["tomli-w==1.0.0"]},
+                              timeout=300)
+            answers.append(r.status_code)
+
+        threads += [threading.Thread(target=install, daemon=True) for _ in range(LONG_CONNECTIONS)]
+        for t in threads:
+            t.start()
+        queued = lambda: srv.log_text().count("the dependency install waits for a slot")
+        rbtest.wait_until(lambda: proxy.seen(WAIT) >= LONG_CONNECTIONS or
+                          (proxy.seen(WAIT) >= 4 and queued() == LONG_CONNECTIONS - 4),
+                          "the installs to hang in their waits or queue", deadline=120)
+        r = srv.get(f"/sessions/{sid}/files/download", params={"path": "a.txt"}, timeout=10 * call_s)
+        assert r.status_code == 200 and r.content == b"hello " * 2000, r.text[:300]
+        r = srv.post(f"/sessions/{sid}/files", files={"file": ("b.txt", b"b" * 5000)}, timeout=10 * call_s)
+        assert r.status_code in (200, 201), r.text[:300]
+        assert srv.get("/health", timeout=10 * call_s).status_code == 200
+        assert answers == [], answers  # the queued installs are still waiting, not refused
+        assert proxy.seen(WAIT) == 4, f"{proxy.seen(WAIT)} installs wait on the engine at once"
+    finally:
+        # The engine goes away: the hung waits fail, and so does every install after them.
+        proxy.down()
+        for t in threads:
+            t.join(timeout=10 * call_s * 3)
+        proxy.clear()
+        proxy.up()
+        rbtest.finish_servers([srv])
+        proxy.close()
+    assert len(answers) == LONG_CONNECTIONS and all(a in (502, 503, 504) for a in answers), answers
 
 
 # ---- removal, the engine going away, and what runboxd keeps --------------------------------
