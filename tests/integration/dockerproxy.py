@@ -27,7 +27,9 @@ Attach streams (a request with an Upgrade header, answered 101 and then raw byte
 follow the rules twice: the handshake like any request, and, once open, whatever rule matches
 their request *now*, from the moment it is set: drop and refuse close the stream, truncate
 relays k more bytes of the engine's side and closes it, stall stops relaying both ways (and
-relaying resumes when the rule goes), the rest relay.
+relaying resumes when the rule goes), delay [s] stops relaying both ways for s seconds from the
+moment the rule meets the open stream, once, then relays again (a brief hiccup of the engine;
+nothing is lost), the rest relay. held counts the streams a delay has held.
 
 Rules are evaluated in the order they were added; times=N limits a rule to its first N
 requests; streams_only=True makes a rule apply only to the attach streams open when it is set,
@@ -104,6 +106,7 @@ class _Conn:
         self.answering = False    # the engine has started answering the current request
         self.upgraded = False     # an attach stream: raw bytes both ways
         self.swallowing = False
+        self.hold_until = 0.0     # an open stream that a delay rule holds: relay nothing before then
 
     def close(self):
         with self.lock:
@@ -128,7 +131,16 @@ class _Conn:
                 self.rule = r
                 self.answer_bytes = 0
                 self.head_len = 0  # on a stream, the body is what follows from now on
+                if r is not None and r.mode == "delay":
+                    self.delayed = True  # the hold below replaces the delay of an answer
+                    self.hold_until = time.monotonic() + r.arg
+                    with self.proxy._lock:
+                        self.proxy.held.append(self.target)
             return r
+
+    def held_now(self) -> bool:
+        """Whether a delay rule holds this open stream at the moment."""
+        return self.upgraded and time.monotonic() < self.hold_until
 
     # -- client -> engine: requests --
     def pump_requests(self):
@@ -140,7 +152,7 @@ class _Conn:
                     if r is not None and r.mode in ("drop", "refuse"):
                         self.close()
                         return
-                    if r is not None and r.mode == "stall":
+                    if (r is not None and r.mode == "stall") or self.held_now():
                         time.sleep(_TICK)
                         continue
                 ready, _, _ = select.select([self.client], [], [], _TICK)
@@ -212,7 +224,7 @@ class _Conn:
             while not self.closed and not self.proxy._stopping.is_set():
                 r = self.live_rule()
                 mode = r.mode if r is not None else "pass"
-                if mode == "stall" or (self.upgraded and mode == "refuse"):
+                if mode == "stall" or (self.upgraded and mode == "refuse") or self.held_now():
                     if self.upgraded and mode == "refuse":
                         self.close()
                         return
@@ -302,6 +314,7 @@ class DockerProxy:
         self.requests: list[str] = []  # "METHOD /path" of every request, in order
         self.faulted: list[str] = []   # those a rule other than pass applied to
         self.answered: list[str] = []  # those the engine started to answer (relayed or not)
+        self.held: list[str] = []      # the open streams a delay rule held, by request
         self._listener: socket.socket | None = None
         self.up()
 

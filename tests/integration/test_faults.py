@@ -249,6 +249,26 @@ def test_stalled_attach_stream_ends_the_execution_at_its_backstop(rig):
     works(srv)
 
 
+def test_attach_stream_held_for_a_moment_resumes_and_the_cell_keeps_all_its_output(rig):
+    # The engine holds an open attach stream for 2 s both ways (a busy engine, a paused
+    # proxy), then relays again: the cell running meanwhile completes with every line it printed,
+    # in order, and the session goes on.
+    proxy, srv = rig
+    sid = srv.create_session(timeout=ANSWER_S)["session_id"]
+    code = "import time\nfor i in range(80):\n    print('line', i, flush=True)\n    time.sleep(0.05)\n'end'"
+    rid = srv.execute(sid, code, wait=False)["request_id"]
+    srv.wait_status(rid, "running")
+    held = len(proxy.held)
+    proxy.fault(dp.ATTACH, "delay", 2, streams_only=True)
+    res = srv.wait_done(rid, deadline=ANSWER_S)
+    assert len(proxy.held) == held + 1, "the proxy never held the stream"
+    assert res["status"] == "completed", res
+    assert res["stdout"] == "".join(f"line {i}\n" for i in range(80)), res["stdout"]
+    assert res["result"] == "'end'", res
+    assert srv.execute(sid, "6 * 7")["result"] == "42"
+    srv.delete_session(sid)
+
+
 # ---- files: exec and archive calls ---------------------------------------------------------
 
 FILE_FAULTS = [
