@@ -59,6 +59,12 @@ static const key_def keys[] = {
     {"allowed-origins", "RUNBOX_ALLOWED_ORIGINS", K_STR, OFF(server.allowed_origins),
      "comma-separated browser Origins (e.g. https://app.example.com) allowed to call runboxd besides localhost; "
      "* = any"},
+    {"max-connections", "RUNBOX_MAX_CONNECTIONS", K_INT, OFF(server.max_connections),
+     "client connections open at once (each may buffer one request body before it is handled); one more gets 429 "
+     "and is closed"},
+    {"max-stream-memory", "RUNBOX_MAX_STREAM_MEMORY", K_SIZE, OFF(server.max_stream_memory),
+     "memory that event streams hold together for clients that read slowly; a stream that would pass it ends with a "
+     "comment saying so (bytes, or k/m/g suffix)"},
     {"max-streams", "RUNBOX_MAX_STREAMS", K_INT, OFF(server.max_streams),
      "event streams (GET /execute/{id}/events, GET /mcp) open at once; more get 429"},
     {"max-mcp-sessions", "RUNBOX_MAX_MCP_SESSIONS", K_INT, OFF(core.max_mcp_sessions),
@@ -487,6 +493,10 @@ rb_err config_validate(const rb_config *cfg, char *err)
                        cfg->core.code_policy ? cfg->core.code_policy : "");
     if (strcmp(cfg->core.code_policy, "custom") == 0 && cfg->core.code_policy_file == NULL)
         return rb_fail(RB_EINVAL, err, "code-policy: custom needs --code-policy-file (the rules to apply)");
+    if (cfg->server.max_connections < 4)
+        return rb_fail(RB_EINVAL, err, "max-connections: must be at least 4");
+    if (cfg->server.max_stream_memory < 1024 * 1024)
+        return rb_fail(RB_EINVAL, err, "max-stream-memory: must be at least 1m");
     if (cfg->server.max_streams < 1)
         return rb_fail(RB_EINVAL, err, "max-streams: must be at least 1");
     if (cfg->core.max_download_memory < cfg->core.max_download)

@@ -121,17 +121,103 @@ static void on_conn_closed(uv_handle_t *h)
     maybe_dispose(s);
 }
 
+/* ---- connections over max-connections ------------------------------------------------------
+ *
+ * h2o reads a whole request body (up to max(max-body, max-upload)) before any handler runs, so
+ * the number of connections bounds that memory. One connection over the limit is answered 429 at
+ * once, without reading its request, and closed once the client has closed its side or after
+ * REFUSED_LINGER_MS (closing with its request unread would reset the connection, and the client
+ * could lose the answer). */
+
+#define REFUSED_LINGER_MS 2000
+#define REFUSED_ANSWER                                                                                               \
+    "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: "        \
+    "close\r\nContent-Length: %d\r\n\r\n%s"
+#define REFUSED_BODY                                                                                                 \
+    "{\"error\":{\"code\":\"too_many_requests\",\"message\":\"too many connections are open (max-connections "    \
+    "%d): close idle ones or reuse them (keep-alive), then try again\"}}"
+
+static void refused_closed(uv_handle_t *h)
+{
+    server_conn *c = h->data;
+    uv_close((uv_handle_t *)c->linger, (uv_close_cb)free);
+    on_conn_closed((uv_handle_t *)&c->tcp);
+}
+
+static void refused_end(server_conn *c)
+{
+    if (uv_is_closing((uv_handle_t *)&c->tcp))
+        return;
+    uv_timer_stop(c->linger);
+    c->tcp.data = c;
+    uv_close((uv_handle_t *)&c->tcp, refused_closed);
+}
+
+static void refused_timeout(uv_timer_t *t)
+{
+    refused_end(t->data);
+}
+
+static void refused_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    server_conn *c = (server_conn *)h;
+    (void)suggested;
+    *buf = uv_buf_init(c->sink, sizeof(c->sink));
+}
+
+static void refused_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
+{
+    (void)buf;
+    if (n < 0) /* the client closed its side (or the connection broke) */
+        refused_end((server_conn *)stream);
+}
+
+static void refused_shut(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status;
+}
+
+static void refuse_connection(rb_server *s, server_conn *c)
+{
+    char body[256], answer[512];
+    int blen = snprintf(body, sizeof(body), REFUSED_BODY, s->cfg->max_connections);
+    int alen = snprintf(answer, sizeof(answer), REFUSED_ANSWER, blen, body);
+    uv_buf_t b = uv_buf_init(answer, (unsigned)alen);
+    s->counts.refusals[HTTP_REFUSED_CONNECTIONS]++;
+    int64_t now = rb_mono_ms();
+    if (s->refused_conns++ == 0 || now - s->refused_logged >= 10000) {
+        rb_warn("http: %zu connection(s) refused: max-connections %d are open", s->refused_conns,
+                s->cfg->max_connections);
+        s->refused_conns = 0;
+        s->refused_logged = now;
+    }
+    c->linger = xmalloc(sizeof(*c->linger));
+    uv_timer_init(s->loop, c->linger);
+    c->linger->data = c;
+    uv_timer_start(c->linger, refused_timeout, REFUSED_LINGER_MS, 0);
+    /* a few hundred bytes fit the fresh socket's send buffer: written at once or not at all */
+    if (uv_try_write((uv_stream_t *)&c->tcp, &b, 1) != alen ||
+        uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, refused_shut) != 0 ||
+        uv_read_start((uv_stream_t *)&c->tcp, refused_alloc, refused_read) != 0)
+        refused_end(c);
+}
+
 static void on_accept(uv_stream_t *listener, int status)
 {
     rb_server *s = listener->data;
     if (status != 0 || s->stopping)
         return;
-    server_conn *c = xmalloc(sizeof(*c));
+    server_conn *c = xcalloc(1, sizeof(*c));
     c->server = s;
     uv_tcp_init(listener->loop, &c->tcp);
     s->conns++;
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
         uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+        return;
+    }
+    if (s->conns > (size_t)s->cfg->max_connections) {
+        refuse_connection(s, c);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);

@@ -160,6 +160,11 @@ typedef struct http_stream_link {
  * returns 0 with err saying so and how to do without (the caller answers 429; it is counted
  * as a refusal, HTTP_REFUSED_STREAMS). */
 int server_stream_room(rb_server *s, char *err);
+/** Takes n bytes of the memory that event streams share for slow clients (max-stream-memory):
+ * returns 1, or 0 (nothing taken) when they would pass it, unless force (a short note). */
+int server_stream_memory_take(rb_server *s, size_t n, int force);
+/** Gives back n bytes taken with server_stream_memory_take. */
+void server_stream_memory_give(rb_server *s, size_t n);
 /** Tracks l (its link must not be tracked already). */
 void server_track_stream(rb_server *s, http_stream_link *l);
 /** Stops tracking l; does nothing if it is not tracked. */
@@ -175,10 +180,11 @@ typedef enum http_refusal {
     HTTP_REFUSED_MALFORMED, /* h2o could not read the request */
     HTTP_REFUSED_AUTH,      /* no API key, or one that is not valid */
     HTTP_REFUSED_RATE,      /* an API key's rps quota */
+    HTTP_REFUSED_CONNECTIONS, /* max-connections client connections are open */
     HTTP_REFUSED_MAX
 } http_refusal;
 /** The label value of r ("host", "origin", "stopping", "too_many_streams", "body_too_large",
- * "bad_request", "unauthorized", "rate_limited"); a static string. */
+ * "bad_request", "unauthorized", "rate_limited", "too_many_connections"); a static string. */
 const char *http_refusal_name(http_refusal r);
 
 /** Status classes counted: 2xx..5xx (index status / 100 - 2). */

@@ -22,7 +22,10 @@ struct rb_server {
     size_t nprotocols;
     struct routed *routes; /* every protocol's routes in registration order (heap) */
     size_t nroutes;
-    size_t conns;
+    size_t conns;         /* open client connections, refused ones included until they close */
+    size_t refused_conns; /* connections refused since the last warning about it */
+    int64_t refused_logged; /* when that warning was last logged (monotonic ms) */
+    size_t stream_memory; /* bytes event streams hold unsent (sse.c), at most cfg->max_stream_memory */
     int stopping, listener_closed, disposed;
     h2o_linklist_t streams; /* http_stream_link.link of open event streams */
     size_t nstreams;
@@ -45,6 +48,11 @@ typedef struct route_handler {
 typedef struct server_conn {
     uv_tcp_t tcp;
     rb_server *server;
+    /* A connection over max-connections: answered 429, then read until the client closes or
+     * the timer fires; never handed to h2o. */
+    uv_timer_t *linger;
+    uv_shutdown_t shutdown;
+    char sink[256];
 } server_conn;
 
 /* The server a request came to: its h2o context is the one embedded in rb_server. */

@@ -266,6 +266,20 @@ int server_stream_room(rb_server *s, char *err)
     return 0;
 }
 
+int server_stream_memory_take(rb_server *s, size_t n, int force)
+{
+    if (!force && (n > s->cfg->max_stream_memory || s->stream_memory > s->cfg->max_stream_memory - n))
+        return 0;
+    s->stream_memory += n;
+    return 1;
+}
+
+void server_stream_memory_give(rb_server *s, size_t n)
+{
+    assert(n <= s->stream_memory);
+    s->stream_memory -= n;
+}
+
 void server_track_stream(rb_server *s, http_stream_link *l)
 {
     h2o_linklist_insert(&s->streams, &l->link);
@@ -290,6 +304,7 @@ const char *http_refusal_name(http_refusal r)
         [HTTP_REFUSED_STREAMS] = "too_many_streams",
         [HTTP_REFUSED_AUTH] = "unauthorized",
         [HTTP_REFUSED_RATE] = "rate_limited",
+        [HTTP_REFUSED_CONNECTIONS] = "too_many_connections",
         [HTTP_REFUSED_BODY] = "body_too_large",
         [HTTP_REFUSED_MALFORMED] = "bad_request",
     };

@@ -17,6 +17,8 @@ void server_settings_init(server_settings *s)
     s->allowed_origins = NULL;
     s->mcp_image_limit = RB_DEFAULT_MCP_IMAGE_LIMIT;
     s->max_streams = RB_DEFAULT_MAX_STREAMS;
+    s->max_connections = RB_DEFAULT_MAX_CONNECTIONS;
+    s->max_stream_memory = RB_DEFAULT_MAX_STREAM_MEMORY;
 }
 
 void server_settings_dispose(server_settings *s)

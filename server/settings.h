@@ -14,6 +14,8 @@
 #define RB_DEFAULT_MCP_IMAGE_LIMIT (1024 * 1024)
 #define RB_DEFAULT_SERVER_MAX_UPLOAD (64 * 1024 * 1024)
 #define RB_DEFAULT_MAX_STREAMS 64
+#define RB_DEFAULT_MAX_CONNECTIONS 256
+#define RB_DEFAULT_MAX_STREAM_MEMORY (256 * 1024 * 1024)
 
 /* Field comments name the daemon's flag and environment variable that set each one. */
 typedef struct server_settings {
@@ -27,6 +29,11 @@ typedef struct server_settings {
                               localhost, 127.0.0.1, [::1] and the listen address; NULL = none; "*" = any */
     int max_streams;       /* --max-streams / RUNBOX_MAX_STREAMS: event streams (REST /events, MCP GET) open at
                               once; each may buffer up to 64 MiB for a slow client (429 beyond) */
+    int max_connections;   /* --max-connections / RUNBOX_MAX_CONNECTIONS: client connections open at once; one more
+                              gets 429 and is closed (each may buffer a request body up to max(max_body,
+                              max_upload) before any handler runs) */
+    size_t max_stream_memory; /* --max-stream-memory / RUNBOX_MAX_STREAM_MEMORY: bytes that event streams hold
+                              together, unsent, for slow clients; a stream that would pass it ends */
     char *api_keys_file;   /* --api-keys-file / RUNBOX_API_KEYS_FILE: the API keys (server/auth.h); NULL = none:
                               then runboxd serves one trusted caller and listens on loopback only */
     int allow_unauthenticated; /* --allow-unauthenticated / RUNBOX_ALLOW_UNAUTHENTICATED: listen on another address

@@ -3,7 +3,10 @@
  * streams use too): `pending` collects events, `sending` is what h2o is writing (it must stay
  * valid until the generator's proceed). The
  * stream object lives in req->pool with a dispose hook, so it goes away with the request;
- * the heartbeat timer is heap memory released in its close callback.
+ * the heartbeat timer is heap memory released in its close callback. What an event stream's
+ * buffers hold counts against the memory all event streams share (max-stream-memory,
+ * server_stream_memory_take): a stream that would pass it, or its own SSE_MAX_PENDING, ends as
+ * too slow.
  */
 #include "server/sse.h"
 
@@ -21,6 +24,7 @@ struct sse_stream {
     rb_server *server;
     http_stream_link link; /* tracked by the server, which ends the stream on server_stop */
     sse_writer w;
+    size_t held; /* w.pending.len + w.sending.len, taken from the server's stream memory */
     uint64_t next_id;
     uv_timer_t *heartbeat;
     sse_close_cb on_close;
@@ -110,6 +114,10 @@ static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
 {
     sse_stream *s = (sse_stream *)gen;
     (void)req;
+    server_stream_memory_give(s->server, s->w.sending.len);
+    s->held -= s->w.sending.len;
+    if (s->w.sending.cap > 64 * 1024)
+        rb_buf_dispose(&s->w.sending); /* a burst's memory goes back, not only its count */
     sse_writer_proceed(&s->w);
     flush(s);
 }
@@ -129,6 +137,8 @@ static void on_dispose(void *p)
     s->w.gone = 1;
     detach(s);
     notify_close(s);
+    server_stream_memory_give(s->server, s->held);
+    s->held = 0;
     sse_writer_dispose(&s->w);
 }
 
@@ -136,23 +146,35 @@ static void append(sse_stream *s, const char *p, size_t n)
 {
     if (s->w.gone || s->w.finished || s->w.ending)
         return;
-    if (rb_buf_append(&s->w.pending, p, n) != RB_OK) {
-        /* The client reads more slowly than events come: what is unsent is dropped and the
-         * stream ends with a comment saying so. The owner hears of it through on_close once the
-         * response is over, never from inside the sse_* call it is making now. */
-        size_t unsent = s->w.pending.len + n;
-        rb_warn("sse: client too slow, %zu bytes unsent; ending the stream", unsent);
-        rb_buf_reset(&s->w.pending);
-        s->w.ending = 1;
-        if (s->line != NULL)
-            return; /* a note would not be a line of the stream's format */
-        char note[512];
-        int len = snprintf(note, sizeof(note),
-                           ": runbox: the client read too slowly (%zu bytes could not be buffered); the stream ends "
-                           "here%s%s\n\n",
-                           unsent, s->hint != NULL ? "; " : "", s->hint != NULL ? s->hint : "");
-        rb_buf_append(&s->w.pending, note, len > 0 && (size_t)len < sizeof(note) ? (size_t)len : 0);
-        s->w.ending = 1;
+    int room = server_stream_memory_take(s->server, n, 0);
+    if (room && rb_buf_append(&s->w.pending, p, n) == RB_OK) {
+        s->held += n;
+        return;
+    }
+    if (room)
+        server_stream_memory_give(s->server, n);
+    /* The client reads more slowly than events come (or the streams together hold all the
+     * memory they may): what is unsent is dropped and the stream ends with a comment saying
+     * so. The owner hears of it through on_close once the response is over, never from
+     * inside the sse_* call it is making now. */
+    size_t unsent = s->w.pending.len + n;
+    const char *why = room ? "" : " within max-stream-memory, which all event streams share";
+    rb_warn("sse: client too slow, %zu bytes unsent%s; ending the stream", unsent, why);
+    server_stream_memory_give(s->server, s->w.pending.len);
+    s->held -= s->w.pending.len;
+    rb_buf_dispose(&s->w.pending);
+    s->w.ending = 1;
+    if (s->line != NULL)
+        return; /* a note would not be a line of the stream's format */
+    char note[512];
+    int len = snprintf(note, sizeof(note),
+                       ": runbox: the client read too slowly (%zu bytes could not be buffered%s); the stream "
+                       "ends here%s%s\n\n",
+                       unsent, why, s->hint != NULL ? "; " : "", s->hint != NULL ? s->hint : "");
+    size_t nlen = len > 0 && (size_t)len < sizeof(note) ? (size_t)len : 0;
+    if (rb_buf_append(&s->w.pending, note, nlen) == RB_OK) {
+        server_stream_memory_take(s->server, nlen, 1); /* a short note, whatever the budget */
+        s->held += nlen;
     }
 }
 

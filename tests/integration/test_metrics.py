@@ -16,7 +16,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LABELS = {
     "status": {"starting", "ready", "busy", "completed", "error", "timeout", "cancelled"},
     "reason": {"deleted", "idle", "dead", "error", "host", "origin", "stopping", "too_many_streams",
-               "body_too_large", "bad_request", "unauthorized", "rate_limited",
+               "body_too_large", "bad_request", "unauthorized", "rate_limited", "too_many_connections",
                "timeout", "unreachable", "connection", "http_4xx", "http_5xx"},
     "operation": {"create", "start", "attach", "exec", "archive", "wait", "remove", "inspect", "ping", "other"},
     "protocol": {"rest", "mcp", "e2b", "other"},

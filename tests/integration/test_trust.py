@@ -282,3 +282,102 @@ def test_a_hostile_runner_does_not_flood_runboxd(make_server):
     done = s.wait_done(rid, deadline=120)
     assert done["status"] == "completed" and done["result"] == "'slept'", done
     assert _runboxd_held(s, answers), "the flood never reached runboxd: nothing was dropped"
+
+
+def _raw_connect(s, timeout: float = 10):
+    import socket
+
+    return socket.create_connection(("127.0.0.1", s.port), timeout=timeout)
+
+
+def _read_all(sock, deadline: float = 60) -> bytes:
+    import time
+
+    sock.settimeout(5)
+    data, end = b"", time.monotonic() + deadline
+    while time.monotonic() < end:
+        try:
+            chunk = sock.recv(1 << 20)
+        except TimeoutError:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_connections_are_bounded(make_server):
+    """Finding 6: h2o reads a whole request body (up to max(max-body, max-upload)) before any
+    handler runs, and nothing bounded the connections: each could hold its body in runboxd's
+    memory. Now one connection over --max-connections is answered 429 at once and closed."""
+    import select
+    import time
+
+    conns, body_mb = 40, 6
+    s = make_server(["--pool-size", "0", "--max-connections", "8", "--max-upload", "8m"])
+    socks = [_raw_connect(s) for _ in range(conns)]
+    refused, answers, end = set(), {}, time.monotonic() + 10
+    while time.monotonic() < end and len(refused) < conns - 8:
+        ready, _, _ = select.select(socks, [], [], 0.5)
+        for sock in ready:
+            answers[sock] = answers.get(sock, b"") + sock.recv(4096)
+            if answers[sock].startswith(b"HTTP/1.1 429"):
+                refused.add(sock)
+    assert conns - 8 <= len(refused) < conns, f"{len(refused)} of {conns} connections refused"
+    head, _, body = answers[next(iter(refused))].partition(b"\r\n\r\n")
+    assert b"retry-after: 1" in head.lower() and b"connection: close" in head.lower(), head
+    assert b"max-connections 8" in body and b'"too_many_requests"' in body, body
+    # The connections let in start uploads of body_mb MiB each and stop short of the end.
+    request = (f"PUT /sessions/s_nosuch/files?path=big.bin HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n"
+               f"Content-Type: application/octet-stream\r\nContent-Length: {8 << 20}\r\n\r\n").encode()
+    for sock in refused:
+        sock.close()
+    for sock in socks:
+        if sock not in refused:
+            sock.sendall(request + b"u" * (body_mb << 20))
+    time.sleep(1)  # runboxd reads what was sent
+    rss = rbtest.peak_rss_mb(s.pid)
+    for sock in socks:
+        sock.close()
+    assert rss < rbtest.RSS_LIMIT_MB, f"runboxd peak RSS {rss:.0f} MiB >= {rbtest.RSS_LIMIT_MB} MiB"
+    rbtest.wait_until(lambda: s.get("/health", timeout=10).status_code == 200, "runboxd to take connections again")
+    assert 'runbox_http_refusals_total{reason="too_many_connections"}' in s.get("/metrics").text
+    assert s.alive()
+
+
+# One 1600x1600 figure of noise: about 13 MB of base64 PNG; a replay of its execution's events
+# (the display output, then the result document with the image twice) is about 40 MB, under what
+# one stream may buffer (64 MiB) but several together would hold far more than runboxd should.
+NOISY_FIGURE = NOISY_FIGURES.replace("range(2)", "range(1)")
+
+
+def test_event_streams_share_a_memory_budget(make_server):
+    """Finding 6: each event stream could hold 2 x 64 MiB for a slow client, 64 streams about
+    8 GiB. Now the streams share --max-stream-memory: the one that would pass it ends with the
+    comment of a stream too slow, naming the setting, and runboxd's memory stays bounded."""
+    streams = 6
+    s = make_server(["--pool-size", "0", "--max-stream-memory", "64m"])
+    sid = s.create_session()["session_id"]
+    done = s.execute(sid, NOISY_FIGURE, timeout=120)
+    assert done["status"] == "completed", done
+    rid = done["request_id"]
+    socks = []
+    for _ in range(streams):  # each replay lands in its stream's buffer; none is read yet
+        sock = _raw_connect(s)
+        sock.sendall(f"GET /execute/{rid}/events HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        socks.append(sock)
+    rbtest.wait_until(lambda: s.log_text().count("max-stream-memory, which all event streams share") >= 1,
+                      "a stream to end over the shared budget", deadline=30)
+    rss = rbtest.peak_rss_mb(s.pid)
+    texts = [_read_all(sock).decode("utf-8", "replace") for sock in socks]
+    for sock in socks:
+        sock.close()
+    assert rss < rbtest.RSS_LIMIT_MB, f"runboxd peak RSS {rss:.0f} MiB >= {rbtest.RSS_LIMIT_MB} MiB"
+    ended = [t for t in texts if "read too slowly" in t and "max-stream-memory" in t]
+    whole = [t for t in texts if "event: done" in t]
+    assert ended and whole and len(ended) + len(whole) == streams, [(len(t), t[-300:]) for t in texts]
+    assert all(f"/execute/{rid}/results" in t for t in ended), ended[0][-400:]
+    assert s.get("/health").status_code == 200 and s.alive()
