@@ -347,12 +347,12 @@ def baseline_create_start(n):
     return samples
 
 
-def bench_exec_rest(c, sid, n, warmup=20):
+def bench_exec_rest(c, sid, n, warmup=20, code="print(1)"):
     for _ in range(warmup):
-        execute(c, sid)
+        execute(c, sid, code)
     samples, errors = [], 0
     for _ in range(n):
-        dt, ok, _ = execute(c, sid)
+        dt, ok, _ = execute(c, sid, code)
         samples.append(dt)
         errors += not ok
     return samples, errors
@@ -777,6 +777,15 @@ def main():
         except Exception as e:
             log("MCP figure skipped: %s" % e)
             F["exec_mcp"] = {"error": str(e)}
+        for lang, code in (("javascript", "console.log(1)"), ("typescript", "const one: number = 1; console.log(one)")):
+            log("execute %s over REST x%d (a %s session, created cold: no warm pool for it)" % (code, n_exec, lang))
+            dt, js = create_session(c, {"language": lang})
+            F["create_" + lang] = summary([dt])
+            sids.append(js["session_id"])
+            samples, errs = bench_exec_rest(c, js["session_id"], n_exec, code=code)
+            F["exec_rest_" + lang] = dict(summary(samples), errors=errs)
+            delete_session(c, js["session_id"])
+            sids.remove(js["session_id"])
         flood_secs = 5 if q else 30
         log("flood: a neighbour's print(1) while a sandbox's code floods its stdout/stderr for %d s" % flood_secs)
         samples, errs, rss = bench_flood(c, rb, sid, flood_secs, a.pool_size)
@@ -886,6 +895,10 @@ def report(res):
     lat("  runboxd's config: both (a miss w/o runboxd)", "runbox_config_total")
     lat("execute print(1), REST wait:true", "exec_rest", "median <= 3 ms")
     lat("execute print(1), MCP execute_code", "exec_mcp")
+    lat("execute console.log(1), REST, javascript", "exec_rest_javascript")
+    lat("  same in typescript (transpiled per cell)", "exec_rest_typescript")
+    lat("  javascript session create (cold)", "create_javascript")
+    lat("  typescript session create (cold)", "create_typescript")
     lat("  same, neighbour of a flooding sandbox", "exec_rest_during_flood", "median <= 2x quiet")
     rows.append(("runboxd RSS at the end of the flood", None, "", fmt(F.get("rss_end_of_flood_mb"), 1), "", "MB", "",
                  ""))
