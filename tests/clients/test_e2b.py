@@ -292,3 +292,18 @@ def test_javascript_and_typescript_sandboxes(e2b_env):
         assert ex.error is None and ex.text == "10", (ex.error, ex.text)
         with pytest.raises(SandboxException, match="template"):
             sbx.run_code("1", language="js")
+
+
+def test_code_and_commands_find_files_under_home_user(e2b_env):
+    """E2B's examples write a file with files.write('/home/user/...') and read it from code or a
+    command by that path: /home/user is the workspace inside the sandbox too."""
+    with Sandbox.create() as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        sbx.files.write("/home/user/data.csv", "a,b\n1,2\n3,4\n")
+        ex = sbx.run_code("import pandas as pd\nint(pd.read_csv('/home/user/data.csv').a.sum())")
+        assert ex.error is None and ex.text == "4", (ex.error, ex.text)
+        ex = sbx.run_code("open('/home/user/out.txt', 'w').write('from code')")
+        assert ex.error is None, ex.error
+        assert sbx.files.read("/home/user/out.txt") == "from code"
+        r = sbx.commands.run("ls /home/user && cat /home/user/out.txt")
+        assert r.exit_code == 0 and "data.csv" in r.stdout and "from code" in r.stdout, (r.stdout, r.stderr)
