@@ -180,3 +180,37 @@ rb_err backend_stream_close_input(backend *b, backend_stream *st, char *err)
         return rb_fail(RB_ECONFLICT, err, "the %s backend cannot close a command's input", b->ops->name);
     return b->ops->stream_close_input(b->self, st, err);
 }
+
+rb_err backend_network_create(backend *b, const char *name, int internal, const backend_label *labels,
+                              size_t n_labels, backend_cb cb, void *data, char *err)
+{
+    assert(name != NULL && cb != NULL);
+    if (b->ops->network_create == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot make networks", b->ops->name);
+    return b->ops->network_create(b->self, name, internal, labels, n_labels, cb, data, err);
+}
+
+rb_err backend_network_connect(backend *b, const char *network, const char *id, const char *alias, backend_cb cb,
+                               void *data, char *err)
+{
+    assert(network != NULL && id != NULL && cb != NULL);
+    if (b->ops->network_connect == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot join sandboxes to networks", b->ops->name);
+    return b->ops->network_connect(b->self, network, id, alias, cb, data, err);
+}
+
+rb_err backend_network_remove(backend *b, const char *network, backend_cb cb, void *data, char *err)
+{
+    assert(network != NULL && cb != NULL);
+    if (b->ops->network_remove == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot remove networks", b->ops->name);
+    return b->ops->network_remove(b->self, network, cb, data, err);
+}
+
+rb_err backend_network_list(backend *b, const char *label, backend_list_cb cb, void *data, char *err)
+{
+    assert(label != NULL && cb != NULL);
+    if (b->ops->network_list == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot list networks", b->ops->name);
+    return b->ops->network_list(b->self, label, cb, data, err);
+}

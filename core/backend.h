@@ -262,6 +262,13 @@ typedef struct backend_ops {
     rb_err (*state)(void *self, const char *id, backend_state_cb cb, void *data, char *err);
     /* Optional (NULL: no operations, nothing counted). */
     void (*stats)(void *self, backend_stats *out);
+    /* Optional (NULL: RB_EINTERNAL, "not supported"): networks for helpers (core/web.c). */
+    rb_err (*network_create)(void *self, const char *name, int internal, const backend_label *labels,
+                             size_t n_labels, backend_cb cb, void *data, char *err);
+    rb_err (*network_connect)(void *self, const char *network, const char *id, const char *alias, backend_cb cb,
+                              void *data, char *err);
+    rb_err (*network_remove)(void *self, const char *network, backend_cb cb, void *data, char *err);
+    rb_err (*network_list)(void *self, const char *label, backend_list_cb cb, void *data, char *err);
 } backend_ops;
 
 /** A backend: an implementation's ops and its instance. Read-only after backend_new. */
@@ -406,5 +413,25 @@ rb_err backend_volume_remove(backend *b, const char *name, backend_cb cb, void *
  * sandbox created without a workspace volume). */
 rb_err backend_workspace_volume(backend *b, const char *id, const char *path, backend_name_cb cb, void *data,
                                 char *err);
+
+/*
+ * Networks: a sandbox joins the network named in its spec when it is created; these calls make
+ * a network of its own for a group of helper containers (the web-page reader's browser and its
+ * egress proxy, core/web.c) and join a created container to a second one. Optional for a
+ * backend: without them the helpers that need them answer RB_EINTERNAL ("not supported").
+ */
+/** Makes the network name carrying labels; internal != 0: it has no route out of the engine's
+ * host (its members reach only each other). */
+rb_err backend_network_create(backend *b, const char *name, int internal, const backend_label *labels,
+                              size_t n_labels, backend_cb cb, void *data, char *err);
+/** Joins the created sandbox id to network as well, where the others find it under alias too
+ * (NULL: only its name). */
+rb_err backend_network_connect(backend *b, const char *network, const char *id, const char *alias, backend_cb cb,
+                               void *data, char *err);
+/** Removes network (RB_ENOTFOUND if there is none; it fails while a sandbox is still on it). */
+rb_err backend_network_remove(backend *b, const char *network, backend_cb cb, void *data, char *err);
+/** Lists the networks carrying label ("key=value"): each item's id is the network's name, its
+ * state NULL. */
+rb_err backend_network_list(backend *b, const char *label, backend_list_cb cb, void *data, char *err);
 
 #endif

@@ -448,6 +448,61 @@ static rb_err d_archive_get(void *self, const char *id, const char *path, size_t
     return call_started(c, docker_archive_get(DK(self), id, path, max, raw_cb, c, err));
 }
 
+/* ---- networks -------------------------------------------------------------------------------- */
+
+/* Networks as backend_sandbox_info: their name as id (what the other calls take), no state. */
+static void networks_listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    (void)status;
+    backend_sandbox_info *items = NULL;
+    size_t n = 0;
+    if (err == RB_OK)
+        items = xcalloc(json_array_size(body) + 1, sizeof(*items));
+    for (size_t i = 0; err == RB_OK && i < json_array_size(body); i++) {
+        json_t *nw = json_array_get(body, i), *labels = json_object_get(nw, "Labels");
+        items[n] = (backend_sandbox_info){json_string_value(json_object_get(nw, "Name")), NULL,
+                                          json_is_object(labels) ? labels : NULL};
+        n += items[n].id != NULL;
+    }
+    c->list(c->data, err, errmsg, items, n);
+    free(items);
+    call_free(c);
+}
+
+static rb_err d_network_create(void *self, const char *name, int internal, const backend_label *labels,
+                               size_t n_labels, backend_cb cb, void *data, char *err)
+{
+    call *c = call_new(DK(self), data);
+    c->done = cb;
+    json_t *lab = label_object(labels, n_labels);
+    rb_err e = docker_network_create(DK(self), name, internal, lab, done_cb, c, err);
+    json_decref(lab);
+    return call_started(c, e);
+}
+
+static rb_err d_network_connect(void *self, const char *network, const char *id, const char *alias, backend_cb cb,
+                                void *data, char *err)
+{
+    call *c = call_new(DK(self), data);
+    c->done = cb;
+    return call_started(c, docker_network_connect(DK(self), network, id, alias, done_cb, c, err));
+}
+
+static rb_err d_network_remove(void *self, const char *network, backend_cb cb, void *data, char *err)
+{
+    call *c = call_new(DK(self), data);
+    c->done = cb;
+    return call_started(c, docker_network_remove(DK(self), network, done_cb, c, err));
+}
+
+static rb_err d_network_list(void *self, const char *label, backend_list_cb cb, void *data, char *err)
+{
+    call *c = call_new(DK(self), data);
+    c->list = cb;
+    return call_started(c, docker_network_list(DK(self), label, networks_listed_cb, c, err));
+}
+
 /* ---- attach: the client's stream, with the same callbacks ------------------------------------ */
 
 static rb_err d_attach_open(void *self, const char *id, const backend_attach_cbs *cbs, void *data,
@@ -681,6 +736,10 @@ static const backend_ops docker_ops = {
     .stream_close = backend_docker__stream_close,
     .state = d_state,
     .stats = d_stats,
+    .network_create = d_network_create,
+    .network_connect = d_network_connect,
+    .network_remove = d_network_remove,
+    .network_list = d_network_list,
 };
 
 rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, long call_ms, long transfer_ms, backend **out,

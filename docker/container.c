@@ -115,3 +115,57 @@ rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *dat
     free(path);
     return e;
 }
+
+/* ---- networks ------------------------------------------------------------------------------- */
+
+rb_err docker_network_create(docker *d, const char *name, int internal, json_t *labels, docker_cb cb, void *data,
+                             char *err)
+{
+    if (name == NULL || !docker__valid_ref(name))
+        return rb_fail(RB_EINVAL, err, "invalid network name: it must be 1-256 characters of [A-Za-z0-9_.-]");
+    json_t *conf = json_pack("{s:s, s:b, s:b, s:s, s:o}", "Name", name, "CheckDuplicate", 1, "Internal",
+                             internal != 0, "Driver", "bridge", "Labels",
+                             labels != NULL ? json_incref(labels) : json_object());
+    rb_err e = docker_request(d, "POST", "/networks/create", conf, 0, cb, data, NULL, err);
+    json_decref(conf);
+    return e;
+}
+
+rb_err docker_network_connect(docker *d, const char *net, const char *container, const char *alias, docker_cb cb,
+                              void *data, char *err)
+{
+    rb_err e = docker__check_ref(container, err);
+    if (e != RB_OK)
+        return e;
+    if (alias != NULL && !docker__valid_ref(alias))
+        return rb_fail(RB_EINVAL, err, "invalid network alias \"%.64s\"", alias);
+    json_t *body = json_pack("{s:s, s:{}}", "Container", container, "EndpointConfig");
+    if (alias != NULL)
+        json_object_set_new(json_object_get(body, "EndpointConfig"), "Aliases", json_pack("[s]", alias));
+    e = docker__ref_request(d, DOCKER__SHORT, "POST", "/networks/", net, "/connect", body, 0, cb, data, err);
+    json_decref(body);
+    return e;
+}
+
+rb_err docker_network_remove(docker *d, const char *net, docker_cb cb, void *data, char *err)
+{
+    return docker__ref_request(d, DOCKER__SHORT, "DELETE", "/networks/", net, "", NULL, 0, cb, data, err);
+}
+
+rb_err docker_network_list(docker *d, const char *label, docker_cb cb, void *data, char *err)
+{
+    if (label == NULL || label[0] == '\0')
+        return rb_fail(RB_EINVAL, err, "listing networks needs a label to filter by");
+    json_t *f = json_pack("{s:[s]}", "label", label);
+    if (f == NULL)
+        return rb_fail(RB_EINVAL, err, "label filter is not valid UTF-8");
+    char *fj = json_dumps(f, JSON_COMPACT);
+    json_decref(f);
+    char *esc = codec_percent_encode(fj, "");
+    free(fj);
+    char *path = xasprintf("/networks?filters=%s", esc);
+    free(esc);
+    rb_err e = docker_request(d, "GET", path, NULL, 0, cb, data, NULL, err);
+    free(path);
+    return e;
+}

@@ -182,6 +182,21 @@ rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *d
 rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *data, char *err);
 
 /*
+ * Networks (docker/container.c): names and ids are 1-256 characters of [A-Za-z0-9_.-].
+ */
+/** POST /networks/create {Name, Internal, Driver: bridge, Labels} (labels borrowed: an object of
+ * strings, NULL for none); internal != 0 makes a network without a route out. The answer is {Id}. */
+rb_err docker_network_create(docker *d, const char *name, int internal, json_t *labels, docker_cb cb, void *data,
+                             char *err);
+/** POST /networks/{net}/connect: joins the container (created, running or not) to net, reachable there
+ * under its name and alias (NULL: none). */
+rb_err docker_network_connect(docker *d, const char *net, const char *container, const char *alias, docker_cb cb,
+                              void *data, char *err);
+/** DELETE /networks/{net}: RB_ENOTFOUND if it does not exist, RB_ECONFLICT/RB_EIO while a container uses it. */
+rb_err docker_network_remove(docker *d, const char *net, docker_cb cb, void *data, char *err);
+/** GET /networks?filters={"label":[label]}: an array of {Name, Id, Labels, ...}. */
+rb_err docker_network_list(docker *d, const char *label, docker_cb cb, void *data, char *err);
+/*
  * Archive API and friends (docker/archive.c). Paths inside the container are absolute, at most
  * 4096 bytes, and are URL-encoded here. The archive API sees a running container's volumes but
  * not its tmpfs mounts, and refuses writes to a read-only root file system outside volumes.
