@@ -16,6 +16,7 @@
 #define SWEEP_MS 1000
 #define CHECKPOINT_MS 30000
 #define PRUNE_EVERY_MS (3600 * 1000)
+#define WEB_SWEEP_MS (60 * 1000)
 
 
 void core_json_time(json_t *obj, const char *key, int64_t ms)
@@ -95,6 +96,10 @@ static void sweep_cb(uv_timer_t *t)
                 session_end(s, "ended", reason);
             }
         }
+    }
+    if (c->cfg->web_tool && c->recovered && now - c->last_web_sweep >= WEB_SWEEP_MS) {
+        c->last_web_sweep = now;
+        web_sweep(c);
     }
     if (now - c->last_prune >= PRUNE_EVERY_MS) {
         char err[RB_ERR_LEN];

@@ -198,6 +198,22 @@ rb_err core_dependencies_install(rb_core *c, const core_caller *who, const char 
  * version}]}; listed once per image id by a short container without network, then cached. */
 rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char *err);
 
+/**
+ * The web-page reader (core/web.c; only with settings' web_tool, else RB_ENOTFOUND): opens
+ * args.url (http or https) in headless Chromium, in a container of its own whose only way out
+ * is an egress proxy that refuses non-public addresses after name resolution, on every redirect
+ * and subresource, and answers {url, final_url, title, status, text, truncated, settled,
+ * redirects, screenshot? (base64 PNG), refused: [{event, host, port, address, reason}],
+ * byte_cap_reached}. args: {url, timeout? (seconds, at most web_timeout), max_chars? (at most
+ * web_max_chars), screenshot? (bool)}; RB_EINVAL names a bad one. Errors in cb: RB_EFORBIDDEN
+ * (the page's address is refused), RB_ETIMEDOUT, RB_EIO (the page could not be loaded),
+ * RB_EUNAVAILABLE (the browser or its image is missing or failed). RB_EBUSY beyond
+ * web_max_concurrent reads at once.
+ */
+rb_err core_page_text(rb_core *c, json_t *args, core_cb cb, void *data, core_op **handle, char *err);
+/** Whether the web-page reader is on (settings' web_tool). */
+int core_page_text_enabled(const rb_core *c);
+
 /*
  * Files in a session's /workspace (core/files.c), moved with the Docker archive API. path is
  * relative to /workspace ("out/plot.png") or absolute under it ("/workspace/out/plot.png").

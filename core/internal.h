@@ -142,7 +142,14 @@ struct rb_core {
     json_t *packages_cache; /* {image_id, answer} of the last GET /packages listing (packages.c), or NULL */
     int installs_running; /* dependency installs holding a slot (deps.c; at most cfg->max_installs) */
     struct install_job *installs_head, *installs_tail; /* installs waiting for a slot, oldest first (deps.c) */
+    int web_running;      /* page reads in flight, their containers not yet removed (web.c) */
+    int64_t last_web_sweep; /* when networks left by page reads were last looked for (epoch ms) */
 };
+
+/* web.c */
+/** Removes the networks of this instance's page reads that are left over (from an earlier
+ * runboxd, or whose removal failed), when no page read is in flight. */
+void web_sweep(rb_core *c);
 
 /* session.c */
 /** The API object of s ({session_id, language, status, created_at, ..., expires_at}; new

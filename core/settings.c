@@ -51,13 +51,23 @@ void core_settings_init(core_settings *s)
     s->code_policy_file = NULL;
     s->code_policy_overridable = xstrdup(RB_DEFAULT_CODE_POLICY_OVERRIDABLE);
     s->preload = xstrdup(RB_DEFAULT_PRELOAD);
+    s->web_tool = 0;
+    s->web_image = xstrdup(RB_DEFAULT_WEB_IMAGE);
+    s->web_network = xstrdup(RB_DEFAULT_WEB_NETWORK);
+    s->web_allow = NULL;
+    s->web_ports = xstrdup(RB_DEFAULT_WEB_PORTS);
+    s->web_timeout = RB_DEFAULT_WEB_TIMEOUT_S;
+    s->web_max_bytes = RB_DEFAULT_WEB_MAX_BYTES;
+    s->web_max_chars = RB_DEFAULT_WEB_MAX_CHARS;
+    s->web_max_redirects = RB_DEFAULT_WEB_MAX_REDIRECTS;
+    s->web_max_concurrent = RB_DEFAULT_WEB_MAX_CONCURRENT;
 }
 
 void core_settings_dispose(core_settings *s)
 {
     if (s == NULL)
         return;
-    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload};
+    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload, &s->web_image, &s->web_network, &s->web_allow, &s->web_ports};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

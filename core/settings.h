@@ -48,6 +48,14 @@
 #define RB_DEFAULT_CODE_POLICY "off"
 #define RB_DEFAULT_CODE_POLICY_OVERRIDABLE "*"
 #define RB_DEFAULT_PRELOAD "numpy,pandas,matplotlib.pyplot"
+#define RB_DEFAULT_WEB_IMAGE "runbox-browser:latest"
+#define RB_DEFAULT_WEB_NETWORK "bridge"
+#define RB_DEFAULT_WEB_PORTS "80,443"
+#define RB_DEFAULT_WEB_TIMEOUT_S 30.0
+#define RB_DEFAULT_WEB_MAX_BYTES (32 * 1024 * 1024)
+#define RB_DEFAULT_WEB_MAX_CHARS 100000
+#define RB_DEFAULT_WEB_MAX_REDIRECTS 10
+#define RB_DEFAULT_WEB_MAX_CONCURRENT 2
 
 /* Field comments name the daemon's flag and environment variable that set each one. */
 typedef struct core_settings {
@@ -111,6 +119,19 @@ typedef struct core_settings {
                               turn off with disabled_rules: "*" (any), "none", or a comma list (a trailing '*' is a
                               prefix: "import:*") */
 
+    /* The web-page reader (core/web.c): off unless web_tool. Pages are opened by headless
+     * Chromium in a container of its own whose only way out is an egress proxy container that
+     * checks every destination address after name resolution. */
+    int web_tool;          /* --web-tool / RUNBOX_WEB_TOOL: offer get_page_text and POST /web/page-text */
+    char *web_image;       /* --web-image / RUNBOX_WEB_IMAGE: image of the browser and its proxy */
+    char *web_network;     /* --web-network / RUNBOX_WEB_NETWORK: Docker network the egress proxy reaches pages on */
+    char *web_allow;       /* --web-allow / RUNBOX_WEB_ALLOW: "CIDR,..." addresses allowed although not public */
+    char *web_ports;       /* --web-ports / RUNBOX_WEB_PORTS: "80,443,..." ports pages may be fetched from */
+    double web_timeout;    /* --web-timeout / RUNBOX_WEB_TIMEOUT: seconds a page may take at most (and the default) */
+    size_t web_max_bytes;  /* --web-max-bytes / RUNBOX_WEB_MAX_BYTES: bytes one page read may download */
+    int web_max_chars;     /* --web-max-chars / RUNBOX_WEB_MAX_CHARS: characters of text returned at most */
+    int web_max_redirects; /* --web-max-redirects / RUNBOX_WEB_MAX_REDIRECTS */
+    int web_max_concurrent;/* --web-max-concurrent / RUNBOX_WEB_MAX_CONCURRENT: page reads at once; more get 429 */
 } core_settings;
 
 /** Fills s with the defaults above; the string fields are heap copies owned by s (or NULL). */

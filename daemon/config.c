@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "core/requirements.h"
+#include "core/web_wire.h"
 
 typedef enum key_kind { K_STR, K_LIST, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL } key_kind;
 
@@ -133,6 +134,28 @@ static const key_def keys[] = {
      "let sessions ask for network access (execution_options.network: true); off: every sandbox has none"},
     {"egress-network", "RUNBOX_EGRESS_NETWORK", K_STR, OFF(core.egress_network),
      "Docker network that sessions with network: true join (when --allow-network is on)"},
+    {"web-tool", "RUNBOX_WEB_TOOL", K_BOOL, OFF(core.web_tool),
+     "offer the web-page reader (MCP get_page_text, POST /web/page-text): headless Chromium in a container of its "
+     "own, reaching pages only through a proxy that refuses non-public addresses; off by default"},
+    {"web-image", "RUNBOX_WEB_IMAGE", K_STR, OFF(core.web_image),
+     "Docker image of the web-page reader's browser and proxy (docker/build-images --browser builds it)"},
+    {"web-network", "RUNBOX_WEB_NETWORK", K_STR, OFF(core.web_network),
+     "Docker network the web-page reader's proxy reaches pages on"},
+    {"web-allow", "RUNBOX_WEB_ALLOW", K_LIST, OFF(core.web_allow),
+     "comma-separated addresses or CIDR ranges (10.1.2.3, 10.1.0.0/16, fd00::/8) pages may be read from although "
+     "they are not public (loopback, private, link-local ... are refused otherwise)"},
+    {"web-ports", "RUNBOX_WEB_PORTS", K_LIST, OFF(core.web_ports),
+     "comma-separated TCP ports pages and their resources may be fetched from"},
+    {"web-timeout", "RUNBOX_WEB_TIMEOUT", K_SECS, OFF(core.web_timeout),
+     "seconds a page read may take at most (and the default for a call that does not say); seconds"},
+    {"web-max-bytes", "RUNBOX_WEB_MAX_BYTES", K_SIZE, OFF(core.web_max_bytes),
+     "bytes one page read may download, its resources included (bytes, or k/m/g suffix)"},
+    {"web-max-chars", "RUNBOX_WEB_MAX_CHARS", K_INT, OFF(core.web_max_chars),
+     "characters of a page's text returned at most (and the default)"},
+    {"web-max-redirects", "RUNBOX_WEB_MAX_REDIRECTS", K_INT, OFF(core.web_max_redirects),
+     "redirects a page read follows at most"},
+    {"web-max-concurrent", "RUNBOX_WEB_MAX_CONCURRENT", K_INT, OFF(core.web_max_concurrent),
+     "page reads at once (each runs a browser of up to 1 GiB); one more gets 429"},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -515,6 +538,8 @@ rb_err config_validate(const rb_config *cfg, char *err)
     if (check_registry(cfg->core.deps_npm_registry, err) != RB_OK)
         return RB_EINVAL;
     if (check_preload(cfg->core.preload, err) != RB_OK)
+        return RB_EINVAL;
+    if (web_check_settings(&cfg->core, err) != RB_OK)
         return RB_EINVAL;
     if (strcmp(cfg->core.code_policy, "off") == 0 && cfg->core.code_policy_file != NULL)
         return rb_fail(RB_EINVAL, err,

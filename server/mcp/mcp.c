@@ -544,6 +544,16 @@ static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings 
     rb_err e = mcp__tools_load(&tools, err);
     if (e != RB_OK)
         return e;
+    if (core_page_text_enabled(core)) {
+        const char *web[] = {mcp__page_text_def};
+        json_t *more = NULL;
+        if ((e = mcp__defs_load(web, 1, "tool", &more, err)) != RB_OK) {
+            json_decref(tools);
+            return e;
+        }
+        json_array_extend(tools, more);
+        json_decref(more);
+    }
     e = mcp__agentrun_tools_load(&agentrun_tools, err);
     if (e != RB_OK) {
         json_decref(tools);

@@ -295,6 +295,9 @@ json_t *mcp__agentrun_tool(mcp_call *call);
 /** upload_file, download_file, list_files, install_dependencies, get_packages; returns the tool
  * result now, or NULL when the call answers later. */
 json_t *mcp__tool_files(mcp_call *call);
+/* mcp_web.c: get_page_text (offered only when core_page_text_enabled). */
+extern const char mcp__page_text_def[];
+json_t *mcp__tool_page_text(mcp_call *call);
 /** Starts the file or dependency work of call in session_id (the session is known now). The
  * call is answered later, or now (and freed) when core refuses at once. */
 void mcp__files_start(mcp_call *call, const char *session_id);

@@ -359,6 +359,8 @@ json_t *mcp__run_tool(mcp_call *call)
     if (strcmp(t, "upload_file") == 0 || strcmp(t, "download_file") == 0 || strcmp(t, "list_files") == 0 ||
         strcmp(t, "get_packages") == 0 || strcmp(t, "install_dependencies") == 0)
         return mcp__tool_files(call);
+    if (strcmp(t, "get_page_text") == 0)
+        return mcp__tool_page_text(call);
     if (strcmp(t, "create_session") == 0) {
         json_t *opts = json_object();
         json_t *v;

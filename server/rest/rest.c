@@ -571,6 +571,25 @@ static int packages(http_call *call)
     return 0;
 }
 
+/* ---- the web-page reader -------------------------------------------------------------- */
+
+static int page_text(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = NULL;
+    rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
+    if (e != RB_OK)
+        return answer(call, e, err, NULL, 0);
+    json_ctx *ctx = json_ctx_new(call, 200);
+    e = core_page_text(call->core, body, on_json, ctx, &ctx->op, err);
+    json_decref(body);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        return answer(call, e, err, NULL, 0);
+    }
+    return 0;
+}
+
 /* ---- health --------------------------------------------------------------------------- */
 
 static int health(http_call *call)
@@ -610,6 +629,7 @@ static const http_route routes[] = {
     {"GET", "/sessions/{id}/files/download", file_download},
     {"POST", "/sessions/{id}/dependencies", dependencies_install},
     {"GET", "/packages", packages},
+    {"POST", "/web/page-text", page_text},
     /* AgentRun+'s REST API (server/rest/agentrun.c) */
     {"GET", "/agentrun/", agentrun_route_root},
     {"GET", "/agentrun/health", agentrun_route_health},

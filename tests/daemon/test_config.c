@@ -181,7 +181,7 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 55); /* every key of daemon/config.c (keys table) */
+    cr_assert_eq(n, 65); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
 }
 
@@ -284,6 +284,37 @@ Test(config, npm_registry_is_an_http_url)
         if (config_set(&c, "deps-npm-registry", bad[i], err) == RB_OK)
             cr_assert_eq(config_validate(&c, err), RB_EINVAL, "'%s' passed", bad[i]);
         cr_assert(strstr(err, "deps-npm-registry") != NULL, "%s", err);
+    }
+    config_dispose(&c);
+}
+
+Test(config, web_settings_are_checked)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_eq(c.core.web_tool, 0, "the web-page reader is off by default");
+    cr_assert_str_eq(c.core.web_ports, "80,443");
+    const char *good[][2] = {{"web-allow", "172.18.0.5"},       {"web-allow", "10.0.0.0/8, fd00::/8"},
+                             {"web-allow", ""},                 {"web-ports", "80,443,8000"},
+                             {"web-timeout", "2m"},             {"web-max-bytes", "1m"},
+                             {"web-network", "runbox_test-net"}, {"web-max-concurrent", "4"}};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        cr_assert_eq(config_set(&c, good[i][0], good[i][1], err), RB_OK, "%s=%s: %s", good[i][0], good[i][1], err);
+        cr_assert_eq(config_validate(&c, err), RB_OK, "%s=%s: %s", good[i][0], good[i][1], err);
+    }
+    const char *bad[][2] = {{"web-allow", "localhost"},    {"web-allow", "10.0.0.0/33"}, {"web-allow", "::1/129"},
+                            {"web-allow", "1.2.3.4/"},     {"web-ports", "0"},           {"web-ports", "80,x"},
+                            {"web-ports", "65536"},        {"web-ports", ""},            {"web-timeout", "0.5"},
+                            {"web-timeout", "11m"},        {"web-max-bytes", "1k"},      {"web-network", "a b"},
+                            {"web-max-concurrent", "0"},   {"web-max-redirects", "51"},  {"web-max-chars", "0"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rb_config b;
+        config_init(&b);
+        if (config_set(&b, bad[i][0], bad[i][1], err) == RB_OK)
+            cr_assert_eq(config_validate(&b, err), RB_EINVAL, "%s=%s passed", bad[i][0], bad[i][1]);
+        cr_assert(strstr(err, bad[i][0]) != NULL, "%s=%s: %s", bad[i][0], bad[i][1], err);
+        config_dispose(&b);
     }
     config_dispose(&c);
 }

@@ -637,3 +637,41 @@ void stats_read(rb_core *c, stats_snapshot *out)
     }
     out->docker_reachable = 1;
 }
+
+/* ---- the web-page reader: on, answering by the URL's host ------------------------------- */
+
+int core_page_text_enabled(const rb_core *c)
+{
+    (void)c;
+    return 1;
+}
+
+/* refused.test: 403; slow.test: 504; anything else: a page whose text names the URL, with a
+ * one-pixel screenshot when asked. */
+rb_err core_page_text(rb_core *c, json_t *args, core_cb cb, void *data, core_op **handle, char *err)
+{
+    (void)c;
+    const char *url = json_string_value(json_object_get(args, "url"));
+    if (url == NULL)
+        return rb_fail(RB_EINVAL, err, "'url' is required");
+    if (handle != NULL)
+        *handle = NULL;
+    if (strstr(url, "://refused.test") != NULL) {
+        cb(data, RB_EFORBIDDEN, "the page's address is refused: refused.test (127.0.0.1) port 80: loopback address",
+           NULL);
+        return RB_OK;
+    }
+    if (strstr(url, "://slow.test") != NULL) {
+        cb(data, RB_ETIMEDOUT, "the page did not load in time", NULL);
+        return RB_OK;
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:s+, s:b, s:b, s:i, s:[], s:b}", "url", url, "final_url", url,
+                            "title", "Fake page", "status", 200, "text", "Text of ", url, "truncated", 0, "settled", 1,
+                            "redirects", 0, "refused", "byte_cap_reached", 0);
+    if (json_is_true(json_object_get(args, "screenshot")))
+        json_object_set_new(doc, "screenshot",
+                            json_string("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAA"
+                                        "AABJRU5ErkJggg=="));
+    cb(data, RB_OK, NULL, doc);
+    return RB_OK;
+}

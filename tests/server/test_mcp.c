@@ -399,7 +399,7 @@ Test(mcp, tools_list_has_schemas)
     json_t *tools = json_object_get(json_object_get(r.json, "result"), "tools");
     static const char *const names[] = {"execute_code", "create_session", "list_sessions",        "get_session_info",
                                         "close_session", "get_health",     "upload_file",          "download_file",
-                                        "list_files",    "get_packages",   "install_dependencies"};
+                                        "list_files",    "get_packages",   "install_dependencies", "get_page_text"};
     size_t count = sizeof(names) / sizeof(names[0]);
     cr_assert_eq(json_array_size(tools), count);
     for (size_t k = 0; k < count; k++) {
@@ -944,6 +944,32 @@ Test(mcp, packages_and_dependencies)
     cr_assert_str_eq(json_string_value(json_array_get(
                          json_object_get(json_object_get(res, "structuredContent"), "dependencies"), 0)),
                      "tabulate==0.9.0");
+    json_decref(res);
+    free(sid);
+}
+
+Test(mcp, get_page_text_gives_text_an_image_and_clear_errors)
+{
+    char *sid = initialize("2025-06-18");
+    json_t *res = call_tool(sid, "get_page_text", "{\"url\":\"https://example.test/a\",\"screenshot\":true}");
+    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
+    cr_assert(strstr(first_text(res), "Fake page\nhttps://example.test/a\n\nText of https://example.test/a") != NULL,
+              "%s", first_text(res));
+    json_t *img = json_array_get(json_object_get(res, "content"), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(img, "type")), "image");
+    cr_assert_str_eq(json_string_value(json_object_get(img, "mimeType")), "image/png");
+    cr_assert_str_eq(sc_string(res, "title"), "Fake page");
+    cr_assert_null(json_object_get(json_object_get(res, "structuredContent"), "screenshot"),
+                   "the screenshot travels once, as the image block");
+    json_decref(res);
+    res = call_tool(sid, "get_page_text", "{\"url\":\"http://refused.test/\"}");
+    cr_assert(json_is_true(json_object_get(res, "isError")));
+    cr_assert(strstr(first_text(res), "refused") != NULL && strstr(first_text(res), "127.0.0.1") != NULL, "%s",
+              first_text(res));
+    json_decref(res);
+    res = call_tool(sid, "get_page_text", "{}");
+    cr_assert(json_is_true(json_object_get(res, "isError")));
+    cr_assert(strstr(first_text(res), "url") != NULL, "%s", first_text(res));
     json_decref(res);
     free(sid);
 }

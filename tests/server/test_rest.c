@@ -357,3 +357,25 @@ Test(rest, keep_alive_serves_two_requests)
     cr_assert(strstr(buf, "HTTP/1.1 200") != NULL, "%s", buf);
     cr_assert(strstr(buf, "HTTP/1.1 404") != NULL, "%s", buf);
 }
+
+Test(rest, page_text_answers_the_page_and_maps_errors)
+{
+    http_resp r;
+    cr_assert_eq(http_json(h.port, "POST", "/web/page-text", "{\"url\":\"https://example.test/\"}", &r), 0);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "text")), "Text of https://example.test/");
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "title")), "Fake page");
+    http_resp_dispose(&r);
+    cr_assert_eq(http_json(h.port, "POST", "/web/page-text", "{\"url\":\"http://refused.test/\"}", &r), 0);
+    expect_error(&r, 403, "forbidden");
+    http_resp_dispose(&r);
+    cr_assert_eq(http_json(h.port, "POST", "/web/page-text", "{\"url\":\"http://slow.test/\"}", &r), 0);
+    cr_assert_eq(r.status, 504, "%s", r.body);
+    http_resp_dispose(&r);
+    cr_assert_eq(http_json(h.port, "POST", "/web/page-text", "{}", &r), 0);
+    expect_error(&r, 400, "invalid_request");
+    http_resp_dispose(&r);
+    cr_assert_eq(http_json(h.port, "POST", "/web/page-text", "[1", &r), 0);
+    expect_error(&r, 400, "invalid_request");
+    http_resp_dispose(&r);
+}
