@@ -126,6 +126,10 @@ rb_err docker_network_create(docker *d, const char *name, int internal, json_t *
     json_t *conf = json_pack("{s:s, s:b, s:b, s:s, s:o}", "Name", name, "CheckDuplicate", 1, "Internal",
                              internal != 0, "Driver", "bridge", "Labels",
                              labels != NULL ? json_incref(labels) : json_object());
+    /* On Linux the host's own address on a bridge is reachable from an internal network (only
+     * forwarding is dropped); without it the members reach each other and nothing else. */
+    if (internal)
+        json_object_set_new(conf, "Options", json_pack("{s:s}", "com.docker.network.bridge.inhibit_ipv4", "true"));
     rb_err e = docker_request(d, "POST", "/networks/create", conf, 0, cb, data, NULL, err);
     json_decref(conf);
     return e;

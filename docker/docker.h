@@ -185,7 +185,9 @@ rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *dat
  * Networks (docker/container.c): names and ids are 1-256 characters of [A-Za-z0-9_.-].
  */
 /** POST /networks/create {Name, Internal, Driver: bridge, Labels} (labels borrowed: an object of
- * strings, NULL for none); internal != 0 makes a network without a route out. The answer is {Id}. */
+ * strings, NULL for none); internal != 0 makes a network without a route out whose bridge has no
+ * address of the host either (com.docker.network.bridge.inhibit_ipv4), so that its members reach
+ * only each other. The answer is {Id}. */
 rb_err docker_network_create(docker *d, const char *name, int internal, json_t *labels, docker_cb cb, void *data,
                              char *err);
 /** POST /networks/{net}/connect: joins the container (created, running or not) to net, reachable there
