@@ -1,0 +1,629 @@
+#!/usr/bin/env python3
+"""egress_proxy: the only way out for the web-page reader's browser (runbox get_page_text).
+
+An HTTP/1.1 forward proxy (asyncio, Python stdlib only) that runs in its own container, on the
+operator's outbound network and on the per-request internal network where the browser
+container lives. It tunnels `CONNECT host:port` (TLS) and forwards one absolute-form request
+(`GET http://host:port/path`, any method) per client connection with `Connection: close`. Every
+target is checked after name resolution: each address the name resolves to must be a public
+(global unicast) address or inside an operator's --allow network, and the port must be 80, 443
+or an --allow-port; the proxy then connects to the checked address itself and never resolves
+again. It bounds the bytes relayed to the browser, the concurrent connections, the size of
+request heads and its own lifetime, and writes one JSON line per event on stdout (ready,
+refused, unreachable, byte_cap, log_cap, stop).
+
+It is not a general-purpose proxy: no keep-alive, no caching, no TLS interception, no
+authentication, no absolute-form https:// (browsers use CONNECT for that), and it does not look
+at what it relays. It trusts its command line (runboxd) and nothing the browser sends.
+"""
+
+import argparse
+import asyncio
+import ipaddress
+import json
+import os
+import re
+import signal
+import socket
+import sys
+
+MAX_HEAD = 64 * 1024  # bytes of a request or response head (request line and headers)
+HEAD_TIMEOUT = 30.0  # seconds a client has to send its request head
+CHUNK = 64 * 1024
+MAX_EVENT_LINES = 1000  # refused/unreachable lines written before log_cap
+DEFAULT_PORTS = (80, 443)
+
+# Hop-by-hop headers (RFC 9110 section 7.6.1) that a proxy must not forward, plus the proxy's
+# own. Transfer-Encoding stays: bodies are relayed unchanged, so their framing is kept.
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "upgrade",
+}
+
+TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+HOSTNAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})$")
+
+_V4_REFUSED = [
+    (ipaddress.ip_network("0.0.0.0/8"), "unspecified address"),
+    (ipaddress.ip_network("127.0.0.0/8"), "loopback address"),
+    (ipaddress.ip_network("169.254.0.0/16"), "link-local address"),
+    (ipaddress.ip_network("10.0.0.0/8"), "private address"),
+    (ipaddress.ip_network("172.16.0.0/12"), "private address"),
+    (ipaddress.ip_network("192.168.0.0/16"), "private address"),
+    (ipaddress.ip_network("100.64.0.0/10"), "private address"),  # carrier-grade NAT
+    (ipaddress.ip_network("224.0.0.0/4"), "multicast address"),
+    (ipaddress.ip_network("240.0.0.0/4"), "reserved address"),  # and 255.255.255.255
+]
+_V6_REFUSED = [
+    (ipaddress.ip_network("::/128"), "unspecified address"),
+    (ipaddress.ip_network("::1/128"), "loopback address"),
+    (ipaddress.ip_network("fe80::/10"), "link-local address"),
+    (ipaddress.ip_network("fc00::/7"), "private address"),
+    (ipaddress.ip_network("fec0::/10"), "private address"),  # deprecated site-local
+    (ipaddress.ip_network("64:ff9b:1::/48"), "private address"),  # local-use NAT64
+    (ipaddress.ip_network("ff00::/8"), "multicast address"),
+]
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_6TO4 = ipaddress.ip_network("2002::/16")
+
+
+def check_address(address, allow=()):
+    """Whether the proxy may connect to ADDRESS (an IP address string or ipaddress object).
+
+    ALLOW is a sequence of ipaddress networks (the operator's --allow); an address inside one is
+    allowed whatever it is. Otherwise only global unicast addresses are: IPv4-mapped IPv6
+    addresses are judged as their IPv4 address, NAT64 (64:ff9b::/96) and 6to4 (2002::/16)
+    addresses as the IPv4 address they embed. Returns None when allowed, else the reason as a
+    short phrase ("loopback address", "private address", "link-local address", ...).
+    """
+    ip = ipaddress.ip_address(address) if isinstance(address, str) else address
+    if ip.version == 6:
+        if ip.scope_id:
+            return "link-local address"
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+    for net in allow:
+        if ip.version == net.version and ip in net:
+            return None
+    if ip.version == 4:
+        for net, reason in _V4_REFUSED:
+            if ip in net:
+                return reason
+        return None if ip.is_global else "non-global address"
+    for net, reason in _V6_REFUSED:
+        if ip in net:
+            return reason
+    if ip in _NAT64:
+        return check_address(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF), allow)
+    if ip in _6TO4:
+        return check_address(ipaddress.IPv4Address((int(ip) >> 80) & 0xFFFFFFFF), allow)
+    if ip.is_multicast:
+        return "multicast address"
+    if ip.is_reserved:
+        return "reserved address"
+    return None if ip.is_global else "non-global address"
+
+
+def parse_authority(authority, default_port):
+    """Splits "host", "host:port" or "[v6]:port" into (host, port); None when malformed."""
+    if not authority or "@" in authority:
+        return None
+    if authority.startswith("["):
+        end = authority.find("]")
+        if end < 0:
+            return None
+        host, rest = authority[1:end], authority[end + 1 :]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return None
+        if rest and not rest.startswith(":"):
+            return None
+        port_text = rest[1:] if rest else ""
+    else:
+        host, sep, port_text = authority.partition(":")
+        if sep and not port_text:
+            return None
+        if not HOSTNAME.match(host):
+            return None
+    if port_text:
+        if not port_text.isdigit() or len(port_text) > 5:
+            return None
+        port = int(port_text)
+    else:
+        port = default_port
+    if port is None or not 0 < port < 65536:
+        return None
+    return host.lower().rstrip(".") or None, port
+
+
+class Refused(Exception):
+    def __init__(self, reason, address=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.address = address
+
+
+class Unreachable(Exception):
+    pass
+
+
+class BadRequest(Exception):
+    def __init__(self, status, text):
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+class Proxy:
+    """One proxy process: its settings, counters and the connections it holds."""
+
+    def __init__(self, args):
+        self.allow = [ipaddress.ip_network(c, strict=False) for c in args.allow]
+        self.ports = set(DEFAULT_PORTS) | set(args.allow_port)
+        self.max_bytes = args.max_bytes
+        self.max_connections = args.max_connections
+        self.connect_timeout = args.connect_timeout
+        self.relayed = 0  # bytes from upstreams to clients
+        self.capped = False
+        self.clients = 0
+        self.requests = 0
+        self.event_lines = 0
+        self.limit_logged = False
+        self.upstreams = set()  # writers of open upstream connections
+        self.tasks = set()
+
+    # ---- events --------------------------------------------------------------------------
+    def emit(self, **event):
+        try:
+            sys.stdout.write(json.dumps(event, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+
+    def emit_counted(self, **event):
+        """Refused and unreachable events: at most MAX_EVENT_LINES, then one log_cap."""
+        if self.event_lines < MAX_EVENT_LINES:
+            self.event_lines += 1
+            self.emit(**event)
+        elif self.event_lines == MAX_EVENT_LINES:
+            self.event_lines += 1
+            self.emit(event="log_cap", max_events=MAX_EVENT_LINES)
+
+    # ---- byte cap ------------------------------------------------------------------------
+    def take_bytes(self, n):
+        """How many of N upstream bytes may still go to the client; trips the cap at the end."""
+        if self.capped:
+            return 0
+        room = self.max_bytes - self.relayed
+        take = min(n, room)
+        self.relayed += take
+        if self.relayed >= self.max_bytes:
+            self.trip_cap()
+        return take
+
+    def trip_cap(self):
+        if self.capped:
+            return
+        self.capped = True
+        self.emit(event="byte_cap", max_bytes=self.max_bytes)
+        for w in list(self.upstreams):
+            w.transport.abort()
+
+    # ---- target check and connect --------------------------------------------------------
+    async def open_upstream(self, host, port):
+        """Resolves, checks and connects; returns (reader, writer, address). Raises Refused
+        or Unreachable."""
+        if self.capped:
+            raise Refused("byte cap reached")
+        if port not in self.ports:
+            raise Refused("port not allowed")
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await asyncio.wait_for(
+                loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP),
+                self.connect_timeout,
+            )
+        except (OSError, asyncio.TimeoutError, UnicodeError):
+            raise Refused("name does not resolve")
+        addresses = []
+        for family, _, _, _, sockaddr in infos:
+            if family not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            ip = ipaddress.ip_address(sockaddr[0].split("%")[0])
+            if family == socket.AF_INET6 and len(sockaddr) > 3 and sockaddr[3]:
+                raise Refused("link-local address", str(ip))
+            reason = check_address(ip, self.allow)
+            if reason:
+                raise Refused(reason, str(ip))
+            if ip not in addresses:
+                addresses.append(ip)
+        if not addresses:
+            raise Refused("name does not resolve")
+        last = "no address"
+        for ip in addresses:
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(str(ip), port, limit=MAX_HEAD), self.connect_timeout
+                )
+            except asyncio.TimeoutError:
+                last = "connect timed out"
+                continue
+            except OSError as e:
+                last = (e.strerror or str(e)).lower()
+                continue
+            if self.capped:
+                writer.transport.abort()
+                raise Refused("byte cap reached")
+            self.upstreams.add(writer)
+            return reader, writer, str(ip)
+        raise Unreachable(last)
+
+    # ---- client connections --------------------------------------------------------------
+    async def handle(self, reader, writer):
+        task = asyncio.current_task()
+        self.tasks.add(task)
+        self.clients += 1
+        try:
+            if self.clients > self.max_connections:
+                if not self.limit_logged:
+                    self.limit_logged = True
+                    self.emit(event="connection_limit", max_connections=self.max_connections)
+                await answer(writer, 503, "Service Unavailable", "too many connections\n")
+                return
+            await self.serve(reader, writer)
+        except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+            pass
+        except Exception as e:  # a bug: this connection ends, the proxy goes on
+            sys.stderr.write("egress_proxy: %s: %s\n" % (type(e).__name__, e))
+        finally:
+            self.clients -= 1
+            await close_gracefully(reader, writer)
+            self.tasks.discard(task)
+
+    async def serve(self, reader, writer):
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
+        except asyncio.LimitOverrunError:
+            await answer(writer, 431, "Request Header Fields Too Large", "request head too large\n")
+            return
+        except ValueError:  # the separator was not found before the limit
+            await answer(writer, 431, "Request Header Fields Too Large", "request head too large\n")
+            return
+        try:
+            method, target, headers = parse_head(head)
+            if method == "CONNECT":
+                hp = parse_authority(target, None)
+                if hp is None:
+                    raise BadRequest(400, "CONNECT needs host:port\n")
+                await self.tunnel(reader, writer, *hp)
+            else:
+                if not target[:7].lower() == "http://":
+                    raise BadRequest(400, "only absolute http:// URLs and CONNECT are proxied\n")
+                await self.forward(reader, writer, method, target[7:], headers)
+        except BadRequest as e:
+            await answer(writer, e.status, "Bad Request" if e.status == 400 else "Error", e.text)
+
+    async def connect_or_answer(self, writer, host, port):
+        """open_upstream, answering 403 or 502 (and logging) when it fails; None then."""
+        self.requests += 1
+        try:
+            return await self.open_upstream(host, port)
+        except Refused as e:
+            self.emit_counted(event="refused", host=host, port=port, address=e.address, reason=e.reason)
+            await answer(
+                writer,
+                403,
+                "Forbidden",
+                "runbox egress proxy refused %s:%d: %s\n" % (host, port, e.reason),
+                [("X-Runbox-Refused", e.reason)],
+            )
+        except Unreachable as e:
+            self.emit_counted(event="unreachable", host=host, port=port, reason=str(e))
+            await answer(writer, 502, "Bad Gateway", "runbox egress proxy could not reach %s:%d: %s\n" % (host, port, e))
+        return None
+
+    async def tunnel(self, reader, writer, host, port):
+        up = await self.connect_or_answer(writer, host, port)
+        if up is None:
+            return
+        up_reader, up_writer, _ = up
+        try:
+            writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            await writer.drain()
+            await self.relay_both(reader, writer, up_reader, up_writer)
+        finally:
+            self.close_upstream(up_writer)
+
+    async def forward(self, reader, writer, method, rest, headers):
+        # rest: the absolute URL without "http://": authority, then path and query
+        cut = len(rest)
+        for c in "/?#":
+            i = rest.find(c)
+            if 0 <= i < cut:
+                cut = i
+        authority, path = rest[:cut], rest[cut:].split("#", 1)[0]
+        if path.startswith("?") or not path:
+            path = "/" + path
+        hp = parse_authority(authority, 80)
+        if hp is None:
+            raise BadRequest(400, "bad host in the request URL\n")
+        host, port = hp
+        body = request_body_framing(headers)
+        up = await self.connect_or_answer(writer, host, port)
+        if up is None:
+            return
+        up_reader, up_writer, _ = up
+        try:
+            drop = HOP_BY_HOP | connection_tokens(headers)
+            lines = ["%s %s HTTP/1.1" % (method, path), "Host: %s" % authority]
+            for name, value in headers:
+                if name.lower() in drop or name.lower() == "host":
+                    continue
+                lines.append("%s: %s" % (name, value))
+            lines.append("Connection: close")
+            up_writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            await up_writer.drain()
+            # The request body (if any) is relayed in its own task so that an upstream may
+            # answer before reading it all.
+            sender = asyncio.ensure_future(send_body(reader, up_writer, body))
+            try:
+                await self.relay_response(up_reader, writer)
+            finally:
+                sender.cancel()
+        finally:
+            self.close_upstream(up_writer)
+
+    async def relay_response(self, up_reader, writer):
+        """Relays the one response: its head with the hop-by-hop headers replaced by
+        Connection: close, then the rest unchanged until the upstream closes."""
+        try:
+            head = await up_reader.readuntil(b"\r\n\r\n")
+        except (asyncio.LimitOverrunError, ValueError):
+            await answer(writer, 502, "Bad Gateway", "upstream response head too large\n")
+            return
+        except asyncio.IncompleteReadError:
+            await answer(writer, 502, "Bad Gateway", "upstream closed without a response\n")
+            return
+        lines = head.decode("latin-1").split("\r\n")[:-2]
+        status, fields = lines[0], []
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep and TOKEN.match(name):
+                fields.append((name, value.strip()))
+        drop = HOP_BY_HOP | connection_tokens(fields)
+        out = [status] + ["%s: %s" % (n, v) for n, v in fields if n.lower() not in drop]
+        out.append("Connection: close")
+        if not await self.send_counted(writer, ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")):
+            return
+        await self.pump(up_reader, writer)
+
+    async def send_counted(self, writer, data):
+        """Writes upstream bytes to the client within the byte cap; False once capped."""
+        take = self.take_bytes(len(data))
+        if take:
+            writer.write(data[:take])
+            await writer.drain()
+        return take == len(data) and not self.capped
+
+    async def pump(self, up_reader, writer):
+        while True:
+            data = await up_reader.read(CHUNK)
+            if not data:
+                return
+            if not await self.send_counted(writer, data):
+                return
+
+    async def relay_both(self, reader, writer, up_reader, up_writer):
+        async def client_to_upstream():
+            try:
+                while True:
+                    data = await reader.read(CHUNK)
+                    if not data:
+                        break
+                    up_writer.write(data)
+                    await up_writer.drain()
+                if up_writer.can_write_eof():
+                    up_writer.write_eof()
+            except OSError:
+                pass
+
+        sender = asyncio.ensure_future(client_to_upstream())
+        try:
+            await self.pump(up_reader, writer)
+        finally:
+            sender.cancel()
+
+    def close_upstream(self, up_writer):
+        self.upstreams.discard(up_writer)
+        up_writer.transport.abort()
+
+
+def parse_head(head):
+    """(method, target, [(name, value)]) of a request head; raises BadRequest."""
+    try:
+        text = head.decode("latin-1")
+    except UnicodeDecodeError:
+        raise BadRequest(400, "bad request head\n")
+    lines = text.split("\r\n")[:-2]
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not TOKEN.match(parts[0]) or not parts[2].startswith("HTTP/1."):
+        raise BadRequest(400, "bad request line\n")
+    method, target = parts[0], parts[1]
+    if not target or any(ord(c) <= 32 or ord(c) == 127 for c in target):
+        raise BadRequest(400, "bad request target\n")
+    headers = []
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep or not TOKEN.match(name):
+            raise BadRequest(400, "bad header line\n")
+        value = value.strip(" \t")
+        if any(c in value for c in "\r\n\0"):
+            raise BadRequest(400, "bad header value\n")
+        headers.append((name, value))
+    return method, target, headers
+
+
+def connection_tokens(headers):
+    """The header names a Connection header lists (they are hop-by-hop too)."""
+    out = set()
+    for name, value in headers:
+        if name.lower() == "connection":
+            out |= {t.strip().lower() for t in value.split(",") if t.strip()}
+    return out
+
+
+def request_body_framing(headers):
+    """("length", n), ("chunked", None) or ("none", None); raises BadRequest for framing a
+    single-request proxy cannot relay unambiguously."""
+    lengths = {v.strip() for n, v in headers if n.lower() == "content-length"}
+    codings = [v.strip().lower() for n, v in headers if n.lower() == "transfer-encoding"]
+    if codings:
+        if lengths or codings != ["chunked"]:
+            raise BadRequest(400, "unsupported request body framing\n")
+        return ("chunked", None)
+    if not lengths:
+        return ("none", None)
+    if len(lengths) != 1:
+        raise BadRequest(400, "conflicting Content-Length headers\n")
+    value = lengths.pop()
+    if not value.isdigit():
+        raise BadRequest(400, "bad Content-Length\n")
+    return ("length", int(value))
+
+
+async def close_gracefully(reader, writer):
+    """Ends a client connection: FIN after what was written, then what the client still sends
+    is read and dropped (at most 1 MiB for 1 s) so that closing does not reset the connection
+    before the client has read the answer."""
+
+    async def drop_input():
+        n = 0
+        while n < 1 << 20:
+            data = await reader.read(CHUNK)
+            if not data:
+                return
+            n += len(data)
+
+    try:
+        if writer.can_write_eof():
+            writer.write_eof()
+        await asyncio.wait_for(drop_input(), 1.0)
+    except (Exception, asyncio.CancelledError):
+        pass
+    finally:
+        writer.transport.abort()
+
+
+async def send_body(reader, up_writer, framing):
+    """Relays one request body, framed as the client framed it, and nothing after it; a client
+    that breaks the framing just ends the relay."""
+    try:
+        await send_body_framed(reader, up_writer, framing)
+    except (OSError, ValueError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+        pass
+
+
+async def send_body_framed(reader, up_writer, framing):
+    kind, n = framing
+    if kind == "length":
+        while n > 0:
+            data = await reader.read(min(CHUNK, n))
+            if not data:
+                return
+            n -= len(data)
+            up_writer.write(data)
+            await up_writer.drain()
+    elif kind == "chunked":
+        while True:
+            line = await reader.readuntil(b"\r\n")
+            up_writer.write(line)
+            size = int(line.split(b";", 1)[0].strip() or b"x", 16)
+            if size == 0:
+                while True:  # trailers, then the empty line
+                    line = await reader.readuntil(b"\r\n")
+                    up_writer.write(line)
+                    if line == b"\r\n":
+                        break
+                await up_writer.drain()
+                return
+            left = size + 2  # the data and its CRLF
+            while left > 0:
+                data = await reader.read(min(CHUNK, left))
+                if not data:
+                    return
+                left -= len(data)
+                up_writer.write(data)
+                await up_writer.drain()
+
+
+async def answer(writer, status, phrase, text, extra=()):
+    """A complete response of the proxy's own, then the connection is to be closed."""
+    body = text.encode("utf-8")
+    lines = ["HTTP/1.1 %d %s" % (status, phrase), "Content-Type: text/plain; charset=utf-8"]
+    lines += ["%s: %s" % (n, v) for n, v in extra]
+    lines += ["Content-Length: %d" % len(body), "Connection: close"]
+    try:
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        await asyncio.wait_for(writer.drain(), 5)
+    except (OSError, asyncio.TimeoutError):
+        pass
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="runbox web-page reader's egress proxy")
+    p.add_argument("--listen", required=True, help="HOST:PORT to listen on, e.g. 0.0.0.0:3128")
+    p.add_argument("--allow", action="append", default=[], help="CIDR whose addresses are allowed")
+    p.add_argument("--allow-port", action="append", default=[], type=int, help="port allowed beside 80 and 443")
+    p.add_argument("--max-bytes", required=True, type=int)
+    p.add_argument("--max-connections", required=True, type=int)
+    p.add_argument("--connect-timeout", required=True, type=float)
+    p.add_argument("--deadline", required=True, type=float)
+    args = p.parse_args(argv)
+    for c in args.allow:
+        try:
+            ipaddress.ip_network(c, strict=False)
+        except ValueError:
+            p.error("--allow %s: not a CIDR" % c)
+    if any(not 0 < port < 65536 for port in args.allow_port):
+        p.error("--allow-port: not a port")
+    if args.max_bytes < 1 or args.max_connections < 1 or args.connect_timeout <= 0 or args.deadline <= 0:
+        p.error("--max-bytes, --max-connections, --connect-timeout and --deadline must be positive")
+    host, _, port = args.listen.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not host or not port.isdigit() or int(port) > 65535:
+        p.error("--listen %s: not HOST:PORT" % args.listen)
+    return args, (host, int(port))
+
+
+async def main(argv):
+    args, (host, port) = parse_args(argv)
+    proxy = Proxy(args)
+    loop = asyncio.get_running_loop()
+    stop = loop.create_future()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda s=sig: stop.done() or stop.set_result("signal"))
+    loop.call_later(args.deadline, lambda: stop.done() or stop.set_result("deadline"))
+    server = await asyncio.start_server(proxy.handle, host, port, limit=MAX_HEAD, backlog=128)
+    # The address as bound (the same as --listen unless it asked for port 0)
+    bound = server.sockets[0].getsockname()
+    proxy.emit(event="ready", listen=("[%s]:%d" if ":" in bound[0] else "%s:%d") % bound[:2])
+    reason = await stop
+    server.close()
+    proxy.emit(event="stop", reason=reason, bytes=proxy.relayed, requests=proxy.requests)
+    # Open connections are not waited for: the process ends now.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main(sys.argv[1:]))
+    except OSError as e:
+        sys.stderr.write("egress_proxy: %s\n" % e)
+        sys.exit(1)
