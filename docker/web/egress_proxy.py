@@ -19,6 +19,7 @@ at what it relays. It trusts its command line (runboxd) and nothing the browser 
 
 import argparse
 import asyncio
+import concurrent.futures
 import ipaddress
 import json
 import os
@@ -32,6 +33,7 @@ HEAD_TIMEOUT = 30.0  # seconds a client has to send its request head
 CHUNK = 64 * 1024
 MAX_EVENT_LINES = 1000  # refused/unreachable lines written before log_cap
 DEFAULT_PORTS = (80, 443)
+TUNNEL_LINGER = 5.0  # seconds a tunnel stays open for the upstream after the client's end closed
 
 # Hop-by-hop headers (RFC 9110 section 7.6.1) that a proxy must not forward, plus the proxy's
 # own. Transfer-Encoding stays: bodies are relayed unchanged, so their framing is kept.
@@ -178,6 +180,10 @@ class Proxy:
         self.limit_logged = False
         self.upstreams = set()  # writers of open upstream connections
         self.tasks = set()
+        # getaddrinfo blocks a thread until the resolver gives up (which can take longer than
+        # --connect-timeout): a pool of its own, as large as the connections, so that names
+        # that never resolve cannot hold up the others
+        self.resolver = concurrent.futures.ThreadPoolExecutor(max_workers=max(4, min(64, self.max_connections)))
 
     # ---- events --------------------------------------------------------------------------
     def emit(self, **event):
@@ -226,12 +232,22 @@ class Proxy:
             raise Refused("port not allowed")
         loop = asyncio.get_running_loop()
         try:
-            infos = await asyncio.wait_for(
-                loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP),
-                self.connect_timeout,
-            )
-        except (OSError, asyncio.TimeoutError, UnicodeError):
-            raise Refused("name does not resolve")
+            literal = ipaddress.ip_address(host)
+        except ValueError:
+            literal = None
+        if literal is not None:  # an address in standard form is used as it is
+            family = socket.AF_INET if literal.version == 4 else socket.AF_INET6
+            infos = [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (str(literal), port))]
+        else:  # a name, or an address in another form (2130706433, 0x7f.1): the resolver says
+            try:
+                infos = await asyncio.wait_for(
+                    loop.run_in_executor(
+                        self.resolver, socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM, socket.IPPROTO_TCP
+                    ),
+                    self.connect_timeout,
+                )
+            except (OSError, asyncio.TimeoutError, UnicodeError):
+                raise Refused("name does not resolve")
         addresses = []
         for family, _, _, _, sockaddr in infos:
             if family not in (socket.AF_INET, socket.AF_INET6):
@@ -435,10 +451,17 @@ class Proxy:
                 pass
 
         sender = asyncio.ensure_future(client_to_upstream())
+        pumper = asyncio.ensure_future(self.pump(up_reader, writer))
         try:
-            await self.pump(up_reader, writer)
+            done, _ = await asyncio.wait({sender, pumper}, return_when=asyncio.FIRST_COMPLETED)
+            if pumper not in done:  # the client's end closed: the upstream may still answer
+                await asyncio.wait({pumper}, timeout=TUNNEL_LINGER)
         finally:
-            sender.cancel()
+            for t in (sender, pumper):
+                t.cancel()
+            for t in (sender, pumper):
+                if t.done() and not t.cancelled():
+                    t.exception()  # retrieved: a reset connection just ends the tunnel
 
     def close_upstream(self, up_writer):
         self.upstreams.discard(up_writer)
