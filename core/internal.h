@@ -142,7 +142,8 @@ struct rb_core {
     json_t *packages_cache; /* {image_id, answer} of the last GET /packages listing (packages.c), or NULL */
     int installs_running; /* dependency installs holding a slot (deps.c; at most cfg->max_installs) */
     struct install_job *installs_head, *installs_tail; /* installs waiting for a slot, oldest first (deps.c) */
-    int web_running;      /* page reads in flight, their containers not yet removed (web.c) */
+    int web_running;      /* page reads not yet answered (web.c; at most cfg->web_max_concurrent) */
+    int web_cleaning;     /* page reads whose containers and network are not yet removed */
     int64_t last_web_sweep; /* when networks left by page reads were last looked for (epoch ms) */
 };
 

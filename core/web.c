@@ -63,7 +63,9 @@ typedef struct web_op {
 
 static void op_free(web_op *w)
 {
-    w->c->web_running--;
+    if (w->op != NULL) /* never answered: runboxd is closing */
+        w->c->web_running--;
+    w->c->web_cleaning--;
     w->c->pending_ops--;
     free(w->url);
     free(w->proxy_id);
@@ -103,6 +105,7 @@ static void proxy_removed_cb(void *data, rb_err err, const char *msg)
 static void answer(web_op *w, rb_err e, const char *msg, json_t *body)
 {
     if (w->op != NULL) {
+        w->c->web_running--; /* the slot is free once answered; removing the proxy goes on */
         if (!w->op->cancelled)
             w->op->cb(w->op->data, e, e == RB_OK ? NULL : msg, body);
         else
@@ -162,7 +165,13 @@ static void proxy_line(web_op *w, const char *line, size_t len)
         w->byte_cap = 1;
     if ((strcmp(kind, "refused") == 0 || strcmp(kind, "unreachable") == 0) &&
         json_array_size(w->events) < WEB_EVENTS_MAX) {
-        json_array_append(w->events, ev);
+        size_t i;
+        json_t *seen;
+        int dup = 0;
+        json_array_foreach(w->events, i, seen) /* Chromium tries a refused tunnel three times */
+            dup |= json_equal(seen, ev);
+        if (!dup)
+            json_array_append(w->events, ev);
     }
     json_decref(ev);
 }
@@ -494,6 +503,7 @@ rb_err core_page_text(rb_core *c, json_t *args, core_cb cb, void *data, core_op 
         return e;
     }
     c->web_running++;
+    c->web_cleaning++;
     c->pending_ops++;
     w->op = xcalloc(1, sizeof(*w->op));
     w->op->cb = cb;
@@ -527,7 +537,7 @@ static void stale_listed_cb(void *data, rb_err err, const char *errmsg, const ba
             rb_warn("web: cannot list stale networks: %s", errmsg);
         return;
     }
-    if (c->web_running > 0 || c->closing)
+    if (c->web_cleaning > 0 || c->closing)
         return; /* a read started since the listing: its network is among these */
     for (size_t i = 0; i < n; i++) {
         char *name = xstrdup(items[i].id);
@@ -540,7 +550,7 @@ static void stale_listed_cb(void *data, rb_err err, const char *errmsg, const ba
 void web_sweep(rb_core *c)
 {
     char err[RB_ERR_LEN], label[80];
-    if (!c->cfg->web_tool || c->web_running > 0 || !c->docker_ok)
+    if (!c->cfg->web_tool || c->web_cleaning > 0 || !c->docker_ok)
         return; /* this process's own networks are in use */
     snprintf(label, sizeof(label), "runbox.instance=%s", c->instance);
     if (backend_network_list(c->be, label, stale_listed_cb, c, err) != RB_OK && c->be->ops->network_list != NULL)
