@@ -742,13 +742,27 @@ static const backend_ops docker_ops = {
     .network_list = d_network_list,
 };
 
+rb_err backend_docker_check(const backend_docker_engine *eng, char *err)
+{
+    docker_endpoint ep = {eng->url, eng->tls_ca, eng->tls_cert, eng->tls_key};
+    return docker_endpoint_check(&ep, err);
+}
+
 rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, long call_ms, long transfer_ms, backend **out,
                           char *err)
+{
+    backend_docker_engine eng = {socket_path, NULL, NULL, NULL};
+    return backend_docker_new_at(loop, &eng, call_ms, transfer_ms, out, err);
+}
+
+rb_err backend_docker_new_at(uv_loop_t *loop, const backend_docker_engine *eng, long call_ms, long transfer_ms,
+                             backend **out, char *err)
 {
     docker *d;
     if (call_ms < 0 || transfer_ms < 0)
         return rb_fail(RB_EINVAL, err, "Docker deadlines must not be negative");
-    rb_err e = docker_new(loop, socket_path, &d, err);
+    docker_endpoint ep = {eng->url, eng->tls_ca, eng->tls_cert, eng->tls_key};
+    rb_err e = docker_new_endpoint(loop, &ep, &d, err);
     if (e != RB_OK)
         return e;
     docker_timeouts to;

@@ -21,6 +21,19 @@
 rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, long call_ms, long transfer_ms, backend **out,
                           char *err);
 
+/** Where a Docker engine listens and how to trust it: url is unix:///path (or a plain socket
+ * path) or tcp://HOST:PORT; for tcp://, the CA, client certificate and key (PEM files) are all
+ * set for TLS or all NULL (plain TCP). Borrowed by the calls below. */
+typedef struct backend_docker_engine {
+    const char *url;
+    const char *tls_ca, *tls_cert, *tls_key;
+} backend_docker_engine;
+/** Checks an engine's address and reads its TLS files, without other I/O: RB_EINVAL naming the
+ * problem. */
+rb_err backend_docker_check(const backend_docker_engine *eng, char *err);
+/** backend_docker_new for the engine eng (a unix socket or a tcp:// address, with TLS). */
+rb_err backend_docker_new_at(uv_loop_t *loop, const backend_docker_engine *eng, long call_ms, long transfer_ms,
+                             backend **out, char *err);
 /** Exported for tests: the Engine API container configuration (POST /containers/create body)
  * that backend_create sends for spec. New reference. */
 json_t *backend_docker__container_config(const backend_spec *spec);

@@ -203,7 +203,9 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
     json_decref(live);
 
     /* the default backend (core/backend.h): the Docker engine at cfg->docker_socket */
-    if (be == NULL && (e = backend_docker_new(loop, cfg->docker_socket, (long)(cfg->docker_timeout * 1000),
+    const backend_docker_engine eng = {cfg->docker_socket, cfg->docker_tls_ca, cfg->docker_tls_cert,
+                                       cfg->docker_tls_key};
+    if (be == NULL && (e = backend_docker_new_at(loop, &eng, (long)(cfg->docker_timeout * 1000),
                                               (long)(cfg->docker_transfer_timeout * 1000), &be, err)) != RB_OK)
         goto fail_sessions;
     c->be = be;

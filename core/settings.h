@@ -61,7 +61,12 @@
 typedef struct core_settings {
     char *db_path;         /* --db / RUNBOX_DB */
     char *image;           /* --image / RUNBOX_IMAGE */
-    char *docker_socket;   /* --docker-socket / RUNBOX_DOCKER_SOCKET */
+    char *docker_socket;   /* --docker-socket / RUNBOX_DOCKER_SOCKET: a unix socket path (or unix:///path), or the
+                              engine's tcp://HOST:PORT */
+    char *docker_tls_ca;   /* --docker-tls-ca / RUNBOX_DOCKER_TLS_CA: with a tcp:// engine, the CA its certificate is
+                              checked against (TLS needs all three files; NULL: plain TCP) */
+    char *docker_tls_cert; /* --docker-tls-cert / RUNBOX_DOCKER_TLS_CERT: runboxd's client certificate */
+    char *docker_tls_key;  /* --docker-tls-key / RUNBOX_DOCKER_TLS_KEY: its key */
     double docker_timeout; /* --docker-timeout / RUNBOX_DOCKER_TIMEOUT: seconds a Docker call that should answer at
                               once may take (create, start, remove, inspect, the attach handshake) */
     double docker_transfer_timeout; /* --docker-transfer-timeout / RUNBOX_DOCKER_TRANSFER_TIMEOUT: seconds a Docker

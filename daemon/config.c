@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/backend_docker.h"
 #include "core/requirements.h"
 #include "core/web_wire.h"
 
@@ -33,7 +34,14 @@ static const key_def keys[] = {
     {"listen", "RUNBOX_LISTEN", K_STR, OFF(server.listen), "HOST:PORT to listen on (port 0 picks a free port)"},
     {"db", "RUNBOX_DB", K_STR, OFF(core.db_path), "path of the SQLite database file"},
     {"image", "RUNBOX_IMAGE", K_STR, OFF(core.image), "Docker image of the sandboxes"},
-    {"docker-socket", "RUNBOX_DOCKER_SOCKET", K_STR, OFF(core.docker_socket), "path of the Docker Engine socket"},
+    {"docker-socket", "RUNBOX_DOCKER_SOCKET", K_STR, OFF(core.docker_socket),
+     "the Docker engine: the path of its unix socket (or unix:///path), or tcp://HOST:PORT for an engine on another "
+     "machine (with --docker-tls-ca/-cert/-key for TLS)"},
+    {"docker-tls-ca", "RUNBOX_DOCKER_TLS_CA", K_STR, OFF(core.docker_tls_ca),
+     "with a tcp:// engine: the CA certificate (PEM) its certificate must be signed by, for its address or name"},
+    {"docker-tls-cert", "RUNBOX_DOCKER_TLS_CERT", K_STR, OFF(core.docker_tls_cert),
+     "with a tcp:// engine: runboxd's client certificate (PEM), which dockerd --tlsverify requires"},
+    {"docker-tls-key", "RUNBOX_DOCKER_TLS_KEY", K_STR, OFF(core.docker_tls_key), "the key of --docker-tls-cert (PEM)"},
     {"docker-timeout", "RUNBOX_DOCKER_TIMEOUT", K_SECS, OFF(core.docker_timeout),
      "deadline of a Docker call that should answer at once (create, start, remove, inspect, exec create, the "
      "attach handshake); seconds"},
@@ -458,6 +466,11 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "image: an image name is required");
     if (cfg->core.docker_socket == NULL || cfg->core.docker_socket[0] == '\0')
         return rb_fail(RB_EINVAL, err, "docker-socket: a socket path is required");
+    const backend_docker_engine eng = {cfg->core.docker_socket, cfg->core.docker_tls_ca, cfg->core.docker_tls_cert,
+                                       cfg->core.docker_tls_key};
+    char e2[RB_ERR_LEN];
+    if (backend_docker_check(&eng, e2) != RB_OK)
+        return rb_fail(RB_EINVAL, err, "docker-socket: %s", e2);
     if (!(cfg->core.docker_timeout >= 0.1) || cfg->core.docker_timeout > 3600)
         return rb_fail(RB_EINVAL, err, "docker-timeout: must be between 0.1 and 3600 seconds");
     if (!(cfg->core.docker_transfer_timeout >= 0.1) || cfg->core.docker_transfer_timeout > 86400)

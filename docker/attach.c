@@ -1,7 +1,9 @@
 /*
  * attach.c: a container's attach stream (stdin in, multiplexed stdout/stderr out) and an exec's
  * start (its output while it runs, docker_exec_attach) as a raw HTTP/1.1 Upgrade over a
- * uv_pipe_t to the engine's socket, plus the frame demultiplexer.
+ * uv_pipe_t to the engine's socket, or a uv_tcp_t to a tcp:// engine, with TLS (OpenSSL on
+ * memory BIOs: the socket's bytes go through the loop, OpenSSL only transforms them) when the
+ * client has TLS files; plus the frame demultiplexer.
  * libcurl is not used here because libcurl 7.88 cannot write to an upgraded connection.
  *
  * Lifetime: the handle is freed only once the uv_close callbacks of its pipe and its deadline
@@ -14,6 +16,8 @@
  */
 #include "docker/docker_private.h"
 
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,9 +31,20 @@ enum attach_state { A_CONNECTING, A_HANDSHAKE, A_OPEN, A_DONE };
 struct docker_attach {
     docker *d; /* NULL once unlinked */
     docker_attach *prev, *next;
-    uv_pipe_t pipe;
+    union {
+        uv_pipe_t pipe; /* a unix socket engine */
+        uv_tcp_t tcp;   /* a tcp:// engine */
+    } io;
+    uv_stream_t *stream; /* &io.pipe or &io.tcp */
+    uv_getaddrinfo_t gai; /* a tcp:// engine's name being resolved */
+    int resolving;
+    char *host;          /* a tcp:// engine's host, else NULL */
+    int port;
+    SSL *ssl;            /* TLS on memory BIOs, else NULL */
+    BIO *net_in, *net_out; /* bytes from and to the socket (owned by ssl) */
+    int tls_ready;       /* the TLS handshake is done */
     uv_timer_t deadline; /* until the upgrade is answered */
-    int open_handles;    /* pipe and timer not yet closed */
+    int open_handles;    /* stream and timer not yet closed, plus a resolution in flight */
     long deadline_ms;
     uv_connect_t conn;
     uv_shutdown_t shutdown; /* docker_attach_close_write's */
@@ -121,14 +136,21 @@ static void unlink_attach(docker_attach *a)
     a->d = NULL;
 }
 
-static void handle_close_cb(uv_handle_t *h)
+static void attach_release(docker_attach *a)
 {
-    docker_attach *a = h->data;
     if (--a->open_handles > 0)
         return;
+    if (a->ssl != NULL)
+        SSL_free(a->ssl);
     free(a->id);
     free(a->socket_path);
+    free(a->host);
     free(a);
+}
+
+static void handle_close_cb(uv_handle_t *h)
+{
+    attach_release(h->data);
 }
 
 /* Stops everything without callbacks; idempotent. Pending connect and write requests get
@@ -141,8 +163,10 @@ static void shut(docker_attach *a)
     if (!a->handle_closing) {
         a->handle_closing = 1;
         uv_timer_stop(&a->deadline);
+        if (a->resolving)
+            uv_cancel((uv_req_t *)&a->gai); /* its callback still runs, then releases */
         uv_close((uv_handle_t *)&a->deadline, handle_close_cb);
-        uv_close((uv_handle_t *)&a->pipe, handle_close_cb);
+        uv_close((uv_handle_t *)a->stream, handle_close_cb);
     }
 }
 
@@ -204,6 +228,52 @@ static void on_write(uv_write_t *req, int status)
     }
 }
 
+/* Queues len bytes for the socket as they are (ciphertext under TLS). */
+static rb_err socket_write(docker_attach *a, const char *buf, size_t len, char *err)
+{
+    if (len == 0)
+        return RB_OK;
+    attach_write *w = xmalloc(sizeof(*w) + len);
+    w->a = a;
+    w->len = len;
+    memcpy(w->bytes, buf, len);
+    uv_buf_t b = uv_buf_init(w->bytes, (unsigned)len);
+    int rc = uv_write(&w->req, a->stream, &b, 1, on_write);
+    if (rc < 0) {
+        free(w);
+        return rb_fail(RB_EIO, err, "writing to the attach stream of %s %s failed: %s", a->kind, a->id, uv_strerror(rc));
+    }
+    a->queued += len;
+    return RB_OK;
+}
+
+/* Sends what OpenSSL has written to net_out. */
+static rb_err tls_flush(docker_attach *a, char *err)
+{
+    char buf[16 * 1024];
+    int n;
+    while ((n = BIO_read(a->net_out, buf, sizeof(buf))) > 0) {
+        rb_err e = socket_write(a, buf, (size_t)n, err);
+        if (e != RB_OK)
+            return e;
+    }
+    return RB_OK;
+}
+
+/* The last OpenSSL error (or the certificate check's verdict) as text. */
+static void tls_error_text(docker_attach *a, char *buf, size_t n)
+{
+    long v = a->ssl != NULL ? SSL_get_verify_result(a->ssl) : X509_V_OK;
+    unsigned long e = ERR_get_error();
+    if (v != X509_V_OK)
+        snprintf(buf, n, "the engine's certificate was refused: %s", X509_verify_cert_error_string(v));
+    else if (e != 0)
+        ERR_error_string_n(e, buf, n);
+    else
+        snprintf(buf, n, "the connection ended during the handshake");
+    ERR_clear_error();
+}
+
 static rb_err queue_write(docker_attach *a, const char *buf, size_t len, char *err)
 {
     if (len == 0)
@@ -211,18 +281,15 @@ static rb_err queue_write(docker_attach *a, const char *buf, size_t len, char *e
     if (len > ATTACH_QUEUE_MAX || a->queued > ATTACH_QUEUE_MAX - len)
         return rb_fail(RB_ETOOBIG, err, "more than %u bytes are already queued for %s %s's stdin",
                        ATTACH_QUEUE_MAX, a->kind, a->id);
-    attach_write *w = xmalloc(sizeof(*w) + len);
-    w->a = a;
-    w->len = len;
-    memcpy(w->bytes, buf, len);
-    uv_buf_t b = uv_buf_init(w->bytes, (unsigned)len);
-    int rc = uv_write(&w->req, (uv_stream_t *)&a->pipe, &b, 1, on_write);
-    if (rc < 0) {
-        free(w);
-        return rb_fail(RB_EIO, err, "writing to the attach stream of %s %s failed: %s", a->kind, a->id, uv_strerror(rc));
+    if (a->ssl == NULL)
+        return socket_write(a, buf, len, err);
+    /* Memory BIOs take everything: SSL_write only fails for a broken session. */
+    if (SSL_write(a->ssl, buf, (int)len) != (int)len) {
+        char detail[256];
+        tls_error_text(a, detail, sizeof(detail));
+        return rb_fail(RB_EIO, err, "writing to the TLS attach stream of %s %s failed: %s", a->kind, a->id, detail);
     }
-    a->queued += len;
-    return RB_OK;
+    return tls_flush(a, err);
 }
 
 rb_err docker_attach_write(docker_attach *a, const char *buf, size_t len, char *err)
@@ -242,7 +309,12 @@ rb_err docker_attach_close_write(docker_attach *a, char *err)
 {
     if (a == NULL || a->closed || a->state != A_OPEN || a->write_closed)
         return rb_fail(RB_ECONFLICT, err, "the attach stream is not open");
-    int rc = uv_shutdown(&a->shutdown, (uv_stream_t *)&a->pipe, on_shutdown);
+    if (a->ssl != NULL) { /* close_notify first: the engine reads it as the end of stdin */
+        SSL_shutdown(a->ssl);
+        if (tls_flush(a, err) != RB_OK)
+            return RB_EIO;
+    }
+    int rc = uv_shutdown(&a->shutdown, a->stream, on_shutdown);
     if (rc < 0)
         return rb_fail(RB_EIO, err, "closing the input of %s %s failed: %s", a->kind, a->id, uv_strerror(rc));
     a->write_closed = 1;
@@ -414,6 +486,78 @@ static void on_handshake_bytes(docker_attach *a, const char *buf, size_t len)
         feed_stream(a, buf + tail_off, len - tail_off);
 }
 
+/* Bytes of the HTTP exchange (decrypted under TLS). */
+static void on_plain(docker_attach *a, const char *buf, size_t len)
+{
+    if (a->state == A_OPEN)
+        feed_stream(a, buf, len);
+    else
+        on_handshake_bytes(a, buf, len);
+}
+
+static void send_request(docker_attach *a);
+
+/* Feeds bytes from the socket to OpenSSL and what it decrypts to on_plain; drives the TLS
+ * handshake until it is done, then sends the upgrade request. */
+static void tls_input(docker_attach *a, const char *buf, size_t len)
+{
+    char msg[RB_ERR_LEN], detail[256];
+    if (len > 0 && BIO_write(a->net_in, buf, (int)len) != (int)len) {
+        rb_fail(RB_EINTERNAL, msg, "TLS buffer of %s %s refused bytes", a->kind, a->id);
+        finish(a, RB_EIO, msg);
+        return;
+    }
+    if (!a->tls_ready) {
+        int r = SSL_do_handshake(a->ssl);
+        if (tls_flush(a, msg) != RB_OK) {
+            finish(a, RB_EUNAVAILABLE, msg);
+            return;
+        }
+        if (r != 1) {
+            int e = SSL_get_error(a->ssl, r);
+            if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+                return;
+            tls_error_text(a, detail, sizeof(detail));
+            rb_fail(RB_EUNAVAILABLE, msg,
+                    "the TLS handshake with Docker at %s failed: %s; check that its certificate is signed by "
+                    "--docker-tls-ca for this address and that it accepts runboxd's client certificate",
+                    a->socket_path, detail);
+            finish(a, RB_EUNAVAILABLE, msg);
+            return;
+        }
+        a->tls_ready = 1;
+        send_request(a);
+    }
+    char plain[ATTACH_READ_SIZE];
+    while (!a->closed) {
+        int n = SSL_read(a->ssl, plain, sizeof(plain));
+        if (n > 0) {
+            on_plain(a, plain, (size_t)n);
+            continue;
+        }
+        int e = SSL_get_error(a->ssl, n);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+            break;
+        if (e == SSL_ERROR_ZERO_RETURN) { /* close_notify: the stream's end */
+            if (a->state == A_OPEN)
+                finish(a, RB_OK, NULL);
+            else if (a->hdr_end > 0)
+                fail_status(a);
+            else {
+                rb_fail(RB_EIO, msg, "Docker closed the attach connection for %s %s before answering", a->kind, a->id);
+                finish(a, RB_EIO, msg);
+            }
+            return;
+        }
+        tls_error_text(a, detail, sizeof(detail));
+        rb_fail(RB_EIO, msg, "the TLS attach stream of %s %s failed: %s", a->kind, a->id, detail);
+        finish(a, RB_EIO, msg);
+        return;
+    }
+    if (!a->closed && tls_flush(a, msg) != RB_OK) /* renegotiation or alerts */
+        finish(a, RB_EIO, msg);
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     docker_attach *a = s->data;
@@ -439,10 +583,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread == 0)
         return;
-    if (a->state == A_OPEN)
-        feed_stream(a, buf->base, (size_t)nread);
+    if (a->ssl != NULL)
+        tls_input(a, buf->base, (size_t)nread);
     else
-        on_handshake_bytes(a, buf->base, (size_t)nread);
+        on_plain(a, buf->base, (size_t)nread);
 }
 
 static void on_deadline(uv_timer_t *t)
@@ -460,20 +604,10 @@ static void on_deadline(uv_timer_t *t)
     finish(a, RB_ETIMEDOUT, msg);
 }
 
-static void on_connect(uv_connect_t *req, int status)
+/* Sends the upgrade request (over TLS once its handshake is done). */
+static void send_request(docker_attach *a)
 {
-    docker_attach *a = req->data;
     char msg[RB_ERR_LEN];
-    if (a->closed)
-        return;
-    if (status < 0) {
-        rb_fail(RB_EUNAVAILABLE, msg,
-                "Docker is not reachable at %s: %s; is the daemon running and is the socket mounted?", a->socket_path,
-                uv_strerror(status));
-        finish(a, RB_EUNAVAILABLE, msg);
-        return;
-    }
-    a->state = A_HANDSHAKE;
     const char *version = a->d != NULL ? docker_api_version(a->d) : "1.41";
     char *http;
     if (strcmp(a->kind, "exec") == 0) {
@@ -488,15 +622,83 @@ static void on_connect(uv_connect_t *req, int status)
     }
     rb_err e = queue_write(a, http, strlen(http), msg);
     free(http);
-    if (e != RB_OK) {
+    if (e != RB_OK)
+        finish(a, RB_EUNAVAILABLE, msg);
+}
+
+/* Starts TLS on a connected socket: the peer must present a certificate of the CA for the
+ * engine's address (an IP address in its subject alternative names) or name. */
+static rb_err tls_start(docker_attach *a, char *err)
+{
+    a->ssl = SSL_new(a->d->ssl_ctx);
+    BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
+    if (a->ssl == NULL || in == NULL || out == NULL) {
+        BIO_free(in);
+        BIO_free(out);
+        return rb_fail(RB_EINTERNAL, err, "OpenSSL could not make a TLS session");
+    }
+    BIO_set_mem_eof_return(in, -1); /* no bytes yet is "want read", not the end */
+    SSL_set_bio(a->ssl, in, out);
+    a->net_in = in;
+    a->net_out = out;
+    SSL_set_connect_state(a->ssl);
+    X509_VERIFY_PARAM *vp = SSL_get0_param(a->ssl);
+    if (X509_VERIFY_PARAM_set1_ip_asc(vp, a->host) != 1) { /* not an address: a name */
+        X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        if (SSL_set1_host(a->ssl, a->host) != 1 || SSL_set_tlsext_host_name(a->ssl, a->host) != 1)
+            return rb_fail(RB_EINTERNAL, err, "OpenSSL refused the engine's name %s", a->host);
+    }
+    ERR_clear_error();
+    tls_input(a, NULL, 0); /* writes the ClientHello */
+    return RB_OK;
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+    docker_attach *a = req->data;
+    char msg[RB_ERR_LEN];
+    if (a->closed)
+        return;
+    if (status < 0) {
+        rb_fail(RB_EUNAVAILABLE, msg, "Docker is not reachable at %s: %s; %s", a->socket_path, uv_strerror(status),
+                a->host == NULL ? "is the daemon running and is the socket mounted?"
+                                : "is the engine up, and its address and port reachable from runboxd?");
         finish(a, RB_EUNAVAILABLE, msg);
         return;
     }
-    int rc = uv_read_start((uv_stream_t *)&a->pipe, on_alloc, on_read);
+    a->state = A_HANDSHAKE;
+    int rc = uv_read_start(a->stream, on_alloc, on_read);
     if (rc < 0) {
         rb_fail(RB_EIO, msg, "reading the attach stream of %s %s failed: %s", a->kind, a->id, uv_strerror(rc));
         finish(a, RB_EIO, msg);
+        return;
     }
+    if (a->d != NULL && a->d->ssl_ctx != NULL) {
+        if (tls_start(a, msg) != RB_OK)
+            finish(a, RB_EINTERNAL, msg);
+        return;
+    }
+    send_request(a);
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+    docker_attach *a = req->data;
+    char msg[RB_ERR_LEN];
+    a->resolving = 0;
+    if (!a->closed && (status < 0 || res == NULL)) {
+        rb_fail(RB_EUNAVAILABLE, msg, "Docker is not reachable at %s: its name does not resolve (%s)", a->socket_path,
+                uv_strerror(status < 0 ? status : UV_EAI_NONAME));
+        finish(a, RB_EUNAVAILABLE, msg);
+    } else if (!a->closed) {
+        int rc = uv_tcp_connect(&a->conn, &a->io.tcp, res->ai_addr, on_connect);
+        if (rc < 0) {
+            rb_fail(RB_EUNAVAILABLE, msg, "Docker is not reachable at %s: %s", a->socket_path, uv_strerror(rc));
+            finish(a, RB_EUNAVAILABLE, msg);
+        }
+    }
+    uv_freeaddrinfo(res);
+    attach_release(a); /* the resolution's hold */
 }
 
 static rb_err attach_start(docker *d, const char *kind, const char *container_id, const docker_attach_cbs *cbs,
@@ -509,21 +711,27 @@ static rb_err attach_start(docker *d, const char *kind, const char *container_id
     if (cbs == NULL)
         return rb_fail(RB_EINVAL, err, "attach needs callbacks");
     docker_attach *a = xcalloc(1, sizeof(*a));
-    int rc = uv_pipe_init(docker__loop(d), &a->pipe, 0);
+    int tcp = docker__socket_path(d) == NULL;
+    int rc = tcp ? uv_tcp_init(docker__loop(d), &a->io.tcp) : uv_pipe_init(docker__loop(d), &a->io.pipe, 0);
     if (rc < 0) {
         free(a);
-        return rb_fail(RB_EINTERNAL, err, "uv_pipe_init failed: %s", uv_strerror(rc));
+        return rb_fail(RB_EINTERNAL, err, "%s failed: %s", tcp ? "uv_tcp_init" : "uv_pipe_init", uv_strerror(rc));
     }
+    a->stream = tcp ? (uv_stream_t *)&a->io.tcp : (uv_stream_t *)&a->io.pipe;
     uv_timer_init(docker__loop(d), &a->deadline);
     a->open_handles = 2;
-    a->pipe.data = a;
+    a->stream->data = a;
     a->deadline.data = a;
     a->conn.data = a;
     a->cbs = *cbs;
     a->data = data;
     a->id = xstrdup(container_id);
     a->kind = kind;
-    a->socket_path = xstrdup(docker__socket_path(d));
+    a->socket_path = xstrdup(docker__where(d)); /* how messages name the engine */
+    if (tcp) {
+        a->host = xstrdup(d->host);
+        a->port = d->port;
+    }
     a->state = A_CONNECTING;
     a->started_ns = uv_hrtime();
     docker_demux_init(&a->demux);
@@ -535,7 +743,28 @@ static rb_err attach_start(docker *d, const char *kind, const char *container_id
     *head = a;
     a->deadline_ms = docker__timeouts(d)->attach_ms;
     uv_timer_start(&a->deadline, on_deadline, (uint64_t)a->deadline_ms, 0);
-    uv_pipe_connect(&a->conn, &a->pipe, a->socket_path, on_connect);
+    if (!tcp) {
+        uv_pipe_connect(&a->conn, &a->io.pipe, docker__socket_path(d), on_connect);
+    } else {
+        char port[8];
+        snprintf(port, sizeof(port), "%d", a->port);
+        struct addrinfo hints;
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        a->gai.data = a;
+        a->open_handles++; /* released by on_resolved, which always runs */
+        a->resolving = 1;
+        rc = uv_getaddrinfo(docker__loop(d), &a->gai, on_resolved, a->host, port, &hints);
+        if (rc < 0) {
+            a->resolving = 0;
+            a->open_handles--;
+            char msg[RB_ERR_LEN];
+            rb_fail(RB_EUNAVAILABLE, msg, "Docker is not reachable at %s: %s", a->socket_path, uv_strerror(rc));
+            shut(a); /* no callback runs; the memory goes with the handles' close */
+            return rb_fail(RB_EUNAVAILABLE, err, "%s", msg);
+        }
+    }
     if (out != NULL)
         *out = a;
     return RB_OK;
@@ -559,7 +788,7 @@ void docker_attach_pause(docker_attach *a, int paused)
         return;
     a->paused = !!paused;
     if (a->paused)
-        uv_read_stop((uv_stream_t *)&a->pipe);
-    else if (uv_read_start((uv_stream_t *)&a->pipe, on_alloc, on_read) < 0)
+        uv_read_stop(a->stream);
+    else if (uv_read_start(a->stream, on_alloc, on_read) < 0)
         a->paused = 1; /* the stream is going away; its close is reported as usual */
 }

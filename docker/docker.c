@@ -10,6 +10,7 @@
  */
 #include "docker/docker_private.h"
 
+#include <openssl/err.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
@@ -30,6 +31,11 @@ uv_loop_t *docker__loop(docker *d)
 const char *docker__socket_path(docker *d)
 {
     return d->socket_path;
+}
+
+const char *docker__where(const docker *d)
+{
+    return d->where;
 }
 
 int docker__freeing(const docker *d)
@@ -169,13 +175,130 @@ static int socket_fn(CURL *easy, curl_socket_t s, int action, void *userp, void 
 
 /* ---- lifetime ---- */
 
+static void client_free(docker *d)
+{
+    free(d->socket_path);
+    free(d->host);
+    free(d->where);
+    free(d->base_url);
+    free(d->tls_ca);
+    free(d->tls_cert);
+    free(d->tls_key);
+    if (d->ssl_ctx != NULL)
+        SSL_CTX_free(d->ssl_ctx);
+    free(d);
+}
+
 static void timer_close_cb(uv_handle_t *h)
 {
     docker *d = h->data;
-    if (--d->open_timers == 0) {
-        free(d->socket_path);
-        free(d);
+    if (--d->open_timers == 0)
+        client_free(d);
+}
+
+/* Splits a tcp:// URL's HOST:PORT (text after the scheme) into host and port. */
+static rb_err parse_tcp(const char *hp, char **host, int *port, char *err)
+{
+    const char *colon;
+    const char *hs = hp, *he;
+    if (hp[0] == '[') {
+        const char *close = strchr(hp, ']');
+        if (close == NULL || close[1] != ':')
+            return rb_fail(RB_EINVAL, err, "tcp://%s: an IPv6 address is written [ADDRESS]:PORT", hp);
+        hs = hp + 1;
+        he = close;
+        colon = close + 1;
+    } else {
+        colon = strrchr(hp, ':');
+        if (colon == NULL || strchr(hp, ':') != colon)
+            return rb_fail(RB_EINVAL, err, "tcp://%s: the engine's address needs a port (tcp://HOST:2376)", hp);
+        he = colon;
     }
+    if (he == hs || he - hs > 253)
+        return rb_fail(RB_EINVAL, err, "tcp://%s: the host name is empty or too long", hp);
+    for (const char *p = hs; p < he; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+              *p == '-' || *p == '_' || *p == ':'))
+            return rb_fail(RB_EINVAL, err, "tcp://%s: the host has a character that is not allowed", hp);
+    long v = 0;
+    const char *p = colon + 1;
+    if (*p == '\0')
+        return rb_fail(RB_EINVAL, err, "tcp://%s: the port is empty", hp);
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9' || v > 65535)
+            return rb_fail(RB_EINVAL, err, "tcp://%s: the port must be a number from 1 to 65535", hp);
+        v = v * 10 + (*p - '0');
+    }
+    if (v < 1 || v > 65535)
+        return rb_fail(RB_EINVAL, err, "tcp://%s: the port must be a number from 1 to 65535", hp);
+    *host = xstrndup(hs, (size_t)(he - hs));
+    *port = (int)v;
+    return RB_OK;
+}
+
+/* The TLS context of attach streams: peers verified against ca, our certificate and key. */
+static rb_err make_ssl_ctx(const docker_endpoint *ep, SSL_CTX **out, char *err)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL)
+        return rb_fail(RB_EINTERNAL, err, "OpenSSL could not make a TLS context");
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    const char *bad = NULL, *what = NULL;
+    if (SSL_CTX_load_verify_locations(ctx, ep->tls_ca, NULL) != 1)
+        bad = ep->tls_ca, what = "the CA certificate (--docker-tls-ca)";
+    else if (SSL_CTX_use_certificate_chain_file(ctx, ep->tls_cert) != 1)
+        bad = ep->tls_cert, what = "the client certificate (--docker-tls-cert)";
+    else if (SSL_CTX_use_PrivateKey_file(ctx, ep->tls_key, SSL_FILETYPE_PEM) != 1)
+        bad = ep->tls_key, what = "the client key (--docker-tls-key)";
+    else if (SSL_CTX_check_private_key(ctx) != 1)
+        bad = ep->tls_key, what = "the client key, which does not match the client certificate";
+    if (bad != NULL) {
+        char detail[256];
+        unsigned long e = ERR_get_error();
+        ERR_error_string_n(e, detail, sizeof(detail));
+        ERR_clear_error();
+        SSL_CTX_free(ctx);
+        return rb_fail(RB_EINVAL, err, "%s cannot be used: %.200s (%s)", what, bad, e ? detail : "unreadable");
+    }
+    *out = ctx;
+    return RB_OK;
+}
+
+rb_err docker_endpoint_check(const docker_endpoint *ep, char *err)
+{
+    struct sockaddr_un sa;
+    const char *url = ep != NULL ? ep->url : NULL;
+    if (url == NULL || url[0] == '\0')
+        return rb_fail(RB_EINVAL, err, "an engine needs an address: unix:///var/run/docker.sock or tcp://HOST:PORT");
+    int tls = ep->tls_ca != NULL || ep->tls_cert != NULL || ep->tls_key != NULL;
+    if (strncmp(url, "tcp://", 6) == 0) {
+        char *host = NULL;
+        int port;
+        rb_err e = parse_tcp(url + 6, &host, &port, err);
+        free(host);
+        if (e != RB_OK)
+            return e;
+        if (tls && (ep->tls_ca == NULL || ep->tls_cert == NULL || ep->tls_key == NULL))
+            return rb_fail(RB_EINVAL, err, "%s: TLS needs all three of the CA, the client certificate and its key",
+                           url);
+        if (tls) {
+            SSL_CTX *ctx;
+            if ((e = make_ssl_ctx(ep, &ctx, err)) != RB_OK)
+                return e;
+            SSL_CTX_free(ctx);
+        }
+        return RB_OK;
+    }
+    const char *path = strncmp(url, "unix://", 7) == 0 ? url + 7 : url;
+    if (path[0] == '\0' || strlen(path) >= sizeof(sa.sun_path) || (path == url && strstr(url, "://") != NULL))
+        return rb_fail(RB_EINVAL, err,
+                       "'%.200s' is not an engine address: unix:///PATH (a socket path of at most %zu bytes) or "
+                       "tcp://HOST:PORT",
+                       url, sizeof(sa.sun_path) - 1);
+    if (tls)
+        return rb_fail(RB_EINVAL, err, "%s: TLS is for tcp:// engines, not a unix socket", url);
+    return RB_OK;
 }
 
 rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *err)
@@ -183,17 +306,46 @@ rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *
     struct sockaddr_un sa;
     if (socket_path == NULL || socket_path[0] == '\0' || strlen(socket_path) >= sizeof(sa.sun_path))
         return rb_fail(RB_EINVAL, err, "Docker socket path must be 1 to %zu bytes long", sizeof(sa.sun_path) - 1);
+    docker_endpoint ep = {socket_path, NULL, NULL, NULL};
+    return docker_new_endpoint(loop, &ep, out, err);
+}
+
+rb_err docker_new_endpoint(uv_loop_t *loop, const docker_endpoint *ep, docker **out, char *err)
+{
+    rb_err e = docker_endpoint_check(ep, err);
+    if (e != RB_OK)
+        return e;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return rb_fail(RB_EINTERNAL, err, "libcurl failed to initialise");
     docker *d = xcalloc(1, sizeof(*d));
     d->loop = loop;
-    d->socket_path = xstrdup(socket_path);
+    if (strncmp(ep->url, "tcp://", 6) == 0) {
+        (void)parse_tcp(ep->url + 6, &d->host, &d->port, err); /* checked above */
+        int tls = ep->tls_ca != NULL;
+        int v6 = strchr(d->host, ':') != NULL;
+        d->where = xasprintf("tcp://%s%s%s:%d", v6 ? "[" : "", d->host, v6 ? "]" : "", d->port);
+        d->base_url = xasprintf("%s://%s%s%s:%d", tls ? "https" : "http", v6 ? "[" : "", d->host, v6 ? "]" : "",
+                                d->port);
+        if (tls) {
+            d->tls_ca = xstrdup(ep->tls_ca);
+            d->tls_cert = xstrdup(ep->tls_cert);
+            d->tls_key = xstrdup(ep->tls_key);
+            if ((e = make_ssl_ctx(ep, &d->ssl_ctx, err)) != RB_OK) {
+                client_free(d);
+                curl_global_cleanup();
+                return e;
+            }
+        }
+    } else {
+        d->socket_path = xstrdup(strncmp(ep->url, "unix://", 7) == 0 ? ep->url + 7 : ep->url);
+        d->where = xstrdup(d->socket_path);
+        d->base_url = xstrdup("http://localhost");
+    }
     snprintf(d->api, sizeof(d->api), "1.%d", DOCKER__API_MIN);
     docker_timeouts_default(&d->to);
     d->multi = curl_multi_init();
     if (d->multi == NULL) {
-        free(d->socket_path);
-        free(d);
+        client_free(d);
         curl_global_cleanup();
         return rb_fail(RB_EINTERNAL, err, "curl_multi_init failed");
     }

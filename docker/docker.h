@@ -25,6 +25,20 @@ typedef struct docker_req docker_req;
 /** Creates a client for the engine at socket_path, with the deadlines of
  * docker_timeouts_default. Does no I/O. */
 rb_err docker_new(uv_loop_t *loop, const char *socket_path, docker **out, char *err);
+/** Where an engine listens and how to trust it. url is "unix:///path/to.sock" (or a plain path)
+ * or "tcp://HOST:PORT" (HOST a name, an IPv4 address or [an IPv6 address]). For tcp://, the
+ * three PEM files are all given (TLS: the engine's certificate is checked against tls_ca and
+ * its name or address, and tls_cert/tls_key are runboxd's client certificate, as dockerd
+ * --tlsverify requires) or all NULL (plain TCP: only for engines on a network of their own). */
+typedef struct docker_endpoint {
+    const char *url;
+    const char *tls_ca, *tls_cert, *tls_key;
+} docker_endpoint;
+/** Checks an endpoint without I/O but reading the TLS files: RB_EINVAL naming what is wrong. */
+rb_err docker_endpoint_check(const docker_endpoint *ep, char *err);
+/** docker_new for the engine at ep (borrowed; copied). Reads the TLS files (RB_EINVAL naming one
+ * that cannot be used); no other I/O. */
+rb_err docker_new_endpoint(uv_loop_t *loop, const docker_endpoint *ep, docker **out, char *err);
 /** Cancels every request in flight (their callbacks run with RB_ECANCELED before this returns
  * or on the next loop turn) and closes attach streams. Handles finish closing on the loop:
  * run the loop until it has no active handles before freeing it. Accepts NULL. */

@@ -9,6 +9,7 @@
 #define RB_DOCKER_PRIVATE_H
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
 
 #include "docker/docker.h"
 
@@ -25,7 +26,13 @@ struct poll_ctx; /* one per socket curl watches (docker.c) */
  * request.c owns the request lists, the budgets, the completion FIFO and the other two timers. */
 struct docker {
     uv_loop_t *loop;
-    char *socket_path;
+    char *socket_path; /* the engine's unix socket; NULL for a tcp:// engine */
+    char *host;        /* a tcp:// engine's host name or address ([] stripped), else NULL */
+    int port;
+    char *where;       /* how messages name the engine: the socket path or tcp://host:port */
+    char *base_url;    /* what request URLs start with: http://localhost, http(s)://host:port */
+    char *tls_ca, *tls_cert, *tls_key; /* PEM files of a TLS engine, else NULL */
+    SSL_CTX *ssl_ctx;  /* attach streams to a TLS engine (curl makes its own) */
     char api[16];
     CURLM *multi;
     docker_timeouts to;
@@ -60,8 +67,10 @@ void docker__finalize(docker *d);
 
 /** The loop the client runs on. */
 uv_loop_t *docker__loop(docker *d);
-/** The engine's socket path (owned by d). */
+/** The engine's socket path (owned by d), or NULL for a tcp:// engine. */
 const char *docker__socket_path(docker *d);
+/** How messages name the engine: its socket path or tcp://host:port (owned by d). */
+const char *docker__where(const docker *d);
 /** Non-zero once docker_free has started: no new work is accepted. */
 int docker__freeing(const docker *d);
 /** Head of the client's list of live attach streams (attach.c links and unlinks them). */

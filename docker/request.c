@@ -166,19 +166,25 @@ static rb_err transport_err(const docker *d, const docker_req *r, char *msg)
         return rb_fail(RB_ETIMEDOUT, msg,
                        "Docker at %s did not answer %s within %s: all %d connections for calls of its kind stayed "
                        "busy",
-                       d->socket_path, r->what, span, budget_max[r->budget]);
+                       d->where, r->what, span, budget_max[r->budget]);
     if (r->cres == CURLE_OK)
         return RB_OK;
     const char *detail = r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cres);
     if (r->toobig)
         return rb_fail(RB_ETOOBIG, msg, "Docker's answer to %s exceeds %zu bytes", r->what, r->resp_max);
     if (r->cres == CURLE_OPERATION_TIMEDOUT)
-        return rb_fail(RB_ETIMEDOUT, msg, "Docker at %s did not answer %s within %s (%s)", d->socket_path, r->what,
+        return rb_fail(RB_ETIMEDOUT, msg, "Docker at %s did not answer %s within %s (%s)", d->where, r->what,
                        span, detail);
     if (r->cres == CURLE_COULDNT_CONNECT || r->cres == CURLE_COULDNT_RESOLVE_HOST)
+        return rb_fail(RB_EUNAVAILABLE, msg, "Docker is not reachable at %s: %s; %s", d->where, detail,
+                       d->socket_path != NULL ? "is the daemon running and is the socket mounted?"
+                                              : "is the engine up, and its address and port reachable from runboxd?");
+    if (d->ssl_ctx != NULL && (r->cres == CURLE_SSL_CONNECT_ERROR || r->cres == CURLE_PEER_FAILED_VERIFICATION ||
+                               r->cres == CURLE_SSL_CERTPROBLEM || r->cres == CURLE_SSL_CACERT_BADFILE))
         return rb_fail(RB_EUNAVAILABLE, msg,
-                       "Docker is not reachable at %s: %s; is the daemon running and is the socket mounted?",
-                       d->socket_path, detail);
+                       "the TLS handshake with Docker at %s failed: %s; check that the engine's certificate is "
+                       "signed by --docker-tls-ca for this address, and that it accepts runboxd's client certificate",
+                       d->where, detail);
     return rb_fail(RB_EIO, msg, "Docker request %s failed: %s", r->what, detail);
 }
 
@@ -564,14 +570,23 @@ static rb_err start_request(docker *d, docker__kind kind, const char *method, co
         free_req(r);
         return rb_fail(RB_EINTERNAL, err, "curl_easy_init failed");
     }
-    char *url =
-        versioned ? xasprintf("http://localhost/v%s%s", d->api, url_path) : xasprintf("http://localhost%s", url_path);
+    char *url = versioned ? xasprintf("%s/v%s%s", d->base_url, d->api, url_path)
+                          : xasprintf("%s%s", d->base_url, url_path);
     CURL *e = r->easy;
     curl_easy_setopt(e, CURLOPT_URL, url);
     free(url); /* curl copies string options */
-    curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, d->socket_path);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
-    curl_easy_setopt(e, CURLOPT_PROXY, ""); /* ignore *_proxy variables: only the socket */
+    if (d->socket_path != NULL)
+        curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, d->socket_path);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, d->ssl_ctx != NULL ? "https" : "http");
+    if (d->ssl_ctx != NULL) { /* the engine's certificate checked against the CA and its address */
+        curl_easy_setopt(e, CURLOPT_CAINFO, d->tls_ca);
+        curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+        curl_easy_setopt(e, CURLOPT_SSLCERT, d->tls_cert);
+        curl_easy_setopt(e, CURLOPT_SSLKEY, d->tls_key);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    }
+    curl_easy_setopt(e, CURLOPT_PROXY, ""); /* ignore *_proxy variables: straight to the engine */
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)r);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->curl_err);

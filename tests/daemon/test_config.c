@@ -181,7 +181,7 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 65); /* every key of daemon/config.c (keys table) */
+    cr_assert_eq(n, 68); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
 }
 
@@ -316,5 +316,46 @@ Test(config, web_settings_are_checked)
         cr_assert(strstr(err, bad[i][0]) != NULL, "%s=%s: %s", bad[i][0], bad[i][1], err);
         config_dispose(&b);
     }
+    config_dispose(&c);
+}
+
+Test(config, docker_engine_addresses_and_tls_files_are_checked)
+{
+    char err[RB_ERR_LEN];
+    const char *good[] = {"/var/run/docker.sock", "unix:///var/run/docker.sock", "relative.sock",
+                          "tcp://10.0.0.5:2376", "tcp://engine-1.internal:2375", "tcp://[fd00::5]:2376"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        rb_config c;
+        config_init(&c);
+        cr_assert_eq(config_set(&c, "docker-socket", good[i], err), RB_OK, "%s", err);
+        cr_assert_eq(config_validate(&c, err), RB_OK, "%s: %s", good[i], err);
+        config_dispose(&c);
+    }
+    const char *bad[][2] = {{"tcp://10.0.0.5", "port"},          {"tcp://10.0.0.5:0", "port"},
+                            {"tcp://10.0.0.5:99999", "port"},    {"tcp://:2376", "host"},
+                            {"tcp://a b:2376", "character"},     {"tcp://[fd00::5:2376", "IPv6"},
+                            {"http://10.0.0.5:2376", "tcp://"},  {"tcp://fd00::5:2376", "port"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rb_config c;
+        config_init(&c);
+        cr_assert_eq(config_set(&c, "docker-socket", bad[i][0], err), RB_OK, "%s", err);
+        cr_assert_eq(config_validate(&c, err), RB_EINVAL, "'%s' passed", bad[i][0]);
+        cr_assert(strstr(err, "docker-socket") != NULL && strstr(err, bad[i][1]) != NULL, "%s: %s", bad[i][0], err);
+        config_dispose(&c);
+    }
+    /* TLS: all three files, readable, only for tcp:// */
+    rb_config c;
+    config_init(&c);
+    cr_assert_eq(config_set(&c, "docker-socket", "tcp://10.0.0.5:2376", err), RB_OK);
+    cr_assert_eq(config_set(&c, "docker-tls-ca", "/nonexistent/ca.pem", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strstr(err, "all three") != NULL, "%s", err);
+    cr_assert_eq(config_set(&c, "docker-tls-cert", "/nonexistent/cert.pem", err), RB_OK);
+    cr_assert_eq(config_set(&c, "docker-tls-key", "/nonexistent/key.pem", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strstr(err, "/nonexistent/ca.pem") != NULL && strstr(err, "--docker-tls-ca") != NULL, "%s", err);
+    cr_assert_eq(config_set(&c, "docker-socket", "/var/run/docker.sock", err), RB_OK);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strstr(err, "unix socket") != NULL, "%s", err);
     config_dispose(&c);
 }

@@ -1,7 +1,8 @@
 """A fault-injecting proxy in front of the real Docker engine, for integration tests.
 
 DockerProxy listens on a unix socket of the test's own (point runboxd's --docker-socket at
-.path) and relays every connection to /var/run/docker.sock. It reads the HTTP/1.1 requests
+.path), or with tcp=True on a port of 127.0.0.1 (an engine at .url, tcp://127.0.0.1:PORT), and
+relays every connection to /var/run/docker.sock. It reads the HTTP/1.1 requests
 going through (one at a time per connection, as HTTP/1.1 clients without pipelining send them;
 bodies by Content-Length), and applies to each the first rule whose pattern matches it, or
 relays it untouched. A rule's pattern is a regular expression searched in "METHOD /path?query"
@@ -298,7 +299,9 @@ class DockerProxy:
     """The proxy; it runs from construction until close(). dir: where to put the socket (a
     temporary folder under /tmp when None or when the path would be too long for a socket)."""
 
-    def __init__(self, dir: str | os.PathLike | None = None, upstream: str = DOCKER_SOCK):
+    def __init__(self, dir: str | os.PathLike | None = None, upstream: str = DOCKER_SOCK, tcp: bool = False):
+        self.tcp = tcp  # listen on 127.0.0.1:port instead (an engine at tcp://, plain): see .url
+        self.port = 0
         self._own_dir = None
         path = os.path.join(str(dir), "docker.sock") if dir is not None else ""
         if not path or len(path) > 100:
@@ -365,10 +368,11 @@ class DockerProxy:
             return
         self._listener.close()
         self._listener = None
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+        if not self.tcp:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
         with self._lock:
             conns, self._conns = list(self._conns), []
         for c in conns:
@@ -378,12 +382,23 @@ class DockerProxy:
         """The engine is back (the proxy listens again on the same path)."""
         if self._listener is not None:
             return
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.path)
+        if self.tcp:  # the same port after down()
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", self.port))
+            self.port = listener.getsockname()[1]
+        else:
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(self.path)
         listener.listen(128)
         listener.settimeout(_TICK)
         self._listener = listener
         self._spawn(self._accept, listener)
+
+    @property
+    def url(self) -> str:
+        """What runboxd's --docker-socket takes: the socket's path, or tcp://127.0.0.1:port."""
+        return f"tcp://127.0.0.1:{self.port}" if self.tcp else self.path
 
     def close(self) -> None:
         self._stopping.set()
