@@ -23,12 +23,14 @@ set -eu
 
 say() { echo "runbox-engine-node: $*" >&2; }
 
-# /sys, then every cgroup mount (the tmpfs at /sys/fs/cgroup first), read-write. The paths come
-# from /proc/self/mounts (cgroup paths have no spaces to escape).
+# /sys, then every cgroup mount (the tmpfs at /sys/fs/cgroup first), read-write. The cgroup
+# hierarchies are bind mounts made read-only per mount point: a plain remount fails with EBUSY,
+# "remount,bind,rw" changes the mount point's flag only. The paths come from /proc/self/mounts
+# (cgroup paths have no spaces to escape).
 mount -o remount,rw /sys || say "cannot remount /sys read-write"
 for m in $(awk '$2 == "/sys/fs/cgroup" && $3 == "tmpfs" { print $2 }' /proc/self/mounts) \
     $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/self/mounts); do
-    mount -o remount,rw "$m" || say "cannot remount $m read-write"
+    mount -o remount,bind,rw "$m" 2>/dev/null || mount -o remount,rw "$m" || say "cannot remount $m read-write"
 done
 
 # cgroup v2 (unified) only: dockerd needs the controllers enabled in the node's root cgroup, which
