@@ -21,3 +21,11 @@ void rb_latency_add(rb_latency *h, double seconds)
     h->count++;
     h->sum += seconds;
 }
+
+void rb_latency_merge(rb_latency *into, const rb_latency *from)
+{
+    for (int b = 0; b <= RB_LATENCY_BUCKETS; b++)
+        into->bucket[b] += from->bucket[b];
+    into->count += from->count;
+    into->sum += from->sum;
+}

@@ -26,5 +26,7 @@ typedef struct rb_latency {
 
 /** Counts one observation of seconds (negative counts as 0). */
 void rb_latency_add(rb_latency *h, double seconds);
+/** Adds the observations of from to into (the histograms of several engines as one). */
+void rb_latency_merge(rb_latency *into, const rb_latency *from);
 
 #endif

@@ -182,7 +182,7 @@ rb_err backend_stream_close_input(backend *b, backend_stream *st, char *err)
 }
 
 rb_err backend_network_create(backend *b, const char *name, int internal, const backend_label *labels,
-                              size_t n_labels, backend_cb cb, void *data, char *err)
+                              size_t n_labels, backend_name_cb cb, void *data, char *err)
 {
     assert(name != NULL && cb != NULL);
     if (b->ops->network_create == NULL)
@@ -213,4 +213,25 @@ rb_err backend_network_list(backend *b, const char *label, backend_list_cb cb, v
     if (b->ops->network_list == NULL)
         return rb_fail(RB_EINTERNAL, err, "the %s backend cannot list networks", b->ops->name);
     return b->ops->network_list(b->self, label, cb, data, err);
+}
+
+char *backend_pin(backend *b, const char *ref, const char *name)
+{
+    assert(name != NULL);
+    if (b->ops->pin == NULL || ref == NULL)
+        return xstrdup(name);
+    return b->ops->pin(b->self, ref, name);
+}
+
+json_t *backend_engines(backend *b)
+{
+    return b->ops->engines != NULL ? b->ops->engines(b->self) : NULL;
+}
+
+rb_err backend_drain(backend *b, const char *engine, int on, char *err)
+{
+    if (b->ops->drain == NULL)
+        return rb_fail(RB_EINVAL, err,
+                       "runboxd drives one Docker engine; draining is for several (--engine NAME=URL, more than once)");
+    return b->ops->drain(b->self, engine, on, err);
 }

@@ -264,11 +264,16 @@ typedef struct backend_ops {
     void (*stats)(void *self, backend_stats *out);
     /* Optional (NULL: RB_EINTERNAL, "not supported"): networks for helpers (core/web.c). */
     rb_err (*network_create)(void *self, const char *name, int internal, const backend_label *labels,
-                             size_t n_labels, backend_cb cb, void *data, char *err);
+                             size_t n_labels, backend_name_cb cb, void *data, char *err);
     rb_err (*network_connect)(void *self, const char *network, const char *id, const char *alias, backend_cb cb,
                               void *data, char *err);
     rb_err (*network_remove)(void *self, const char *network, backend_cb cb, void *data, char *err);
     rb_err (*network_list)(void *self, const char *label, backend_list_cb cb, void *data, char *err);
+    /* Optional (NULL: name as it is): backend_pin. */
+    char *(*pin)(void *self, const char *ref, const char *name);
+    /* Optional (NULL: none): backend_engines and backend_drain, for backends over several engines. */
+    json_t *(*engines)(void *self);
+    rb_err (*drain)(void *self, const char *engine, int on, char *err);
 } backend_ops;
 
 /** A backend: an implementation's ops and its instance. Read-only after backend_new. */
@@ -420,10 +425,11 @@ rb_err backend_workspace_volume(backend *b, const char *id, const char *path, ba
  * egress proxy, core/web.c) and join a created container to a second one. Optional for a
  * backend: without them the helpers that need them answer RB_EINTERNAL ("not supported").
  */
-/** Makes the network name carrying labels; internal != 0: it has no route out of the engine's
- * host (its members reach only each other). */
+/** Makes a network from name carrying labels; internal != 0: it has no route out of the engine's
+ * host (its members reach only each other). cb gets the name to use for it from then on (with
+ * several engines it says which engine it is on; a sandbox created on it goes there too). */
 rb_err backend_network_create(backend *b, const char *name, int internal, const backend_label *labels,
-                              size_t n_labels, backend_cb cb, void *data, char *err);
+                              size_t n_labels, backend_name_cb cb, void *data, char *err);
 /** Joins the created sandbox id to network as well, where the others find it under alias too
  * (NULL: only its name). */
 rb_err backend_network_connect(backend *b, const char *network, const char *id, const char *alias, backend_cb cb,
@@ -433,5 +439,22 @@ rb_err backend_network_remove(backend *b, const char *network, backend_cb cb, vo
 /** Lists the networks carrying label ("key=value"): each item's id is the network's name, its
  * state NULL. */
 rb_err backend_network_list(backend *b, const char *label, backend_list_cb cb, void *data, char *err);
+
+/*
+ * Several engines. A backend over several engines (core/backend_multi.c) places each new
+ * sandbox on one of them and names it so that every later call reaches the same engine. Names of
+ * volumes and networks are pinned to an engine the same way, so that a helper runs where the
+ * session's files and caches are.
+ */
+/** The name (a volume's, a network's, a sandbox's) to use for name on the engine that holds ref
+ * (a sandbox id, or an already pinned name): a new heap string (free() it). A backend of one
+ * engine returns name as it is. */
+char *backend_pin(backend *b, const char *ref, const char *name);
+/** The engines, for GET /health: [{name, url, reachable, error?, sandboxes, capacity, draining,
+ * image_id?, image_ok}] (new reference), or NULL for a backend of one engine. */
+json_t *backend_engines(backend *b);
+/** Stops (on != 0) or resumes placing new sandboxes on engine; its sandboxes go on. RB_ENOTFOUND
+ * for an unknown engine; RB_EINVAL (with the reason) for a backend of one engine. */
+rb_err backend_drain(backend *b, const char *engine, int on, char *err);
 
 #endif

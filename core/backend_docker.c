@@ -470,13 +470,24 @@ static void networks_listed_cb(void *data, rb_err err, const char *errmsg, int s
     call_free(c);
 }
 
+/* A network made: its name is the one asked for. */
+static void network_created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    (void)status;
+    (void)body;
+    c->name(c->data, err, errmsg, err == RB_OK ? c->path : NULL);
+    call_free(c);
+}
+
 static rb_err d_network_create(void *self, const char *name, int internal, const backend_label *labels,
-                               size_t n_labels, backend_cb cb, void *data, char *err)
+                               size_t n_labels, backend_name_cb cb, void *data, char *err)
 {
     call *c = call_new(DK(self), data);
-    c->done = cb;
+    c->name = cb;
+    c->path = xstrdup(name);
     json_t *lab = label_object(labels, n_labels);
-    rb_err e = docker_network_create(DK(self), name, internal, lab, done_cb, c, err);
+    rb_err e = docker_network_create(DK(self), name, internal, lab, network_created_cb, c, err);
     json_decref(lab);
     return call_started(c, e);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/backend_docker.h"
+#include "core/backend_multi.h"
 #include "core/internal.h"
 #include "core/policy.h"
 #include "core/pool.h"
@@ -154,6 +155,33 @@ rb_err core_new(uv_loop_t *loop, const core_settings *cfg, rb_core **out, char *
     return core_new_with_backend(loop, cfg, NULL, out, err);
 }
 
+/* The backend over the engines of cfg->engines (core/backend_multi.h). */
+static rb_err engines_backend(uv_loop_t *loop, const core_settings *cfg, backend **out, char *err)
+{
+    enum { MAX_ENGINES = 64 };
+    backend_multi_engine engines[MAX_ENGINES];
+    char *own[MAX_ENGINES];
+    size_t n = 0;
+    rb_err e = RB_OK;
+    const char *p = cfg->engines;
+    while (e == RB_OK && p != NULL && *p && n < MAX_ENGINES) {
+        const char *nl = strchr(p, '\n');
+        char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
+        e = backend_multi_parse(line, cfg->engine_tls_ca, cfg->engine_tls_cert, cfg->engine_tls_key, &engines[n],
+                                &own[n], err);
+        free(line);
+        if (e == RB_OK)
+            n++;
+        p = nl ? nl + 1 : NULL;
+    }
+    if (e == RB_OK)
+        e = backend_multi_new(loop, engines, n, cfg->image, (long)(cfg->docker_timeout * 1000),
+                              (long)(cfg->docker_transfer_timeout * 1000), out, err);
+    for (size_t i = 0; i < n; i++)
+        free(own[i]);
+    return e;
+}
+
 rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend *be, rb_core **out, char *err)
 {
     rb_core *c = xcalloc(1, sizeof(*c));
@@ -203,6 +231,9 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
     json_decref(live);
 
     /* the default backend (core/backend.h): the Docker engine at cfg->docker_socket */
+    if (be == NULL && cfg->engines != NULL && cfg->engines[0] != '\0' &&
+        (e = engines_backend(loop, cfg, &be, err)) != RB_OK)
+        goto fail_sessions;
     const backend_docker_engine eng = {cfg->docker_socket, cfg->docker_tls_ca, cfg->docker_tls_cert,
                                        cfg->docker_tls_key};
     if (be == NULL && (e = backend_docker_new_at(loop, &eng, (long)(cfg->docker_timeout * 1000),
@@ -731,9 +762,23 @@ json_t *core_health(rb_core *c)
         else
             queued++;
     }
-    return json_pack("{s:s, s:s, s:{s:b, s:s?, s:s?}, s:{s:i, s:i}, s:{s:i, s:i}, s:o}", "status",
-                     c->docker_ok ? "ok" : "degraded", "version", RUNBOX_VERSION, "docker", "reachable", c->docker_ok,
-                     "api_version", c->docker_ok ? c->api_version : NULL, "error",
-                     c->docker_ok ? NULL : c->docker_error, "sessions", "live", live, "busy", busy, "executions",
-                     "running", running, "queued", queued, "pool", pool_health(c->pool));
+    json_t *h = json_pack("{s:s, s:s, s:{s:b, s:s?, s:s?}, s:{s:i, s:i}, s:{s:i, s:i}, s:o}", "status",
+                          c->docker_ok ? "ok" : "degraded", "version", RUNBOX_VERSION, "docker", "reachable",
+                          c->docker_ok, "api_version", c->docker_ok ? c->api_version : NULL, "error",
+                          c->docker_ok ? NULL : c->docker_error, "sessions", "live", live, "busy", busy,
+                          "executions", "running", running, "queued", queued, "pool", pool_health(c->pool));
+    json_t *engines = backend_engines(c->be); /* several engines: each one's state */
+    if (engines != NULL)
+        json_object_set_new(json_object_get(h, "docker"), "engines", engines);
+    return h;
+}
+
+rb_err core_engine_drain(rb_core *c, const char *engine, int on, json_t **out, char *err)
+{
+    rb_err e = backend_drain(c->be, engine, on, err);
+    if (e != RB_OK)
+        return e;
+    rb_info("engine %s: %s", engine, on ? "drained: no new sandboxes are placed on it" : "placing sandboxes again");
+    *out = json_pack("{s:o}", "engines", backend_engines(c->be));
+    return RB_OK;
 }

@@ -200,7 +200,7 @@ typedef struct install_job {
     json_t *reqs;              /* the normalised requirement list (core/requirements.h) */
     const deps_kind *kind;     /* pip or npm (core/deps.h) */
     char *workspace_volume;
-    char cache_volume[96];
+    char cache_volume[160];
     int filling;               /* the container running is the filler (else the copier) */
     int filled;                /* the filler ran: the cache missed, pip downloaded */
     json_t *satisfied;         /* requirements the image satisfies ("name==version"), as the copier said */
@@ -478,9 +478,14 @@ static void on_image_id(void *data, rb_err err, const char *errmsg, const char *
     char *text = json_dumps(job->reqs, JSON_COMPACT);
     char *key = xasprintf("%s\n%s%s", id, job->kind->volume_salt, text);
     free(text);
-    snprintf(job->cache_volume, sizeof(job->cache_volume), "runbox-deps-%016llx%016llx",
-             (unsigned long long)fnv1a64(key, 0), (unsigned long long)fnv1a64(key, 0x9e3779b97f4a7c15ull));
+    char plain[64];
+    snprintf(plain, sizeof(plain), "runbox-deps-%016llx%016llx", (unsigned long long)fnv1a64(key, 0),
+             (unsigned long long)fnv1a64(key, 0x9e3779b97f4a7c15ull));
     free(key);
+    /* the cache lives on the engine of the session (with several engines, each has its own) */
+    char *pinned = backend_pin(job->c->be, job->container, plain);
+    snprintf(job->cache_volume, sizeof(job->cache_volume), "%s", pinned);
+    free(pinned);
     /* the set as a label, so that operators (and tests) can see what a cache holds */
     rb_buf set;
     rb_buf_init(&set, 2048);

@@ -67,7 +67,7 @@ void core_settings_dispose(core_settings *s)
 {
     if (s == NULL)
         return;
-    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload, &s->web_image, &s->web_network, &s->web_allow, &s->web_ports, &s->docker_tls_ca, &s->docker_tls_cert, &s->docker_tls_key};
+    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload, &s->web_image, &s->web_network, &s->web_allow, &s->web_ports, &s->docker_tls_ca, &s->docker_tls_cert, &s->docker_tls_key, &s->engines, &s->engine_tls_ca, &s->engine_tls_cert, &s->engine_tls_key};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

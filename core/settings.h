@@ -67,6 +67,11 @@ typedef struct core_settings {
                               checked against (TLS needs all three files; NULL: plain TCP) */
     char *docker_tls_cert; /* --docker-tls-cert / RUNBOX_DOCKER_TLS_CERT: runboxd's client certificate */
     char *docker_tls_key;  /* --docker-tls-key / RUNBOX_DOCKER_TLS_KEY: its key */
+    char *engines;         /* --engine (repeated) / RUNBOX_ENGINES: engines to place sessions on, one
+                              "NAME=URL[,capacity=N][,ca=..,cert=..,key=..]" a line; NULL: the one of docker_socket */
+    char *engine_tls_ca;   /* --engine-tls-ca / RUNBOX_ENGINE_TLS_CA: shared TLS files of tcp:// engines */
+    char *engine_tls_cert; /* --engine-tls-cert / RUNBOX_ENGINE_TLS_CERT */
+    char *engine_tls_key;  /* --engine-tls-key / RUNBOX_ENGINE_TLS_KEY */
     double docker_timeout; /* --docker-timeout / RUNBOX_DOCKER_TIMEOUT: seconds a Docker call that should answer at
                               once may take (create, start, remove, inspect, the attach handshake) */
     double docker_transfer_timeout; /* --docker-transfer-timeout / RUNBOX_DOCKER_TRANSFER_TIMEOUT: seconds a Docker

@@ -49,7 +49,7 @@ typedef struct web_op {
     double timeout;        /* seconds */
     int max_chars;
     int screenshot;
-    char net[64];          /* the internal network's name */
+    char net[128];         /* the internal network's name */
     int net_made;
     char *proxy_id;
     backend_attach *att;   /* the proxy's output */
@@ -382,7 +382,7 @@ static void add_items(const char **argv, size_t *n, size_t max, const char *flag
     }
 }
 
-static void net_created(void *data, rb_err err, const char *errmsg)
+static void net_created(void *data, rb_err err, const char *errmsg, const char *net)
 {
     web_op *w = data;
     char e2[RB_ERR_LEN];
@@ -391,6 +391,9 @@ static void net_created(void *data, rb_err err, const char *errmsg)
         fail(w, err, "creating the browser's network", errmsg);
         return;
     }
+    /* the name to use from now on (with several engines: pinned to the one it is on, where the
+     * proxy and the browser then go too) */
+    snprintf(w->net, sizeof(w->net), "%s", net);
     w->net_made = 1;
     enum { ARGV_MAX = 160 };
     const char *argv[ARGV_MAX];
@@ -420,7 +423,7 @@ static void net_created(void *data, rb_err err, const char *errmsg)
     spec.nano_cpus = 500000000;
     spec.tmpfs = &tmp;
     spec.log_driver = "none"; /* its output is read from the attach stream */
-    char name[80];
+    char name[160];
     snprintf(name, sizeof(name), "%s-proxy", w->net);
     rb_err e = backend_create(c->be, name, &spec, proxy_created, w, e2);
     for (size_t i = 0; i < n_own; i++)

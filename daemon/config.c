@@ -15,10 +15,11 @@
 #include <strings.h>
 
 #include "core/backend_docker.h"
+#include "core/backend_multi.h"
 #include "core/requirements.h"
 #include "core/web_wire.h"
 
-typedef enum key_kind { K_STR, K_LIST, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL } key_kind;
+typedef enum key_kind { K_STR, K_LIST, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL, K_MULTI } key_kind;
 
 typedef struct key_def {
     const char *key;
@@ -37,6 +38,16 @@ static const key_def keys[] = {
     {"docker-socket", "RUNBOX_DOCKER_SOCKET", K_STR, OFF(core.docker_socket),
      "the Docker engine: the path of its unix socket (or unix:///path), or tcp://HOST:PORT for an engine on another "
      "machine (with --docker-tls-ca/-cert/-key for TLS)"},
+    {"engine", "RUNBOX_ENGINES", K_MULTI, OFF(core.engines),
+     "a Docker engine to place sessions on, NAME=URL[,capacity=N][,ca=PATH,cert=PATH,key=PATH] (URL unix:///path or "
+     "tcp://HOST:PORT; capacity: sandboxes it may hold, default 100); give it once per engine (in the environment: "
+     "separated by spaces); with it, --docker-socket is not used"},
+    {"engine-tls-ca", "RUNBOX_ENGINE_TLS_CA", K_STR, OFF(core.engine_tls_ca),
+     "the CA certificate (PEM) of the tcp:// engines of --engine that do not name their own (ca=)"},
+    {"engine-tls-cert", "RUNBOX_ENGINE_TLS_CERT", K_STR, OFF(core.engine_tls_cert),
+     "runboxd's client certificate (PEM) for the tcp:// engines of --engine that do not name their own (cert=)"},
+    {"engine-tls-key", "RUNBOX_ENGINE_TLS_KEY", K_STR, OFF(core.engine_tls_key),
+     "the key of --engine-tls-cert (PEM)"},
     {"docker-tls-ca", "RUNBOX_DOCKER_TLS_CA", K_STR, OFF(core.docker_tls_ca),
      "with a tcp:// engine: the CA certificate (PEM) its certificate must be signed by, for its address or name"},
     {"docker-tls-cert", "RUNBOX_DOCKER_TLS_CERT", K_STR, OFF(core.docker_tls_cert),
@@ -303,6 +314,25 @@ rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err)
         free(*(char **)field);
         *(char **)field = xstrdup(value);
         return RB_OK;
+    case K_MULTI: { /* each use adds to the list (one item a line); spaces separate items too */
+        char *cur = *(char **)field;
+        const char *p = value;
+        while (*p) {
+            while (*p == ' ' || *p == '\t' || *p == '\n')
+                p++;
+            const char *e = p;
+            while (*e && *e != ' ' && *e != '\t' && *e != '\n')
+                e++;
+            if (e > p) {
+                char *next = cur ? xasprintf("%s\n%.*s", cur, (int)(e - p), p) : xstrndup(p, (size_t)(e - p));
+                free(cur);
+                cur = next;
+            }
+            p = e;
+        }
+        *(char **)field = cur;
+        return RB_OK;
+    }
     case K_LIST: /* a list that may be empty (= none) */
         free(*(char **)field);
         *(char **)field = xstrdup(value);
@@ -454,6 +484,36 @@ static rb_err check_preload(const char *list, char *err)
     return RB_OK;
 }
 
+/* Every --engine: its syntax, its address and TLS files, names unique. */
+static rb_err check_engines(const core_settings *c, char *err)
+{
+    char names[64][40];
+    size_t n = 0;
+    const char *p = c->engines;
+    while (p != NULL && *p) {
+        const char *nl = strchr(p, '\n');
+        char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
+        backend_multi_engine eng;
+        char *own = NULL, e2[RB_ERR_LEN];
+        rb_err e = backend_multi_parse(line, c->engine_tls_ca, c->engine_tls_cert, c->engine_tls_key, &eng, &own, e2);
+        if (e == RB_OK && (e = backend_docker_check(&eng.at, e2)) != RB_OK)
+            snprintf(e2 + strlen(e2), sizeof(e2) - strlen(e2), " (engine %s)", eng.name);
+        for (size_t i = 0; e == RB_OK && i < n; i++)
+            if (strcmp(names[i], eng.name) == 0)
+                e = rb_fail(RB_EINVAL, e2, "two engines are named %s", eng.name);
+        if (e == RB_OK && n == sizeof(names) / sizeof(names[0]))
+            e = rb_fail(RB_EINVAL, e2, "at most %zu engines", sizeof(names) / sizeof(names[0]));
+        if (e == RB_OK)
+            snprintf(names[n++], sizeof(names[0]), "%s", eng.name);
+        free(own);
+        free(line);
+        if (e != RB_OK)
+            return rb_fail(RB_EINVAL, err, "engine: %s", e2);
+        p = nl ? nl + 1 : NULL;
+    }
+    return RB_OK;
+}
+
 rb_err config_validate(const rb_config *cfg, char *err)
 {
     rb_log_level lvl;
@@ -554,6 +614,8 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return RB_EINVAL;
     if (web_check_settings(&cfg->core, err) != RB_OK)
         return RB_EINVAL;
+    if (check_engines(&cfg->core, err) != RB_OK)
+        return RB_EINVAL;
     if (strcmp(cfg->core.code_policy, "off") == 0 && cfg->core.code_policy_file != NULL)
         return rb_fail(RB_EINVAL, err,
                        "code-policy-file: set --code-policy to default, strict or custom too (it is off)");
@@ -568,6 +630,7 @@ void config_each(const rb_config *cfg, config_key_cb cb, void *data)
         switch (keys[i].kind) {
         case K_STR:
         case K_LIST:
+        case K_MULTI:
         case K_LEVEL: {
             const char *s = *(char *const *)field;
             cb(data, keys[i].key, keys[i].env, s ? s : "", keys[i].help);

@@ -590,6 +590,19 @@ static int page_text(http_call *call)
     return 0;
 }
 
+/* ---- engines -------------------------------------------------------------------------- */
+
+static int engine_drain(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_t *out = NULL;
+    int on = h2o_memis(call->req->method.base, call->req->method.len, H2O_STRLIT("POST")); /* DELETE: undo */
+    rb_err e = core_engine_drain(call->core, call->params[0], on, &out, err);
+    if (e != RB_OK)
+        return answer(call, e, err, NULL, 0);
+    return answer(call, RB_OK, NULL, out, 200);
+}
+
 /* ---- health --------------------------------------------------------------------------- */
 
 static int health(http_call *call)
@@ -630,6 +643,8 @@ static const http_route routes[] = {
     {"POST", "/sessions/{id}/dependencies", dependencies_install},
     {"GET", "/packages", packages},
     {"POST", "/web/page-text", page_text},
+    {"POST", "/engines/{id}/drain", engine_drain},
+    {"DELETE", "/engines/{id}/drain", engine_drain},
     /* AgentRun+'s REST API (server/rest/agentrun.c) */
     {"GET", "/agentrun/", agentrun_route_root},
     {"GET", "/agentrun/health", agentrun_route_health},

@@ -181,7 +181,7 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 68); /* every key of daemon/config.c (keys table) */
+    cr_assert_eq(n, 72); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
 }
 
@@ -358,4 +358,34 @@ Test(config, docker_engine_addresses_and_tls_files_are_checked)
     cr_assert_eq(config_validate(&c, err), RB_EINVAL);
     cr_assert(strstr(err, "unix socket") != NULL, "%s", err);
     config_dispose(&c);
+}
+
+Test(config, engines_are_repeatable_and_checked)
+{
+    char err[RB_ERR_LEN];
+    rb_config c;
+    config_init(&c);
+    cr_assert_null(c.core.engines, "one engine (--docker-socket) unless --engine is given");
+    cr_assert_eq(config_set(&c, "engine", "local=unix:///var/run/docker.sock", err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&c, "engine", "node-1=tcp://10.0.0.5:2375,capacity=50 node_2=tcp://[fd00::2]:2375", err),
+                 RB_OK, "%s", err);
+    cr_assert_str_eq(c.core.engines,
+                     "local=unix:///var/run/docker.sock\nnode-1=tcp://10.0.0.5:2375,capacity=50\nnode_2=tcp://[fd00::2]:2375");
+    cr_assert_eq(config_validate(&c, err), RB_OK, "%s", err);
+    config_dispose(&c);
+    const char *bad[][2] = {{"tcp://10.0.0.5:2375", "NAME=URL"},
+                            {"Node=tcp://10.0.0.5:2375", "NAME=URL"},
+                            {"n=tcp://10.0.0.5", "port"},
+                            {"n=tcp://10.0.0.5:2375,capacity=0", "capacity"},
+                            {"n=tcp://10.0.0.5:2375,weight=2", "options"},
+                            {"n=tcp://10.0.0.5:2375,ca=/nonexistent/ca.pem", "all three"},
+                            {"n=tcp://10.0.0.5:2375,ca=/x/ca.pem,cert=/x/c.pem,key=/x/k.pem", "/x/ca.pem"},
+                            {"n=unix:///a.sock n=unix:///b.sock", "two engines are named n"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        config_init(&c);
+        cr_assert_eq(config_set(&c, "engine", bad[i][0], err), RB_OK, "%s", err);
+        cr_assert_eq(config_validate(&c, err), RB_EINVAL, "'%s' passed", bad[i][0]);
+        cr_assert(strstr(err, "engine") != NULL && strstr(err, bad[i][1]) != NULL, "%s: %s", bad[i][0], err);
+        config_dispose(&c);
+    }
 }

@@ -675,3 +675,14 @@ rb_err core_page_text(rb_core *c, json_t *args, core_cb cb, void *data, core_op 
     cb(data, RB_OK, NULL, doc);
     return RB_OK;
 }
+
+/* ---- engines: one named "local" ----------------------------------------------------------- */
+
+rb_err core_engine_drain(rb_core *c, const char *engine, int on, json_t **out, char *err)
+{
+    (void)c;
+    if (strcmp(engine, "local") != 0)
+        return rb_fail(RB_ENOTFOUND, err, "no engine is named '%s'", engine);
+    *out = json_pack("{s:[{s:s, s:b}]}", "engines", "name", "local", "draining", on);
+    return RB_OK;
+}
