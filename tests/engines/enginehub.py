@@ -25,7 +25,7 @@ that the next run finds the image loaded (RUNBOX_TEST_ENGINES_KEEP_VOLUMES=0, or
 keep_volumes=False, removes them); when another live cluster uses that volume, the node gets a
 volume of its own run, always removed. At start every container a node holds from an earlier run
 is removed. Containers and the network are removed on exit whatever happened, and those of earlier
-runs whose process is gone (label runbox.test.pid) are removed at the next start.
+runs whose process is gone (label runbox.test.owner: pid-starttime) are removed at the next start.
 
 Traffic: only to the node containers' addresses on the network this module creates (from the host,
 over the network's bridge) and to the host's engine through the docker command; requests never
@@ -84,14 +84,22 @@ def openssl(*args: str, cwd: Path) -> None:
         raise EngineError("openssl %s failed: %s" % (args[0], r.stderr.strip()))
 
 
-def pid_alive(pid: int) -> bool:
+def process_tag(pid: int) -> str | None:
+    """pid-starttime of a live process (None: gone, or a zombie nobody reaped yet): a pid that was
+    reused does not match the tag its first owner wrote."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        stat = Path("/proc/%d/stat" % pid).read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return "%d-%s" % (pid, fields[19])
+
+
+def tag_alive(tag: str) -> bool:
+    pid, _, _ = tag.partition("-")
+    return pid.isdigit() and process_tag(int(pid)) == tag
 
 
 class EngineNode:
@@ -259,20 +267,20 @@ class EngineCluster:
     def remove_stale(self) -> None:
         """Removes containers and networks of this prefix left by runs whose process is gone."""
         out = docker("ps", "-a", "--filter", "label=" + LABEL, "--format",
-                     '{{.Names}}\t{{.Label "runbox.test.pid"}}', check=False)
+                     '{{.Names}}\t{{.Label "runbox.test.owner"}}', check=False)
         stale = []
         for line in out.splitlines():
-            name, _, pid = line.partition("\t")
-            if name.startswith(self.prefix + "-") and pid.isdigit() and not pid_alive(int(pid)):
+            name, _, owner = line.partition("\t")
+            if name.startswith(self.prefix + "-") and owner and not tag_alive(owner):
                 stale.append(name)
         if stale:
             docker("unpause", *stale, check=False)
             docker("rm", "-f", "-v", *stale, check=False)
         out = docker("network", "ls", "--filter", "label=" + LABEL, "--format",
-                     '{{.Name}}\t{{.Label "runbox.test.pid"}}', check=False)
+                     '{{.Name}}\t{{.Label "runbox.test.owner"}}', check=False)
         for line in out.splitlines():
-            name, _, pid = line.partition("\t")
-            if name.startswith(self.prefix + "-") and pid.isdigit() and not pid_alive(int(pid)):
+            name, _, owner = line.partition("\t")
+            if name.startswith(self.prefix + "-") and owner and not tag_alive(owner):
                 docker("network", "rm", name, check=False)
 
     def _volumes_in_use(self) -> set:
@@ -281,7 +289,7 @@ class EngineCluster:
         return {v for line in out.splitlines() for v in line.split(",") if v}
 
     def _labels(self) -> list[str]:
-        return ["--label", LABEL, "--label", "runbox.test.pid=%d" % os.getpid(),
+        return ["--label", LABEL, "--label", "runbox.test.owner=%s" % process_tag(os.getpid()),
                 "--label", "runbox.test.run=" + self.run]
 
     def _make_network(self) -> None:
