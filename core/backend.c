@@ -235,3 +235,8 @@ rb_err backend_drain(backend *b, const char *engine, int on, char *err)
                        "runboxd drives one Docker engine; draining is for several (--engine NAME=URL, more than once)");
     return b->ops->drain(b->self, engine, on, err);
 }
+
+const char *backend_engine_down(backend *b, const char *id)
+{
+    return b->ops->engine_down != NULL && id != NULL ? b->ops->engine_down(b->self, id) : NULL;
+}

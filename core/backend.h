@@ -274,6 +274,8 @@ typedef struct backend_ops {
     /* Optional (NULL: none): backend_engines and backend_drain, for backends over several engines. */
     json_t *(*engines)(void *self);
     rb_err (*drain)(void *self, const char *engine, int on, char *err);
+    /* Optional (NULL: never): backend_engine_down. */
+    const char *(*engine_down)(void *self, const char *id);
 } backend_ops;
 
 /** A backend: an implementation's ops and its instance. Read-only after backend_new. */
@@ -456,5 +458,9 @@ json_t *backend_engines(backend *b);
 /** Stops (on != 0) or resumes placing new sandboxes on engine; its sandboxes go on. RB_ENOTFOUND
  * for an unknown engine; RB_EINVAL (with the reason) for a backend of one engine. */
 rb_err backend_drain(backend *b, const char *engine, int on, char *err);
+/** Why the engine holding sandbox id did not answer its last probe ("ENGINE: reason", borrowed
+ * until the next probe), or NULL while it answers (or for a backend of one engine, whose state
+ * is the backend's own). */
+const char *backend_engine_down(backend *b, const char *id);
 
 #endif

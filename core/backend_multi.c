@@ -26,6 +26,7 @@ typedef struct engine {
     int image_ok; /* -1 not known yet, 0 missing or another image, 1 the sandbox image */
     char image_id[IMAGE_ID_MAX];
     char error[RB_ERR_LEN]; /* why it is down or left out; "" when neither */
+    char down_text[RB_ERR_LEN]; /* backend_engine_down's answer */
     char version[16];
     int sandboxes; /* placed by this runboxd, or found by the last listing of its instance */
 } engine;
@@ -865,6 +866,16 @@ static rb_err m_drain(void *self, const char *name, int on, char *err)
     return rb_fail(RB_ENOTFOUND, err, "no engine is named '%.64s' (see GET /health, engines)", name);
 }
 
+static const char *m_engine_down(void *self, const char *id)
+{
+    const char *raw;
+    engine *e = engine_of(M(self), id, &raw, NULL);
+    if (e == NULL || !e->pinged || e->up)
+        return NULL;
+    snprintf(e->down_text, sizeof(e->down_text), "engine %s does not answer (%.400s)", e->name, e->error);
+    return e->down_text;
+}
+
 static void m_free(void *self)
 {
     multi *m = M(self);
@@ -913,6 +924,7 @@ static const backend_ops multi_ops = {
     .pin = m_pin,
     .engines = m_engines,
     .drain = m_drain,
+    .engine_down = m_engine_down,
 };
 
 /* ---- construction ----------------------------------------------------------------------------- */

@@ -622,6 +622,11 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
         return rb_fail(RB_ECONFLICT, err,
                        "'language' is %s but session '%s' runs %s; omit it, or create a %s session (POST /sessions)", l,
                        s->id, s->language, l);
+    if (s->engine_down != NULL)
+        return rb_fail(RB_EUNAVAILABLE, err,
+                       "session '%s' is unavailable: its %s. Its sandbox keeps its state and the session comes "
+                       "back when the engine answers again; retry later",
+                       s->id, s->engine_down);
     double timeout = s->timeout;
     json_t *t = json_object_get(req, "timeout");
     if (t != NULL && !json_is_null(t) && (e = core__check_timeout(c, t, "timeout", &timeout, err)) != RB_OK)

@@ -115,6 +115,7 @@ struct session {
     int nprocs;
     json_t *extras;       /* a protocol's own data by name (core_session_set_extra), or NULL */
     int64_t deadline;     /* epoch ms at which the session ends whatever it does (0: none) */
+    char *engine_down;    /* why its Docker engine did not answer the last probe (several engines), or NULL */
 };
 
 struct rb_core {
@@ -146,6 +147,12 @@ struct rb_core {
     int web_cleaning;     /* page reads whose containers and network are not yet removed */
     int64_t last_web_sweep; /* when networks left by page reads were last looked for (epoch ms) */
 };
+
+/* recovery.c */
+/** After a probe: marks the live sessions whose engine does not answer as unavailable, and
+ * checks those whose engine is back: their sandbox goes on if it still runs, else the session
+ * ends dead with the reason. */
+void core__engines_checked(rb_core *c);
 
 /* web.c */
 /** Removes the networks of this instance's page reads that are left over (from an earlier
@@ -229,6 +236,9 @@ typedef void (*sandbox_ready_cb)(session *s, rb_err err, const char *msg);
 rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err);
 /** Re-attaches to an existing container (after a restart); cb once. */
 rb_err sandbox_reattach(session *s, sandbox_ready_cb cb, char *err);
+/** Attaches again to the sandbox of s if its stream was lost while its engine did not answer
+ * (several engines); nothing when its stream is open. */
+rb_err sandbox_resume(session *s, char *err);
 /** Owner callback of a warm pool sandbox (no session): err == RB_OK once it is ready; an error
  * when it failed to start or (after ready) its runner stopped. After an error the owner must
  * sandbox_close(sb, 1) it. Never called after sandbox_claim or sandbox_close. */

@@ -124,9 +124,88 @@ static void probed_cb(void *data, rb_err err, const char *errmsg, const char *ve
     c->docker_error[0] = '\0';
     if (!c->recovered)
         recover(c);
+    core__engines_checked(c);
     /* Removals that failed go again; while there are some, the next probe comes sooner. */
     int retried = removal_retry_all(c);
     core__probe_start(c, retried > 0 ? PROBE_MS_DOWN : PROBE_MS_UP);
+}
+
+/* ---- sessions on an engine that went away ------------------------------------------------- */
+
+typedef struct back_check {
+    rb_core *c;
+    char sid[RB_ID_LEN];
+    char *container;
+} back_check;
+
+static void back_state_cb(void *data, rb_err err, const char *errmsg, const backend_sandbox_state *st)
+{
+    back_check *b = data;
+    session *s = map_get(&b->c->sessions, b->sid);
+    if (err != RB_ECANCELED && s != NULL && s->container_id != NULL && strcmp(s->container_id, b->container) == 0 &&
+        s->engine_down == NULL) {
+        char reason[RB_ERR_LEN];
+        if (err == RB_ENOTFOUND || (err == RB_OK && !st->running)) {
+            if (err == RB_OK)
+                snprintf(reason, sizeof(reason),
+                         "its sandbox container stopped (exit code %d) while its Docker engine did not answer: the "
+                         "engine or its host restarted; create a new session",
+                         st->exit_code);
+            else
+                snprintf(reason, sizeof(reason),
+                         "its sandbox container is gone from its Docker engine, which did not answer for a while "
+                         "(the engine was reset); create a new session");
+            session_end(s, "dead", reason);
+        } else if (err != RB_OK) {
+            rb_warn("session %s: its engine is back, but its sandbox's state is not known: %s", s->id, errmsg);
+        } else {
+            char e2[RB_ERR_LEN];
+            if (sandbox_resume(s, e2) != RB_OK) {
+                snprintf(reason, sizeof(reason),
+                         "its Docker engine answers again and its sandbox still runs, but it cannot be attached "
+                         "again (%.300s): create a new session",
+                         e2);
+                session_end(s, "dead", reason);
+            } else {
+                rb_info("session %s: its engine answers again; its sandbox kept its state", s->id);
+                session_pump(s);
+            }
+        }
+    }
+    free(b->container);
+    free(b);
+}
+
+void core__engines_checked(rb_core *c)
+{
+    size_t pos = 0;
+    session *s;
+    while ((s = map_next(&c->sessions, &pos)) != NULL) {
+        if (s->container_id == NULL)
+            continue;
+        const char *down = backend_engine_down(c->be, s->container_id);
+        if (down != NULL) {
+            if (s->engine_down == NULL)
+                rb_warn("session %s: unavailable: %s", s->id, down);
+            free(s->engine_down);
+            s->engine_down = xstrdup(down);
+            continue;
+        }
+        if (s->engine_down == NULL)
+            continue;
+        free(s->engine_down);
+        s->engine_down = NULL;
+        back_check *b = xcalloc(1, sizeof(*b));
+        b->c = c;
+        snprintf(b->sid, sizeof(b->sid), "%s", s->id);
+        b->container = xstrdup(s->container_id);
+        char err[RB_ERR_LEN];
+        if (backend_state(c->be, s->container_id, back_state_cb, b, err) != RB_OK) {
+            rb_warn("session %s: cannot ask for its sandbox's state: %s", s->id, err);
+            free(b->container);
+            free(b);
+        }
+    }
 }
 
 void core__probe_soon(rb_core *c)

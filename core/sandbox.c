@@ -426,6 +426,18 @@ static void lost_state_cb(void *data, rb_err err, const char *errmsg, const back
         release(sb);
         return;
     }
+    if ((err == RB_EUNAVAILABLE || err == RB_ETIMEDOUT) && sb->c->be->ops->engine_down != NULL) {
+        /* Several engines, and this one does not answer: the session is unavailable until it does
+         * (core__engines_checked then asks again and resumes it, or ends it if its container is
+         * gone). Nothing is re-run elsewhere. */
+        session *s = sb->s;
+        if (s->engine_down == NULL)
+            rb_warn("session %s: unavailable: its engine does not answer (%s)", s->id, errmsg);
+        free(s->engine_down);
+        s->engine_down = xasprintf("engine does not answer (%.400s)", errmsg);
+        core__probe_soon(sb->c);
+        return;
+    }
     if (err == RB_ENOTFOUND) {
         snprintf(msg, sizeof(msg), "the sandbox container no longer exists (it was removed outside runboxd): create "
                                    "a new session");
@@ -720,6 +732,14 @@ rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
         return e;
     s->sb = sb;
     return RB_OK;
+}
+
+rb_err sandbox_resume(session *s, char *err)
+{
+    sandbox *sb = s->sb;
+    if (sb == NULL || sb->state != SB_LOST)
+        return RB_OK;
+    return reconnect(sb, err);
 }
 
 rb_err sandbox_reattach(session *s, sandbox_ready_cb cb, char *err)

@@ -72,6 +72,10 @@ json_t *session_to_api(const session *s)
     json_t *doc = session_to_doc(s);
     json_t *out = session_doc_to_api(s->core, doc);
     json_decref(doc);
+    if (s->engine_down != NULL) { /* for now: it comes back with its state when its engine does */
+        json_object_set_new(out, "status", json_string("unavailable"));
+        json_object_set_new(out, "unavailable_reason", json_string(s->engine_down));
+    }
     return out;
 }
 
@@ -97,6 +101,7 @@ void session_free(session *s)
     free(s->owner);
     free(s->container_id);
     free(s->end_reason);
+    free(s->engine_down);
     free(s);
 }
 

@@ -210,8 +210,8 @@ void http_send_error(h2o_req_t *req, rb_err e, const char *message)
     if (e == RB_OK)
         e = RB_EINTERNAL;
     int status = http_status_of(e);
-    /* RFC 6585: a 429 says when to come back, unless the caller already did. */
-    if (status == 429 && h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) == -1)
+    /* RFC 6585 and 9110: a 429 or 503 says when to come back, unless the caller already did. */
+    if ((status == 429 || status == 503) && h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) == -1)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
     http_send_error_as(req, status, rb_strerror(e), message && message[0] ? message : rb_strerror(e));
 }

@@ -62,15 +62,31 @@ def test_sessions_spread_over_engines_drain_and_restart(sandbox_image, make_serv
         for s in sessions:
             rbtest.wait_until(lambda: srv.session(s["session_id"])["status"] == "ready", "the session back")
             assert srv.execute(s["session_id"], "x")["result"] == repr(s["session_id"])
-        # engine b goes away: the health says so, new sessions go to a
+        # engine b goes away (every connection to it cut, new ones refused): its sessions are
+        # unavailable, not dead; execute says so with 503 and Retry-After; a's sessions and new
+        # sessions carry on
         proxy.down()
         rbtest.wait_until(lambda: engines(srv)["b"]["reachable"] is False, "b seen down", deadline=60)
         assert "127.0.0.1" in engines(srv)["b"]["error"], engines(srv)["b"]
+        on_b_all = [s for s in sessions if engine_of(s) == "b"]
+        for s in on_b_all:
+            rbtest.wait_until(lambda: srv.session(s["session_id"])["status"] == "unavailable", "b's session unavailable")
+        doc = srv.session(on_b["session_id"])
+        assert "engine" in doc["unavailable_reason"], doc
+        r = srv.post("/execute", {"session_id": on_b["session_id"], "code": "x", "wait": True})
+        err = rbtest.check_error(r, 503, "unavailable")
+        assert r.headers.get("Retry-After"), r.headers
         s = srv.create_session(timeout=rbtest.DEADLINE_S)
         assert engine_of(s) == "a"
         assert srv.execute(s["session_id"], "1 + 1")["result"] == "2"
+        on_a = next(x for x in sessions if engine_of(x) == "a")
+        assert srv.execute(on_a["session_id"], "x")["result"] == repr(on_a["session_id"])
+        # b is back: its sessions are attached again and kept their variables
         proxy.up()
         rbtest.wait_until(lambda: engines(srv)["b"]["reachable"] is True, "b back", deadline=60)
+        for s in on_b_all:
+            rbtest.wait_until(lambda: srv.session(s["session_id"])["status"] == "ready", "b's session back")
+            assert srv.execute(s["session_id"], "x")["result"] == repr(s["session_id"])
     finally:
         if srv is not None:
             srv.stop()
