@@ -13,10 +13,13 @@ import sys
 # the session's packages) is the user's Python's, which the workers still get; the supervisor
 # imports some modules only when first needed (the policy checker and `ast`), long after user
 # code could have left a module of that name there.
+# The runner's own folder (/opt/runbox in the image) always stays, wherever a checkout puts it.
+_here = os.path.dirname(os.path.abspath(__file__))
 _user_paths = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
-sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) not in _user_paths
+sys.path[:] = [p for p in sys.path if p and (os.path.abspath(p) == _here or (
+               os.path.abspath(p) not in _user_paths
                and not os.path.abspath(p).startswith(("/workspace/", "/tmp/"))
-               and os.path.abspath(p) not in ("/workspace", "/tmp")]
+               and os.path.abspath(p) not in ("/workspace", "/tmp")))]
 
 from runbox_runner import supervisor  # noqa: E402  (after the path is the image's only)
 
