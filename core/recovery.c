@@ -157,7 +157,11 @@ static void back_state_cb(void *data, rb_err err, const char *errmsg, const back
                          "(the engine was reset); create a new session");
             session_end(s, "dead", reason);
         } else if (err != RB_OK) {
-            rb_warn("session %s: its engine is back, but its sandbox's state is not known: %s", s->id, errmsg);
+            snprintf(reason, sizeof(reason),
+                     "its Docker engine answers again but cannot say whether its sandbox still runs (%.300s): create "
+                     "a new session",
+                     errmsg);
+            session_end(s, "dead", reason);
         } else {
             char e2[RB_ERR_LEN];
             if (sandbox_resume(s, e2) != RB_OK) {

@@ -426,10 +426,11 @@ static void lost_state_cb(void *data, rb_err err, const char *errmsg, const back
         release(sb);
         return;
     }
-    if ((err == RB_EUNAVAILABLE || err == RB_ETIMEDOUT) && sb->c->be->ops->engine_down != NULL) {
-        /* Several engines, and this one does not answer: the session is unavailable until it does
-         * (core__engines_checked then asks again and resumes it, or ends it if its container is
-         * gone). Nothing is re-run elsewhere. */
+    if (err != RB_OK && err != RB_ENOTFOUND && sb->c->be->ops->engine_down != NULL) {
+        /* Several engines, and this one cannot say (it is going down, or away): the session is
+         * unavailable until the probes have seen the engine answer again (core__engines_checked
+         * then asks again and resumes it, or ends it if its container is gone). Nothing is re-run
+         * elsewhere. */
         session *s = sb->s;
         if (s->engine_down == NULL)
             rb_warn("session %s: unavailable: its engine does not answer (%s)", s->id, errmsg);
