@@ -181,6 +181,35 @@ static void render_http(rb_buf *b, const http_stats *hs)
     gauge(b, "runbox_event_streams_open", "Open event streams (REST SSE and MCP GET streams).", (int64_t)hs->streams);
 }
 
+/* With several engines: each one's state, labelled by its name (the operator's, [a-z0-9_-]). */
+static void render_engines(rb_buf *b, rb_core *core)
+{
+    json_t *h = core_health(core);
+    json_t *engines = json_object_get(json_object_get(h, "docker"), "engines");
+    static const struct {
+        const char *metric, *key, *help;
+    } g[] = {
+        {"runbox_engine_reachable", "reachable", "1 when the engine answered its last probe (several engines)."},
+        {"runbox_engine_sandboxes", "sandboxes", "Sandboxes runboxd placed on the engine."},
+        {"runbox_engine_capacity", "capacity", "Sandboxes the engine may hold (--engine ...,capacity=N)."},
+        {"runbox_engine_draining", "draining", "1 while the engine is drained (POST /engines/{name}/drain)."},
+        {"runbox_engine_image_ok", "image_ok", "1 when the engine has the sandbox image with the expected id."},
+        {"runbox_engine_placing", "placing", "1 when new sessions may be placed on the engine now."},
+    };
+    for (size_t k = 0; json_is_array(engines) && k < sizeof(g) / sizeof(g[0]); k++) {
+        family(b, g[k].metric, "gauge", g[k].help);
+        size_t i;
+        json_t *e;
+        json_array_foreach(engines, i, e)
+        {
+            json_t *v = json_object_get(e, g[k].key);
+            long long n = json_is_integer(v) ? (long long)json_integer_value(v) : json_is_true(v) ? 1 : 0;
+            put(b, "%s{engine=\"%s\"} %lld\n", g[k].metric, json_string_value(json_object_get(e, "name")), n);
+        }
+    }
+    json_decref(h);
+}
+
 static void render(rb_buf *b, rb_core *core, const rb_server *server)
 {
     stats_snapshot st;
@@ -192,6 +221,7 @@ static void render(rb_buf *b, rb_core *core, const rb_server *server)
     render_sessions(b, &st);
     render_executions(b, &st);
     render_engine(b, &st.engine);
+    render_engines(b, core);
     render_http(b, &hs);
     gauge(b, "runbox_mcp_sessions_live", "Live MCP client sessions.", st.total.mcp_sessions);
     int64_t rss = resident_bytes();

@@ -35,6 +35,8 @@ def test_sessions_spread_over_engines_drain_and_restart(sandbox_image, make_serv
                           "both engines probed, with the sandbox image")
         eng = engines(srv)
         assert set(eng) == {"a", "b"}, eng
+        metrics = srv.get("/metrics").text
+        assert 'runbox_engine_reachable{engine="a"} 1' in metrics and 'runbox_engine_image_ok{engine="b"} 1' in metrics
         assert eng["a"]["image_id"] == eng["b"]["image_id"], eng
         # six sessions: three on each engine (least loaded first, ties to the first listed)
         sessions = [srv.create_session(timeout=rbtest.DEADLINE_S) for _ in range(6)]
