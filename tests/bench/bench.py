@@ -14,7 +14,9 @@ requests per second with wrk. Then, with the preload (--preload, issue 13) on an
 runboxd, off: a new session's first cell that imports pandas and matplotlib and shows a plot,
 done with its PNG; the cell right after a reset (a hard timeout) that needs the stack; and the
 memory of a warm sandbox, and whether runboxd handed out pool sandboxes before their preload was
-imported (a host too busy for the figures). Prints one table (min / median / p99 per figure, the 1-minute load
+imported (a host too busy for the figures). Last, unless --no-engines, a third runboxd with two
+engines (--engine): the local one and a nested dockerd over TLS (tests/engines' harness), session
+creation and print(1) on each. Prints one table (min / median / p99 per figure, the 1-minute load
 average when it was taken, ratios to the baselines, targets) and writes the figures to
 tests/bench/results/<time>.json.
 
@@ -713,6 +715,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     ap.add_argument("--out", help="result file (default tests/bench/results/<time>.json)")
     ap.add_argument("--pool-size", type=int, default=2)
+    ap.add_argument("--no-engines", action="store_true",
+                    help="leave out the local engine beside a remote one (needs the engine node image)")
     ap.add_argument("--preload-only", action="store_true",
                     help="only the preload figures (first plot cell, reset, warm sandbox memory), on and off")
     a = ap.parse_args()
@@ -859,6 +863,13 @@ def main():
             pass
         c.close()
         off.stop()
+    if not a.no_engines:
+        log("a local and a remote engine (nested dockerd over TLS) under one runboxd")
+        try:
+            bench_engines(a.runboxd, work, F, 3 if q else 10, 100 if q else 500)
+        except Exception as e:  # reported, not fatal: the other figures stand
+            log("engines: %s" % e)
+            F["engines_error"] = str(e)[:500]
     res["load_average_end"] = load_average()
 
     report(res)
@@ -876,6 +887,55 @@ def main():
 
 class Done(Exception):
     """Ends the main runboxd's part early (--preload-only)."""
+
+
+def bench_engines(binary, work, F, n_create, n_exec):
+    """Session create and print(1) on the local engine (its unix socket) beside a remote one: a
+    nested dockerd over TLS on an internal network of the benchmark's own (tests/engines'
+    enginehub, one node), both given to one runboxd with --engine; placement is steered by
+    draining the other engine. Figures engines_create_{local,remote}, engines_exec_{local,remote}."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "engines"))
+    import enginehub  # noqa: E402 (needs requests: run through tests/bench/run from the venv, or skip)
+
+    r = subprocess.run([os.path.join(ROOT, "docker", "build-images"), "--engine-node"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("docker/build-images --engine-node failed: " + r.stderr[-2000:])
+    with enginehub.EngineCluster(n=1, prefix="runbox-test-engine-bench") as cl:
+        node = cl.nodes[0]
+        rb = Runboxd(binary, work, 0, ["--engine", "local=unix://" + DOCKER_SOCK, "--engine", "remote=" + node.url,
+                                       "--engine-tls-ca", str(cl.ca_pem), "--engine-tls-cert", str(cl.client_cert),
+                                       "--engine-tls-key", str(cl.client_key)], name="runboxd-engines")
+        c = Client(rb.port)
+        try:
+            end = time.time() + 60
+            while not all(e.get("placing") for e in (health(c)["docker"].get("engines") or [{}])):
+                if time.time() > end:
+                    raise RuntimeError("the engines are not both placing: %r" % health(c))
+                time.sleep(0.2)
+            for here, other in (("local", "remote"), ("remote", "local")):
+                c.json("POST", "/engines/%s/drain" % other)
+                creates, execs, sids = [], [], []
+                for _ in range(n_create):
+                    dt, sess = create_session(c, {})
+                    if not sess["container_id"].startswith(here + "@"):
+                        raise RuntimeError("placed on the wrong engine: %r" % sess["container_id"])
+                    creates.append(dt)
+                    sids.append(sess["session_id"])
+                for _ in range(10):  # warm-up
+                    execute(c, sids[0])
+                for _ in range(n_exec):
+                    dt, ok, got = execute(c, sids[0])
+                    if not ok:
+                        raise RuntimeError("execute failed: %r" % (got,))
+                    execs.append(dt)
+                F["engines_create_" + here] = summary(creates)
+                F["engines_exec_" + here] = summary(execs)
+                for sid in sids:
+                    delete_session(c, sid)
+                c.json("DELETE", "/engines/%s/drain" % other)
+        finally:
+            c.close()
+            rb.stop()
 
 
 def report(res):
@@ -925,6 +985,10 @@ def report(res):
     lat("  CPU time the sandbox spent on it, off", "first_plot_cell_cpu_off")
     lat("reset (hard timeout) -> cell with the stack, on", "reset_to_ready_on", "median <= 100 ms")
     lat("  same, preload off", "reset_to_ready_off")
+    lat("session create, local engine (--engine, cold)", "engines_create_local")
+    lat("  same, remote engine over TLS (nested dockerd)", "engines_create_remote")
+    lat("execute print(1), local engine", "engines_exec_local")
+    lat("  same, remote engine over TLS", "engines_exec_remote")
     avail = res.get("mem_available_mib")
     for k in ("on", "off"):
         m = F.get("warm_sandbox_memory_" + k) or {}
