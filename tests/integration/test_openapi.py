@@ -34,6 +34,7 @@ ROUTES = {
     ("/execute", "post"), ("/execute/{request_id}/status", "get"), ("/execute/{request_id}/results", "get"),
     ("/execute/{request_id}/events", "get"), ("/execute/{request_id}", "delete"),
     ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"),
+    ("/web/page-text", "post"), ("/engines/{name}/drain", "post"), ("/engines/{name}/drain", "delete"),
     ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"), ("/sse", "get"), ("/messages", "post"),
     # the AgentRun-compatible surface (server/rest/agentrun.c, server/mcp/mcp_agentrun.c)
     ("/agentrun/", "get"), ("/agentrun/health", "get"), ("/agentrun/packages", "get"),
