@@ -239,25 +239,31 @@ static void pinged_cb(void *data, rb_err err, const char *errmsg, int status, js
     call_free(c);
 }
 
-static void listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+/* A listing's answer as backend_sandbox_info: each item's id_key (items without one are
+ * skipped: nothing could be done with them), state_key (NULL: no state) and labels. */
+static void report_list(call *c, rb_err err, const char *errmsg, json_t *body, const char *id_key,
+                        const char *state_key)
 {
-    call *c = data;
-    (void)status;
     backend_sandbox_info *items = NULL;
     size_t n = 0;
     if (err == RB_OK)
         items = xcalloc(json_array_size(body) + 1, sizeof(*items));
-    /* containers without an id are skipped: nothing could be done with them */
     for (size_t i = 0; err == RB_OK && i < json_array_size(body); i++) {
-        json_t *ct = json_array_get(body, i), *labels = json_object_get(ct, "Labels");
-        items[n] = (backend_sandbox_info){json_string_value(json_object_get(ct, "Id")),
-                                          json_string_value(json_object_get(ct, "State")),
+        json_t *it = json_array_get(body, i), *labels = json_object_get(it, "Labels");
+        items[n] = (backend_sandbox_info){json_string_value(json_object_get(it, id_key)),
+                                          state_key ? json_string_value(json_object_get(it, state_key)) : NULL,
                                           json_is_object(labels) ? labels : NULL};
         n += items[n].id != NULL;
     }
     c->list(c->data, err, errmsg, items, n);
     free(items);
     call_free(c);
+}
+
+static void listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    (void)status;
+    report_list(data, err, errmsg, body, "Id", "State");
 }
 
 /* The image's Id. */
@@ -453,21 +459,8 @@ static rb_err d_archive_get(void *self, const char *id, const char *path, size_t
 /* Networks as backend_sandbox_info: their name as id (what the other calls take), no state. */
 static void networks_listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
-    call *c = data;
     (void)status;
-    backend_sandbox_info *items = NULL;
-    size_t n = 0;
-    if (err == RB_OK)
-        items = xcalloc(json_array_size(body) + 1, sizeof(*items));
-    for (size_t i = 0; err == RB_OK && i < json_array_size(body); i++) {
-        json_t *nw = json_array_get(body, i), *labels = json_object_get(nw, "Labels");
-        items[n] = (backend_sandbox_info){json_string_value(json_object_get(nw, "Name")), NULL,
-                                          json_is_object(labels) ? labels : NULL};
-        n += items[n].id != NULL;
-    }
-    c->list(c->data, err, errmsg, items, n);
-    free(items);
-    call_free(c);
+    report_list(data, err, errmsg, body, "Name", NULL);
 }
 
 /* A network made: its name is the one asked for. */
