@@ -205,43 +205,45 @@ static rb_err started(mcall *c, rb_err e)
 
 #define SPEC_VOLUMES_MAX 8
 
-static rb_err m_create(void *self, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
-                       char *err)
-{
-    multi *m = M(self);
-    engine *e = engine_for_spec(m, name, spec, err);
-    if (e == NULL)
-        return RB_EUNAVAILABLE;
+/* What a new sandbox or helper needs on its engine: the engine (*e), its spec without pins and
+ * with the engine's label (*copy, over vols and labels) and its name without pin (*raw). */
+typedef struct placed {
+    engine *e;
     backend_spec copy;
     backend_volume vols[SPEC_VOLUMES_MAX];
     backend_label labels[SPEC_VOLUMES_MAX];
-    rb_err r = unpinned_spec(m, e, spec, &copy, vols, labels, SPEC_VOLUMES_MAX, err);
+    const char *raw;
+} placed;
+
+static rb_err place_spec(multi *m, const char *name, const backend_spec *spec, placed *p, char *err)
+{
+    if ((p->e = engine_for_spec(m, name, spec, err)) == NULL)
+        return RB_EUNAVAILABLE;
+    pinned(m, name, &p->raw);
+    return unpinned_spec(m, p->e, spec, &p->copy, p->vols, p->labels, SPEC_VOLUMES_MAX, err);
+}
+
+static rb_err m_create(void *self, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
+                       char *err)
+{
+    placed p;
+    rb_err r = place_spec(M(self), name, spec, &p, err);
     if (r != RB_OK)
         return r;
-    const char *raw;
-    pinned(m, name, &raw);
-    mcall *c = mcall_new(e, data);
+    mcall *c = mcall_new(p.e, data);
     c->created = cb;
     c->counts = 1;
-    return started(c, backend_create(e->be, raw, &copy, m_created_cb, c, err));
+    return started(c, backend_create(p.e->be, p.raw, &p.copy, m_created_cb, c, err));
 }
 
 static rb_err m_run(void *self, const char *name, const backend_spec *spec, long timeout_ms, size_t max_output,
                     backend_exec_cb cb, void *data, char *err)
 {
-    multi *m = M(self);
-    engine *e = engine_for_spec(m, name, spec, err);
-    if (e == NULL)
-        return RB_EUNAVAILABLE;
-    backend_spec copy;
-    backend_volume vols[SPEC_VOLUMES_MAX];
-    backend_label labels[SPEC_VOLUMES_MAX];
-    rb_err r = unpinned_spec(m, e, spec, &copy, vols, labels, SPEC_VOLUMES_MAX, err);
+    placed p;
+    rb_err r = place_spec(M(self), name, spec, &p, err);
     if (r != RB_OK)
         return r;
-    const char *raw;
-    pinned(m, name, &raw);
-    return backend_run(e->be, raw, &copy, timeout_ms, max_output, cb, data, err);
+    return backend_run(p.e->be, p.raw, &p.copy, timeout_ms, max_output, cb, data, err);
 }
 
 /* Routes a call about the sandbox id to its engine: declares e and raw, or returns. */
