@@ -75,11 +75,12 @@ static void on_page(void *data, rb_err e, const char *msg, json_t *body)
 json_t *mcp__tool_page_text(mcp_call *call)
 {
     char err[RB_ERR_LEN];
+    /* before the call: its answer may come at once, and the call is gone with it */
+    mcp__call_log(call, 1, "opening the page in a browser");
     rb_err e = core_page_text(call->ms->core, call->args, on_page, call, &call->op, err);
     if (e != RB_OK) {
         call->op = NULL;
         return mcp__tool_core_error(e, err);
     }
-    mcp__call_log(call, 1, "opening the page in a browser");
     return NULL;
 }
