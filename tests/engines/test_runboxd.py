@@ -8,7 +8,8 @@ What is checked: placement spreads 30 sessions by load; a paused node's sessions
 a stopped node's sessions are unavailable, new sessions go elsewhere, and once it is back they end
 dead with the reason (their containers did not survive); an engine without the sandbox image is
 left out with a message naming it and the command that loads it; a kill -9 and restart of
-runboxd finds every session on every engine again; drain. Every request goes from the host to the
+runboxd finds every session on every engine again; drain; MCP tools and the files API on a
+session of a remote engine. Every request goes from the host to the
 nodes' addresses on the test's own network, or to runboxd on loopback.
 """
 
@@ -187,3 +188,29 @@ def test_kill_9_and_restart_finds_every_session_on_every_engine(runboxd, cluster
     for s in sessions:
         rbtest.wait_until(lambda: status(srv, s["session_id"]) == "ready", "the session found again", 60)
         assert srv.execute(s["session_id"], "w")["result"] == str(2 * len(s["session_id"]))
+
+
+def test_mcp_and_files_on_a_remote_engine(runboxd, cluster):
+    import anyio
+    from mcp import Client
+
+    srv = runboxd()
+    wait_placing(srv, ["n1", "n2", "n3"])
+    srv.post("/engines/n1/drain")
+    srv.post("/engines/n3/drain")
+    sid = srv.create_session(timeout=rbtest.DEADLINE_S)["session_id"]
+    assert engine_of(srv.session(sid)) == "n2"
+
+    async def go():
+        async with Client(srv.url + "/mcp", mode="legacy") as c:
+            up = await c.call_tool("upload_file", {"session_id": sid, "filename": "in.txt", "content": "remote"})
+            run = await c.call_tool("execute_code", {"session_id": sid, "code": "open('in.txt').read().upper()"})
+            down = await c.call_tool("download_file", {"session_id": sid, "src_path": "in.txt"})
+            return up, run, down
+
+    up, run, down = anyio.run(go)
+    assert not up.is_error and not run.is_error and not down.is_error, (up.content, run.content, down.content)
+    assert run.structured_content["result"] == "'REMOTE'", run.structured_content
+    assert "remote" in down.content[0].text
+    r = srv.get(f"/sessions/{sid}/files/download?path=in.txt")
+    assert r.status_code == 200 and r.content == b"remote"
