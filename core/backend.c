@@ -231,8 +231,11 @@ json_t *backend_engines(backend *b)
 rb_err backend_drain(backend *b, const char *engine, int on, char *err)
 {
     if (b->ops->drain == NULL)
-        return rb_fail(RB_EINVAL, err,
-                       "runboxd drives one Docker engine; draining is for several (--engine NAME=URL, more than once)");
+        return rb_fail(RB_ENOTFOUND, err,
+                       "no engine is named '%.64s': runboxd drives the one Docker engine of --docker-socket; engines "
+                       "have names, and can be drained, when runboxd is given several (--engine NAME=URL, more than "
+                       "once)",
+                       engine);
     return b->ops->drain(b->self, engine, on, err);
 }
 

@@ -456,7 +456,7 @@ char *backend_pin(backend *b, const char *ref, const char *name);
  * image_id?, image_ok}] (new reference), or NULL for a backend of one engine. */
 json_t *backend_engines(backend *b);
 /** Stops (on != 0) or resumes placing new sandboxes on engine; its sandboxes go on. RB_ENOTFOUND
- * for an unknown engine; RB_EINVAL (with the reason) for a backend of one engine. */
+ * for an unknown engine, and for any name with a backend of one engine (its engine has none). */
 rb_err backend_drain(backend *b, const char *engine, int on, char *err);
 /** Why the engine holding sandbox id did not answer its last probe ("ENGINE: reason", borrowed
  * until the next probe), or NULL while it answers (or for a backend of one engine, whose state

@@ -213,7 +213,7 @@ rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char 
 rb_err core_page_text(rb_core *c, json_t *args, core_cb cb, void *data, core_op **handle, char *err);
 /** Stops (on != 0) or resumes placing new sessions on the Docker engine named engine (with
  * several engines, settings' engines): its sessions go on. *out: {engines: [...]} as in
- * core_health. RB_ENOTFOUND for an unknown engine; RB_EINVAL with one engine only. */
+ * core_health. RB_ENOTFOUND for an unknown engine (any name with one engine only). */
 rb_err core_engine_drain(rb_core *c, const char *engine, int on, json_t **out, char *err);
 
 /** Whether the web-page reader is on (settings' web_tool). */

@@ -20,6 +20,8 @@ def test_sessions_files_commands_and_restart_over_tcp(sandbox_image, make_server
         srv = make_server(["--docker-socket", proxy.url, "--pool-size", "1"])
         health = srv.get("/health").json()
         assert health["docker"]["reachable"] is True, health
+        assert "engines" not in health["docker"], health  # one engine: no names, nothing to drain
+        rbtest.check_error(srv.post("/engines/local/drain"), 404, "--engine")
         s = srv.create_session(timeout=rbtest.DEADLINE_S)
         sid = s["session_id"]
         # the runner's attach stream: state kept between cells, both streams, the last value
