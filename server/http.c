@@ -3,7 +3,8 @@
  * context, connections, the access log and counts, and the orderly stop. One h2o handler is
  * registered at "/" (router.c). Errors that h2o generates itself before any handler runs (413
  * for a body over the limit, 400 for broken framing) go through the host's fallback path; a
- * filter there rewrites them into the protocol's error document. No session logic.
+ * filter there rewrites them into the protocol's error document. Another filter, on both paths,
+ * gives every 429 and 503 its Retry-After. No session logic.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -69,6 +70,18 @@ static void jsonerr_on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ost
         os->sent = 0;
         slot = &os->super.next;
     }
+    h2o_setup_next_ostream(req, slot);
+}
+
+/* RFC 6585 and 9110: a 429 or a 503 says when to come back. Every answer of every protocol
+ * (REST, MCP, E2B, AgentRun, and h2o's own) passes this filter, so none can leave it out; an
+ * answer that set its own (an rps budget's wait, download memory's 1 s) keeps it. */
+static void retry_on_setup_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
+{
+    (void)self;
+    if ((req->res.status == 429 || req->res.status == 503) &&
+        h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) == -1)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT(HTTP_RETRY_AFTER));
     h2o_setup_next_ostream(req, slot);
 }
 
@@ -333,10 +346,12 @@ rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, 
     jsonerr_filter *closing = (jsonerr_filter *)h2o_create_filter(root, sizeof(*closing));
     closing->super.on_setup_ostream = closing_on_setup_ostream;
     closing->server = s;
+    h2o_create_filter(root, sizeof(h2o_filter_t))->on_setup_ostream = retry_on_setup_ostream;
 
     jsonerr_filter *f = (jsonerr_filter *)h2o_create_filter(&host->fallback_path, sizeof(*f));
     f->super.on_setup_ostream = jsonerr_on_setup_ostream;
     f->server = s;
+    h2o_create_filter(&host->fallback_path, sizeof(h2o_filter_t))->on_setup_ostream = retry_on_setup_ostream;
     lg = h2o_create_logger(&host->fallback_path, sizeof(*lg));
     lg->log_access = log_access;
 

@@ -104,6 +104,11 @@ int server_drained(const rb_server *s);
  * process exit (a warning is logged). Accepts NULL. */
 void server_free(rb_server *s);
 
+/** Retry-After (seconds) of every 429 and 503 answer that does not set its own: the HTTP layer
+ * adds it to the answers of every protocol (RFC 6585, RFC 9110), so handlers set the header only
+ * when they know a better wait. */
+#define HTTP_RETRY_AFTER "5"
+
 /** HTTP status for an rb_err, per the contract (RB_EINVAL -> 400, ... RB_EINTERNAL -> 500). */
 int http_status_of(rb_err e);
 

@@ -157,8 +157,8 @@ int http__on_req(h2o_handler_t *self, h2o_req_t *req)
                       "--allowed-origins)");
     if (s->stopping) {
         /* Requests that reach a keep-alive connection after server_stop: the core is still
-         * there (it is freed after the server), but nothing new is started. */
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+         * there (it is freed after the server), but nothing new is started. (Retry-After: the
+         * HTTP layer adds it to every 503.) */
         return refuse(s, req, HTTP_REFUSED_STOPPING, 503, "shutting_down",
                       "runboxd is stopping; retry in a few seconds, once it has restarted");
     }

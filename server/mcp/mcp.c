@@ -193,6 +193,15 @@ json_t *mcp__read_message(http_call *hc, mcp_body_kind *kind)
                     "Invalid Request: the body must be a JSON-RPC message (an object) or a batch (an array)");
         return NULL;
     }
+    /* Every transport's batches are bounded here, before any message of them runs: each message
+     * costs loop time and an answer held in memory. */
+    int status = 0;
+    const char *why = *kind == MCP_BODY_BATCH ? mcp__batch_size_refusal(body, &status) : NULL;
+    if (why != NULL) {
+        json_decref(body);
+        mcp__reject(req, status, NULL, MCP_ERR_INVALID_REQUEST, why);
+        return NULL;
+    }
     return body;
 }
 
@@ -305,7 +314,7 @@ static int post_handler(http_call *hc, int agentrun)
     }
     int batch = body_kind == MCP_BODY_BATCH;
     if (batch) {
-        const char *why = mcp__batch_refusal(body, rt->version);
+        const char *why = mcp__batch_refusal(rt->version);
         if (why != NULL) {
             json_decref(body);
             json_decref(rec);
@@ -408,10 +417,8 @@ static int mcp_get_handler(http_call *hc)
         snprintf(err, sizeof(err),
                  "Too Many Requests: %d GET streams are already open on this MCP session; close one first",
                  MCP_MAX_GET_STREAMS);
-    if (open_gets >= MCP_MAX_GET_STREAMS || !server_stream_room(ms->server, err)) {
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+    if (open_gets >= MCP_MAX_GET_STREAMS || !server_stream_room(ms->server, err))
         return mcp__reject(req, 429, NULL, MCP_ERR_INVALID_REQUEST, err);
-    }
     const char *last = mcp__header(req, "last-event-id", &len);
     uint64_t seq = 0;
     mcp_event *from = NULL;

@@ -154,7 +154,9 @@ mcp_server *mcp__admit(http_call *hc);
  * request was answered 404. *rec is a new reference to the record (or NULL). */
 mcp_rt *mcp__session_by_id(http_call *hc, const char *sid, json_t **rec);
 /** Reads a request body as a JSON-RPC message or batch (*kind says which), or answers the
- * request itself (415, 413, 400 parse error, 400 not a message) and returns NULL. New reference. */
+ * request itself (415, 413, 400 parse error, 400 not a message, and a batch of a size no
+ * transport takes: mcp__batch_size_refusal) and returns NULL. Every JSON-RPC entry point reads
+ * its body here. New reference. */
 json_t *mcp__read_message(http_call *hc, mcp_body_kind *kind);
 /** The JSON-RPC response to initialize (id borrowed) for protocol version (new reference), with
  * the instructions of AgentRun's tools when agentrun. */

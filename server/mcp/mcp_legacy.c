@@ -5,9 +5,10 @@
  *
  *   GET /sse                      opens the session's one event stream; its first event is
  *                                 "endpoint" with data /messages?sessionId=<id>;
- *   POST /messages?sessionId=<id> takes a JSON-RPC message (or batch), answers 202 Accepted,
- *                                 and sends every response, progress and log message as an
- *                                 event "message" on that stream.
+ *   POST /messages?sessionId=<id> takes a JSON-RPC message (or a batch of at most
+ *                                 MCP_MAX_BATCH, as /mcp), answers 202 Accepted, and sends
+ *                                 every response, progress and log message as an event
+ *                                 "message" on that stream.
  *
  * The session is an ordinary MCP session (core/mcp_sessions.h) that lives while its stream is
  * open: the stream holds it (no idle expiry), and when the client closes it the session ends
@@ -45,10 +46,8 @@ int mcp__legacy_sse_handler(http_call *hc)
         return 0;
     h2o_req_t *req = hc->req;
     char err[RB_ERR_LEN];
-    if (!server_stream_room(ms->server, err)) {
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+    if (!server_stream_room(ms->server, err))
         return mcp__reject(req, 429, NULL, MCP_ERR_INVALID_REQUEST, err);
-    }
     json_t *info = json_pack("{s:s}", "protocol_version", LEGACY_VERSION);
     json_t *rec = NULL;
     rb_err e = mcp_sessions_create(ms->cm, hc->who, info, &rec, err);

@@ -259,10 +259,8 @@ static int subscriptions_listen(http_call *hc, mcp_server *ms, json_t *id, json_
         return mcp__reject(req, 406, id, MCP_ERR_INVALID_REQUEST,
                            "Not Acceptable: subscriptions/listen answers with an event stream; send Accept: "
                            "application/json, text/event-stream");
-    if (!server_stream_room(ms->server, err)) {
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+    if (!server_stream_room(ms->server, err))
         return mcp__reject(req, 429, id, MCP_ERR_INVALID_REQUEST, err);
-    }
     json_t *honoured = json_object();
     if (json_is_true(json_object_get(want, "toolsListChanged")))
         json_object_set_new(honoured, "toolsListChanged", json_true());

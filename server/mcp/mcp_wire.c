@@ -44,14 +44,23 @@ mcp_body_kind mcp__body_kind(json_t *body)
     return MCP_BODY_MESSAGE;
 }
 
-const char *mcp__batch_refusal(json_t *batch, const char *version)
+const char *mcp__batch_size_refusal(json_t *batch, int *status)
+{
+    if (json_array_size(batch) == 0) {
+        *status = 400;
+        return "Invalid Request: an empty batch";
+    }
+    if (json_array_size(batch) > MCP_MAX_BATCH) {
+        *status = 413;
+        return "Invalid Request: a batch may hold at most 64 messages; send the others in another POST";
+    }
+    return NULL;
+}
+
+const char *mcp__batch_refusal(const char *version)
 {
     if (strcmp(version, MCP_BATCH_VERSION) != 0)
         return "Invalid Request: JSON-RPC batches are only accepted under protocol version " MCP_BATCH_VERSION;
-    if (json_array_size(batch) == 0)
-        return "Invalid Request: an empty batch";
-    if (json_array_size(batch) > MCP_MAX_BATCH)
-        return "Invalid Request: a batch may hold at most 64 messages";
     return NULL;
 }
 

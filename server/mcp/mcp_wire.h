@@ -42,16 +42,22 @@ typedef enum mcp_body_kind {
     MCP_BODY_INVALID,    /* neither an object nor an array */
     MCP_BODY_INITIALIZE, /* an object whose method is "initialize": starts an MCP session */
     MCP_BODY_MESSAGE,    /* any other object: one message of a live session */
-    MCP_BODY_BATCH,      /* an array: a batch (see mcp__batch_refusal) */
+    MCP_BODY_BATCH,      /* an array: a batch (see mcp__batch_size_refusal) */
 } mcp_body_kind;
 
 /** What the POST body (any JSON value) is. */
 mcp_body_kind mcp__body_kind(json_t *body);
 
-/** Why the batch (an array) cannot be taken from a session of protocol version, as the text of
- * an Invalid Request error, or NULL when it can: batches exist only under MCP_BATCH_VERSION,
- * and hold 1 to MCP_MAX_BATCH messages. */
-const char *mcp__batch_refusal(json_t *batch, const char *version);
+/** Why no JSON-RPC entry point takes the batch (an array), as the text of an Invalid Request
+ * error with *status the HTTP status to answer it with, or NULL when its size is right: a batch
+ * holds 1 to MCP_MAX_BATCH messages (400 when empty, 413 above). Checked once for every
+ * transport (mcp__read_message), before any message runs. */
+const char *mcp__batch_size_refusal(json_t *batch, int *status);
+
+/** Why a streamable-HTTP session of protocol version cannot take a batch, as the text of an
+ * Invalid Request error, or NULL when it can: there, batches exist only under
+ * MCP_BATCH_VERSION. */
+const char *mcp__batch_refusal(const char *version);
 
 /** Checks an initialize request (a body of kind MCP_BODY_INITIALIZE): a valid JSON-RPC request
  * (mcp__classify: "jsonrpc" "2.0", a string or integer id, object params) with a string

@@ -24,11 +24,8 @@ static void ar_error(h2o_req_t *req, rb_err e, const char *msg)
     if (e == RB_OK)
         e = RB_EINTERNAL;
     const char *text = msg && msg[0] ? msg : rb_strerror(e);
-    int status = http_status_of(e);
-    if (status == 429 && h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) == -1)
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
     json_t *doc = agentrun_error_doc(rb_strerror(e), text);
-    http_send_json(req, status, doc);
+    http_send_json(req, http_status_of(e), doc);
     json_decref(doc);
 }
 

@@ -230,10 +230,8 @@ static int execution_events(http_call *call)
     /* The context lives in the pool; the stream's own dispose hook (which runs before the pool
      * memory goes) stops the watch through on_stream_closed. With replay, core sends the
      * current status and past output first, so the stream needs nothing of its own. */
-    if (!server_stream_room(call->server, err)) {
-        h2o_add_header(&call->req->pool, &call->req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
+    if (!server_stream_room(call->server, err))
         return answer(call, RB_EBUSY, err, NULL, 0);
-    }
     events_ctx *ctx = h2o_mem_alloc_pool(&call->req->pool, sizeof(*ctx));
     ctx->sse = NULL;
     ctx->watch = NULL;

@@ -184,6 +184,37 @@ def test_another_key_cannot_see_the_sandbox(e2b_env):
         assert r.status_code == 401, r.text
 
 
+def test_quota_answers_carry_retry_after(sandbox_image, tmp_path):
+    """Issue 21 #4: a key's quotas answer 429 with Retry-After on E2B's routes too, as on REST and
+    AgentRun (docs/security.md): a sandbox over sessions=, /e2b/execute over executions=."""
+    keys = tmp_path / "api-keys"
+    keys.write_text(f"alice sha256:{hashlib.sha256(KEYS['alice'].encode()).hexdigest()} sessions=1 executions=1\n")
+    s = rbtest.Server(tmp_path, ["--api-keys-file", str(keys), "--pool-size", "0"])
+    s.start()
+    s.http.headers["Authorization"] = f"Bearer {KEYS['alice']}"  # cleanup sees alice's sessions
+    try:
+        api = {"X-API-Key": KEYS["alice"]}
+        r = requests.post(s.url + "/e2b/sandboxes", json={"templateID": "code-interpreter-v1"}, headers=api,
+                          timeout=120)
+        assert r.status_code == 201, r.text
+        sid, token = r.json()["sandboxID"], r.json()["envdAccessToken"]
+        s.session_ids.add(sid)
+        r = requests.post(s.url + "/e2b/sandboxes", json={"templateID": "code-interpreter-v1"}, headers=api,
+                          timeout=120)
+        assert r.status_code == 429 and "sessions=" in r.json()["message"], r.text
+        assert int(r.headers.get("Retry-After", "0")) >= 1, dict(r.headers)
+
+        box = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49999", "X-Access-Token": token}
+        with requests.post(s.url + "/e2b/execute", json={"code": "import time; time.sleep(5)"}, headers=box,
+                           stream=True, timeout=(10, 60)) as running:
+            assert running.status_code == 200, running.text
+            r = requests.post(s.url + "/e2b/execute", json={"code": "1"}, headers=box, timeout=30)
+            assert r.status_code == 429 and "executions=" in r.json()["message"], r.text
+            assert int(r.headers.get("Retry-After", "0")) >= 1, dict(r.headers)
+    finally:
+        rbtest.finish_servers([s])
+
+
 def test_paths_outside_the_home_folder_are_refused(e2b_env):
     with Sandbox.create() as sbx:
         e2b_env.session_ids.add(sbx.sandbox_id)

@@ -8,8 +8,8 @@
  * mutation rarely keeps valid JSON for. Each body goes through the POST pipeline under the
  * batch version and a later one. Checks:
  *   - mcp__body_kind agrees with the body's JSON type and method;
- *   - mcp__batch_refusal refuses exactly the batches of another version, empty or above
- *     MCP_MAX_BATCH;
+ *   - mcp__batch_size_refusal refuses exactly the batches that are empty (400) or above
+ *     MCP_MAX_BATCH (413), and mcp__batch_refusal exactly those of another version;
  *   - mcp__initialize_error either accepts, with the protocolVersion string and an id to answer
  *     with, or answers a well-formed JSON-RPC error;
  *   - mcp__classify either gives a kind whose message has the shape it stands for (a request: a
@@ -118,10 +118,15 @@ static void check_body(json_t *body, const char *version)
     } else if (kind == MCP_BODY_MESSAGE) {
         check_message(body);
     } else if (kind == MCP_BODY_BATCH) {
-        const char *why = mcp__batch_refusal(body, version);
+        int status = 0;
         size_t n = json_array_size(body);
-        int refuse = strcmp(version, MCP_BATCH_VERSION) != 0 || n == 0 || n > MCP_MAX_BATCH;
-        FUZZ_CHECK((why != NULL) == refuse);
+        int bad_size = n == 0 || n > MCP_MAX_BATCH;
+        const char *why = mcp__batch_size_refusal(body, &status);
+        FUZZ_CHECK((why != NULL) == bad_size);
+        FUZZ_CHECK(why == NULL || status == (n == 0 ? 400 : 413));
+        if (why == NULL)
+            why = mcp__batch_refusal(version);
+        FUZZ_CHECK((why != NULL) == (bad_size || strcmp(version, MCP_BATCH_VERSION) != 0));
         if (why == NULL)
             for (size_t i = 0; i < n; i++)
                 check_message(json_array_get(body, i));

@@ -5,6 +5,7 @@ same tools, same sessions as /mcp and REST."""
 from __future__ import annotations
 
 import base64
+import json
 
 import anyio
 import requests
@@ -93,3 +94,43 @@ def test_messages_endpoint_errors(server):
             if line.startswith("data: {"):
                 assert '"id":1' in line and '"result":{}' in line, line
                 break
+
+
+def test_messages_batches_have_the_cap_and_answer_of_mcp(server):
+    """Issue 21 #5: /messages takes at most 64 messages per batch, as /mcp does, and refuses a
+    larger one with the same answer (413, JSON-RPC -32600) before running any of it."""
+    h = {"Content-Type": "application/json"}
+
+    def batch(n: int) -> list[dict]:
+        return [{"jsonrpc": "2.0", "id": i, "method": "tools/list"} for i in range(n)]
+
+    # /mcp's answer, in a 2025-03-26 session (the version that has batches)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    mh = {**h, "Accept": "application/json, text/event-stream"}
+    r = requests.post(server.url + "/mcp", json=init, headers=mh, timeout=30)
+    assert r.status_code == 200, r.text
+    mh = {**mh, "Mcp-Session-Id": r.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-03-26"}
+    over_mcp = requests.post(server.url + "/mcp", json=batch(65), headers=mh, timeout=30)
+    assert over_mcp.status_code == 413, over_mcp.text
+    assert over_mcp.json()["error"]["code"] == -32600 and "64" in over_mcp.json()["error"]["message"], over_mcp.text
+
+    with requests.get(server.url + "/sse", stream=True, timeout=(10, 60),
+                      headers={"Accept": "text/event-stream"}) as resp:
+        assert resp.status_code == 200
+        lines = resp.iter_lines(decode_unicode=True)
+        endpoint = next(line[len("data: "):] for line in lines if line.startswith("data: /messages?sessionId="))
+        r = requests.post(server.url + endpoint, json=batch(65), headers=h, timeout=30)
+        assert (r.status_code, r.json()) == (413, over_mcp.json()), r.text
+        r = requests.post(server.url + endpoint, json=batch(64), headers=h, timeout=30)
+        assert r.status_code == 202, r.text
+        ids = set()
+        for line in lines:
+            if line.startswith("data: {"):
+                answer = json.loads(line[len("data: "):])
+                assert answer["result"]["tools"], line[:200]
+                ids.add(answer["id"])
+                if len(ids) == 64:
+                    break
+        # every message of the batch is answered on the stream
+        assert ids == set(range(64)), sorted(ids)

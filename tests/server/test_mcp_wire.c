@@ -57,12 +57,16 @@ Test(mcp_wire, batches_by_version_and_size)
     json_t *one = js("[{}]"), *none = js("[]"), *many = json_array();
     for (int i = 0; i < MCP_MAX_BATCH; i++)
         json_array_append_new(many, json_object());
-    cr_expect_null(mcp__batch_refusal(one, "2025-03-26"));
-    cr_expect_null(mcp__batch_refusal(many, "2025-03-26"));
-    cr_expect(strstr(mcp__batch_refusal(one, "2025-06-18"), "2025-03-26") != NULL);
-    cr_expect(strstr(mcp__batch_refusal(none, "2025-03-26"), "empty") != NULL);
+    int status = 0;
+    cr_expect_null(mcp__batch_refusal("2025-03-26"));
+    cr_expect(strstr(mcp__batch_refusal("2025-06-18"), "2025-03-26") != NULL);
+    cr_expect_null(mcp__batch_size_refusal(one, &status));
+    cr_expect_null(mcp__batch_size_refusal(many, &status));
+    cr_expect(strstr(mcp__batch_size_refusal(none, &status), "empty") != NULL);
+    cr_expect_eq(status, 400);
     json_array_append_new(many, json_object());
-    cr_expect(strstr(mcp__batch_refusal(many, "2025-03-26"), "at most 64") != NULL);
+    cr_expect(strstr(mcp__batch_size_refusal(many, &status), "at most 64") != NULL);
+    cr_expect_eq(status, 413);
     json_decref(one);
     json_decref(none);
     json_decref(many);
