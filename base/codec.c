@@ -113,39 +113,93 @@ rb_err codec_base64_decode(const char *in, size_t n, char **out, size_t *outlen,
     return RB_OK;
 }
 
+/* The length of the valid UTF-8 sequence (no overlong form, surrogate or code point past
+ * U+10FFFF) at p[0..n), n >= 1, or 0 when p does not start one. */
+static size_t utf8_sequence(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    size_t k;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xe0) == 0xc0)
+        k = 1, min = 0x80, c &= 0x1f;
+    else if ((c & 0xf0) == 0xe0)
+        k = 2, min = 0x800, c &= 0x0f;
+    else if ((c & 0xf8) == 0xf0)
+        k = 3, min = 0x10000, c &= 0x07;
+    else
+        return 0;
+    if (n <= k)
+        return 0;
+    for (size_t i = 1; i <= k; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        c = (c << 6) | (p[i] & 0x3f);
+    }
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    return k + 1;
+}
+
 int codec_utf8_text(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (p < end) {
-        unsigned c = *p;
-        size_t k;
-        unsigned min;
-        if (c == 0)
+        size_t k = *p == 0 ? 0 : utf8_sequence(p, (size_t)(end - p));
+        if (k == 0)
             return 0;
-        if (c < 0x80) {
-            p++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            k = 1, min = 0x80, c &= 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            k = 2, min = 0x800, c &= 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            k = 3, min = 0x10000, c &= 0x07;
-        } else {
-            return 0;
-        }
-        if ((size_t)(end - p) <= k)
-            return 0;
-        for (size_t i = 1; i <= k; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return 0;
-            c = (c << 6) | (p[i] & 0x3f);
-        }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-            return 0;
-        p += k + 1;
+        p += k;
     }
     return 1;
+}
+
+char *codec_name_escape(const void *bytes, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *p = bytes, *end = p + n;
+    char *out = xmalloc(4 * n + 1), *o = out;
+    while (p < end) {
+        size_t k = utf8_sequence(p, (size_t)(end - p));
+        if (k == 1 && (*p < 0x20 || *p == 0x7f || *p == '\\'))
+            k = 0;
+        if (k == 0) {
+            *o++ = '\\', *o++ = 'x', *o++ = digits[*p >> 4], *o++ = digits[*p & 15];
+            p++;
+            continue;
+        }
+        memcpy(o, p, k);
+        o += k, p += k;
+    }
+    *o = '\0';
+    return out;
+}
+
+rb_err codec_name_unescape(const char *s, char **out, size_t *outlen, char *err)
+{
+    size_t n = strlen(s), len = 0;
+    char *buf = xmalloc(n + 1);
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\') {
+            buf[len++] = s[i];
+            continue;
+        }
+        int hi = i + 3 < n && s[i + 1] == 'x' ? codec_hex_value((unsigned char)s[i + 2]) : -1;
+        int lo = hi >= 0 ? codec_hex_value((unsigned char)s[i + 3]) : -1;
+        if (lo < 0) {
+            free(buf);
+            return rb_fail(RB_EINVAL, err,
+                           "a backslash at byte %zu does not start an escape \\xhh of one byte (a backslash "
+                           "itself is written \\x5c)",
+                           i);
+        }
+        buf[len++] = (char)(hi << 4 | lo);
+        i += 3;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *outlen = len;
+    return RB_OK;
 }
 
 int codec_hex_value(int ch)

@@ -1,7 +1,8 @@
 /*
  * codec: the byte-level encodings several layers share: base64 (the MCP tools carry file bytes
  * in it), UTF-8 validation (whether bytes can travel as a JSON text), hexadecimal and URI
- * percent-encoding (Docker API paths, MCP resource URIs, Content-Disposition). Pure functions
+ * percent-encoding (Docker API paths, MCP resource URIs, Content-Disposition), and the name form
+ * of file names that are not UTF-8 text. Pure functions
  * over memory: no I/O, no HTTP and no policy; callers decide what the bytes mean. It lives in base/,
  * so every layer (server/, core/, docker/) may use it.
  */
@@ -27,6 +28,20 @@ rb_err codec_base64_decode(const char *in, size_t n, char **out, size_t *outlen,
 /** Whether s[0..n) is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF)
  * without NUL bytes, so that it can travel as a JSON text. */
 int codec_utf8_text(const char *s, size_t n);
+
+/** The name form of bytes[0..n) (a file name or path as a sandbox's file system holds it): valid
+ * UTF-8 stays as it is, except the control characters U+0000..U+001F and U+007F and the
+ * backslash; those, and every byte that is not part of valid UTF-8, become "\\xhh" (two
+ * lower-case hex digits). So every byte string has one name form, which is valid UTF-8 without
+ * NUL (a JSON text), and codec_name_unescape gives the bytes back. The caller frees it; never
+ * NULL. */
+char *codec_name_escape(const void *bytes, size_t n);
+
+/** Decodes the name form s (NUL-terminated): "\\xhh" (hex digits in either case) becomes the
+ * byte hh, every other byte stays. RB_OK with *out (heap, NUL after *outlen bytes; the bytes
+ * may hold NUL or '/': what they may be is the caller's rule), or RB_EINVAL naming the offset
+ * of a backslash that does not start such an escape (*out untouched). */
+rb_err codec_name_unescape(const char *s, char **out, size_t *outlen, char *err);
 
 /** The value of one hexadecimal digit (either case), or -1 if ch is not one. */
 int codec_hex_value(int ch);

@@ -21,6 +21,7 @@ static const char *const err_names[RB_ERR_MAX] = {
     [RB_EINTERNAL] = "internal_error",
     [RB_EFORBIDDEN] = "forbidden",
     [RB_EQUOTA] = "quota_exceeded",
+    [RB_ENOSPC] = "insufficient_storage",
 };
 
 const char *rb_strerror(rb_err e)

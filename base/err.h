@@ -30,6 +30,7 @@ typedef enum rb_err {
     RB_EFORBIDDEN,   /* the request is understood but not allowed: a path escaping the workspace, a
                         package the operator's policy forbids (403) */
     RB_EQUOTA,       /* the caller's own quota (its API key's limit) was reached; retry later (429) */
+    RB_ENOSPC,       /* the sandbox's storage (its workspace) is full (507) */
     RB_ERR_MAX
 } rb_err;
 

@@ -25,7 +25,7 @@
  * the engine's own words (borrowed, valid during the call). Common codes: RB_EUNAVAILABLE (the
  * engine is unreachable), RB_ENOTFOUND (no such sandbox or image), RB_ECONFLICT (the sandbox
  * is in the wrong state), RB_EIO (the engine failed or answered nonsense), RB_ETOOBIG (an
- * answer exceeded its cap). Strings and buffers passed in are borrowed for the call only
+ * answer exceeded its cap), RB_ENOSPC (backend_archive_put: the file system it writes to is full). Strings and buffers passed in are borrowed for the call only
  * (copied if kept); whatever a callback receives is borrowed for that call only, except the
  * tar of backend_archive_get (backend_bytes_cb).
  */

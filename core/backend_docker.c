@@ -211,6 +211,9 @@ static void raw_cb(void *data, rb_err err, const char *errmsg, int status, const
         }
         c->bytes(c->data, err, errmsg, owned, err == RB_OK ? len : 0);
     } else {
+        /* Docker's words for a full file system under an archive it extracts (a workspace at its size) */
+        if (err != RB_OK && errmsg != NULL && strstr(errmsg, "no space left on device") != NULL)
+            err = RB_ENOSPC;
         c->done(c->data, err, errmsg);
     }
     call_free(c);

@@ -221,15 +221,19 @@ int core_page_text_enabled(const rb_core *c);
 
 /*
  * Files in a session's /workspace (core/files.c), moved with the Docker archive API. path is
- * relative to /workspace ("out/plot.png") or absolute under it ("/workspace/out/plot.png").
- * Errors: RB_EINVAL for an empty path, NUL/control characters or '\', more than
- * CORE_PATH_MAX_CHARS characters or a name over CORE_NAME_MAX_BYTES; RB_EFORBIDDEN for "..",
- * an absolute path elsewhere, a path that leads outside /workspace through a symlink, or
- * deleting /workspace itself; RB_ENOTFOUND for an unknown session or a missing file;
- * RB_ECONFLICT while the session is not ready (starting, ended) or when the path is a folder
- * (/workspace itself included) where a file is meant; RB_ETOOBIG beyond max-upload /
- * max-download. Times are RFC 3339. Async like core_session_create: the callback runs once
- * unless the op is core_cancel'ed.
+ * relative to /workspace ("out/plot.png") or absolute under it ("/workspace/out/plot.png"), in
+ * name form (base/codec.h): a name that is not UTF-8 text, or holds control characters or '\',
+ * has those bytes as "\xhh" escapes, as listings give them, so every name the kernel allows can
+ * be read, written and deleted. Errors: RB_EINVAL for an empty path, raw control characters, a
+ * '\' that starts no escape, an escaped '/' or NUL, more than CORE_PATH_MAX_CHARS characters or
+ * a name over CORE_NAME_MAX_BYTES; RB_EFORBIDDEN for "..", an absolute path elsewhere, a path
+ * that leads outside /workspace through a symlink (or one the sandbox cannot resolve, such as
+ * /proc/1/root), what the sandbox's file system denies, or deleting /workspace itself;
+ * RB_ENOTFOUND for an unknown session or a missing file; RB_ECONFLICT while the session is not
+ * ready (starting, ended) or when the path is a folder (/workspace itself included) where a file
+ * is meant; RB_ETOOBIG beyond max-upload / max-download; RB_ENOSPC when the workspace is full.
+ * Messages never carry the sandbox's own output. Times are RFC 3339. Async like
+ * core_session_create: the callback runs once unless the op is core_cancel'ed.
  */
 /* A caller's path: at most this many characters (UTF-8 code points, as openapi.yaml's maxLength
  * counts them), each file or folder name at most this many bytes (the file system's limit). */
@@ -237,14 +241,25 @@ int core_page_text_enabled(const rb_core *c);
 #define CORE_NAME_MAX_BYTES 255
 /* An upload's dir: short enough that dir + '/' + a name of CORE_NAME_MAX_BYTES fits a path. */
 #define CORE_DIR_MAX_CHARS (CORE_PATH_MAX_CHARS - CORE_NAME_MAX_BYTES - 1)
+/** The normal form of a caller's path as the calls below take it: relative to /workspace ("" for
+ * /workspace itself), "." and empty segments dropped, escapes in canonical form (as listings
+ * give paths). *rel is heap. Errors as above. For protocols that match a path against a
+ * listing, so that every protocol reads a path one way. */
+rb_err core_file_path(const char *path, char **rel, char *err);
 /** Writes len bytes (copied) to path, creating parent folders, replacing an existing file;
- * answers {session_id, path, size, modified}. The file belongs to the sandbox user (mode 0644). */
+ * answers {session_id, path, size, modified}. The file belongs to the sandbox user (mode 0644).
+ * All or nothing: the bytes are written beside the target under a temporary name and renamed
+ * over it, so on any failure an existing file keeps its content and no partial file is left.
+ * RB_ENOSPC, before anything is written when the helper sees it, names the bytes needed and
+ * free: an upload needs room for the whole new file beside the one it replaces. */
 rb_err core_file_upload(rb_core *c, const core_caller *who, const char *session_id, const char *path, const void *data, size_t len,
                         core_cb cb, void *cbdata, core_op **handle, char *err);
 /** Answers {session_id, files: [{path, type: "file"|"directory"|"symlink"|"other", size,
- * modified, target?, escapes?}], truncated} for everything under /workspace (at most 10000
- * entries; symlinks are listed, not followed; escapes says a link points outside) except
- * /workspace/.runbox, where installed packages live. */
+ * modified, path_bytes?, target?, escapes?}], truncated} for everything under /workspace (at
+ * most 10000 entries; symlinks are listed, not followed; escapes says a link points outside or
+ * cannot be resolved) except /workspace/.runbox, where installed packages live. Every name is
+ * listed, in name form; path_bytes (base64 of the path's bytes) comes with a path that holds an
+ * escape. */
 rb_err core_file_list(rb_core *c, const core_caller *who, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err);
 /** A file read by core_file_download. bytes[0..len) is the file where it lies in the sandbox
  * engine's answer: runboxd holds it once, with no copy between the engine and here, so a

@@ -38,6 +38,7 @@
 
 #include "core/file_helper.h"
 #include "core/internal.h"
+#include "base/codec.h"
 #include "base/tar.h"
 
 #define WORKSPACE "/workspace"
@@ -91,15 +92,22 @@ typedef struct file_op {
     rb_core *c;
     core_op *op; /* the caller's handle: only its cancelled flag is used */
     enum fop_kind kind;
+    file_helper_op step; /* the helper run in flight */
     char session_id[RB_ID_LEN];
     char *container;
-    char *rel;   /* path relative to /workspace ("" = the workspace) */
+    json_t *session_env; /* the session's variables, which every helper run removes */
+    char *rel;   /* path relative to /workspace in name form ("" = the workspace) */
     char *data;  /* upload bytes */
     size_t len;
     size_t max;  /* largest file a download accepts */
     size_t reserved; /* bytes of c->downloads this download holds (from budget, a reference) */
     download_budget *budget;
-    json_t *info; /* the helper's answer */
+    json_t *info; /* the helper's answer (file_helper_answer) */
+    char temp[48]; /* an upload's temporary name beside its target */
+    char *link;    /* a download's temporary link to its file (FILE_HELPER_GET's linked), or NULL */
+    rb_err failed; /* how the operation ends once its temporary file is removed */
+    char *failed_msg;
+    core_file *file; /* a download's file, handed over then */
     core_cb cb;
     core_file_cb fcb;
     void *cbdata;
@@ -110,9 +118,13 @@ static void file_op_free(file_op *f)
     if (f->budget != NULL)
         budget_release(f->budget, f->reserved);
     json_decref(f->info);
+    json_decref(f->session_env);
     free(f->container);
     free(f->rel);
     free(f->data);
+    free(f->failed_msg);
+    free(f->link);
+    core_file_free(f->file);
     free(f->op);
     free(f);
 }
@@ -189,23 +201,57 @@ static rb_err reserve(file_op *f, size_t size, char *err)
 
 /* ---- paths ------------------------------------------------------------------------------ */
 
+/* Appends the segment seg[0..n) of a caller's path (name form, no '/') to b in canonical name
+ * form, unless it is "." (nothing); RB_EFORBIDDEN for "..". */
+static rb_err append_segment(rb_buf *b, const char *seg, size_t n, char *err)
+{
+    char *copy = xstrndup(seg, n), *raw;
+    size_t len;
+    rb_err e = codec_name_unescape(copy, &raw, &len, err);
+    free(copy);
+    if (e != RB_OK)
+        return rb_fail(RB_EINVAL, err,
+                       "path: a backslash starts an escape \\xhh of one byte, as listings write names that are "
+                       "not UTF-8 text (a backslash itself is \\x5c)");
+    if (memchr(raw, '/', len) != NULL || memchr(raw, '\0', len) != NULL)
+        e = rb_fail(RB_EINVAL, err, "path: \\x2f ('/') and \\x00 cannot be part of a name");
+    else if (len == 2 && raw[0] == '.' && raw[1] == '.')
+        e = rb_fail(RB_EFORBIDDEN, err, "path: '..' is not allowed; give a path inside /workspace");
+    else if (len > CORE_NAME_MAX_BYTES)
+        e = rb_fail(RB_EINVAL, err,
+                    "path: the name '%.40s...' is %zu bytes long; a file or folder name may have at most %d bytes",
+                    seg, len, CORE_NAME_MAX_BYTES);
+    if (e == RB_OK && !(len == 1 && raw[0] == '.')) {
+        char *form = codec_name_escape(raw, len);
+        if (b->len > 0)
+            rb_buf_append(b, "/", 1);
+        rb_buf_append(b, form, strlen(form));
+        free(form);
+    }
+    free(raw);
+    return e;
+}
+
 rb_err files_normalize_path(const char *path, rb_err root, char **out, char *err)
 {
     *out = NULL;
     if (path == NULL || path[0] == '\0')
         return rb_fail(RB_EINVAL, err, "path: required (a path relative to /workspace, e.g. \"data/input.csv\")");
-    size_t n = strlen(path), chars = 0;
+    size_t n = strlen(path), chars = 0, bytes = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)path[i];
         if (ch < 0x20 || ch == 0x7f)
-            return rb_fail(RB_EINVAL, err, "path: control characters are not allowed");
-        if (ch == '\\')
-            return rb_fail(RB_EINVAL, err, "path: use '/' to separate folders, not '\\'");
+            return rb_fail(RB_EINVAL, err,
+                           "path: control characters are written as escapes \\xhh (a newline is \\x0a), as "
+                           "listings write them");
+        if (ch == '\\' && i + 3 < n && path[i + 1] == 'x')
+            i += 3; /* an escape \xhh is one character and one byte of the name */
         chars += (ch & 0xc0) != 0x80;
+        bytes++;
     }
-    /* Characters, as openapi.yaml's maxLength counts; 4 bytes each at most keep the absolute path
-     * within what the sandbox's file system and Docker's archive calls take. */
-    if (chars > CORE_PATH_MAX_CHARS || n > TAR_NAME_MAX)
+    /* Characters, as openapi.yaml's maxLength counts (an escape as one); the bytes within what the
+     * sandbox's file system and Docker's archive calls take. */
+    if (chars > CORE_PATH_MAX_CHARS || bytes > TAR_NAME_MAX)
         return rb_fail(RB_EINVAL, err, "path: longer than %d characters", CORE_PATH_MAX_CHARS);
     const char *p = path;
     if (p[0] == '/') {
@@ -225,21 +271,10 @@ rb_err files_normalize_path(const char *path, rb_err root, char **out, char *err
             break;
         const char *end = strchr(p, '/');
         size_t seg = end ? (size_t)(end - p) : strlen(p);
-        if (seg == 2 && p[0] == '.' && p[1] == '.') {
+        rb_err e = append_segment(&b, p, seg, err);
+        if (e != RB_OK) {
             rb_buf_dispose(&b);
-            return rb_fail(RB_EFORBIDDEN, err, "path: '..' is not allowed; give a path inside /workspace");
-        }
-        if (seg > CORE_NAME_MAX_BYTES) {
-            rb_buf_dispose(&b);
-            return rb_fail(RB_EINVAL, err,
-                           "path: the name '%.40s...' is %zu bytes long; a file or folder name may have at most "
-                           "%d bytes (UTF-8)",
-                           p, seg, CORE_NAME_MAX_BYTES);
-        }
-        if (!(seg == 1 && p[0] == '.')) {
-            if (b.len > 0)
-                rb_buf_append(&b, "/", 1);
-            rb_buf_append(&b, p, seg);
+            return e;
         }
         p += seg;
     }
@@ -252,6 +287,11 @@ rb_err files_normalize_path(const char *path, rb_err root, char **out, char *err
     }
     *out = b.data;
     return RB_OK;
+}
+
+rb_err core_file_path(const char *path, char **rel, char *err)
+{
+    return files_normalize_path(path, RB_OK, rel, err);
 }
 
 const char *files_content_type(const char *name)
@@ -276,22 +316,68 @@ const char *files_content_type(const char *name)
 
 /* ---- the chain: exec helper, then the archive call ---------------------------------------- */
 
+static rb_err run_helper(file_op *f, file_helper_op step, const char *rel, const char *arg, char *err);
+
+/* The path of f's temporary file (f->temp beside the target, or a download's link), heap. */
+static char *temp_path(const file_op *f)
+{
+    if (f->link != NULL)
+        return xstrdup(f->link);
+    const char *slash = strrchr(f->rel, '/');
+    return slash ? xasprintf("%.*s/%s", (int)(slash - f->rel), f->rel, f->temp) : xstrdup(f->temp);
+}
+
+/* Ends an operation whose temporary file is removed (or could not be): with the outcome that
+ * discard kept. */
+static void discarded(file_op *f)
+{
+    if (f->kind == OP_DOWNLOAD && f->failed == RB_OK) {
+        core_file *file = f->file;
+        f->file = NULL;
+        finish_file(f, RB_OK, NULL, file);
+    } else {
+        fail(f, f->failed, f->failed_msg);
+    }
+}
+
+/* An operation that ends once its temporary file (an upload's, a download's link) is removed:
+ * the helper removes it, then the caller gets e and msg (and a download its file). */
+static void discard(file_op *f, rb_err e, const char *msg)
+{
+    char err[RB_ERR_LEN];
+    f->failed = e;
+    free(f->failed_msg);
+    f->failed_msg = xstrdup(msg ? msg : "");
+    char *tmp = temp_path(f);
+    rb_err r = run_helper(f, FILE_HELPER_DISCARD, tmp, "-", err);
+    free(tmp);
+    if (r != RB_OK)
+        discarded(f);
+}
+
 static void uploaded_cb(void *data, rb_err err, const char *errmsg)
 {
     file_op *f = data;
     char msg[RB_ERR_LEN];
-    if (err != RB_OK) {
-        if (err != RB_ECANCELED)
-            snprintf(msg, sizeof(msg), "could not copy the file into the sandbox: %s", errmsg);
-        else
-            snprintf(msg, sizeof(msg), "%s", errmsg);
-        fail(f, err == RB_ENOTFOUND ? RB_ECONFLICT : err, msg);
+    if (err == RB_ECANCELED) {
+        fail(f, err, errmsg);
         return;
     }
-    json_t *out = json_pack("{s:s, s:s%, s:I}", "session_id", f->session_id, "path", f->rel, strlen(f->rel), "size",
-                            (json_int_t)f->len);
-    core_json_time(out, "modified", rb_now_ms());
-    finish(f, RB_OK, NULL, out);
+    if (err == RB_ENOSPC)
+        snprintf(msg, sizeof(msg),
+                 "could not write '%.200s': the session's /workspace is full (its size is the session's "
+                 "workspace_size); nothing was changed. Delete files there or create the session with a larger "
+                 "execution_options.workspace_size",
+                 f->rel);
+    else if (err != RB_OK)
+        snprintf(msg, sizeof(msg), "could not copy the file into the sandbox: %s", errmsg);
+    if (err != RB_OK) {
+        discard(f, err == RB_ENOTFOUND ? RB_ECONFLICT : err, msg);
+        return;
+    }
+    err = run_helper(f, FILE_HELPER_COMMIT, f->rel, f->temp, msg);
+    if (err != RB_OK)
+        discard(f, err, msg);
 }
 
 /* The archive's first entry: where its bytes lie (no copy), or that it is not a file. */
@@ -314,6 +400,25 @@ static int find_first(void *data, const tar_entry *e)
     return 1;
 }
 
+/* The last segment of f's path, as the caller named it (name form). */
+static const char *base_name(const file_op *f)
+{
+    const char *name = strrchr(f->rel, '/');
+    return name ? name + 1 : f->rel;
+}
+
+/* Ends download f with e, msg and file (NULL on failure), once its temporary link, if it has
+ * one, is removed. */
+static void end_download(file_op *f, rb_err e, const char *msg, core_file *file)
+{
+    if (f->link == NULL || e == RB_ECANCELED) {
+        finish_file(f, e, msg, file);
+        return;
+    }
+    f->file = file;
+    discard(f, e, msg);
+}
+
 /* Docker's answer (tar, owned from here on) to the archive call of download f: hands the
  * first entry's bytes to the caller inside the tar, with f's reservation. */
 static void downloaded_cb(void *data, rb_err err, const char *errmsg, char *tar, size_t len)
@@ -327,7 +432,7 @@ static void downloaded_cb(void *data, rb_err err, const char *errmsg, char *tar,
                      f->reserved - TAR_SLACK);
         else
             snprintf(msg, sizeof(msg), "could not copy the file out of the sandbox: %s", errmsg);
-        fail(f, err == RB_ETOOBIG ? RB_ECONFLICT : err, msg);
+        end_download(f, err == RB_ETOOBIG ? RB_ECONFLICT : err, err == RB_ECANCELED ? errmsg : msg, NULL);
         return;
     }
     find_ctx fc = {0};
@@ -340,20 +445,18 @@ static void downloaded_cb(void *data, rb_err err, const char *errmsg, char *tar,
         err = rb_fail(RB_ECONFLICT, msg, "the file grew past %zu bytes while it was being read; try again", f->max);
     if (err != RB_OK) {
         free(tar);
-        fail(f, err, msg);
+        end_download(f, err, msg, NULL);
         return;
     }
-    const char *name = strrchr(f->rel, '/');
-    name = name ? name + 1 : f->rel;
     held_file *h = xcalloc(1, sizeof(*h));
     h->tar = tar;
-    h->name = xstrdup(name);
-    h->pub = (core_file){fc.data, fc.len, files_content_type(name), h->name};
+    h->name = xstrdup(base_name(f));
+    h->pub = (core_file){fc.data, fc.len, files_content_type(h->name), h->name};
     h->budget = f->budget; /* the reservation moves to the file */
     h->reserved = f->reserved;
     f->budget = NULL;
     f->reserved = 0;
-    finish_file(f, RB_OK, NULL, &h->pub);
+    end_download(f, RB_OK, NULL, &h->pub);
 }
 
 /* The message (in msg, returned) for download f of a file of size bytes, more than f->max. */
@@ -369,114 +472,124 @@ static const char *too_big(const file_op *f, json_int_t size, char *msg)
     return msg;
 }
 
-/* Works out what the helper said (r: its exit code and output) and starts the archive step (or
+/* The bytes of a path in name form that file_helper_answer has checked (heap). */
+static char *path_bytes(const char *form)
+{
+    char *raw = NULL;
+    size_t n;
+    rb_err e = codec_name_unescape(form, &raw, &n, NULL);
+    assert(e == RB_OK);
+    (void)e;
+    return raw;
+}
+
+/* The room an upload of len bytes takes on a file system of 4 KiB blocks: its blocks and one
+ * more for its entry. */
+static uint64_t room_for(size_t len)
+{
+    return ((uint64_t)len + 4095) / 4096 * 4096 + 4096;
+}
+
+/* The helper made the upload's folders and said where it goes: writes the bytes beside the
+ * target under a temporary name, unless they cannot fit. */
+static void put_upload(file_op *f)
+{
+    char msg[RB_ERR_LEN];
+    json_int_t avail = json_integer_value(json_object_get(f->info, "free"));
+    json_int_t total = json_integer_value(json_object_get(f->info, "total"));
+    if (room_for(f->len) > (uint64_t)avail) {
+        /* nothing was written: only the folders the helper made */
+        snprintf(msg, sizeof(msg),
+                 "could not write '%.200s': the session's /workspace is full: the file needs %zu bytes, %lld of the "
+                 "workspace's %lld bytes are free (workspace_size); nothing was changed. Delete files there or "
+                 "create the session with a larger execution_options.workspace_size",
+                 f->rel, f->len, (long long)avail, (long long)total);
+        fail(f, RB_ENOSPC, msg);
+        return;
+    }
+    rb_buf tar;
+    rb_buf_init(&tar, f->len + 64 * 1024);
+    rb_err e = tar_build_file(&tar, f->temp, f->data, f->len, 0644, SANDBOX_UID, SANDBOX_UID, rb_now_ms() / 1000, msg);
+    free(f->data);
+    f->data = NULL;
+    char *dir = path_bytes(json_string_value(json_object_get(f->info, "dir")));
+    if (e == RB_OK)
+        e = backend_archive_put(f->c->be, f->container, dir, tar.data, tar.len, uploaded_cb, f, msg);
+    free(dir);
+    rb_buf_dispose(&tar);
+    if (e != RB_OK)
+        fail(f, e, msg);
+}
+
+/* Works out what the helper said (r: its exit code and output) and takes the next step (or
  * answers). */
 static void helper_done(file_op *f, const backend_exec_result *r)
 {
     char msg[RB_ERR_LEN];
-    rb_err e;
-    json_error_t jerr;
-    int code = r->exit_code;
-    f->info = json_loadb(r->out, r->out_len, 0, &jerr);
-    if (!json_is_object(f->info)) {
-        snprintf(msg, sizeof(msg), "the sandbox's file helper failed (exit code %d): %.300s", code,
-                 r->err_len > 0 ? r->err : "no output");
-        for (char *p = msg; *p; p++)
-            if (*p == '\n')
-                *p = ' ';
-        fail(f, RB_EIO, msg);
+    json_t *doc = NULL;
+    rb_err e = file_helper_answer(f->step, f->rel[0] ? f->rel : ".", r->exit_code, r->out, r->out_len, &doc, msg);
+    if (f->step == FILE_HELPER_DISCARD) {
+        json_decref(doc);
+        discarded(f);
         return;
     }
-    const char *shown = f->rel[0] ? f->rel : ".";
-    switch (code) {
-    case FILE_HELPER_OK:
-        break;
-    case FILE_HELPER_ESCAPE:
-        snprintf(msg, sizeof(msg), "path '%.200s' leads outside /workspace (through a symbolic link); refused", shown);
-        fail(f, RB_EFORBIDDEN, msg);
-        return;
-    case FILE_HELPER_MISSING:
-        snprintf(msg, sizeof(msg), "no file '%.200s' in the session's /workspace", shown);
-        fail(f, RB_ENOTFOUND, msg);
-        return;
-    case FILE_HELPER_NOTFILE:
-        snprintf(msg, sizeof(msg), "'%.200s' is not a regular file (%s)", shown,
-                 json_string_value(json_object_get(f->info, "type"))
-                     ? json_string_value(json_object_get(f->info, "type"))
-                     : (json_string_value(json_object_get(f->info, "error")) ? json_string_value(json_object_get(
-                                                                                   f->info, "error"))
-                                                                             : "a folder"));
-        if (f->kind == OP_MKDIR) {
-            const char *why = json_string_value(json_object_get(f->info, "error"));
-            snprintf(msg, sizeof(msg), "could not make the folder '%.200s' (%.200s)", shown,
-                     why ? why : "a file is in the way");
-        }
-        fail(f, RB_ECONFLICT, msg);
-        return;
-    case FILE_HELPER_TOOBIG:
-        fail(f, RB_ETOOBIG, too_big(f, json_integer_value(json_object_get(f->info, "size")), msg));
-        return;
-    default:
-        snprintf(msg, sizeof(msg), "the sandbox's file helper failed (exit code %d)", code);
-        fail(f, RB_EIO, msg);
+    if (e == RB_ETOOBIG) {
+        fail(f, e, too_big(f, json_integer_value(json_object_get(doc, "size")), msg));
+        json_decref(doc);
         return;
     }
-
-    if (f->kind == OP_LIST) {
-        json_t *files = json_object_get(f->info, "files");
-        if (!json_is_array(files)) {
-            fail(f, RB_EIO, "the sandbox's file helper gave no file list");
-            return;
-        }
-        json_t *out = json_pack("{s:s, s:o, s:b}", "session_id", f->session_id, "files", file_helper_listing(files),
-                                "truncated", json_is_true(json_object_get(f->info, "truncated")));
-        finish(f, RB_OK, NULL, out);
-        return;
-    }
-    if (f->kind == OP_MKDIR) {
-        finish(f, RB_OK, NULL, json_pack("{s:s, s:s, s:s}", "session_id", f->session_id, "path", f->rel, "type",
-                                         "directory"));
-        return;
-    }
-    if (f->kind == OP_DELETE) {
-        finish(f, RB_OK, NULL, json_pack("{s:s, s:s, s:b}", "session_id", f->session_id, "path", f->rel, "deleted", 1));
-        return;
-    }
-    if (f->kind == OP_UPLOAD) {
-        const char *dir = json_string_value(json_object_get(f->info, "dir"));
-        const char *name = json_string_value(json_object_get(f->info, "name"));
-        if (!file_helper_path_ok(dir, 1) || !file_helper_name_ok(name)) {
-            fail(f, RB_EIO, "the sandbox's file helper gave an unusable folder");
-            return;
-        }
-        rb_buf tar;
-        rb_buf_init(&tar, f->len + 64 * 1024);
-        e = tar_build_file(&tar, name, f->data, f->len, 0644, SANDBOX_UID, SANDBOX_UID, rb_now_ms() / 1000, msg);
-        free(f->data);
-        f->data = NULL;
-        if (e == RB_OK)
-            e = backend_archive_put(f->c->be, f->container, dir, tar.data, tar.len, uploaded_cb, f, msg);
-        rb_buf_dispose(&tar);
-        if (e != RB_OK)
+    if (e != RB_OK) {
+        if (f->step == FILE_HELPER_COMMIT)
+            discard(f, e, msg); /* the helper removed it; this makes sure */
+        else
             fail(f, e, msg);
         return;
     }
+    json_decref(f->info);
+    f->info = doc;
+    switch (f->step) {
+    case FILE_HELPER_LIST:
+        finish(f, RB_OK, NULL,
+               json_pack("{s:s, s:O, s:O}", "session_id", f->session_id, "files", json_object_get(doc, "files"),
+                         "truncated", json_object_get(doc, "truncated")));
+        return;
+    case FILE_HELPER_MKDIR:
+        finish(f, RB_OK, NULL, json_pack("{s:s, s:s, s:s}", "session_id", f->session_id, "path", f->rel, "type",
+                                         "directory"));
+        return;
+    case FILE_HELPER_DELETE:
+        finish(f, RB_OK, NULL, json_pack("{s:s, s:s, s:b}", "session_id", f->session_id, "path", f->rel, "deleted", 1));
+        return;
+    case FILE_HELPER_PUT:
+        put_upload(f);
+        return;
+    case FILE_HELPER_COMMIT: {
+        json_t *out = json_pack("{s:s, s:s%, s:I}", "session_id", f->session_id, "path", f->rel, strlen(f->rel),
+                                "size", (json_int_t)f->len);
+        core_json_time(out, "modified", rb_now_ms());
+        finish(f, RB_OK, NULL, out);
+        return;
+    }
+    default:
+        break;
+    }
     /* download */
-    const char *real = json_string_value(json_object_get(f->info, "real"));
-    json_t *size = json_object_get(f->info, "size");
-    if (!file_helper_path_ok(real, 0) || !json_is_integer(size) || json_integer_value(size) < 0) {
-        fail(f, RB_EIO, "the sandbox's file helper gave an unusable path or size");
-        return;
+    json_int_t size = json_integer_value(json_object_get(doc, "size"));
+    const char *real_form = json_string_value(json_object_get(doc, "real"));
+    if (json_is_true(json_object_get(doc, "linked")))
+        f->link = xstrdup(real_form + strlen(WORKSPACE "/"));
+    if ((uint64_t)size > f->max) {
+        too_big(f, size, msg);
+        e = RB_ETOOBIG;
+    } else {
+        e = reserve(f, (size_t)size, msg);
     }
-    if ((uint64_t)json_integer_value(size) > f->max) {
-        fail(f, RB_ETOOBIG, too_big(f, json_integer_value(size), msg));
-        return;
-    }
-    e = reserve(f, (size_t)json_integer_value(size), msg);
+    char *real = path_bytes(real_form);
     if (e == RB_OK)
         e = backend_archive_get(f->c->be, f->container, real, f->reserved, downloaded_cb, f, msg);
+    free(real);
     if (e != RB_OK)
-        fail(f, e, msg);
+        end_download(f, e, msg, NULL);
 }
 
 static void helper_exited_cb(void *data, rb_err err, const char *errmsg, const backend_exec_result *r)
@@ -489,10 +602,33 @@ static void helper_exited_cb(void *data, rb_err err, const char *errmsg, const b
                  err == RB_ECONFLICT ? "could not run the file helper in the sandbox: %s"
                                      : "the sandbox's file helper failed: %s",
                  errmsg);
-        fail(f, err, msg);
+        if (f->step == FILE_HELPER_DISCARD)
+            discarded(f);
+        else if (f->step == FILE_HELPER_COMMIT && err != RB_ECANCELED)
+            discard(f, err, msg);
+        else
+            fail(f, err, msg);
         return;
     }
     helper_done(f, r);
+}
+
+/* Runs the helper's step on f's path with arg in f's sandbox; helper_exited_cb follows. */
+static rb_err run_helper(file_op *f, file_helper_op step, const char *rel, const char *arg, char *err)
+{
+    const char *argv[FILE_HELPER_ARGV_LEN];
+    file_helper_argv(argv, step, rel, arg);
+    const char **env = file_helper_env(f->session_env);
+    backend_exec_spec spec = {.argv = argv,
+                              .user = SANDBOX_USER,
+                              .working_dir = WORKSPACE,
+                              .max_output = HELPER_OUTPUT_MAX,
+                              .timeout_ms = HELPER_TIMEOUT_MS,
+                              .env = env};
+    f->step = step;
+    rb_err e = backend_exec(f->c->be, f->container, &spec, helper_exited_cb, f, err);
+    free(env);
+    return e;
 }
 
 /* Starts a file operation in session_id's sandbox: checks the session and path, then creates
@@ -520,27 +656,23 @@ static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, cons
     f->op = xcalloc(1, sizeof(*f->op));
     snprintf(f->session_id, sizeof(f->session_id), "%s", s->id);
     f->container = xstrdup(s->container_id);
+    f->session_env = json_incref(json_object_get(s->options, "environment_variables"));
     f->rel = rel;
     f->max = max == 0 || max > c->cfg->max_download ? c->cfg->max_download : max;
     f->cb = cb;
     f->fcb = fcb;
     f->cbdata = cbdata;
 
-    static const file_helper_op ops[] = {FILE_HELPER_LIST, FILE_HELPER_PUT, FILE_HELPER_GET, FILE_HELPER_DELETE,
-                                         FILE_HELPER_MKDIR};
-    char limit[32];
-    snprintf(limit, sizeof(limit), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : f->max);
-    const char *argv[FILE_HELPER_ARGV_LEN];
-    file_helper_argv(argv, ops[kind], rel, limit);
-    const char **env = file_helper_env(json_object_get(s->options, "environment_variables"));
-    backend_exec_spec spec = {.argv = argv,
-                              .user = SANDBOX_USER,
-                              .working_dir = WORKSPACE,
-                              .max_output = HELPER_OUTPUT_MAX,
-                              .timeout_ms = HELPER_TIMEOUT_MS,
-                              .env = env};
-    e = backend_exec(c->be, f->container, &spec, helper_exited_cb, f, err);
-    free(env);
+    static const file_helper_op steps[] = {FILE_HELPER_LIST, FILE_HELPER_PUT, FILE_HELPER_GET, FILE_HELPER_DELETE,
+                                           FILE_HELPER_MKDIR};
+    char arg[48];
+    if (kind == OP_UPLOAD) {
+        file_helper_temp_name(f->temp);
+        snprintf(arg, sizeof(arg), "%s", f->temp);
+    } else {
+        snprintf(arg, sizeof(arg), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : f->max);
+    }
+    e = run_helper(f, steps[kind], rel, arg, err);
     if (e != RB_OK) {
         file_op_free(f);
         return e;

@@ -282,9 +282,10 @@ int sandbox_ready(const sandbox *sb);
 /* files.c */
 /** Checks a caller's path and writes the normalised path relative to /workspace ("" for the
  * workspace itself) into *out (heap). A path naming the workspace itself is refused with root
- * unless root is RB_OK. Errors as for core_file_*: RB_EINVAL for an empty or malformed path
- * (control characters, '\\', too long, a name over CORE_NAME_MAX_BYTES), RB_EFORBIDDEN for one
- * leading outside /workspace. */
+ * unless root is RB_OK. The path is in name form (core/core.h, "Files") and so is *out, in
+ * canonical form. Errors as for core_file_*: RB_EINVAL for an empty or malformed path (raw
+ * control characters, a '\\' that starts no escape, an escaped '/' or NUL, too long, a name over
+ * CORE_NAME_MAX_BYTES), RB_EFORBIDDEN for one leading outside /workspace. */
 rb_err files_normalize_path(const char *path, rb_err root, char **out, char *err);
 /** Validated copy of a runner's files_written list (untrusted: entries that are not
  * {path: string, size: int, modified: int} are dropped, at most 100 kept); never NULL. */

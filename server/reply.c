@@ -31,6 +31,7 @@ static const int status_of_err[RB_ERR_MAX] = {
     [RB_EINTERNAL] = 500,
     [RB_EFORBIDDEN] = 403,
     [RB_EQUOTA] = 429,
+    [RB_ENOSPC] = 507,
 };
 
 int http_status_of(rb_err e)
@@ -61,6 +62,7 @@ static const char *reason_of(int status)
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
+    case 507: return "Insufficient Storage";
     default: return "Unknown";
     }
 }
@@ -80,6 +82,7 @@ const char *http__code_of_status(int status)
     case 502: return "upstream_error";
     case 503: return "docker_unavailable";
     case 504: return "timeout";
+    case 507: return "insufficient_storage";
     default: return "internal_error";
     }
 }
@@ -209,11 +212,8 @@ void http_send_error(h2o_req_t *req, rb_err e, const char *message)
 {
     if (e == RB_OK)
         e = RB_EINTERNAL;
-    int status = http_status_of(e);
-    /* RFC 6585 and 9110: a 429 or 503 says when to come back, unless the caller already did. */
-    if ((status == 429 || status == 503) && h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) == -1)
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("5"));
-    http_send_error_as(req, status, rb_strerror(e), message && message[0] ? message : rb_strerror(e));
+    /* a 429 or 503 gets its Retry-After from the HTTP layer's filter (server/http.c) */
+    http_send_error_as(req, http_status_of(e), rb_strerror(e), message && message[0] ? message : rb_strerror(e));
 }
 
 /* ---- request bodies ------------------------------------------------------------------- */

@@ -82,6 +82,7 @@ const char *connect_code_of(rb_err e)
     case RB_ETOOBIG:
     case RB_EBUSY:
     case RB_EQUOTA:
+    case RB_ENOSPC:
         return "resource_exhausted";
     case RB_EUNAVAILABLE:
     case RB_EIO:

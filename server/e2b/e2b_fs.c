@@ -60,7 +60,7 @@ static json_t *entry_info(const char *rel, json_t *entry)
     json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", name, "type", ft, "path", path, "owner", "sandbox",
                           "group", "sandbox");
     free(path);
-    if (e == NULL) /* a name that is not UTF-8: the files API lists only valid ones */
+    if (e == NULL) /* not UTF-8: never from the files API, whose names are in name form */
         e = json_pack("{s:s}", "type", "FILE_TYPE_UNSPECIFIED");
     if (entry != NULL) {
         json_object_set(e, "size", json_object_get(entry, "size"));
@@ -175,21 +175,16 @@ static const char *relative(h2o_req_t *req, json_t *body)
         fs_error(req, path == NULL || path[0] == '\0' ? "invalid_argument" : "permission_denied", err);
         return NULL;
     }
-    if (strcmp(mapped, E2B_WORKDIR) == 0)
-        return "";
-    size_t n = strlen(mapped);
-    while (n > 0 && mapped[n - 1] == '/')
-        n--;
-    char *rel = http_pool_strdup(req, mapped, n);
-    /* the listing holds normal forms only: refuse what would never match it */
-    if (strstr(rel, "//") != NULL || strcmp(rel, ".") == 0 || strcmp(rel, "..") == 0 || strncmp(rel, "./", 2) == 0 ||
-        strncmp(rel, "../", 3) == 0 || strstr(rel, "/./") != NULL || strstr(rel, "/../") != NULL ||
-        (n >= 2 && strcmp(rel + n - 2, "/.") == 0) || (n >= 3 && strcmp(rel + n - 3, "/..") == 0)) {
-        snprintf(err, sizeof(err), "path '%.200s': give it without '.', '..' or empty segments", path);
-        fs_error(req, "invalid_argument", err);
+    /* one reading of a path for every protocol: the files API's own (core_file_path) */
+    char *rel = NULL;
+    rb_err e = core_file_path(mapped, &rel, err);
+    if (e != RB_OK) {
+        fs_error(req, connect_code_of(e), err);
         return NULL;
     }
-    return rel;
+    char *copy = http_pool_strdup(req, rel, strlen(rel));
+    free(rel);
+    return copy;
 }
 
 int e2b_fs_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *name)

@@ -337,32 +337,34 @@ static int on_part(void *data, const multipart_part *p)
 }
 
 /* Whether text, a path or dir the caller gave (as a query parameter or a form field, used or
- * not), is one openapi.yaml's pattern takes: no control characters or '\\', names of at most
- * CORE_NAME_MAX_BYTES characters, at most max characters in all (CORE_PATH_MAX_CHARS for a
- * path, which must not be empty; CORE_DIR_MAX_CHARS for a dir). Otherwise err says why. */
+ * not), is one openapi.yaml's pattern takes: what the files API reads as a path (core_file_path:
+ * no raw control characters, escapes well formed, names of at most CORE_NAME_MAX_BYTES bytes),
+ * at most max characters in all, an escape counting as one (CORE_PATH_MAX_CHARS for a path,
+ * which must not be empty; CORE_DIR_MAX_CHARS for a dir). Where it leads (403) is core's to
+ * say when the path is used. Otherwise err says why. */
 static int path_text_ok(const char *field, const char *text, size_t max, char *err)
 {
-    size_t chars = 0, name = 0;
-    if (text[0] == '\0' && max == CORE_PATH_MAX_CHARS) {
-        snprintf(err, RB_ERR_LEN, "%s: empty; give a path relative to /workspace, e.g. \"data/input.csv\"", field);
+    if (text[0] == '\0') {
+        if (max == CORE_PATH_MAX_CHARS)
+            snprintf(err, RB_ERR_LEN, "%s: empty; give a path relative to /workspace, e.g. \"data/input.csv\"",
+                     field);
+        return max != CORE_PATH_MAX_CHARS;
+    }
+    char *rel = NULL, why[RB_ERR_LEN];
+    rb_err e = core_file_path(text, &rel, why);
+    free(rel);
+    if (e == RB_EINVAL) {
+        const char *rest = strncmp(why, "path: ", 6) == 0 ? why + 6 : why;
+        snprintf(err, RB_ERR_LEN, "%s: %.400s", field, rest);
         return 0;
     }
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f || *p == '\\') {
-            snprintf(err, RB_ERR_LEN, "%s: control characters and '\\' are not allowed (separate folders with '/')",
-                     field);
-            return 0;
-        }
-        if ((*p & 0xc0) == 0x80)
+    size_t chars = 0;
+    for (const char *p = text; *p; p++) {
+        if (p[0] == '\\' && p[1] == 'x' && p[2] != '\0' && p[3] != '\0')
+            p += 3;
+        else if ((*p & 0xc0) == 0x80)
             continue;
         chars++;
-        name = *p == '/' ? 0 : name + 1;
-        if (name > CORE_NAME_MAX_BYTES) {
-            snprintf(err, RB_ERR_LEN,
-                     "%s: a file or folder name may have at most %d characters (and %d bytes of UTF-8)", field,
-                     CORE_NAME_MAX_BYTES, CORE_NAME_MAX_BYTES);
-            return 0;
-        }
     }
     if (chars > max) {
         snprintf(err, RB_ERR_LEN, "%s: longer than %zu characters", field, max);

@@ -61,6 +61,67 @@ Test(codec, utf8_text)
     cr_expect_not(codec_utf8_text("\xe2\x82", 2));         /* cut short */
 }
 
+Test(codec, name_form)
+{
+    /* the vectors the sandbox side (the file helper, the runner's name_form) produces too */
+    static const struct {
+        const char *raw;
+        size_t n;
+        const char *form;
+    } v[] = {
+        {"ok.txt", 6, "ok.txt"},
+        {"bad\xff.bin", 8, "bad\\xff.bin"},
+        {"new\nline", 8, "new\\x0aline"},
+        {"back\\slash", 10, "back\\x5cslash"},
+        {"caf\xc3\xa9", 5, "caf\xc3\xa9"},
+        {"\xed\xa0\x80", 3, "\\xed\\xa0\\x80"},     /* a surrogate is not text */
+        {"\xe2\x82" "a", 3, "\\xe2\\x82" "a"},         /* cut short, then text */
+        {"\xc0\xaf", 2, "\\xc0\\xaf"},                 /* overlong */
+        {"\x7f\x1b[0m", 5, "\\x7f\\x1b[0m"},
+        {"a\0b", 3, "a\\x00b"},
+        {"", 0, ""},
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        char *form = codec_name_escape(v[i].raw, v[i].n);
+        cr_expect_str_eq(form, v[i].form, "vector %zu", i);
+        cr_expect(codec_utf8_text(form, strlen(form)), "vector %zu is text", i);
+        char *raw;
+        size_t n;
+        cr_assert_eq(codec_name_unescape(form, &raw, &n, NULL), RB_OK, "vector %zu", i);
+        cr_expect(n == v[i].n && memcmp(raw, v[i].raw, n) == 0, "vector %zu round trip", i);
+        free(raw);
+        free(form);
+    }
+    /* every byte alone, and every pair, comes back */
+    for (int a = 0; a < 256; a++)
+        for (int b = -1; b < 256; b++) {
+            char in[2] = {(char)a, (char)b};
+            size_t n = b < 0 ? 1 : 2;
+            char *form = codec_name_escape(in, n), *raw;
+            size_t m;
+            cr_assert(codec_utf8_text(form, strlen(form)), "bytes %02x %02x", a, b);
+            /* '/' stays as it is (a path's separator), and only a raw one gives one */
+            cr_assert_eq(strchr(form, '/') != NULL, memchr(in, '/', n) != NULL, "bytes %02x %02x", a, b);
+            cr_assert_eq(codec_name_unescape(form, &raw, &m, NULL), RB_OK);
+            cr_assert(m == n && memcmp(raw, in, n) == 0, "bytes %02x %02x", a, b);
+            free(raw);
+            free(form);
+        }
+    /* upper-case hex is read too; a backslash that starts no escape is an error naming where */
+    char *raw, err[RB_ERR_LEN];
+    size_t n;
+    cr_assert_eq(codec_name_unescape("a\\xFFb", &raw, &n, NULL), RB_OK);
+    cr_expect(n == 3 && (unsigned char)raw[1] == 0xff);
+    free(raw);
+    static const char *const bad[] = {"a\\", "\\x", "\\x4", "\\xg0", "\\X41", "\\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        raw = NULL;
+        cr_expect_eq(codec_name_unescape(bad[i], &raw, &n, err), RB_EINVAL, "%s", bad[i]);
+        cr_expect_null(raw);
+        cr_expect(strstr(err, "byte") != NULL, "%s", err);
+    }
+}
+
 Test(codec, hex)
 {
     char out[9];

@@ -17,6 +17,7 @@ import pytest
 import requests
 
 import rbtest
+from rbfixtures import keyed_server_fixture, point_e2b_sdk_at
 
 from e2b import (AuthenticationException, InvalidArgumentException, NotFoundException, SandboxException, SandboxQuery,
                  SandboxNotFoundException, TimeoutException)
@@ -26,27 +27,13 @@ from e2b_code_interpreter import Sandbox
 KEYS = {"alice": "e2b_" + "a1" * 20, "bob": "e2b_" + "b2" * 20}
 
 
-@pytest.fixture(scope="module")
-def e2b_server(sandbox_image, tmp_path_factory):
-    work = tmp_path_factory.mktemp("runboxd-e2b")
-    keys = work / "api-keys"
-    keys.write_text("".join(f"{name} sha256:{hashlib.sha256(k.encode()).hexdigest()}\n" for name, k in KEYS.items()))
-    s = rbtest.Server(work, ["--api-keys-file", str(keys), "--pool-size", "0"])
-    s.start()
-    s.http.headers["Authorization"] = f"Bearer {KEYS['alice']}"  # cleanup sees alice's sessions
-    yield s
-    rbtest.finish_servers([s])
+e2b_server = keyed_server_fixture("runboxd-e2b", KEYS, name="e2b_server")  # cleanup sees alice's sessions
 
 
 @pytest.fixture
 def e2b_env(e2b_server, monkeypatch):
     """The SDK pointed at runboxd by its environment alone, as a user would."""
-    base = e2b_server.url + "/e2b"
-    monkeypatch.setenv("E2B_API_URL", base)
-    monkeypatch.setenv("E2B_SANDBOX_URL", base)
-    monkeypatch.setenv("E2B_API_KEY", KEYS["alice"])
-    monkeypatch.delenv("E2B_DEBUG", raising=False)
-    monkeypatch.delenv("E2B_DOMAIN", raising=False)
+    point_e2b_sdk_at(monkeypatch, e2b_server, KEYS["alice"])
     return e2b_server
 
 

@@ -12,13 +12,13 @@ user, PTY, Move) fails readably.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 
 import pytest
 
 import rbtest
+from rbfixtures import keyed_server_fixture, point_e2b_sdk_at
 
 from e2b import CommandExitException, SandboxException
 from e2b_code_interpreter import Sandbox
@@ -26,28 +26,14 @@ from e2b_code_interpreter import Sandbox
 KEY = "e2b_" + "c3" * 20
 
 
-@pytest.fixture(scope="module")
-def e2b_server(sandbox_image, tmp_path_factory):
-    work = tmp_path_factory.mktemp("runboxd-e2b-commands")
-    keys = work / "api-keys"
-    keys.write_text(f"carol sha256:{hashlib.sha256(KEY.encode()).hexdigest()}\n")
-    s = rbtest.Server(work, ["--api-keys-file", str(keys), "--pool-size", "0"])
-    s.start()
-    s.http.headers["Authorization"] = f"Bearer {KEY}"  # cleanup sees carol's sessions
-    yield s
-    rbtest.finish_servers([s])
+e2b_server = keyed_server_fixture("runboxd-e2b-commands", {"carol": KEY}, name="e2b_server")
 
 
 @pytest.fixture(scope="module")
 def sbx(e2b_server):
     """One sandbox for the module, made by the SDK pointed at runboxd by its environment alone."""
     mp = pytest.MonkeyPatch()
-    base = e2b_server.url + "/e2b"
-    mp.setenv("E2B_API_URL", base)
-    mp.setenv("E2B_SANDBOX_URL", base)
-    mp.setenv("E2B_API_KEY", KEY)
-    mp.delenv("E2B_DEBUG", raising=False)
-    mp.delenv("E2B_DOMAIN", raising=False)
+    point_e2b_sdk_at(mp, e2b_server, KEY)
     box = Sandbox.create()
     e2b_server.session_ids.add(box.sandbox_id)
     yield box

@@ -21,6 +21,7 @@ typedef struct spy {
     backend *inner;
     const char *forged;   /* replaces the helper's stdout (exit code 0) when not NULL */
     int archive_gets, archive_puts;
+    int put_fails_full;   /* archive_put writes, then answers as a full file system would */
     char last_path[4200]; /* the last archive call's path or folder */
     int exec_argv0_absolute;
     char exec_user[64];    /* the user the last exec asked for, "(null)" for the sandbox's */
@@ -150,13 +151,36 @@ static rb_err spy_exec(void *self, const char *id, const backend_exec_spec *spec
     return e;
 }
 
+typedef struct spy_put_call {
+    backend_cb cb;
+    void *data;
+} spy_put_call;
+
+static void spy_put_done(void *data, rb_err err, const char *errmsg)
+{
+    spy_put_call *x = data;
+    if (err == RB_OK)
+        x->cb(x->data, RB_ENOSPC, "write /workspace/x: no space left on device");
+    else
+        x->cb(x->data, err, errmsg);
+    free(x);
+}
+
 static rb_err spy_archive_put(void *self, const char *id, const char *dir, const void *tar, size_t len,
                               backend_cb cb, void *data, char *err)
 {
     spy *s = self;
     s->archive_puts++;
     snprintf(s->last_path, sizeof(s->last_path), "%s", dir);
-    return backend_archive_put(s->inner, id, dir, tar, len, cb, data, err);
+    if (!s->put_fails_full)
+        return backend_archive_put(s->inner, id, dir, tar, len, cb, data, err);
+    spy_put_call *x = calloc(1, sizeof(*x));
+    x->cb = cb;
+    x->data = data;
+    rb_err e = backend_archive_put(s->inner, id, dir, tar, len, spy_put_done, x, err);
+    if (e != RB_OK)
+        free(x);
+    return e;
 }
 
 static rb_err spy_archive_get(void *self, const char *id, const char *path, size_t max, backend_bytes_cb cb,
@@ -321,7 +345,8 @@ Test(files, helper_answers_outside_the_workspace_are_refused)
         {"/workspace", ".."},       {"/workspace", "."},      {"/workspace", "a/b"},   {"/workspace", ""},
     };
     for (size_t i = 0; i < sizeof(bad_dirs) / sizeof(bad_dirs[0]); i++) {
-        snprintf(forged, sizeof(forged), "{\"dir\":\"%s\",\"name\":\"%s\"}", bad_dirs[i][0], bad_dirs[i][1]);
+        snprintf(forged, sizeof(forged), "{\"dir\":\"%s\",\"name\":\"%s\",\"free\":1000000,\"total\":1000000}",
+                 bad_dirs[i][0], bad_dirs[i][1]);
         the_spy.forged = forged;
         int puts = the_spy.archive_puts;
         r = upload(c, sid, "up/x", "data");
@@ -511,6 +536,104 @@ Test(files, mkdir_makes_folders_with_their_parents)
     json_decref(sup_run_code(c, sid, "import os\nos.symlink('/tmp', 'out')", 30));
     r = mkdir_in(c, sid, "out/x");
     cr_assert_eq(r.err, RB_EFORBIDDEN, "%d %s", r.err, r.msg);
+    sup_session_delete(c, sid);
+    free(sid);
+    sup_core_close(c, 15000);
+}
+
+/* The workspace's listing as one string of "path:type:size" lines. */
+static char *list_text(rb_core *c, const char *sid)
+{
+    sup_result l = {0};
+    char err[RB_ERR_LEN];
+    cr_assert_eq(core_file_list(c, NULL, sid, sup_op_cb, &l, NULL, err), RB_OK, "%s", err);
+    sup_run_until(&l.done, 30000);
+    cr_assert_eq(l.err, RB_OK, "%s", l.msg);
+    rb_buf b;
+    rb_buf_init(&b, 256);
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(l.body, "files"), i, f)
+    {
+        char line[600];
+        snprintf(line, sizeof(line), "%s:%s:%lld\n", json_string_value(json_object_get(f, "path")),
+                 json_string_value(json_object_get(f, "type")), json_integer_value(json_object_get(f, "size")));
+        rb_buf_append(&b, line, strlen(line));
+    }
+    rb_buf_append(&b, "", 1);
+    json_decref(l.body);
+    return b.data;
+}
+
+/* Issue 21, finding 1, at the depth of the archive call: the engine runs out of room while it
+ * writes (after the helper saw enough free). The upload answers RB_ENOSPC, the existing file
+ * keeps its content and the temporary file is removed. */
+Test(files, an_upload_the_engine_cannot_finish_changes_nothing)
+{
+    rb_core *c = spy_core_open();
+    char *sid = sup_session_create_id(c, NULL);
+    sup_result r = upload(c, sid, "keep.txt", "the old content");
+    cr_assert_eq(r.err, RB_OK, "%s", r.msg);
+    json_decref(r.body);
+    the_spy.put_fails_full = 1;
+    r = upload(c, sid, "keep.txt", "the new content, which never arrives whole");
+    cr_assert_eq(r.err, RB_ENOSPC, "%d %s", r.err, r.msg);
+    cr_assert(strstr(r.msg, "workspace_size") != NULL && strstr(r.msg, "nothing was changed") != NULL, "%s", r.msg);
+    r = upload(c, sid, "sub/new.txt", "a new file");
+    cr_assert_eq(r.err, RB_ENOSPC, "%d %s", r.err, r.msg);
+    the_spy.put_fails_full = 0;
+    got_file g = download(c, sid, "keep.txt");
+    cr_assert_eq(g.err, RB_OK, "%s", g.msg);
+    cr_assert_str_eq(g.bytes, "the old content");
+    free(g.bytes);
+    char *list = list_text(c, sid);
+    cr_assert_str_eq(list, "keep.txt:file:15\nsub:directory:0\n");
+    free(list);
+    sup_session_delete(c, sid);
+    free(sid);
+    sup_core_close(c, 15000);
+}
+
+/* Issue 21, finding 2: names that are not UTF-8 text travel in the name form both ways; one
+ * that Docker's archive call cannot send is read through a temporary link, which is removed. */
+Test(files, every_name_is_written_listed_read_and_deleted)
+{
+    rb_core *c = spy_core_open();
+    char *sid = sup_session_create_id(c, NULL);
+    static const char *const names[] = {"bad\\xff.bin", "d\\xfe/in\\x0a\\x1b.txt", "back\\x5cslash"};
+    for (size_t i = 0; i < 3; i++) {
+        sup_result r = upload(c, sid, names[i], names[i]);
+        cr_assert_eq(r.err, RB_OK, "%s: %s", names[i], r.msg);
+        cr_assert_str_eq(json_string_value(json_object_get(r.body, "path")), names[i]);
+        json_decref(r.body);
+    }
+    json_t *res = sup_run_code(c, sid, "import os\nsorted(os.listdir(b'.') + os.listdir(b'd\\xfe'))", 30);
+    cr_assert_str_eq(json_string_value(json_object_get(res, "result")),
+                     "[b'back\\\\slash', b'bad\\xff.bin', b'd\\xfe', b'in\\n\\x1b.txt']",
+                     "%s", json_dumps(res, 0));
+    json_decref(res);
+    for (size_t i = 0; i < 3; i++) {
+        got_file g = download(c, sid, names[i]);
+        cr_assert_eq(g.err, RB_OK, "%s: %s", names[i], g.msg);
+        cr_assert_str_eq(g.bytes, names[i]);
+        free(g.bytes);
+    }
+    /* the link the not-UTF-8 name was read through is gone */
+    char *list = list_text(c, sid);
+    cr_assert_str_eq(list, "back\\x5cslash:file:13\nbad\\xff.bin:file:11\nd\\xfe:directory:0\n"
+                           "d\\xfe/in\\x0a\\x1b.txt:file:20\n");
+    free(list);
+    for (size_t i = 0; i < 3; i++) {
+        sup_result r = {0};
+        char err[RB_ERR_LEN];
+        cr_assert_eq(core_file_delete(c, NULL, sid, names[i], sup_op_cb, &r, NULL, err), RB_OK, "%s", err);
+        sup_run_until(&r.done, 30000);
+        cr_assert_eq(r.err, RB_OK, "%s", r.msg);
+        json_decref(r.body);
+    }
+    list = list_text(c, sid);
+    cr_assert_str_eq(list, "d\\xfe:directory:0\n");
+    free(list);
     sup_session_delete(c, sid);
     free(sid);
     sup_core_close(c, 15000);

@@ -35,6 +35,36 @@ Test(paths, normalisation)
     cr_assert_str_eq(out, "a..b/..c");
 }
 
+/* Names in the name form (base/codec.h): escapes are read, written back canonically, and
+ * judged by the bytes they stand for (issue 21). */
+Test(paths, names_that_are_not_text)
+{
+    char out[RB_ERR_LEN];
+    cr_assert_eq(norm("d\\xfe/bad\\xff.bin", RB_ECONFLICT, out, sizeof(out)), RB_OK, "%s", out);
+    cr_assert_str_eq(out, "d\\xfe/bad\\xff.bin");
+    cr_assert_eq(norm("/workspace/A\\x41\\xFF\\x0a\\x5c", RB_ECONFLICT, out, sizeof(out)), RB_OK, "%s", out);
+    cr_assert_str_eq(out, "AA\\xff\\x0a\\x5c"); /* canonical: no needless escape, lower case */
+    cr_assert_eq(norm("caf\xc3\xa9\\xc3\\xa9", RB_ECONFLICT, out, sizeof(out)), RB_OK, "%s", out);
+    cr_assert_str_eq(out, "caf\xc3\xa9\xc3\xa9"); /* escaped UTF-8 text is text */
+    cr_assert_eq(norm("\\x2e/x", RB_ECONFLICT, out, sizeof(out)), RB_OK, "%s", out);
+    cr_assert_str_eq(out, "x");
+    cr_assert_eq(norm("\\x2e\\x2e/etc/passwd", RB_ECONFLICT, out, sizeof(out)), RB_EFORBIDDEN, "%s", out);
+    cr_assert_eq(norm("a/\\x2E.", RB_ECONFLICT, out, sizeof(out)), RB_EFORBIDDEN, "%s", out);
+    static const char *const bad[] = {"a\\x2fb", "a\\x2f..\\x2fetc", "a\\x00", "a\\q", "a\\", "a\\x4", "a\\X41"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cr_expect_eq(norm(bad[i], RB_ECONFLICT, out, sizeof(out)), RB_EINVAL, "%s: %s", bad[i], out);
+        cr_expect(strstr(out, "\\x") != NULL, "%s: %s", bad[i], out);
+    }
+    /* a name's length is its bytes: 255 escapes are 255 bytes, 256 are too many */
+    char path[1100] = "";
+    for (int i = 0; i < 255; i++)
+        strcat(path, "\\xff");
+    cr_assert_eq(norm(path, RB_ECONFLICT, out, sizeof(out)), RB_OK, "%s", out);
+    strcat(path, "\\xff");
+    cr_assert_eq(norm(path, RB_ECONFLICT, out, sizeof(out)), RB_EINVAL);
+    cr_assert(strstr(out, "255 bytes") != NULL, "%s", out);
+}
+
 Test(paths, confinement)
 {
     char out[RB_ERR_LEN];

@@ -7,12 +7,18 @@ names, so `from rbfixtures import sandbox_image` is the whole definition.
   or the sandbox image is missing, with the command that builds it.
 - `server_fixture(folder, args)`: makes a suite's `server`, one runboxd shared by a test module
   (fresh database in a temp folder named after folder, extra flags args).
+- `keyed_server_fixture(folder, keys)`: the same with an --api-keys-file of keys (name -> key);
+  its own requests carry the first key, so that teardown sees that key's sessions.
+- `point_e2b_sdk_at(mp, server, key)`: E2B's SDK configured for runboxd by its environment
+  alone, as docs/e2b.md says (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY).
 - `session`: a fresh Python session on the module's server, deleted afterwards.
 Teardown deletes the sessions, removes their containers and fails the test if runboxd died on
 its own or a sanitizer reported something in its log (rbtest.finish_servers).
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import pytest
 
@@ -35,6 +41,32 @@ def server_fixture(folder: str, args: list[str] | None = None):
         rbtest.finish_servers([s])
 
     return server
+
+
+def keyed_server_fixture(folder: str, keys: dict[str, str], args: list[str] | None = None, name: str = "server"):
+    """A module-scoped runboxd (fixture name) with an --api-keys-file holding keys."""
+
+    @pytest.fixture(scope="module", name=name)
+    def server(sandbox_image, tmp_path_factory) -> rbtest.Server:
+        work = tmp_path_factory.mktemp(folder)
+        path = work / "api-keys"
+        path.write_text("".join(f"{n} sha256:{hashlib.sha256(k.encode()).hexdigest()}\n" for n, k in keys.items()))
+        s = rbtest.Server(work, ["--api-keys-file", str(path), "--pool-size", "0", *(args or [])])
+        s.start()
+        s.http.headers["Authorization"] = f"Bearer {next(iter(keys.values()))}"
+        yield s
+        rbtest.finish_servers([s])
+
+    return server
+
+
+def point_e2b_sdk_at(mp: pytest.MonkeyPatch, server: rbtest.Server, key: str) -> None:
+    base = server.url + "/e2b"
+    mp.setenv("E2B_API_URL", base)
+    mp.setenv("E2B_SANDBOX_URL", base)
+    mp.setenv("E2B_API_KEY", key)
+    mp.delenv("E2B_DEBUG", raising=False)
+    mp.delenv("E2B_DOMAIN", raising=False)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "core/core.h"
 #include "tests/server/support_fake_files.h"
 
@@ -51,6 +52,24 @@ const char *fake_files_get(const char *session_id, const char *path, size_t *len
         return NULL;
     *len = f->len;
     return f->data;
+}
+
+/* The real core's syntax rules for a path (core/files.c), without normalising it. */
+rb_err core_file_path(const char *path, char **rel, char *err)
+{
+    *rel = NULL;
+    for (const char *p = path; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch < 0x20 || ch == 0x7f)
+            return rb_fail(RB_EINVAL, err, "path: control characters are written as escapes \\xhh");
+        if (ch == '\\' && !(p[1] == 'x' && codec_hex_value((unsigned char)p[2]) >= 0 &&
+                             p[2] != '\0' && codec_hex_value((unsigned char)p[3]) >= 0))
+            return rb_fail(RB_EINVAL, err, "path: a backslash starts an escape \\xhh of one byte");
+    }
+    rb_err e = check("s_fake", path, err);
+    if (e == RB_OK)
+        *rel = strdup(strncmp(path, "/workspace/", 11) == 0 ? path + 11 : path);
+    return e;
 }
 
 rb_err core_file_upload(rb_core *c, const core_caller *who, const char *session_id, const char *path, const void *data, size_t len,

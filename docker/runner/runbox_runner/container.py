@@ -9,6 +9,7 @@ files_written). It is not the worker handling (supervisor) and never runs user c
 """
 
 import os
+import re
 import signal
 import stat
 
@@ -217,20 +218,39 @@ def make_undumpable():
         pass
 
 
-WORKSPACE = "/workspace"
+WORKSPACE = b"/workspace"
 WORKSPACE_SCAN_MAX = 5000      # entries looked at when listing the files a cell wrote
 FILES_WRITTEN_MAX = 100        # files reported per cell
+_PLAIN_NAME = re.compile(rb"[\x20-\x5b\x5d-\x7e]*")
+
+
+def name_form(raw: bytes) -> str:
+    """A path's bytes in runbox's name form (base/codec.h, as the files API lists and takes
+    paths): valid UTF-8 as it is, except control characters and '\\'; those, and every byte
+    that is not part of valid UTF-8, as \\xhh. Reversible, and always valid JSON text."""
+    if _PLAIN_NAME.fullmatch(raw):
+        return raw.decode()
+    out = []
+    for ch in raw.decode("utf-8", "surrogateescape"):
+        c = ord(ch)
+        if 0xDC80 <= c <= 0xDCFF:
+            c -= 0xDC00
+        elif c >= 0x20 and c != 0x7F and c != 0x5C:
+            out.append(ch)
+            continue
+        out.append("\\x%02x" % c)
+    return "".join(out)
 
 
 def workspace_snapshot():
-    """{relative path: (mtime_ns, size)} of the regular files under /workspace (symlinks not
-    followed), or None when there are more than WORKSPACE_SCAN_MAX entries (then nothing is
-    reported for the cell rather than a wrong list)."""
+    """{relative path (bytes): (mtime_ns, size)} of the regular files under /workspace (symlinks
+    not followed), or None when there are more than WORKSPACE_SCAN_MAX entries (then nothing is
+    reported for the cell rather than a wrong list). Names are bytes: any the kernel allows."""
     snap, seen = {}, 0
     try:
         for dp, dns, fns in os.walk(WORKSPACE):
-            if dp == WORKSPACE and ".runbox" in dns:
-                dns.remove(".runbox")  # installed packages are not files the cell wrote
+            if dp == WORKSPACE and b".runbox" in dns:
+                dns.remove(b".runbox")  # installed packages are not files the cell wrote
             seen += len(dns) + len(fns)
             if seen > WORKSPACE_SCAN_MAX:
                 return None
@@ -248,7 +268,8 @@ def workspace_snapshot():
 
 
 def files_written(before):
-    """[{path, size, modified (ms)}] of files created or changed since the snapshot before."""
+    """[{path (name form), size, modified (ms)}] of files created or changed since the snapshot
+    before."""
     if before is None:
         return []
     after = workspace_snapshot()
@@ -257,7 +278,7 @@ def files_written(before):
     out = []
     for p in sorted(after):
         if before.get(p) != after[p]:
-            out.append({"path": p, "size": after[p][1], "modified": after[p][0] // 1000000})
+            out.append({"path": name_form(p), "size": after[p][1], "modified": after[p][0] // 1000000})
             if len(out) >= FILES_WRITTEN_MAX:
                 break
     return out
