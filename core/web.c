@@ -258,9 +258,12 @@ static void browser_done(void *data, rb_err err, const char *errmsg, const backe
     }
     json_object_set_new(doc, "url", json_string(w->url));
     json_object_set(doc, "refused", w->events);
-    json_object_set_new(doc, "byte_cap_reached", json_boolean(w->byte_cap));
-    if (w->byte_cap)
+    /* The cap as the proxy reported it, or as the browser saw it (the proxy's line may still be on
+     * its way); either way the page was cut */
+    if (w->byte_cap || json_is_true(json_object_get(doc, "byte_cap_reached"))) {
+        json_object_set_new(doc, "byte_cap_reached", json_true());
         json_object_set_new(doc, "truncated", json_true());
+    }
     finish(w, RB_OK, NULL, doc);
 }
 

@@ -288,7 +288,11 @@ json_t *web_result_parse(const char *out, size_t len, const web_limits *lim, rb_
                             ? json_integer(json_integer_value(st))
                             : json_null());
     json_object_set_new(r, "text", (v = str_member(doc, "text", lim->max_chars, &cut)) ? v : json_string(""));
-    json_object_set_new(r, "truncated", json_boolean(cut || json_is_true(json_object_get(doc, "truncated"))));
+    /* the browser saw the proxy's byte cap reached: the page it read was cut */
+    int byte_cap = json_is_true(json_object_get(doc, "byte_cap"));
+    json_object_set_new(r, "truncated",
+                        json_boolean(cut || byte_cap || json_is_true(json_object_get(doc, "truncated"))));
+    json_object_set_new(r, "byte_cap_reached", json_boolean(byte_cap));
     json_object_set_new(r, "settled", json_boolean(!json_is_false(json_object_get(doc, "settled"))));
     json_t *rd = json_object_get(doc, "redirects");
     json_object_set_new(r, "redirects",

@@ -44,11 +44,13 @@ typedef struct web_limits {
  * Reads the browser container's stdout (out[0..len), its last non-blank line being one JSON
  * object) into the answer of a page read: a new object of the known members only, each of its
  * documented type ({url, final_url, title, status, text, truncated, settled, redirects,
- * elapsed_ms, screenshot?}). When the browser reported a failure, or printed nothing usable,
- * returns NULL with *code the error (RB_EFORBIDDEN a refused destination, RB_ETIMEDOUT no page
- * in time, RB_EIO the page could not be loaded, RB_EUNAVAILABLE the browser failed) and a plain
- * sentence in msg[RB_ERR_LEN]; *net_error is set to 1 when the failure was a navigation error (a
- * refused address may be its cause: core/web.c then looks at the proxy's events).
+ * byte_cap_reached, screenshot?}; byte_cap_reached when the browser saw the proxy's byte cap
+ * reached, which makes truncated true as well). When the browser reported a failure, or printed
+ * nothing usable, returns NULL with *code the error (RB_EFORBIDDEN a refused destination,
+ * RB_ETIMEDOUT no page in time, RB_EIO the page could not be loaded, RB_EUNAVAILABLE the browser
+ * failed) and a plain sentence in msg[RB_ERR_LEN]; *net_error is set to 1 when the failure was a
+ * navigation error (a refused address may be its cause: core/web.c then looks at the proxy's
+ * events).
  */
 json_t *web_result_parse(const char *out, size_t len, const web_limits *lim, rb_err *code, int *net_error, char *msg);
 

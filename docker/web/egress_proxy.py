@@ -12,6 +12,13 @@ again. It bounds the bytes relayed to the browser, the concurrent connections, t
 request heads and its own lifetime, and writes one JSON line per event on stdout (ready,
 refused, unreachable, byte_cap, log_cap, stop).
 
+Its one request of its own is fetch_page's byte-cap watch (`GET /runbox/byte-cap`, origin-form,
+which a browser never sends to a proxy): answered once the cap is reached. While a watch is open,
+a response the cap cuts is not ended but held open, sending nothing more: Chromium stops parsing a
+document whose body ends early and drops what it received but had not parsed yet (under load, all
+of it), while a held document keeps every byte that was relayed. When the watch closes (fetch_page
+has read the page, or the document was complete), held responses end as without a watch.
+
 It is not a general-purpose proxy: no keep-alive, no caching, no TLS interception, no
 authentication, no absolute-form https:// (browsers use CONNECT for that), and it does not look
 at what it relays. It trusts its command line (runboxd) and nothing the browser sends.
@@ -34,6 +41,7 @@ CHUNK = 64 * 1024
 MAX_EVENT_LINES = 1000  # refused/unreachable lines written before log_cap
 DEFAULT_PORTS = (80, 443)
 TUNNEL_LINGER = 5.0  # seconds a tunnel stays open for the upstream after the client's end closed
+WATCH_PATH = "/runbox/byte-cap"  # fetch_page's byte-cap watch (see above)
 
 # Hop-by-hop headers (RFC 9110 section 7.6.1) that a proxy must not forward, plus the proxy's
 # own. Transfer-Encoding stays: bodies are relayed unchanged, so their framing is kept.
@@ -178,7 +186,12 @@ class Proxy:
         self.requests = 0
         self.event_lines = 0
         self.limit_logged = False
-        self.upstreams = set()  # writers of open upstream connections
+        self.upstreams = {}  # writer of each open upstream connection -> its client's writer
+        self.cut = set()  # writers of clients whose response the cap cut mid-body: held, see hold()
+        self.cap_reached = asyncio.Event()
+        self.watchers = 0  # open byte-cap watches
+        self.unwatched = asyncio.Event()  # set while there is none
+        self.unwatched.set()
         self.tasks = set()
         # getaddrinfo blocks a thread until the resolver gives up (which can take longer than
         # --connect-timeout): a pool of its own, as large as the connections, so that names
@@ -219,13 +232,48 @@ class Proxy:
             return
         self.capped = True
         self.emit(event="byte_cap", max_bytes=self.max_bytes)
-        for w in list(self.upstreams):
+        self.cap_reached.set()
+        for w, client in list(self.upstreams.items()):
+            if client is not None:
+                self.cut.add(client)
             w.transport.abort()
 
+    async def watch(self, reader, writer):
+        """The byte-cap watch: answers 200 once the cap is reached (at once if it is), then holds
+        what the cap cut (hold()) until the watcher closes this connection."""
+        self.watchers += 1
+        self.unwatched.clear()
+        closed = asyncio.ensure_future(discard_input(reader))
+        capped = asyncio.ensure_future(self.cap_reached.wait())
+        try:
+            await asyncio.wait({closed, capped}, return_when=asyncio.FIRST_COMPLETED)
+            if not closed.done():
+                await answer(writer, 200, "OK", "byte cap reached\n")
+                await closed
+        finally:
+            for t in (closed, capped):
+                t.cancel()
+            self.watchers -= 1
+            if self.watchers == 0:
+                self.unwatched.set()
+
+    async def hold(self, reader):
+        """Keeps a client connection whose response the cap cut open, sending nothing more, while
+        a byte-cap watch is open or until the client closes it."""
+        if self.unwatched.is_set():
+            return
+        closed = asyncio.ensure_future(discard_input(reader))
+        released = asyncio.ensure_future(self.unwatched.wait())
+        try:
+            await asyncio.wait({closed, released}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (closed, released):
+                t.cancel()
+
     # ---- target check and connect --------------------------------------------------------
-    async def open_upstream(self, host, port):
-        """Resolves, checks and connects; returns (reader, writer, address). Raises Refused
-        or Unreachable."""
+    async def open_upstream(self, host, port, client=None):
+        """Resolves, checks and connects for CLIENT (the writer of the connection it serves);
+        returns (reader, writer, address). Raises Refused or Unreachable."""
         if self.capped:
             raise Refused("byte cap reached")
         if port not in self.ports:
@@ -277,7 +325,7 @@ class Proxy:
             if self.capped:
                 writer.transport.abort()
                 raise Refused("byte cap reached")
-            self.upstreams.add(writer)
+            self.upstreams[writer] = client
             return reader, writer, str(ip)
         raise Unreachable(last)
 
@@ -294,12 +342,15 @@ class Proxy:
                 await answer(writer, 503, "Service Unavailable", "too many connections\n")
                 return
             await self.serve(reader, writer)
+            if writer in self.cut:
+                await self.hold(reader)
         except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.TimeoutError):
             pass
         except Exception as e:  # a bug: this connection ends, the proxy goes on
             sys.stderr.write("egress_proxy: %s: %s\n" % (type(e).__name__, e))
         finally:
             self.clients -= 1
+            self.cut.discard(writer)
             await close_gracefully(reader, writer)
             self.tasks.discard(task)
 
@@ -314,7 +365,9 @@ class Proxy:
             return
         try:
             method, target, headers = parse_head(head)
-            if method == "CONNECT":
+            if method == "GET" and target == WATCH_PATH:
+                await self.watch(reader, writer)
+            elif method == "CONNECT":
                 hp = parse_authority(target, None)
                 if hp is None:
                     raise BadRequest(400, "CONNECT needs host:port\n")
@@ -330,7 +383,7 @@ class Proxy:
         """open_upstream, answering 403 or 502 (and logging) when it fails; None then."""
         self.requests += 1
         try:
-            return await self.open_upstream(host, port)
+            return await self.open_upstream(host, port, writer)
         except Refused as e:
             self.emit_counted(event="refused", host=host, port=port, address=e.address, reason=e.reason)
             await answer(
@@ -417,6 +470,7 @@ class Proxy:
         out = [status] + ["%s: %s" % (n, v) for n, v in fields if n.lower() not in drop]
         out.append("Connection: close")
         if not await self.send_counted(writer, ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")):
+            self.cut.discard(writer)  # cut within its head: Chromium fails it at once, nothing to keep
             return
         await self.pump(up_reader, writer)
 
@@ -464,7 +518,7 @@ class Proxy:
                     t.exception()  # retrieved: a reset connection just ends the tunnel
 
     def close_upstream(self, up_writer):
-        self.upstreams.discard(up_writer)
+        self.upstreams.pop(up_writer, None)
         up_writer.transport.abort()
 
 
@@ -542,6 +596,15 @@ async def close_gracefully(reader, writer):
         pass
     finally:
         writer.transport.abort()
+
+
+async def discard_input(reader):
+    """Reads what a client sends and drops it, until it closes its end."""
+    try:
+        while await reader.read(CHUNK):
+            pass
+    except (OSError, ValueError):
+        pass
 
 
 async def send_body(reader, up_writer, framing):

@@ -9,9 +9,10 @@ NUL-terminated JSON), navigates to --url, waits for the load event and then for 
 stay quiet for --settle-ms (or until --timeout), and answers with the title, the final URL, the
 main document's HTTP status and document.body.innerText read in an isolated world (the page's
 scripts cannot change what it reads), capped at --max-chars, and a PNG screenshot with
---screenshot. It always prints exactly one JSON line on stdout and exits 0, within --timeout plus
-a few seconds: {"ok":true,...} or {"ok":false,"error":CODE,"message":...} with CODE one of
-navigation_failed, refused, timeout, too_many_redirects, browser_failed.
+--screenshot; a page whose document the proxy's byte cap cut is read once it has parsed every
+byte it got (CapWatch). It always prints exactly one JSON line on stdout and exits 0, within
+--timeout plus a few seconds: {"ok":true,...} or {"ok":false,"error":CODE,"message":...} with CODE
+one of navigation_failed, refused, timeout, too_many_redirects, browser_failed.
 
 It is not a security boundary: Chromium runs with --no-sandbox, and the container (read-only
 root, no capabilities, only the proxy reachable) and the proxy's address checks are what
@@ -39,6 +40,10 @@ STARTUP_S = 30.0  # at most, for Chromium to answer on its pipe (within --timeou
 PROXY_WAIT_S = 15.0  # at most, for the egress proxy to accept connections (within --timeout)
 EXTRACT_S = 5.0  # at most, after the wait, to read text and screenshot
 NUDGE_S = 1.0  # while the page does not let its text be read, its script is stopped this often
+WATCH_PATH = b"/runbox/byte-cap"  # the egress proxy's byte-cap watch (egress_proxy.py)
+# Resolves once the page's main thread has nothing left to do: no parsing of what has arrived,
+# no task of its scripts (the scheduler runs idle callbacks only then)
+IDLE_EXPRESSION = "new Promise(r => requestIdleCallback(() => r(true)))"
 HARD_SLACK_S = 8.0  # the watchdog: past --timeout + this, answer "timeout" and exit whatever happens
 TITLE_MAX = 1000  # characters of the title
 MAX_MESSAGE = 256 * 1024 * 1024  # bytes of one DevTools message (text and screenshot are bounded before)
@@ -193,12 +198,17 @@ class Chromium:
             raise BrowserFailed("Chromium's DevTools pipe closed (%s)" % e.strerror)
         return self.next_id
 
-    def pump(self, until):
+    def pump(self, until, watch=None):
         """Reads what Chromium sent, waiting at most until monotonic time UNTIL; dispatches
-        events to on_event and keeps responses."""
+        events to on_event and keeps responses. With WATCH (a CapWatch), reads its news too."""
         timeout = max(0.0, until - time.monotonic())
-        ready, _, _ = select.select([self.rfd], [], [], timeout)
-        if not ready:
+        fds = [self.rfd]
+        if watch is not None and watch.sock is not None:
+            fds.append(watch.sock)
+        ready, _, _ = select.select(fds, [], [], timeout)
+        if len(fds) > 1 and fds[1] in ready:
+            watch.poll()
+        if self.rfd not in ready:
             return
         data = os.read(self.rfd, 1 << 20)
         if not data:
@@ -286,6 +296,7 @@ class PageState:
         self.response_url = None
         self.refused = None  # the proxy's reason when the main document is its refusal
         self.committed_url = None
+        self.doc_loading = False  # the main document's body is still arriving
         self.loaded = False
         self.inflight = set()
         self.last_activity = time.monotonic()
@@ -306,11 +317,14 @@ class PageState:
                 elif self.doc_requests and rid not in self.doc_requests:
                     self.redirects += 1  # a new navigation of the main frame (script, meta refresh)
                 self.doc_requests.add(rid)
+                self.doc_loading = True
                 if self.redirects > self.max_redirects and not self.too_many:
                     self.too_many = True
                     self.cdp.send("Page.stopLoading", session=self.session)
         elif method in ("Network.loadingFinished", "Network.loadingFailed"):
             self.activity(remove=p.get("requestId"))
+            if p.get("requestId") in self.doc_requests:
+                self.doc_loading = False
         elif method == "Network.responseReceived":
             if p.get("type") == "Document" and p.get("frameId") == self.main_frame:
                 r = p.get("response", {})
@@ -364,6 +378,61 @@ def clean(text):
     if not isinstance(text, str):
         text = "" if text is None else str(text)
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+class CapWatch:
+    """The egress proxy's byte-cap watch: one connection it answers once its byte cap is reached.
+    While the watch is open the proxy holds the responses the cap cut open instead of ending them:
+    Chromium stops parsing a document whose body fails and drops what it received but had not
+    parsed yet (on a loaded machine, all of it), while a held document keeps every byte and its
+    parser goes on to the end of them. release() closes the watch, and the proxy ends them."""
+
+    def __init__(self, host, port, until):
+        self.sock = None
+        self.capped = False
+        self.head = b""
+        try:
+            sock = socket.create_connection((host, port), timeout=max(0.1, until - time.monotonic()))
+            sock.sendall(b"GET %s HTTP/1.1\r\nHost: egress\r\n\r\n" % WATCH_PATH)
+            sock.setblocking(False)
+            self.sock = sock
+        except OSError:
+            pass  # no watch: a capped page is read as any other
+
+    def holding(self):
+        """Whether the cap was reached and the proxy holds what it cut."""
+        return self.capped and self.sock is not None
+
+    def poll(self):
+        """Reads the proxy's answer (the socket is readable)."""
+        try:
+            data = self.sock.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        self.head = (self.head + data)[:64]
+        if self.head.startswith(b"HTTP/1.1 200 "):
+            self.capped = True
+        if not data:  # the proxy ended the watch: it holds nothing
+            self.release()
+
+    def release(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+def wait_for_idle(browser, state, session, deadline):
+    """Starts waiting for the page's main thread to be idle, in an isolated world; returns the
+    command's id (its answer comes then), or None when the frame has no world to wait in."""
+    try:
+        world = browser.call("Page.createIsolatedWorld", {"frameId": state.main_frame, "worldName": "runbox-idle"},
+                             session, deadline)
+    except CdpError:
+        return None
+    return browser.send("Runtime.evaluate", {"expression": IDLE_EXPRESSION, "awaitPromise": True,
+                                             "contextId": world["executionContextId"]}, session)
 
 
 def wait_for_proxy(host, port, until):
@@ -441,6 +510,7 @@ def run(args, t0):
     if problem:
         raise failure("navigation_failed", "the egress proxy %s:%d does not accept connections (%s)"
                       % (proxy.hostname, proxy_port, problem))
+    watch = CapWatch(proxy.hostname, proxy_port, min(deadline, time.monotonic() + PROXY_WAIT_S))
 
     # Navigate: Page.navigate answers once the main document is committed (or failed).
     try:
@@ -456,27 +526,42 @@ def run(args, t0):
         raise failure("navigation_failed", "Chromium could not open %s: %s%s"
                       % (url, nav["errorText"], hint(nav["errorText"])), state)
 
-    # Wait for the load event, then for the network to stay quiet for settle-ms.
+    # Wait for the load event, then for the network to stay quiet for settle-ms. When the byte cap
+    # cut the document, nothing more will come: wait for the page to have parsed what it got.
     settled = False
+    idle = None  # the idle wait's command id, once the cap cut the document
     try:
         while True:
             check_navigation(state, args, url)
             if state.crashed:
                 raise failure("browser_failed", "the page's renderer crashed (out of memory?)", state)
             now = time.monotonic()
-            if state.loaded and not state.inflight and now - state.last_activity >= args.settle_ms / 1000.0:
+            quiet = now - state.last_activity >= args.settle_ms / 1000.0
+            if watch.holding() and not state.doc_loading:
+                watch.release()  # the document is complete: what the cap cut fails now, the page settles
+            if state.loaded and not state.inflight and quiet:
                 settled = True
                 break
+            if watch.holding():  # what the cap cut stays in flight: the page will not load
+                if idle is None:
+                    idle = wait_for_idle(browser, state, session, deadline) or 0
+                elif quiet and (idle == 0 or idle in browser.responses):
+                    browser.responses.pop(idle, None)
+                    settled = True
+                    break
             if now >= deadline:
                 break
-            browser.pump(min(deadline, now + 0.05))
+            browser.pump(min(deadline, now + 0.05), watch)
+    except Deadline:
+        pass  # an idle wait's world was not made in time: the text is what is there
     except BrowserFailed as e:
         raise browser_failed(str(e))
 
     # Read the page: in an isolated world, so the page's scripts cannot change what is read.
     budget = time.monotonic() + EXTRACT_S
     try:
-        if not settled:
+        if not settled and not watch.holding():
+            # (not what the cap cut: stopping a document's load stops its parser too)
             browser.send("Page.stopLoading", session=session)
         limit = 2 * args.max_chars + 2  # UTF-16 units: at least max-chars characters
         expression = (
@@ -530,6 +615,7 @@ def run(args, t0):
         "truncated": truncated,
         "settled": settled,
         "redirects": state.redirects,
+        "byte_cap": watch.capped,
     }
     if isinstance(shot, str) and shot:
         doc["screenshot"] = shot

@@ -82,6 +82,18 @@ Test(web_wire, answer_is_typed_and_capped)
     cr_assert_eq(json_integer_value(json_object_get(d, "redirects")), 2);
     cr_assert_str_eq(json_string_value(json_object_get(d, "screenshot")), "iVBOR");
     cr_assert_null(json_object_get(d, "extra"), "unknown members are not passed on");
+    cr_assert(json_is_false(json_object_get(d, "byte_cap_reached")));
+    json_decref(d);
+    /* the browser saw the proxy's byte cap reached: the page was cut, though its text fits */
+    d = parse("{\"ok\":true,\"text\":\"all it got\",\"truncated\":false,\"byte_cap\":true}", 100, &code, &net, msg);
+    cr_assert_not_null(d, "%s", msg);
+    cr_assert_str_eq(json_string_value(json_object_get(d, "text")), "all it got");
+    cr_assert(json_is_true(json_object_get(d, "byte_cap_reached")));
+    cr_assert(json_is_true(json_object_get(d, "truncated")));
+    json_decref(d);
+    d = parse("{\"ok\":true,\"text\":\"t\",\"byte_cap\":\"yes\"}", 100, &code, &net, msg);
+    cr_assert(json_is_false(json_object_get(d, "byte_cap_reached")), "only true is true");
+    cr_assert(json_is_false(json_object_get(d, "truncated")));
     json_decref(d);
     d = parse("{\"ok\":true,\"text\":7,\"status\":\"200\",\"redirects\":-1,\"title\":null}", 100, &code, &net, msg);
     cr_assert_not_null(d);

@@ -417,6 +417,78 @@ def test_byte_cap_counts_across_connections(upstream, make_proxy):
     proxy.wait_event("byte_cap")
 
 
+WATCH = b"GET /runbox/byte-cap HTTP/1.1\r\nHost: egress\r\n\r\n"  # fetch_page's byte-cap watch
+
+
+def read_exactly(s, n):
+    out = b""
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        assert chunk, "the connection ended after %d of %d bytes: %r" % (len(out), n, out[:200])
+        out += chunk
+    return out
+
+
+def read_answer(s):
+    """One answer of the proxy's own (Content-Length framed) on a connection that stays open."""
+    raw = b""
+    while b"\r\n\r\n" not in raw:
+        chunk = s.recv(4096)
+        assert chunk, raw
+        raw += chunk
+    status, headers, body = split_response(raw)
+    return status, body + read_exactly(s, int(headers["content-length"]) - len(body))
+
+
+def assert_open(s):
+    """Nothing arrives on s, not even its end (the proxy holds it)."""
+    s.settimeout(0.5)
+    with pytest.raises(socket.timeout):
+        s.recv(1)
+    s.settimeout(10)
+
+
+def test_byte_cap_watch_holds_what_the_cap_cut_until_it_closes(upstream, make_proxy):
+    # fetch_page's watch: while it is open, a response the cap cut mid-body is not ended (Chromium
+    # stops parsing a document whose body ends early); the watch says when the cap is reached
+    proxy = make_proxy(*allowed(upstream), max_bytes=5000)
+    with proxy.connect() as watch, proxy.connect() as cut:
+        watch.sendall(WATCH)
+        cut.sendall(b"GET http://127.0.0.1:%d/big HTTP/1.1\r\n\r\n" % upstream.port)
+        assert read_exactly(cut, 5000).startswith(b"HTTP/1.1 200 ")  # the head counts too
+        assert read_answer(watch) == (200, b"byte cap reached\n")
+        assert proxy.wait_event("byte_cap") == {"event": "byte_cap", "max_bytes": 5000}
+        assert_open(cut)
+        # what comes after the cap is refused as without a watch, and ended
+        status, headers, _ = split_response(proxy.exchange(b"GET http://127.0.0.1:%d/x HTTP/1.1\r\n\r\n"
+                                                           % upstream.port))
+        assert status == 403 and headers["x-runbox-refused"] == "byte cap reached"
+        assert_open(cut)
+        watch.close()  # released: the cut response ends, nothing more relayed
+        assert read_all(cut) == b""
+    assert len(upstream.seen) == 1  # the refused request never left
+
+
+def test_byte_cap_watch_answers_at_once_when_the_cap_is_reached(upstream, make_proxy):
+    proxy = make_proxy(*allowed(upstream), max_bytes=5000)
+    # without a watch, what the cap cut ends at once
+    assert 0 < len(proxy.exchange(b"GET http://127.0.0.1:%d/big HTTP/1.1\r\n\r\n" % upstream.port)) <= 5000
+    with proxy.connect() as watch:
+        watch.sendall(WATCH)
+        assert read_answer(watch) == (200, b"byte cap reached\n")
+
+
+def test_a_response_cut_within_its_head_is_not_held(upstream, make_proxy):
+    # Chromium fails a response without a whole head at once: there is nothing to keep
+    proxy = make_proxy(*allowed(upstream), max_bytes=20)
+    with proxy.connect() as watch:
+        watch.sendall(WATCH)
+        # exchange() reads until the proxy ends the connection
+        raw = proxy.exchange(b"GET http://127.0.0.1:%d/big HTTP/1.1\r\n\r\n" % upstream.port)
+        assert len(raw) == 20 and raw.startswith(b"HTTP/1.1 200 "), raw
+        assert read_answer(watch) == (200, b"byte cap reached\n")
+
+
 def test_request_head_is_bounded(upstream, make_proxy):
     proxy = make_proxy(*allowed(upstream))
     big = b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nX-Big: %s\r\n\r\n" % (upstream.port, b"a" * 70_000)

@@ -5,8 +5,9 @@ runbox-browser:latest (RUNBOX_BROWSER_IMAGE), built first with `docker/build-ima
 Everything runs as runboxd runs it, on an --internal Docker network this module creates: a page
 server container (the same image, python3 serving the pages written below), the egress proxy
 container (docker/web/egress_proxy.py) with the alias "egress" and --allow for the page server's
-address only, and one browser container per read (read-only root, no capabilities,
-no-new-privileges, uid 1000, tmpfs /tmp, memory and process limits). The proxy has no other
+address only (the byte-cap tests start proxies of their own with a small --max-bytes), and one
+browser container per read (read-only root, no capabilities, no-new-privileges, uid 1000, tmpfs
+/tmp, memory and process limits). The proxy has no other
 network: no test can reach anything but these containers. Containers and the network are
 removed at the end, whatever happens.
 Run: python3 -m pytest tests/web/test_fetch_page.py -q
@@ -106,6 +107,9 @@ Object.defineProperty(HTMLElement.prototype, 'innerText', {get() { return 'forge
 Object.defineProperty(Document.prototype, 'title', {get() { return 'forged title'; }});
 String.prototype.slice = () => 'forged';
 </script></body></html>""",
+    # a parser-blocking script that the byte cap cuts (big.js, written below), after a whole document
+    "cut-script.html": """<!doctype html><html><head><title>Cut script</title></head><body>
+<p>text before the script</p><script src="/big.js"></script><p>text after the script</p></body></html>""",
     "shot.html": """<!doctype html><html><head><title>Shot</title></head>
 <body style="background:#3060c0;color:white"><h1>Screenshot</h1></body></html>""",
 }
@@ -165,36 +169,47 @@ class Web:
                "--user", "1000:1000", "--tmpfs", "/tmp", "-v", "%s:/srv:ro" % srv, image,
                "python3", "/srv/server.py", str(PAGE_PORT))
         self.server_ip = ip_on(self.server, self.network)
-        self.containers.append(self.proxy)
-        docker("run", "-d", "--name", self.proxy, "--label", "runbox.test=1", "--network", self.network,
-               "--network-alias", "egress", "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-               "--user", "1000:1000", "--tmpfs", "/tmp", "--memory", "256m", "--pids-limit", "64", image,
-               "python3", "-I", "/opt/runbox-web/egress_proxy.py", "--listen", "0.0.0.0:3128",
-               "--allow", "%s/32" % self.server_ip, "--allow-port", str(PAGE_PORT), "--max-bytes", "200000000",
-               "--max-connections", "64", "--connect-timeout", "5", "--deadline", "3600")
+        self.start_proxy(self.proxy, "egress", 200000000)
         self.proxy_ip = ip_on(self.proxy, self.network)
+
+    def start_proxy(self, name, alias, max_bytes):
+        self.containers.append(name)
+        docker("run", "-d", "--name", name, "--label", "runbox.test=1", "--network", self.network,
+               "--network-alias", alias, "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+               "--user", "1000:1000", "--tmpfs", "/tmp", "--memory", "256m", "--pids-limit", "64", self.image,
+               "python3", "-I", "/opt/runbox-web/egress_proxy.py", "--listen", "0.0.0.0:3128",
+               "--allow", "%s/32" % self.server_ip, "--allow-port", str(PAGE_PORT), "--max-bytes", str(max_bytes),
+               "--max-connections", "64", "--connect-timeout", "5", "--deadline", "3600")
         for _ in range(100):
-            if any(e["event"] == "ready" for e in self.proxy_events()):
+            if any(e["event"] == "ready" for e in self.proxy_events(name)):
                 break
             time.sleep(0.1)
         else:
-            raise AssertionError("the egress proxy did not get ready: %s" % docker("logs", self.proxy).stderr)
+            raise AssertionError("the egress proxy did not get ready: %s" % docker("logs", name).stderr)
+
+    def capped_proxy(self, max_bytes):
+        """A proxy of its own with --max-bytes MAX_BYTES (the cap counts all a proxy relays, as
+        for the one proxy of each read in runboxd): (its name on the network, its container)."""
+        alias = "egress-capped-%s" % uuid.uuid4().hex[:6]
+        name = "runbox-test-web-%s-%s" % (alias, self.network[-10:])
+        self.start_proxy(name, alias, max_bytes)
+        return alias, name
 
     def page(self, path, host=None):
         return "http://%s:%d/%s" % (host or self.server_ip, PAGE_PORT, path)
 
-    def proxy_events(self):
-        r = docker("logs", self.proxy, check=False)
+    def proxy_events(self, name=None):
+        r = docker("logs", name or self.proxy, check=False)
         return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
 
-    def read(self, url, *extra, timeout=20, max_chars=100000, max_redirects=5, docker_args=()):
+    def read(self, url, *extra, timeout=20, max_chars=100000, max_redirects=5, docker_args=(), proxy="egress"):
         """One read as runboxd does it; returns (the answer, wall seconds, the container's stderr)."""
         name = "runbox-test-web-browser-%s" % uuid.uuid4().hex[:10]
         argv = ["run", "--rm", "--name", name, "--label", "runbox.test=1", "--network", self.network,
                 "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "1000:1000",
                 "--tmpfs", "/tmp:size=512m", "--shm-size", "256m", "--memory", "2g", "--pids-limit", "512",
                 "--cpus", "1", "-e", "HOME=/tmp", *docker_args, self.image,
-                "python3", "-I", "/opt/runbox-web/fetch_page.py", "--url", url, "--proxy", "http://egress:3128",
+                "python3", "-I", "/opt/runbox-web/fetch_page.py", "--url", url, "--proxy", "http://%s:3128" % proxy,
                 "--timeout", str(timeout), "--settle-ms", "500", "--max-chars", str(max_chars),
                 "--max-redirects", str(max_redirects), *extra]
         start = time.monotonic()
@@ -222,9 +237,8 @@ def web(browser_image, tmp_path_factory):
     (srv / "server.py").write_text(SERVER)
     for name, text in PAGES.items():
         (srv / name).write_text(text)
-    words = " ".join("word%d" % i for i in range(400))
-    (srv / "huge.html").write_text("<!doctype html><title>Huge</title><body>"
-                                   + "".join("<p>%d %s</p>\n" % (i, words) for i in range(700)) + "</body>")
+    (srv / "huge.html").write_text(HUGE_HTML)
+    (srv / "big.js").write_text("// " + "x" * 2_000_000 + "\n")
     os.chmod(srv, 0o755)
     for f in srv.iterdir():
         os.chmod(f, 0o644)
@@ -239,6 +253,11 @@ def web(browser_image, tmp_path_factory):
             for r in docker("ps", "-aq", "--filter", "label=runbox.test=1", "--filter", "name=runbox-test-web-",
                             check=False).stdout.split():
                 docker("rm", "-f", r, check=False)
+
+
+WORDS = " ".join("word%d" % i for i in range(400))
+HUGE_HTML = ("<!doctype html><title>Huge</title><body>" + "".join("<p>%d %s</p>\n" % (i, WORDS) for i in range(700))
+             + "</body>")
 
 
 def assert_ok(doc):
@@ -365,6 +384,43 @@ def test_huge_page_is_truncated_at_max_chars(web):
     assert doc["truncated"] is True
     assert len(doc["text"]) == 5000
     assert doc["text"].startswith("0 word0 word1")
+
+
+def test_document_cut_by_the_byte_cap_is_read_to_its_last_byte(web):
+    # Chromium stops parsing a document whose body fails and drops what it received but had not
+    # parsed yet (on a loaded machine, all of it); fetch_page's watch makes the proxy hold the cut
+    # document open instead, and the text is read once the page has parsed every byte it got
+    cap = 1 << 20
+    proxy, container = web.capped_proxy(cap)
+    doc, _, _ = web.read(web.page("huge.html"), max_chars=10_000_000, proxy=proxy)
+    assert_ok(doc)
+    assert doc["byte_cap"] is True
+    assert doc["title"] == "Huge"
+    # every paragraph that came whole within the cap (less room for the response head) is read
+    last = HUGE_HTML.encode()[: cap - 4096].count(b"</p>") - 1
+    assert last > 300
+    text = doc["text"]
+    assert text.startswith("0 %s\n" % WORDS), text[:200]
+    assert "\n%d %s\n" % (last, WORDS) in text, (len(text), text[-300:])
+    assert "699 word0" not in text  # the rest was not downloaded
+    assert {"event": "byte_cap", "max_bytes": cap} in web.proxy_events(container)
+
+
+def test_subresource_cut_by_the_byte_cap_fails_as_before_once_the_document_is_whole(web):
+    # the whole document needs nothing held: the watch is released, the cut script fails and the
+    # parser goes on past it
+    proxy, _ = web.capped_proxy(1 << 20)
+    doc, _, _ = web.read(web.page("cut-script.html"), proxy=proxy)
+    assert_ok(doc)
+    assert doc["byte_cap"] is True
+    assert doc["settled"] is True
+    assert "text before the script" in doc["text"] and "text after the script" in doc["text"], doc["text"]
+
+
+def test_page_within_the_byte_cap_says_so(web):
+    doc, _, _ = web.read(web.page("js.html"))
+    assert_ok(doc)
+    assert doc["byte_cap"] is False
 
 
 def test_http_error_status_is_reported(web):

@@ -212,6 +212,10 @@ def test_a_huge_page_is_capped_in_bytes_and_characters(server, web_net):
     doc = r.json()
     assert len(doc["text"]) == 1000 and doc["truncated"] is True, (len(doc["text"]), doc["truncated"])
     assert doc["byte_cap_reached"] is True, "the 3.3 MB page passes --web-max-bytes 2m"
+    # the page's own text from its first character, however far the browser had parsed when the
+    # cap cut the document
+    assert doc["text"] == ("lorem ipsum dolor sit amet " * 40)[:1000], doc["text"][:200]
+    assert doc["title"] == "Huge" and doc["status"] == 200, doc
 
 
 def test_bad_urls_and_arguments_are_400(server):
