@@ -1,15 +1,15 @@
 /*
  * core.c: the public face of the session manager (core/core.h): start-up and shutdown, idle
  * expiry and retention sweeps, and the session and execution entry points used by REST and
- * MCP alike. Validation of requests is in validate.c; the Docker probe and re-adoption of
- * containers after a restart in recovery.c.
+ * MCP alike. Validation of requests is in validate.c; who may see what and the quotas of API
+ * keys in caller.c; the Docker probe and re-adoption of containers after a restart in recovery.c.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend_docker.h"
-#include "core/backend_multi.h"
+#include "core/backend/docker.h"
+#include "core/backend/multi.h"
 #include "core/internal.h"
 #include "core/policy.h"
 #include "core/pool.h"
@@ -121,41 +121,12 @@ static void checkpoint_cb(uv_timer_t *t)
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
-session *session_from_doc(rb_core *c, json_t *doc)
-{
-    const char *id = json_string_value(json_object_get(doc, "session_id"));
-    const char *lang = json_string_value(json_object_get(doc, "language"));
-    if (id == NULL || strlen(id) >= RB_ID_LEN)
-        return NULL;
-    session *s = xcalloc(1, sizeof(*s));
-    s->core = c;
-    snprintf(s->id, sizeof(s->id), "%s", id);
-    snprintf(s->language, sizeof(s->language), "%s", core_language_known(lang) ? lang : "python");
-    const char *owner = json_string_value(json_object_get(doc, "owner"));
-    s->owner = xstrdup(owner ? owner : "");
-    s->status = "starting";
-    s->created_at = json_integer_value(json_object_get(doc, "created_at"));
-    s->last_used_at = json_integer_value(json_object_get(doc, "last_used_at"));
-    json_t *opts = json_object_get(doc, "execution_options");
-    s->options = json_is_object(opts) ? json_incref(opts) : json_object();
-    s->timeout = json_number_value(json_object_get(s->options, "timeout"));
-    if (s->timeout <= 0)
-        s->timeout = c->cfg->default_timeout;
-    s->executions = (int)json_integer_value(json_object_get(doc, "executions"));
-    const char *cid = json_string_value(json_object_get(doc, "container_id"));
-    s->container_id = cid ? xstrdup(cid) : NULL;
-    json_t *extras = json_object_get(doc, "extras");
-    s->extras = json_is_object(extras) ? json_deep_copy(extras) : NULL;
-    s->deadline = json_integer_value(json_object_get(doc, "deadline"));
-    return s;
-}
-
 rb_err core_new(uv_loop_t *loop, const core_settings *cfg, rb_core **out, char *err)
 {
     return core_new_with_backend(loop, cfg, NULL, out, err);
 }
 
-/* The backend over the engines of cfg->engines (core/backend_multi.h). */
+/* The backend over the engines of cfg->engines (core/backend/multi.h). */
 static rb_err engines_backend(uv_loop_t *loop, const core_settings *cfg, backend **out, char *err)
 {
     enum { MAX_ENGINES = 64 };
@@ -230,7 +201,7 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
     }
     json_decref(live);
 
-    /* the default backend (core/backend.h): the Docker engine at cfg->docker_socket */
+    /* the default backend (core/backend/backend.h): the Docker engine at cfg->docker_socket */
     if (be == NULL && cfg->engines != NULL && cfg->engines[0] != '\0' &&
         (e = engines_backend(loop, cfg, &be, err)) != RB_OK)
         goto fail_sessions;
@@ -401,78 +372,6 @@ static int live_count(rb_core *c, int *busy)
     return n;
 }
 
-/* ---- callers ------------------------------------------------------------------------ */
-
-int core_caller_owns(const core_caller *who, const char *owner)
-{
-    return who == NULL || strcmp(who->owner, owner ? owner : "") == 0;
-}
-
-session *core__session_of(rb_core *c, const core_caller *who, const char *session_id)
-{
-    session *s = map_get(&c->sessions, session_id);
-    return s != NULL && core_caller_owns(who, s->owner) ? s : NULL;
-}
-
-execution *core__execution_of(rb_core *c, const core_caller *who, const char *request_id)
-{
-    execution *ex = map_get(&c->executions, request_id);
-    return ex != NULL && core_caller_owns(who, ex->owner) ? ex : NULL;
-}
-
-int core__doc_visible(const core_caller *who, json_t *doc)
-{
-    return core_caller_owns(who, json_string_value(json_object_get(doc, "owner")));
-}
-
-/* A stored session document of who's (RB_ENOTFOUND for another key's, like an unknown id). */
-static rb_err stored_session(rb_core *c, const core_caller *who, const char *session_id, json_t **doc, char *err)
-{
-    rb_err e = store_session_get(c->st, session_id, doc, err);
-    if (e == RB_OK && !core__doc_visible(who, *doc)) {
-        json_decref(*doc);
-        *doc = NULL;
-        e = RB_ENOTFOUND;
-    }
-    return e;
-}
-
-/* The quota of who's key on live sessions (RB_EQUOTA at its limit). */
-static rb_err check_session_quota(rb_core *c, const core_caller *who, char *err)
-{
-    if (who == NULL || who->max_sessions <= 0)
-        return RB_OK;
-    size_t pos = 0;
-    session *s;
-    int n = 0;
-    while ((s = map_next(&c->sessions, &pos)) != NULL)
-        n += strcmp(s->owner, who->owner) == 0;
-    if (n >= who->max_sessions)
-        return rb_fail(RB_EQUOTA, err,
-                       "the API key '%s' already has %d live sessions, its limit (sessions= in the api-keys file); "
-                       "delete sessions it no longer needs (DELETE /sessions/{id}) or ask the operator to raise it",
-                       who->owner, n);
-    return RB_OK;
-}
-
-/* The quota of who's key on queued + running executions (RB_EQUOTA at its limit). */
-static rb_err check_execution_quota(rb_core *c, const core_caller *who, char *err)
-{
-    if (who == NULL || who->max_executions <= 0)
-        return RB_OK;
-    size_t pos = 0;
-    execution *ex;
-    int n = 0;
-    while ((ex = map_next(&c->executions, &pos)) != NULL)
-        n += strcmp(ex->owner, who->owner) == 0;
-    if (n >= who->max_executions)
-        return rb_fail(RB_EQUOTA, err,
-                       "the API key '%s' already has %d executions queued or running, its limit (executions= in the "
-                       "api-keys file); wait for one to finish or cancel one (POST /execute/{id}/cancel)",
-                       who->owner, n);
-    return RB_OK;
-}
-
 rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, core_cb cb, void *data, core_op **handle,
                            char *err)
 {
@@ -487,7 +386,7 @@ rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, cor
                        "the server already runs %d sessions (its --max-sessions); delete sessions you no longer need "
                        "or wait for idle ones to expire",
                        c->cfg->max_sessions);
-    if ((e = check_session_quota(c, who, err)) != RB_OK)
+    if ((e = core__check_session_quota(c, who, err)) != RB_OK)
         return e;
     session *s = xcalloc(1, sizeof(*s));
     s->core = c;
@@ -537,7 +436,7 @@ rb_err core_session_get(rb_core *c, const core_caller *who, const char *session_
         return RB_OK;
     }
     json_t *doc;
-    rb_err e = stored_session(c, who, session_id, &doc, err);
+    rb_err e = core__stored_session(c, who, session_id, &doc, err);
     if (e == RB_ENOTFOUND)
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", session_id);
     if (e != RB_OK)
@@ -567,7 +466,7 @@ rb_err core_session_delete(rb_core *c, const core_caller *who, const char *sessi
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'", session_id);
     if (s == NULL || s->create_op != NULL) {
         json_t *doc = NULL;
-        if (s == NULL && stored_session(c, who, session_id, &doc, NULL) == RB_OK) {
+        if (s == NULL && core__stored_session(c, who, session_id, &doc, NULL) == RB_OK) {
             json_decref(doc);
             return rb_fail(RB_ENOTFOUND, err, "session '%.64s' has already ended", session_id);
         }
@@ -605,7 +504,7 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", sid);
     if (s == NULL || s->create_op != NULL) {
         json_t *doc = NULL;
-        if (s == NULL && stored_session(c, who, sid, &doc, NULL) == RB_OK) {
+        if (s == NULL && core__stored_session(c, who, sid, &doc, NULL) == RB_OK) {
             const char *reason = json_string_value(json_object_get(doc, "end_reason"));
             e = rb_fail(RB_ECONFLICT, err, "session '%.64s' has ended (%s); create a new session with POST /sessions",
                         sid, reason ? reason : "no reason recorded");
@@ -639,7 +538,7 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
         json_decref(rules);
         rules = NULL;
     }
-    if ((e = check_execution_quota(c, who, err)) != RB_OK) {
+    if ((e = core__check_execution_quota(c, who, err)) != RB_OK) {
         json_decref(rules);
         return e;
     }

@@ -47,7 +47,7 @@ void core_stop(rb_core *c);
 void core_free(rb_core *c);
 
 struct backend;
-/** core_new with the sandbox backend be (core/backend.h) instead of the Docker engine at
+/** core_new with the sandbox backend be (core/backend/backend.h) instead of the Docker engine at
  * cfg->docker_socket, or that default when be is NULL: how a daemon plugs in another backend.
  * The core owns be from the call on, even when it fails (then be is freed). */
 rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, struct backend *be, rb_core **out, char *err);

@@ -2,7 +2,7 @@
  * files.c: files in a session's /workspace (core/core.h, "Files"). Bytes move through the
  * backend's archive calls (a one-file tar in, a tar out), so runboxd needs no shared folder
  * with the sandbox. /workspace is the sandbox's workspace mount (sandbox.c), which those calls
- * reach (core/backend.h).
+ * reach (core/backend/backend.h).
  *
  * Path rules: the caller's path is checked here first (relative to /workspace or absolute
  * under it; no "..", NUL or control characters). Symlinks can only be judged inside the

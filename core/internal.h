@@ -10,7 +10,7 @@
 #include <uv.h>
 
 #include "base/map.h"
-#include "core/backend.h"
+#include "core/backend/backend.h"
 #include "core/core.h"
 #include "core/stats.h"
 #include "store/store.h"
@@ -186,13 +186,21 @@ void session_pump(session *s);
 /** Ends every live session whose deadline (core_session_set_deadline) is at or before now. */
 void core__end_past_deadline(rb_core *c, int64_t now);
 
-/* core.c: callers (core_caller) */
+/* caller.c: callers (core_caller): who may see what, and the quotas of their keys */
 /** The live session session_id if who may see it, else NULL. */
 session *core__session_of(rb_core *c, const core_caller *who, const char *session_id);
 /** The live (queued or running) execution request_id if who may see it, else NULL. */
 execution *core__execution_of(rb_core *c, const core_caller *who, const char *request_id);
 /** Whether who may see a stored session or execution document (its "owner"). */
 int core__doc_visible(const core_caller *who, json_t *doc);
+/** Reads the stored document of session session_id into *doc (new reference) if who may see it:
+ * RB_ENOTFOUND for another key's, like an unknown id, or the store's error (err then says why). */
+rb_err core__stored_session(rb_core *c, const core_caller *who, const char *session_id, json_t **doc, char *err);
+/** RB_EQUOTA when who's key already has its limit of live sessions (none without keys or limit). */
+rb_err core__check_session_quota(rb_core *c, const core_caller *who, char *err);
+/** RB_EQUOTA when who's key already has its limit of queued + running executions (none without
+ * keys or limit). */
+rb_err core__check_execution_quota(rb_core *c, const core_caller *who, char *err);
 
 /* execution.c */
 /** A new queued execution of code (copied) in s with timeout seconds and a fresh e_ id; not yet
@@ -230,7 +238,8 @@ void watches_emit(execution *ex, const char *event, json_t *payload);
  * core is closing. */
 void watch_dispatch_schedule(rb_core *c);
 
-/* sandbox.c: a session's container and the runner protocol over its attach stream. */
+/* sandbox.c: a session's container and its attach stream; sandbox_runner.c: the runner protocol
+ * over that stream (sandbox_execute, sandbox_interrupt). */
 typedef void (*sandbox_ready_cb)(session *s, rb_err err, const char *msg);
 /** Creates and starts a container for s, attaches, handshakes; cb once. */
 rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err);

@@ -1,6 +1,6 @@
 /*
  * oneshot: one-shot helper containers. A one-shot container runs one command to completion
- * and is gone (backend_run, core/backend.h). The dependency installer (deps.c) and the listing
+ * and is gone (backend_run, core/backend/backend.h). The dependency installer (deps.c) and the listing
  * of the image's packages (packages.c) run in them, never user code. Not the sandbox:
  * sandbox.c keeps a long-lived container attached to a runner for a session. This module
  * names them, gives them their hardened starting point and words their failures; what runs,
@@ -11,7 +11,7 @@
 #define RB_CORE_ONESHOT_H
 
 #include "base/base.h"
-#include "core/backend.h"
+#include "core/backend/backend.h"
 #include "core/core.h"
 
 /* Bytes kept of each of stdout and stderr (the last ones written). */

@@ -2,7 +2,7 @@
  * runner_frames: the pure half of what runboxd reads from a sandbox's runner
  * (docker/runner/PROTOCOL.md): cutting the bytes of its stdout into lines under a hard maximum,
  * and reading one line into a typed event. It keeps no sandbox state and does no I/O, logging
- * or timing: sandbox.c rate-limits the bytes, decides what an event means for the sandbox in
+ * or timing: sandbox_runner.c rate-limits the bytes, decides what an event means for the sandbox in
  * its state (handshake, the running execution) and logs what is dropped; execution.c checks
  * the shapes of output events. Every byte is untrusted: user code can reach the runner's
  * channel. Fuzzed by tests/fuzz/fuzz_runner.c.

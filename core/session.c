@@ -4,6 +4,7 @@
  * that catches a sandbox that stopped answering, and ending a session. Container work is in
  * sandbox.c; the public entry points are in core.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,35 @@ json_t *session_to_doc(const session *s)
     if (s->deadline > 0)
         json_object_set_new(doc, "deadline", json_integer(s->deadline));
     return doc;
+}
+
+session *session_from_doc(rb_core *c, json_t *doc)
+{
+    const char *id = json_string_value(json_object_get(doc, "session_id"));
+    const char *lang = json_string_value(json_object_get(doc, "language"));
+    if (id == NULL || strlen(id) >= RB_ID_LEN)
+        return NULL;
+    session *s = xcalloc(1, sizeof(*s));
+    s->core = c;
+    snprintf(s->id, sizeof(s->id), "%s", id);
+    snprintf(s->language, sizeof(s->language), "%s", core_language_known(lang) ? lang : "python");
+    const char *owner = json_string_value(json_object_get(doc, "owner"));
+    s->owner = xstrdup(owner ? owner : "");
+    s->status = "starting";
+    s->created_at = json_integer_value(json_object_get(doc, "created_at"));
+    s->last_used_at = json_integer_value(json_object_get(doc, "last_used_at"));
+    json_t *opts = json_object_get(doc, "execution_options");
+    s->options = json_is_object(opts) ? json_incref(opts) : json_object();
+    s->timeout = json_number_value(json_object_get(s->options, "timeout"));
+    if (s->timeout <= 0)
+        s->timeout = c->cfg->default_timeout;
+    s->executions = (int)json_integer_value(json_object_get(doc, "executions"));
+    const char *cid = json_string_value(json_object_get(doc, "container_id"));
+    s->container_id = cid ? xstrdup(cid) : NULL;
+    json_t *extras = json_object_get(doc, "extras");
+    s->extras = json_is_object(extras) ? json_deep_copy(extras) : NULL;
+    s->deadline = json_integer_value(json_object_get(doc, "deadline"));
+    return s;
 }
 
 /* The API object is derived from the stored document, so live and ended sessions look alike. */

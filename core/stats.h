@@ -4,7 +4,7 @@
  * by status, their duration histogram, output and dropped bytes) and reads the gauges (live
  * sessions by status, executions running and queued, the warm pool, Docker reachability, live
  * MCP sessions) from the core's state when asked, and passes on what the sandbox backend
- * counts of its calls to the engine (their latency and failures, core/backend.h). Every label a reader sees comes from a fixed
+ * counts of its calls to the engine (their latency and failures, core/backend/backend.h). Every label a reader sees comes from a fixed
  * set named here, never from what a caller sent, so the number of series stays bounded.
  *
  * It knows no output format (server/metrics/ renders Prometheus text) and keeps no history:
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 #include "core/core.h"
 
 /** Why a session ended, as a class: deleted (DELETE /sessions/{id}, or its MCP session ended),

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/backend_docker.h"
-#include "core/backend_multi.h"
+#include "core/backend/docker.h"
+#include "core/backend/multi.h"
 #include "core/requirements.h"
 #include "core/web_wire.h"
 

@@ -1,5 +1,5 @@
 /*
- * Tests of the Docker backend (core/backend_docker.c). Without Docker: its translation of a
+ * Tests of the Docker backend (core/backend/docker.c). Without Docker: its translation of a
  * neutral sandbox spec into the Engine API container configuration (the fields the security
  * model relies on: no network, read-only root, all capabilities dropped, no-new-privileges, no
  * swap, a pids limit, the image's non-root user; the whole document for a default sandbox, as
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend_docker.h"
+#include "core/backend/docker.h"
 #include "core/oneshot.h"
 #include "tests/core/support_core.h"
 

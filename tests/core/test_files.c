@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend.h"
-#include "core/backend_docker.h"
+#include "core/backend/backend.h"
+#include "core/backend/docker.h"
 #include "core/core.h"
 #include "support_core.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/backend_docker.h"
+#include "core/backend/docker.h"
 #include "core/core.h"
 #include "core/internal.h"
 #include "docker/docker.h"

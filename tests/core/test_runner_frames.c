@@ -194,7 +194,7 @@ Test(runner_event, done)
     runner_event_dispose(&ev);
 }
 
-/* sandbox.c adds dropped to the execution's own count: a forged count near INT64_MAX overflowed
+/* sandbox_runner.c adds dropped to the execution's own count: a forged count near INT64_MAX overflowed
  * it (undefined behaviour) once the execution had dropped anything itself. */
 Test(runner_event, done_dropped_is_bounded)
 {

@@ -9,7 +9,7 @@
  *   - runner_event_parse reads each whole line into an event whose typed fields agree with its
  *     JSON (done: one of the four statuses, 0 <= dropped <= RUNNER_DROPPED_MAX), or refuses it
  *     with a reason;
- *   - the events go, as sandbox.c hands them over (ids are not matched), to an execution
+ *   - the events go, as sandbox_runner.c hands them over (ids are not matched), to an execution
  *     (core/execution.c) with a small output limit: output events through execution_add_event,
  *     and a done event's files_written through files_written_from_runner (core/files.c: at most
  *     100 entries of {path, size, modified}, well typed) and dropped into the execution, which
@@ -235,7 +235,7 @@ static void on_line(void *data, const char *line, size_t len)
     if (ev.type == RUNNER_EV_DONE) {
         json_t *fw = files_written_from_runner(ev.files_written);
         check_files_written(fw);
-        /* as sandbox.c does before execution_finish */
+        /* as sandbox_runner.c does before execution_finish */
         r->ex->dropped += ev.dropped;
         json_decref(r->ex->files_written);
         r->ex->files_written = fw;

@@ -1,4 +1,4 @@
-"""runboxd placing sessions over several Docker engines (--engine NAME=URL, core/backend_multi.c).
+"""runboxd placing sessions over several Docker engines (--engine NAME=URL, core/backend/multi.c).
 
 Two engines here are two ways into the machine's one real engine: "a" its unix socket, "b"
 tcp://127.0.0.1:PORT through dockerproxy.py's loopback relay, so placement, the engine names in

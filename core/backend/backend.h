@@ -8,7 +8,7 @@
  * of function pointers (backend_ops) plus an opaque instance, behind the backend_* functions
  * below; core/ calls nothing else to reach a sandbox engine. It is not a client of any engine:
  * each implementation is an adapter file in core/ over a client folder of its own (the Docker
- * one is core/backend_docker.c over docker/, the only file in core/ that includes docker/),
+ * one is core/backend/docker.c over docker/, the only file in core/ that includes docker/),
  * and it holds no runbox policy: what a sandbox looks like (limits, labels, hardening) is
  * decided by core/sandbox.c and handed over in the spec.
  *
@@ -16,7 +16,7 @@
  * fills a backend_ops and returns backend_new(&ops, instance) from its constructor, and a
  * registration: a daemon builds it and hands it to core_new_with_backend (core/core.h), which
  * takes ownership. core_new uses the Docker backend on cfg->docker_socket
- * (backend_docker_new, core/backend_docker.h).
+ * (backend_docker_new, core/backend/docker.h).
  *
  * Async contract (libuv style), for every function that takes a callback: a call that fails
  * synchronously returns the error (text in err[RB_ERR_LEN], may be NULL) and never calls its
@@ -443,7 +443,7 @@ rb_err backend_network_remove(backend *b, const char *network, backend_cb cb, vo
 rb_err backend_network_list(backend *b, const char *label, backend_list_cb cb, void *data, char *err);
 
 /*
- * Several engines. A backend over several engines (core/backend_multi.c) places each new
+ * Several engines. A backend over several engines (core/backend/multi.c) places each new
  * sandbox on one of them and names it so that every later call reaches the same engine. Names of
  * volumes and networks are pinned to an engine the same way, so that a helper runs where the
  * session's files and caches are.

@@ -1,12 +1,12 @@
 /*
- * backend.c: the calls of core/backend.h, each passed on to the implementation's ops. Holds no
+ * backend.c: the calls of core/backend/backend.h, each passed on to the implementation's ops. Holds no
  * state and no engine knowledge of its own; the contracts are in backend.h.
  */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 
 backend *backend_new(const backend_ops *ops, void *self)
 {

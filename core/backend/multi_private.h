@@ -1,13 +1,13 @@
 /*
- * backend_multi_private.h: what the two files of the backend over several engines share:
- * backend_multi.c (names, placement, the routed calls, construction) and backend_multi_probe.c
+ * multi_private.h: what the two files of the backend over several engines share:
+ * multi.c (names, placement, the routed calls, construction) and multi_probe.c
  * (the probe of every engine with its image check, and the listing of every engine's
  * sandboxes). Nothing else includes it.
  */
 #ifndef RB_CORE_BACKEND_MULTI_PRIVATE_H
 #define RB_CORE_BACKEND_MULTI_PRIVATE_H
 
-#include "core/backend_multi.h"
+#include "core/backend/multi.h"
 
 #define ENGINE_NAME_MAX 32
 #define IMAGE_ID_MAX 96
@@ -41,7 +41,7 @@ struct multi {
 /** The name or id raw pinned to engine e: "ENGINE@raw" (a new heap string). */
 char *multi__pin_name(const engine *e, const char *raw);
 
-/* backend_multi_probe.c: the ops of the same names. */
+/* multi_probe.c: the ops of the same names. */
 rb_err multi__ping(void *self, backend_ping_cb cb, void *data, char *err);
 rb_err multi__list(void *self, const char *label, backend_list_cb cb, void *data, char *err);
 rb_err multi__network_list(void *self, const char *label, backend_list_cb cb, void *data, char *err);

@@ -1,5 +1,5 @@
 /*
- * backend_multi: the sandbox backend (core/backend.h) over several Docker engines, each a
+ * backend_multi: the sandbox backend (core/backend/backend.h) over several Docker engines, each a
  * backend_docker of its own (a unix socket, or tcp:// with TLS). It places every new sandbox on
  * one engine and names it "ENGINE@ID", so that every later call about it goes to that engine;
  * names of volumes and networks are pinned the same way (backend_pin), so that the dependency
@@ -24,8 +24,8 @@
 
 #include <uv.h>
 
-#include "core/backend.h"
-#include "core/backend_docker.h"
+#include "core/backend/backend.h"
+#include "core/backend/docker.h"
 
 /** One engine of backend_multi_new. */
 typedef struct backend_multi_engine {

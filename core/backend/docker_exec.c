@@ -1,15 +1,15 @@
 /*
- * backend_docker_exec.c: commands in a Docker sandbox, the part of the Docker backend
- * (core/backend_docker.c) that runs processes beside the runner: backend_exec (create, start with
+ * docker_exec.c: commands in a Docker sandbox, the part of the Docker backend
+ * (core/backend/docker.c) that runs processes beside the runner: backend_exec (create, start with
  * the output in frames, then the exit code) and backend_exec_stream (the output as it comes, input,
  * pause, close), with the wait for an exec's exit code both share. Not here: containers, attach,
- * files and one-shot runs (backend_docker.c).
+ * files and one-shot runs (docker.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend_docker.h"
-#include "core/backend_docker_private.h"
+#include "core/backend/docker.h"
+#include "core/backend/docker_private.h"
 #include "docker/docker.h"
 
 #define EXEC_OUTPUT_MAX_DEFAULT (8u * 1024 * 1024)

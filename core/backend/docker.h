@@ -1,6 +1,6 @@
 /*
- * backend_docker: the sandbox backend (core/backend.h) on one Docker Engine, over the client in
- * docker/. Its .c files (backend_docker.c, backend_docker_exec.c) are the only ones in core/ that
+ * backend_docker: the sandbox backend (core/backend/backend.h) on one Docker Engine, over the client in
+ * docker/. Its .c files (docker.c, docker_exec.c) are the only ones in core/ that
  * include that client's header; this one does not, so that core.c can make the default backend
  * without seeing the Engine API.
  */
@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 
 /** Creates the Docker backend for the engine at socket_path, on loop. Does no I/O (the first
  * backend_ping says whether the engine answers). call_ms is the deadline of the calls that

@@ -1,6 +1,6 @@
 /*
- * backend_docker_private.h: what the two files of the Docker backend share (backend_docker.c:
- * containers, attach, files, one-shot runs; backend_docker_exec.c: commands). Included by those
+ * docker_private.h: what the two files of the Docker backend share (docker.c:
+ * containers, attach, files, one-shot runs; docker_exec.c: commands). Included by those
  * two only; like them, it sees the Engine API client in docker/.
  */
 #ifndef RB_CORE_BACKEND_DOCKER_PRIVATE_H
@@ -9,16 +9,16 @@
 #include <jansson.h>
 
 #include "base/mem.h"
-#include "core/backend.h"
+#include "core/backend/backend.h"
 
 struct docker;
 struct exit_wait;
 
 /** The backend's self: the Engine API client and what the backend keeps beside it. Every op
- * of the table (core/backend.h) gets it as self; nothing of it is process-wide. */
+ * of the table (core/backend/backend.h) gets it as self; nothing of it is process-wide. */
 typedef struct backend_docker {
     struct docker *d;           /* owned */
-    struct exit_wait *waiters;  /* the waits for an exec's exit code in progress (backend_docker_exec.c) */
+    struct exit_wait *waiters;  /* the waits for an exec's exit code in progress (docker_exec.c) */
 } backend_docker;
 
 /** self as the Docker client. */
@@ -36,7 +36,7 @@ void backend_docker__report_output(backend_exec_cb cb, void *data, rb_err err, c
  * backend is being freed. */
 void backend_docker__exit_wait_drop(backend_docker *bd);
 
-/* The exec members of the backend's ops table (core/backend.h has their contracts). */
+/* The exec members of the backend's ops table (core/backend/backend.h has their contracts). */
 rb_err backend_docker__exec(void *self, const char *id, const backend_exec_spec *spec, backend_exec_cb cb, void *data,
                             char *err);
 rb_err backend_docker__exec_stream(void *self, const char *id, const backend_exec_spec *spec,

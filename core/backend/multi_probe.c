@@ -1,10 +1,10 @@
 /*
- * backend_multi_probe.c: the backend over several engines asks every engine at once: the probe
+ * multi_probe.c: the backend over several engines asks every engine at once: the probe
  * (each engine's ping, then whether it has the sandbox image and with which id: an engine whose
  * image differs from the first engine that has it is left out, with the command that loads it)
  * and the listing of what was placed on each (ids pinned to their engine).
  */
-#include "core/backend_multi_private.h"
+#include "core/backend/multi_private.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /*
- * backend_multi.c: the sandbox backend over several Docker engines (core/backend_multi.h):
+ * multi.c: the sandbox backend over several Docker engines (core/backend/multi.h):
  * engine names in ids and names ("ENGINE@ID"), placement, the calls routed to the engine a name
  * points at, the engines' state and drain, and construction; the probe and the listing of every
- * engine are in backend_multi_probe.c. Each engine is a backend_docker; this file holds no
+ * engine are in multi_probe.c. Each engine is a backend_docker; this file holds no
  * Engine API and no runbox policy.
  */
-#include "core/backend_multi_private.h"
+#include "core/backend/multi_private.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /*
- * backend_docker.c: the sandbox backend (core/backend.h) on one Docker Engine. It turns a
+ * docker.c: the sandbox backend (core/backend/backend.h) on one Docker Engine. It turns a
  * backend_spec into the Engine API container configuration and passes the calls to the client in
  * docker/ with their callbacks translated; a one-shot run is create, start, wait, logs (Docker's
  * 8-byte stream frames demultiplexed here) and remove. Commands beside the runner (exec,
- * exec_stream) are in backend_docker_exec.c; these two are the only files in core/ that include
+ * exec_stream) are in docker_exec.c; these two are the only files in core/ that include
  * docker/docker.h. It decides nothing about sandboxes: limits, labels and hardening come in the
  * spec (core/sandbox.c).
  *
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend_docker.h"
-#include "core/backend_docker_private.h"
+#include "core/backend/docker.h"
+#include "core/backend/docker_private.h"
 #include "docker/docker.h"
 
 #define RUN_OUTPUT_MAX_DEFAULT (2u * 1024 * 1024)
