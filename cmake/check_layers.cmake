@@ -29,7 +29,8 @@ set(PRIVATE_HEADERS
     "store/store_private.h|store/"
     "server/http_private.h|server/"
     "server/mcp/mcp_internal.h|server/mcp/"
-    "server/e2b/e2b_internal.h|server/e2b/")
+    "server/e2b/e2b_internal.h|server/e2b/"
+    "server/agentrun/agentrun_internal.h|server/agentrun/")
 
 set(folders "")
 foreach(rule ${RULES})

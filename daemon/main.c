@@ -11,6 +11,7 @@
 #include "base/base.h"
 #include "core/core.h"
 #include "daemon/config.h"
+#include "server/agentrun/agentrun.h"
 #include "server/e2b/e2b.h"
 #include "server/http.h"
 #include "server/mcp/mcp.h"
@@ -239,11 +240,17 @@ int main(int argc, char **argv)
     rest_register(d.server);
     metrics_register(d.server, d.core);
     e2b_register(d.server);
-    int failed = mcp_register(d.server, d.core, &cfg.server, err) != RB_OK;
+    mcp_server *mcp = NULL;
+    const char *what = "MCP";
+    int failed = mcp_register(d.server, d.core, &cfg.server, &mcp, err) != RB_OK;
+    if (!failed && agentrun_register(d.server, mcp, err) != RB_OK) { /* its MCP tools are served by mcp */
+        failed = 1;
+        what = "AgentRun's API";
+    }
     if (failed) {
         /* Wind down through the ordinary shutdown path, then exit with an error. */
         fprintf(stderr, "runboxd: %s\n", err);
-        rb_error("runboxd: cannot start MCP: %s", err);
+        rb_error("runboxd: cannot start %s: %s", what, err);
         begin_shutdown(&d);
     } else {
         rb_info("runboxd %s listening on http://%s (db %s, image %s)", RUNBOX_VERSION, server_address(d.server), cfg.core.db_path,

@@ -13,10 +13,12 @@
  * transport state of live MCP sessions (event logs, streams, posts, calls in flight),
  * mcp_rpc.c dispatches JSON-RPC messages and reads resources, mcp_wire.c reads and builds the
  * messages and event ids (pure), mcp_tools.c runs the tools and mcp_files.c the file, package
- * and dependency tools and file resources.
+ * and dependency tools and file resources. The tool sets of other protocol families
+ * (mcp_toolset_add) are served here too, at the paths their families route to mcp_toolset_serve.
  */
 #include "server/mcp/mcp.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,13 +207,13 @@ json_t *mcp__read_message(http_call *hc, mcp_body_kind *kind)
     return body;
 }
 
-json_t *mcp__initialize_result(json_t *id, const char *version, int agentrun)
+json_t *mcp__initialize_result(json_t *id, const char *version, const mcp_toolset *toolset)
 {
     json_t *result = json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
                                version, "capabilities", "tools", "listChanged", 0, "resources", "listChanged", 0,
                                "subscribe", 0, "logging", "serverInfo", "name", "runbox", "title",
                                "runbox code interpreter", "version", RUNBOX_VERSION, "instructions",
-                               agentrun ? mcp__agentrun_instructions : mcp__instructions);
+                               toolset != NULL ? toolset->def.instructions : mcp__instructions);
     json_t *resp = mcp__rpc_result_of(id, result);
     json_decref(result);
     return resp;
@@ -222,7 +224,7 @@ int mcp__version_supported(const char *v)
     return v != NULL && version_supported(v);
 }
 
-static int handle_initialize(http_call *hc, json_t *msg, int sse, int agentrun)
+static int handle_initialize(http_call *hc, json_t *msg, int sse, const mcp_toolset *toolset)
 {
     mcp_server *ms = server_of(hc);
     json_t *id = json_object_get(msg, "id");
@@ -251,7 +253,7 @@ static int handle_initialize(http_call *hc, json_t *msg, int sse, int agentrun)
         return mcp__reject(hc->req, 500, id, MCP_ERR_INTERNAL, err);
     const char *sid = json_string_value(json_object_get(rec, "mcp_session_id"));
     rb_info("mcp session %s: initialized with protocol %s", sid, v);
-    json_t *resp = mcp__initialize_result(id, v, agentrun);
+    json_t *resp = mcp__initialize_result(id, v, toolset);
     char *hv = http_pool_strdup(hc->req, sid, strlen(sid));
     h2o_add_header_by_str(&hc->req->pool, &hc->req->res.headers, H2O_STRLIT("mcp-session-id"), 0, NULL, hv,
                           strlen(hv));
@@ -261,8 +263,8 @@ static int handle_initialize(http_call *hc, json_t *msg, int sse, int agentrun)
     return 0;
 }
 
-/* A POST to /mcp, or with agentrun to /agentrun/mcp (AgentRun+'s tools; same sessions). */
-static int post_handler(http_call *hc, int agentrun)
+/* A POST to /mcp, or with toolset to that tool set's path (its tools; the same sessions). */
+static int post_handler(http_call *hc, const mcp_toolset *toolset)
 {
     mcp_server *ms = mcp__admit(hc);
     if (ms == NULL)
@@ -286,13 +288,13 @@ static int post_handler(http_call *hc, int agentrun)
     const char *era = http_query_param(req, "era");
     int pinned = era != NULL && strcmp(era, "legacy") == 0;
     if (!pinned && mcp__envelope_is_modern(body, &eh, sid != NULL && len > 0)) {
-        int r = mcp__modern_post(hc, body, agentrun, answers_as_sse(accept));
+        int r = mcp__modern_post(hc, body, toolset, answers_as_sse(accept));
         json_decref(body);
         return r;
     }
     /* initialize starts a session: it needs no Mcp-Session-Id (and ignores one). */
     if (body_kind == MCP_BODY_INITIALIZE) {
-        int r = handle_initialize(hc, body, answers_as_sse(accept), agentrun);
+        int r = handle_initialize(hc, body, answers_as_sse(accept), toolset);
         json_decref(body);
         return r;
     }
@@ -327,7 +329,7 @@ static int post_handler(http_call *hc, int agentrun)
     post->rt = rt;
     post->batch = batch;
     post->sse = !batch && answers_as_sse(accept); /* a batch's answers go together, as JSON */
-    post->agentrun = agentrun;
+    post->toolset = toolset;
     post->answers = batch ? json_array() : NULL;
     /* While processing, hold one count so that answers given synchronously do not send the
      * batch before every message has been seen. */
@@ -383,12 +385,7 @@ done:
 
 static int mcp_post_handler(http_call *hc)
 {
-    return post_handler(hc, 0);
-}
-
-static int agentrun_post_handler(http_call *hc)
-{
-    return post_handler(hc, 1);
+    return post_handler(hc, NULL);
 }
 
 /* GET: a server-to-client stream, or with Last-Event-ID the replay of a stream. */
@@ -495,10 +492,6 @@ static const http_route routes[] = {
     {"POST", "/mcp", mcp_post_handler},
     {"GET", "/mcp", mcp_get_handler},
     {"DELETE", "/mcp", mcp_delete_handler},
-    /* AgentRun+'s MCP endpoint: its tools (mcp_agentrun.c), the same transport and sessions */
-    {"POST", "/agentrun/mcp", agentrun_post_handler},
-    {"GET", "/agentrun/mcp", mcp_get_handler},
-    {"DELETE", "/agentrun/mcp", mcp_delete_handler},
     /* the HTTP+SSE transport of protocol 2024-11-05 (mcp_legacy.c) */
     {"GET", "/sse", mcp__legacy_sse_handler},
     {"POST", "/messages", mcp__legacy_post_handler},
@@ -527,7 +520,7 @@ static void free_cb(void *data)
     mcp_server_free(data);
 }
 
-rb_err mcp_register(rb_server *s, rb_core *core, const server_settings *cfg, char *err)
+rb_err mcp_register(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err)
 {
     mcp_server *ms;
     rb_err e = mcp_server_new(s, core, cfg, &ms, err);
@@ -542,12 +535,48 @@ rb_err mcp_register(rb_server *s, rb_core *core, const server_settings *cfg, cha
                        .error_prefix = "/mcp",
                        .error_doc = jsonrpc_http_error};
     server_register(s, &p);
+    if (out != NULL)
+        *out = ms;
     return RB_OK;
 }
 
+/* ---- tool sets of other protocol families ---------------------------------------------- */
+
+rb_err mcp_toolset_add(mcp_server *ms, const mcp_toolset_def *def, mcp_toolset **out, char *err)
+{
+    json_t *tools = NULL;
+    rb_err e = mcp__defs_load(def->defs, def->ndefs, def->what, &tools, err);
+    if (e != RB_OK)
+        return e;
+    mcp_toolset *set = xcalloc(1, sizeof(*set));
+    set->ms = ms;
+    set->def = *def;
+    set->tools = tools;
+    set->next = ms->toolsets;
+    ms->toolsets = set;
+    *out = set;
+    return RB_OK;
+}
+
+int mcp_toolset_serve(mcp_toolset *set, http_call *hc)
+{
+    /* The family routed the request with its own data; the handlers of /mcp find the MCP server
+     * in hc->data. */
+    hc->data = set->ms;
+    const h2o_iovec_t m = hc->req->method;
+    if (h2o_memis(m.base, m.len, H2O_STRLIT("POST")))
+        return post_handler(hc, set);
+    if (h2o_memis(m.base, m.len, H2O_STRLIT("GET")))
+        return mcp_get_handler(hc);
+    assert(h2o_memis(m.base, m.len, H2O_STRLIT("DELETE"))); /* the family routes only these three */
+    return mcp_delete_handler(hc);
+}
+
+/* ---- lifecycle -------------------------------------------------------------------------- */
+
 static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings *cfg, mcp_server **out, char *err)
 {
-    json_t *tools = NULL, *agentrun_tools = NULL;
+    json_t *tools = NULL;
     rb_err e = mcp__tools_load(&tools, err);
     if (e != RB_OK)
         return e;
@@ -561,22 +590,15 @@ static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings 
         json_array_extend(tools, more);
         json_decref(more);
     }
-    e = mcp__agentrun_tools_load(&agentrun_tools, err);
-    if (e != RB_OK) {
-        json_decref(tools);
-        return e;
-    }
     mcp_server *ms = xcalloc(1, sizeof(*ms));
     ms->server = s;
     ms->core = core;
     ms->cfg = cfg;
     ms->tools = tools;
-    ms->agentrun_tools = agentrun_tools;
     ms->modern_tools = mcp__modern_tools(tools);
     e = mcp_sessions_new(core, &ms->cm, err);
     if (e != RB_OK) {
         json_decref(tools);
-        json_decref(agentrun_tools);
         json_decref(ms->modern_tools);
         free(ms);
         return e;
@@ -606,7 +628,12 @@ static void mcp_server_free(mcp_server *ms)
         return;
     mcp_server_stop(ms);
     json_decref(ms->tools);
-    json_decref(ms->agentrun_tools);
     json_decref(ms->modern_tools);
+    while (ms->toolsets != NULL) {
+        mcp_toolset *set = ms->toolsets;
+        ms->toolsets = set->next;
+        json_decref(set->tools);
+        free(set);
+    }
     free(ms);
 }

@@ -4,8 +4,9 @@
  * mcp_rt.c (live sessions, streams, posts and calls), mcp_rpc.c (dispatch and resources),
  * mcp_wire.c (JSON-RPC messages, error codes and SSE event ids: pure, see mcp_wire.h),
  * mcp_modern.c (the stateless 2026-07-28 era) with mcp_envelope.c (its checks: pure),
- * mcp_tools.c (tools), mcp_files.c (file, package and dependency tools, file resources) and
- * mcp_agentrun.c (AgentRun+'s tools, served at /agentrun/mcp).
+ * mcp_tools.c (tools) and mcp_files.c (file, package and dependency tools, file resources).
+ * Tool sets of other protocol families (mcp_toolset_add, mcp.h) are served by the same files,
+ * with their own tools; their calls reach this module only through mcp.h's mcp_call_*.
  *
  * Ownership: an mcp_rt is attached to its MCP session in core's one registry of MCP sessions
  * (mcp_sessions_attach, found again with mcp_sessions_transport) and freed when the registry
@@ -19,14 +20,10 @@
 #include <stdint.h>
 
 #include "core/mcp_sessions.h"
-#include "server/agentrun.h"
 #include "server/mcp/mcp.h"
 #include "server/mcp/mcp_envelope.h"
 #include "server/mcp/mcp_wire.h"
 #include "server/sse.h"
-
-/* Largest file download_file and resources/read return (JSON-RPC carries it in the answer). */
-#define MCP_FILE_MAX (8u * 1024 * 1024)
 
 /* GET (standalone) event streams one MCP session may hold open at once. */
 #define MCP_MAX_GET_STREAMS 4
@@ -36,7 +33,6 @@
 extern const char *const mcp__levels[MCP_NLEVELS];
 
 typedef struct mcp_rt mcp_rt;
-typedef struct mcp_call mcp_call;
 typedef struct mcp_post mcp_post;
 
 /* The replay log of one MCP session keeps its last MCP_LOG_MAX_EVENTS messages and at most
@@ -88,7 +84,7 @@ struct mcp_post {
     int legacy; /* a POST /messages: every answer goes to rt->legacy (mcp_legacy.c) */
     int batch;
     int sse;    /* the client named text/event-stream in Accept: a single answer goes as one event */
-    int agentrun; /* a POST to /agentrun/mcp: AgentRun+'s tools (mcp_agentrun.c) */
+    const mcp_toolset *toolset; /* a POST to a tool set's path: its tools; NULL: runbox's own */
     int modern;   /* an MCP 2026-07-28 request (mcp_modern.c): rt is its own, stateless */
     int log_min;  /* modern: the lowest log level sent (MCP_NLEVELS: none), from _meta */
     json_t *answers; /* batch: responses collected */
@@ -111,7 +107,8 @@ struct mcp_call {
     char language[CORE_LANGUAGE_LEN];
     json_t *timeout;
     core_op *op;
-    agentrun_op *create; /* AgentRun's create_session in flight */
+    void *work;                /* a tool set's work in flight that is no core call (mcp_call_hold) */
+    mcp_cancel_cb work_cancel; /* how a drop cancels it */
     core_watch *watch;
     char exec_id[MCP_SESSIONS_ID_LEN];
     int cancelled, replaced;
@@ -133,11 +130,19 @@ struct mcp_server {
     const server_settings *cfg;
     mcp_sessions *cm;
     json_t *tools;
-    json_t *agentrun_tools;
+    mcp_toolset *toolsets; /* added by other protocol families (mcp_toolset_add) */
     json_t *modern_tools; /* tools with the descriptions of MCP 2026-07-28 (no MCP session) */
     mcp_rt *modern;       /* runtimes of modern requests in flight */
     char boot[12];
     int stopped;
+};
+
+/* A tool set another protocol family serves at its own path (mcp_toolset_add). */
+struct mcp_toolset {
+    mcp_server *ms;
+    mcp_toolset_def def;
+    json_t *tools; /* def's definitions, parsed */
+    mcp_toolset *next;
 };
 
 /* ---- mcp.c ---- */
@@ -159,8 +164,8 @@ mcp_rt *mcp__session_by_id(http_call *hc, const char *sid, json_t **rec);
  * its body here. New reference. */
 json_t *mcp__read_message(http_call *hc, mcp_body_kind *kind);
 /** The JSON-RPC response to initialize (id borrowed) for protocol version (new reference), with
- * the instructions of AgentRun's tools when agentrun. */
-json_t *mcp__initialize_result(json_t *id, const char *version, int agentrun);
+ * the instructions of toolset (NULL: runbox's own). */
+json_t *mcp__initialize_result(json_t *id, const char *version, const mcp_toolset *toolset);
 /** Answers req with one JSON-RPC message (borrowed): as an SSE event when sse, else as JSON. */
 void mcp__send_message(h2o_req_t *req, int status, json_t *msg, int sse);
 /** Whether the streamable HTTP transport speaks protocol version v. */
@@ -237,8 +242,9 @@ void mcp__call_cancel(mcp_call *call);
 
 /* ---- mcp_modern.c: MCP 2026-07-28, stateless, on the same endpoint ---- */
 
-/** Serves a POST that mcp__envelope_is_modern picked (body borrowed); always answers. */
-int mcp__modern_post(http_call *hc, json_t *body, int agentrun, int sse);
+/** Serves a POST that mcp__envelope_is_modern picked (body borrowed) with toolset's tools (NULL:
+ * runbox's own); always answers. */
+int mcp__modern_post(http_call *hc, json_t *body, const mcp_toolset *toolset, int sse);
 /** Adds what 2026-07-28 wants on a response (in place, borrowed): resultType and the server's
  * identity on results, Invalid Params for a missing resource. Returns the HTTP status to send it
  * with while still unanswered. */
@@ -281,16 +287,6 @@ json_t *mcp__tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2
 json_t *mcp__tool_core_error(rb_err e, const char *msg);
 /** A successful tool result: obj (borrowed) as text and as structuredContent. */
 json_t *mcp__tool_object(json_t *obj);
-
-/* ---- mcp_agentrun.c ---- */
-
-/** AgentRun+'s tool definitions (a new JSON array), or RB_EINTERNAL if one does not parse. */
-rb_err mcp__agentrun_tools_load(json_t **out, char *err);
-/** The instructions initialize returns at /agentrun/mcp. */
-extern const char mcp__agentrun_instructions[];
-/** Runs call's AgentRun tool; returns the tool result now (new reference), or NULL when the
- * call answers later. */
-json_t *mcp__agentrun_tool(mcp_call *call);
 
 /* ---- mcp_files.c ---- */
 

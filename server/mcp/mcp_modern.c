@@ -232,12 +232,12 @@ static const char instructions[] =
     "lists what is installed and install_dependencies adds Python (or, in a javascript or typescript session, npm) "
     "packages. Call close_session when done.";
 
-static json_t *discover_result(json_t *id, int agentrun)
+static json_t *discover_result(json_t *id, const mcp_toolset *toolset)
 {
     json_t *r = json_pack("{s:[s,s,s,s], s:{s:{s:b}, s:{s:b, s:b}, s:{}}, s:s}", "supportedVersions",
                           MCP_MODERN_VERSION, "2025-11-25", "2025-06-18", "2025-03-26", "capabilities", "tools",
                           "listChanged", 0, "resources", "listChanged", 0, "subscribe", 0, "logging", "instructions",
-                          agentrun ? mcp__agentrun_instructions : instructions);
+                          toolset != NULL ? toolset->def.instructions : instructions);
     mcp__cacheable(r, MCP_LIST_TTL_MS, "public");
     return mcp__rpc_result(id, r);
 }
@@ -308,7 +308,7 @@ static int send_error(h2o_req_t *req, json_t *error)
     return 0;
 }
 
-int mcp__modern_post(http_call *hc, json_t *body, int agentrun, int sse)
+int mcp__modern_post(http_call *hc, json_t *body, const mcp_toolset *toolset, int sse)
 {
     mcp_server *ms = hc->data;
     h2o_req_t *req = hc->req;
@@ -346,7 +346,7 @@ int mcp__modern_post(http_call *hc, json_t *body, int agentrun, int sse)
         return send_error(req, mcp__rpc_error(id, MCP_ERR_METHOD, text, NULL));
     }
     if (strcmp(method, "server/discover") == 0) {
-        json_t *resp = discover_result(id, agentrun);
+        json_t *resp = discover_result(id, toolset);
         int status = mcp__modern_decorate(resp);
         mcp__send_message(req, status, resp, sse);
         json_decref(resp);
@@ -361,7 +361,7 @@ int mcp__modern_post(http_call *hc, json_t *body, int agentrun, int sse)
     post->rt = rt;
     rt->refs++; /* held by the post until its request is disposed */
     post->sse = sse;
-    post->agentrun = agentrun;
+    post->toolset = toolset;
     post->modern = 1;
     post->log_min = mcp__envelope_log_level(params);
     post->outstanding = 1;

@@ -119,7 +119,7 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
                               "initialize must be sent alone, without Mcp-Session-Id, to start a new MCP session",
                               NULL);
     if (strcmp(method, "tools/list") == 0) {
-        json_t *tools = post->agentrun ? ms->agentrun_tools : post->modern ? ms->modern_tools : ms->tools;
+        json_t *tools = post->toolset != NULL ? post->toolset->tools : post->modern ? ms->modern_tools : ms->tools;
         json_t *r = json_pack("{s:O}", "tools", tools);
         if (post->modern) /* the same for every caller until runboxd is upgraded (2026-07-28 caching) */
             mcp__cacheable(r, MCP_LIST_TTL_MS, "public");
@@ -169,7 +169,7 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
             return mcp__rpc_error(id, MCP_ERR_PARAMS, "tools/call needs params.name (a string)", NULL);
         if (args != NULL && !json_is_null(args) && !json_is_object(args))
             return mcp__rpc_error(id, MCP_ERR_PARAMS, "tools/call: params.arguments must be an object", NULL);
-        if (!has_tool(post->agentrun ? ms->agentrun_tools : ms->tools, name)) {
+        if (!has_tool(post->toolset != NULL ? post->toolset->tools : ms->tools, name)) {
             char msg[160];
             snprintf(msg, sizeof(msg), "Unknown tool: %.64s (see tools/list)", name);
             return mcp__rpc_error(id, MCP_ERR_PARAMS, msg, NULL);
@@ -196,7 +196,7 @@ json_t *mcp__dispatch(mcp_rt *rt, mcp_post *post, json_t *rec, json_t *id, const
             }
         snprintf(call->bound_language, sizeof(call->bound_language), "%s", bl);
         post->outstanding++;
-        json_t *res = post->agentrun ? mcp__agentrun_tool(call) : mcp__run_tool(call);
+        json_t *res = post->toolset != NULL ? post->toolset->def.run(call) : mcp__run_tool(call);
         if (res != NULL) {
             mcp__call_finish(call, mcp__rpc_result_of(id, res));
             json_decref(res);
@@ -235,7 +235,7 @@ void mcp__call_cancel(mcp_call *call)
         if (core_execution_cancel(rt->ms->core, rt->who, call->exec_id, &out, err) != RB_OK)
             rb_debug("mcp %s: cancel of %s: %s", rt->modern ? "(2026-07-28)" : rt->id, call->exec_id, err);
         json_decref(out);
-    } else if (call->op != NULL || call->create != NULL) {
+    } else if (call->op != NULL || call->work != NULL) {
         /* Still waiting for a sandbox: answer now; the sandbox stays for later calls. */
         mcp__call_finish(call, mcp__rpc_error(call->id, MCP_ERR_CANCELLED, "the request was cancelled", NULL));
     }

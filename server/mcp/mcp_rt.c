@@ -4,8 +4,9 @@
  * SSE stream of it and mcp_event one message in its bounded replay log; mcp_post is one HTTP
  * POST (in req->pool, its dispose hook detaches the calls that still point at it); mcp_call is
  * one JSON-RPC request in flight (heap, in its rt). This file delivers answers and
- * notifications to whichever of a post or a stream a call is attached to; it knows nothing of
- * methods or tools (mcp_rpc.c, mcp_tools.c) nor of HTTP routing (mcp.c).
+ * notifications to whichever of a post or a stream a call is attached to, and gives a tool set
+ * of another protocol family (mcp.h) what it may use of a call; it knows nothing of methods or
+ * tools (mcp_rpc.c, mcp_tools.c) nor of HTTP routing (mcp.c).
  */
 #include <stdio.h>
 #include <assert.h>
@@ -264,8 +265,8 @@ void mcp__call_drop(mcp_call *call)
         core_watch_stop(call->watch);
     if (call->op != NULL)
         core_cancel(call->op);
-    if (call->create != NULL)
-        agentrun_cancel(call->create);
+    if (call->work != NULL)
+        call->work_cancel(call->work);
     if (call->post != NULL)
         post_forget(call->post, call);
     if (!rt->modern && !rt->ms->stopped)
@@ -349,6 +350,60 @@ void mcp__call_log(mcp_call *call, int level, const char *fmt, ...)
     mcp__call_notify(call,
                      json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "jsonrpc", "2.0", "method", "notifications/message",
                                "params", "level", mcp__levels[level], "logger", "runbox", "data", text));
+}
+
+/* ---- a call as a tool set sees it (mcp.h) ---------------------------------------------- */
+
+const char *mcp_call_tool(const mcp_call *call)
+{
+    return call->tool;
+}
+
+json_t *mcp_call_args(const mcp_call *call)
+{
+    return call->args;
+}
+
+rb_core *mcp_call_core(const mcp_call *call)
+{
+    return call->ms->core;
+}
+
+const core_caller *mcp_call_who(const mcp_call *call)
+{
+    return call->rt->who;
+}
+
+const server_settings *mcp_call_settings(const mcp_call *call)
+{
+    return call->ms->cfg;
+}
+
+core_op **mcp_call_op(mcp_call *call)
+{
+    return &call->op;
+}
+
+void mcp_call_execution(mcp_call *call, const char *execution_id)
+{
+    snprintf(call->exec_id, sizeof(call->exec_id), "%s", execution_id ? execution_id : "");
+}
+
+core_watch **mcp_call_watch(mcp_call *call)
+{
+    return &call->watch;
+}
+
+void mcp_call_hold(mcp_call *call, void *work, mcp_cancel_cb cancel)
+{
+    assert(work == NULL || cancel != NULL);
+    call->work = work;
+    call->work_cancel = cancel;
+}
+
+void mcp_call_answer(mcp_call *call, json_t *result)
+{
+    mcp__call_finish(call, mcp__rpc_result(call->id, result));
 }
 
 /* ---- runtimes -------------------------------------------------------------------------- */

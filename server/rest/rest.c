@@ -11,7 +11,6 @@
 
 #include "base/codec.h"
 #include "server/query.h"
-#include "server/rest/agentrun.h"
 #include "server/rest/multipart.h"
 #include "server/transfer.h"
 #include "server/sse.h"
@@ -645,25 +644,10 @@ static const http_route routes[] = {
     {"POST", "/web/page-text", page_text},
     {"POST", "/engines/{id}/drain", engine_drain},
     {"DELETE", "/engines/{id}/drain", engine_drain},
-    /* AgentRun+'s REST API (server/rest/agentrun.c) */
-    {"GET", "/agentrun/", agentrun_route_root},
-    {"GET", "/agentrun/health", agentrun_route_health},
-    {"GET", "/agentrun/packages", agentrun_route_packages},
-    {"POST", "/agentrun/sessions", agentrun_route_session_create},
-    {"GET", "/agentrun/sessions", agentrun_route_session_list},
-    {"GET", "/agentrun/sessions/{id}", agentrun_route_session_get},
-    {"DELETE", "/agentrun/sessions/{id}", agentrun_route_session_delete},
-    {"POST", "/agentrun/sessions/{id}/execute", agentrun_route_execute},
-    {"POST", "/agentrun/sessions/{id}/copy-to", agentrun_route_copy_to},
-    {"POST", "/agentrun/sessions/{id}/copy-from", agentrun_route_copy_from},
 };
 
 void rest_register(rb_server *s)
 {
-    http_protocol p = {.name = "rest",
-                       .routes = routes,
-                       .nroutes = sizeof(routes) / sizeof(routes[0]),
-                       .error_prefix = "/agentrun",
-                       .error_doc = agentrun_route_error_doc};
+    http_protocol p = {.name = "rest", .routes = routes, .nroutes = sizeof(routes) / sizeof(routes[0])};
     server_register(s, &p);
 }

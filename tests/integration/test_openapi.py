@@ -22,8 +22,8 @@ def test_openapi_document_is_valid():
     assert spec["openapi"].startswith("3.1")
 
 
-# Every route runboxd serves (the route tables of server/rest/rest.c, server/mcp/mcp.c and
-# server/metrics/metrics.c), as (path, method).
+# Every route runboxd serves (the route tables of the protocol folders of server/: rest, mcp,
+# metrics, agentrun, e2b), as (path, method).
 ROUTES = {
     ("/sessions", "post"), ("/sessions", "get"),
     ("/sessions/{session_id}", "get"), ("/sessions/{session_id}", "delete"),
@@ -36,7 +36,7 @@ ROUTES = {
     ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"),
     ("/web/page-text", "post"), ("/engines/{name}/drain", "post"), ("/engines/{name}/drain", "delete"),
     ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"), ("/sse", "get"), ("/messages", "post"),
-    # the AgentRun-compatible surface (server/rest/agentrun.c, server/mcp/mcp_agentrun.c)
+    # the AgentRun-compatible surface (server/agentrun/rest.c, server/agentrun/mcp.c)
     ("/agentrun/", "get"), ("/agentrun/health", "get"), ("/agentrun/packages", "get"),
     ("/agentrun/sessions", "post"), ("/agentrun/sessions", "get"),
     ("/agentrun/sessions/{session_id}", "get"), ("/agentrun/sessions/{session_id}", "delete"),
@@ -72,7 +72,7 @@ def test_every_route_is_described():
 
 
 def test_route_tables_match_the_spec():
-    """The route tables in the C sources (server/rest/rest.c, server/mcp/mcp.c), read as text: a route
+    """The route tables in the C sources (every server/**/*.c), read as text: a route
     added there without a line in openapi.yaml (and in ROUTES above) fails here."""
     served = set()
     for src in sorted((rbtest.ROOT / "server").rglob("*.c")):

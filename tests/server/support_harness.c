@@ -3,6 +3,7 @@
  * a thread; the tests talk to it over loopback with a blocking client.
  */
 #include "tests/server/harness.h"
+#include "server/agentrun/agentrun.h"
 #include "server/mcp/mcp.h"
 #include "server/metrics/metrics.h"
 #include "server/rest/rest.h"
@@ -44,7 +45,10 @@ static void *loop_main(void *p)
     if (e == RB_OK) {
         rest_register(h->server);
         metrics_register(h->server, h->core);
-        e = mcp_register(h->server, h->core, &h->cfg, err);
+        mcp_server *mcp = NULL;
+        e = mcp_register(h->server, h->core, &h->cfg, &mcp, err);
+        if (e == RB_OK)
+            e = agentrun_register(h->server, mcp, err);
     }
     if (e != RB_OK) {
         fprintf(stderr, "harness: %s\n", err);

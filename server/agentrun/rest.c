@@ -1,18 +1,16 @@
 /*
- * agentrun.c: the REST routes of runboxd's AgentRun-compatible surface under /agentrun
- * (server/rest/agentrun.h; the shapes are server/agentrun.h's): what AgentRunAPIClient of
+ * rest.c: the REST routes of runboxd's AgentRun-compatible surface under /agentrun
+ * (server/agentrun/agentrun_internal.h; the shapes are agentrun.c's): what AgentRunAPIClient of
  * AgentRun+ calls, answered as AgentRun's FastAPI server answers, errors with FastAPI's "detail"
  * (which the client reads) beside runbox's error object. Sessions are runbox sessions, shared
  * with runbox's own routes and with MCP.
  */
-#include "server/rest/agentrun.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/codec.h"
-#include "server/agentrun.h"
+#include "server/agentrun/agentrun_internal.h"
 #include "server/rest/multipart.h"
 #include "server/transfer.h"
 
@@ -24,7 +22,7 @@ static void ar_error(h2o_req_t *req, rb_err e, const char *msg)
     if (e == RB_OK)
         e = RB_EINTERNAL;
     const char *text = msg && msg[0] ? msg : rb_strerror(e);
-    json_t *doc = agentrun_error_doc(rb_strerror(e), text);
+    json_t *doc = agentrun__error_doc(rb_strerror(e), text);
     http_send_json(req, http_status_of(e), doc);
     json_decref(doc);
 }
@@ -57,7 +55,7 @@ static void ar_dispose(void *p)
     if (ctx->op != NULL)
         core_cancel(ctx->op);
     if (ctx->create != NULL)
-        agentrun_cancel(ctx->create);
+        agentrun__cancel(ctx->create);
     if (ctx->watch != NULL)
         core_watch_stop(ctx->watch);
     memset(ctx, 0, sizeof(*ctx));
@@ -84,15 +82,16 @@ static void on_core_json(void *data, rb_err e, const char *msg, json_t *body)
     json_decref(body);
 }
 
-json_t *agentrun_route_error_doc(int status, const char *code, const char *message)
+/* http_protocol.error_doc for paths under /agentrun: AgentRun's error document. */
+static json_t *error_doc(int status, const char *code, const char *message)
 {
     (void)status;
-    return agentrun_error_doc(code, message);
+    return agentrun__error_doc(code, message);
 }
 
 /* ---- service ---------------------------------------------------------------------------- */
 
-int agentrun_route_root(http_call *call)
+static int service_root(http_call *call)
 {
     json_t *doc = json_pack(
         "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}}", "service",
@@ -108,7 +107,7 @@ int agentrun_route_root(http_call *call)
     return ar_answer(call->req, RB_OK, NULL, doc, 200);
 }
 
-int agentrun_route_health(http_call *call)
+static int service_health(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *list = NULL;
@@ -116,7 +115,7 @@ int agentrun_route_health(http_call *call)
     if (e != RB_OK)
         return ar_answer(call->req, e, err, NULL, 0);
     json_t *health = core_health(call->core);
-    json_t *doc = agentrun_health(health, json_array_size(json_object_get(list, "sessions")));
+    json_t *doc = agentrun__health(health, json_array_size(json_object_get(list, "sessions")));
     json_object_set_new(doc, "protocols", json_pack("[s, s]", "rest", "mcp"));
     json_object_set_new(doc, "version", json_string(RUNBOX_VERSION));
     json_decref(health);
@@ -124,10 +123,10 @@ int agentrun_route_health(http_call *call)
     return ar_answer(call->req, RB_OK, NULL, doc, 200);
 }
 
-int agentrun_route_packages(http_call *call)
+static int service_packages(http_call *call)
 {
     char err[RB_ERR_LEN];
-    ar_ctx *ctx = ar_ctx_new(call, agentrun_packages);
+    ar_ctx *ctx = ar_ctx_new(call, agentrun__packages);
     rb_err e = core_packages(call->core, on_core_json, ctx, &ctx->op, err);
     if (e != RB_OK) {
         ctx->op = NULL;
@@ -138,11 +137,11 @@ int agentrun_route_packages(http_call *call)
 
 /* ---- sessions ----------------------------------------------------------------------------- */
 
-int agentrun_route_session_create(http_call *call)
+static int session_create(http_call *call)
 {
     char err[RB_ERR_LEN];
     ar_ctx *ctx = ar_ctx_new(call, NULL);
-    rb_err e = agentrun_session_create(call->core, call->who, on_core_json, ctx, &ctx->create, err);
+    rb_err e = agentrun__session_create(call->core, call->who, on_core_json, ctx, &ctx->create, err);
     if (e != RB_OK) {
         ctx->create = NULL;
         return ar_answer(call->req, e, err, NULL, 0);
@@ -150,12 +149,12 @@ int agentrun_route_session_create(http_call *call)
     return 0;
 }
 
-int agentrun_route_session_list(http_call *call)
+static int session_list(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *list = NULL;
     rb_err e = core_session_list(call->core, call->who, &list, err);
-    json_t *out = e == RB_OK ? agentrun_session_ids(list) : NULL;
+    json_t *out = e == RB_OK ? agentrun__session_ids(list) : NULL;
     json_decref(list);
     return ar_answer(call->req, e, err, out, 200);
 }
@@ -179,21 +178,21 @@ static rb_err live_session(http_call *call, json_t **out, char *err)
     return RB_OK;
 }
 
-int agentrun_route_session_get(http_call *call)
+static int session_get(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *s = NULL;
     rb_err e = live_session(call, &s, err);
     json_t *out = NULL;
     if (e == RB_OK) {
-        out = agentrun_session(call->params[0]);
+        out = agentrun__session(call->params[0]);
         json_object_set(out, "status", json_object_get(s, "status"));
     }
     json_decref(s);
     return ar_answer(call->req, e, err, out, 200);
 }
 
-int agentrun_route_session_delete(http_call *call)
+static int session_delete(http_call *call)
 {
     char err[RB_ERR_LEN], text[160];
     json_t *s = NULL;
@@ -212,17 +211,17 @@ static void on_execution_event(void *data, const char *event, json_t *payload)
         return;
     ctx->watch = NULL; /* finished: must not be stopped again */
     if (ctx->req != NULL)
-        ar_answer(ctx->req, RB_OK, NULL, agentrun_execution(payload), 200);
+        ar_answer(ctx->req, RB_OK, NULL, agentrun__execution(payload), 200);
 }
 
-int agentrun_route_execute(http_call *call)
+static int execute(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *body = NULL, *queued = NULL;
     rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
     if (e != RB_OK)
         return ar_answer(call->req, e, err, NULL, 0);
-    json_t *req = agentrun_execute_request(call->params[0], json_object_get(body, "python_code"),
+    json_t *req = agentrun__execute_request(call->params[0], json_object_get(body, "python_code"),
                                            json_object_get(body, "ignore_dependencies"),
                                            json_object_get(body, "ignore_unsafe_functions"), err);
     json_decref(body);
@@ -281,7 +280,7 @@ static json_t *copied(json_t *body)
     return out;
 }
 
-int agentrun_route_copy_to(http_call *call)
+static int copy_to(http_call *call)
 {
     char err[RB_ERR_LEN];
     h2o_req_t *req = call->req;
@@ -299,7 +298,7 @@ int agentrun_route_copy_to(http_call *call)
         return ar_answer(req, e, err, NULL, 0);
     if (f.files != 1)
         return ar_answer(req, RB_EINVAL, "send exactly one file, in a multipart part named 'file'", NULL, 0);
-    e = agentrun_filename_check(f.name, err);
+    e = agentrun__filename_check(f.name, err);
     if (e != RB_OK)
         return ar_answer(req, e, err, NULL, 0);
     char *path = xasprintf("src/%s", f.name);
@@ -321,7 +320,7 @@ static void on_copied_from(void *data, h2o_req_t *req, rb_err e, const char *msg
                        ar_error);
 }
 
-int agentrun_route_copy_from(http_call *call)
+static int copy_from(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *body = NULL;
@@ -337,7 +336,7 @@ int agentrun_route_copy_from(http_call *call)
                          "relative to /workspace, without NUL) and filename are strings",
                          NULL, 0);
     }
-    e = agentrun_src_path_check(json_string_value(src), err);
+    e = agentrun__src_path_check(json_string_value(src), err);
     if (e != RB_OK) {
         json_decref(body);
         return ar_answer(call->req, e, err, NULL, 0);
@@ -351,4 +350,30 @@ int agentrun_route_copy_from(http_call *call)
     if (e != RB_OK)
         return ar_answer(call->req, e, err, NULL, 0);
     return 0;
+}
+
+static const http_route routes[] = {
+    {"GET", "/agentrun/", service_root},
+    {"GET", "/agentrun/health", service_health},
+    {"GET", "/agentrun/packages", service_packages},
+    {"POST", "/agentrun/sessions", session_create},
+    {"GET", "/agentrun/sessions", session_list},
+    {"GET", "/agentrun/sessions/{id}", session_get},
+    {"DELETE", "/agentrun/sessions/{id}", session_delete},
+    {"POST", "/agentrun/sessions/{id}/execute", execute},
+    {"POST", "/agentrun/sessions/{id}/copy-to", copy_to},
+    {"POST", "/agentrun/sessions/{id}/copy-from", copy_from},
+};
+
+void agentrun__rest_register(rb_server *s)
+{
+    /* Named "rest": /metrics counts these routes with runbox's own REST API. Errors h2o raises
+     * itself under /agentrun (401 without an API key, 403 Origin, 413, ...), /agentrun/mcp
+     * included, carry FastAPI's "detail" too. */
+    http_protocol p = {.name = "rest",
+                       .routes = routes,
+                       .nroutes = sizeof(routes) / sizeof(routes[0]),
+                       .error_prefix = "/agentrun",
+                       .error_doc = error_doc};
+    server_register(s, &p);
 }

@@ -1,7 +1,9 @@
 /*
- * agentrun.c: AgentRun's documents and its session creation (server/agentrun.h).
+ * agentrun.c: the AgentRun family's heart (server/agentrun/agentrun_internal.h): AgentRun's
+ * documents and its session creation, which its REST routes (rest.c) and its MCP tools (mcp.c)
+ * share, and agentrun_register (server/agentrun/agentrun.h), which registers both.
  */
-#include "server/agentrun.h"
+#include "server/agentrun/agentrun_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,18 +13,18 @@
  * bounds the copy. */
 #define AGENTRUN_OUTPUT_MAX (64u * 1024 * 1024)
 
-json_t *agentrun_error_doc(const char *code, const char *message)
+json_t *agentrun__error_doc(const char *code, const char *message)
 {
     return json_pack("{s:s, s:{s:s, s:s}}", "detail", message, "error", "code", code, "message", message);
 }
 
-json_t *agentrun_session(const char *session_id)
+json_t *agentrun__session(const char *session_id)
 {
     return json_pack("{s:s, s:s, s:s, s:s}", "session_id", session_id, "workdir", AGENTRUN_WORKDIR, "source_path",
                      AGENTRUN_SOURCE_PATH, "artifact_path", AGENTRUN_ARTIFACT_PATH);
 }
 
-json_t *agentrun_session_ids(json_t *list)
+json_t *agentrun__session_ids(json_t *list)
 {
     json_t *ids = json_array();
     size_t i;
@@ -36,7 +38,7 @@ json_t *agentrun_session_ids(json_t *list)
     return json_pack("{s:o, s:I}", "active_sessions", ids, "count", (json_int_t)json_array_size(ids));
 }
 
-json_t *agentrun_packages(json_t *packages)
+json_t *agentrun__packages(json_t *packages)
 {
     json_t *names = json_array();
     size_t i;
@@ -50,7 +52,7 @@ json_t *agentrun_packages(json_t *packages)
     return json_pack("{s:o, s:I}", "packages", names, "count", (json_int_t)json_array_size(names));
 }
 
-json_t *agentrun_health(json_t *health, size_t active_sessions)
+json_t *agentrun__health(json_t *health, size_t active_sessions)
 {
     const char *status = json_string_value(json_object_get(health, "status"));
     return json_pack("{s:s, s:I}", "status", status != NULL && strcmp(status, "ok") == 0 ? "healthy" : "unhealthy",
@@ -100,8 +102,8 @@ static int names_ok(json_t *v, const char *field, char *err)
     return 1;
 }
 
-json_t *agentrun_execute_request(const char *session_id, json_t *code, json_t *ignore_dependencies,
-                                 json_t *ignore_unsafe_functions, char *err)
+json_t *agentrun__execute_request(const char *session_id, json_t *code, json_t *ignore_dependencies,
+                                  json_t *ignore_unsafe_functions, char *err)
 {
     if (!json_is_string(code)) {
         rb_fail(RB_EINVAL, err, "the code to run is required, as a string of Python source");
@@ -168,7 +170,7 @@ static void append_error(rb_buf *b, json_t *error)
     free(t);
 }
 
-json_t *agentrun_execution(json_t *doc)
+json_t *agentrun__execution(json_t *doc)
 {
     rb_buf b;
     rb_buf_init(&b, AGENTRUN_OUTPUT_MAX);
@@ -225,7 +227,7 @@ json_t *agentrun_execution(json_t *doc)
 
 /* ---- paths -------------------------------------------------------------------------------- */
 
-rb_err agentrun_filename_check(const char *name, char *err)
+rb_err agentrun__filename_check(const char *name, char *err)
 {
     if (strstr(name, "..") != NULL || strchr(name, '/') != NULL || strchr(name, '\\') != NULL)
         return rb_fail(RB_EFORBIDDEN, err,
@@ -237,7 +239,7 @@ rb_err agentrun_filename_check(const char *name, char *err)
     return RB_OK;
 }
 
-rb_err agentrun_src_path_check(const char *src_path, char *err)
+rb_err agentrun__src_path_check(const char *src_path, char *err)
 {
     if (strstr(src_path, "..") != NULL)
         return rb_fail(RB_EFORBIDDEN, err,
@@ -275,7 +277,7 @@ static void next_folder(agentrun_op *op)
 {
     char err[RB_ERR_LEN];
     if (op->step > (int)(sizeof(folders) / sizeof(folders[0]))) {
-        op_finish(op, RB_OK, NULL, agentrun_session(op->session_id));
+        op_finish(op, RB_OK, NULL, agentrun__session(op->session_id));
         return;
     }
     rb_err e = core_file_mkdir(op->c, op->who, op->session_id, folders[op->step - 1], on_folder, op, &op->op, err);
@@ -320,8 +322,8 @@ static void on_created(void *data, rb_err e, const char *msg, json_t *body)
     next_folder(op);
 }
 
-rb_err agentrun_session_create(rb_core *c, const core_caller *who, core_cb cb, void *data, agentrun_op **handle,
-                               char *err)
+rb_err agentrun__session_create(rb_core *c, const core_caller *who, core_cb cb, void *data, agentrun_op **handle,
+                                char *err)
 {
     agentrun_op *op = xcalloc(1, sizeof(*op));
     op->c = c;
@@ -340,11 +342,23 @@ rb_err agentrun_session_create(rb_core *c, const core_caller *who, core_cb cb, v
     return RB_OK;
 }
 
-void agentrun_cancel(agentrun_op *op)
+void agentrun__cancel(agentrun_op *op)
 {
     if (op == NULL)
         return;
     if (op->op != NULL)
         core_cancel(op->op);
     free(op);
+}
+
+/* ---- registration ----------------------------------------------------------------------- */
+
+rb_err agentrun_register(rb_server *s, mcp_server *mcp, char *err)
+{
+    /* The MCP tools first: they are what can fail, and then nothing is registered. */
+    rb_err e = agentrun__mcp_register(s, mcp, err);
+    if (e != RB_OK)
+        return e;
+    agentrun__rest_register(s);
+    return RB_OK;
 }

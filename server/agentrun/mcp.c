@@ -1,7 +1,8 @@
 /*
- * mcp_agentrun.c: the MCP tools of runboxd's AgentRun-compatible surface, served at
- * /agentrun/mcp (server/mcp/mcp_internal.h; the documents are server/agentrun.h's): AgentRun+'s
- * nine tools with its arguments and answers, so that its AgentRunMCPClient works unmodified.
+ * mcp.c: the MCP tools of runboxd's AgentRun-compatible surface, served at /agentrun/mcp with
+ * server/mcp's transport (its public header, server/mcp/mcp.h: a tool set of this family; the
+ * documents are agentrun.c's): AgentRun+'s nine tools with its arguments and answers, so that its
+ * AgentRunMCPClient works unmodified.
  *
  * Answers are what AgentRun's FastMCP server gives: the tool's JSON object as the first text
  * block (the client parses that) and as structuredContent. execute_code adds its plots as image
@@ -15,8 +16,8 @@
 #include <string.h>
 
 #include "base/codec.h"
-#include "server/agentrun.h"
-#include "server/mcp/mcp_internal.h"
+#include "server/agentrun/agentrun_internal.h"
+#include "server/mcp/mcp.h"
 
 /* ---- answers ---------------------------------------------------------------------------- */
 
@@ -36,15 +37,9 @@ static json_t *ar_failure(const mcp_call *call, rb_err e, const char *msg)
     char text[RB_ERR_LEN + 64];
     snprintf(text, sizeof(text), "%s: %s", rb_strerror(e), msg && msg[0] ? msg : rb_strerror(e));
     json_t *obj = json_pack("{s:b, s:s}", "success", 0, "error", text);
-    if (strcmp(call->tool, "execute_code") == 0)
+    if (strcmp(mcp_call_tool(call), "execute_code") == 0)
         json_object_set_new(obj, "output", json_string(text));
     return ar_result(obj, 1);
-}
-
-static void ar_finish(mcp_call *call, json_t *res)
-{
-    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-    json_decref(res);
 }
 
 /* ---- tools ------------------------------------------------------------------------------ */
@@ -52,8 +47,8 @@ static void ar_finish(mcp_call *call, json_t *res)
 static void on_created(void *data, rb_err e, const char *msg, json_t *body)
 {
     mcp_call *call = data;
-    call->create = NULL;
-    ar_finish(call, e == RB_OK ? ar_result(body, 0) : ar_failure(call, e, msg));
+    mcp_call_hold(call, NULL, NULL);
+    mcp_call_answer(call, e == RB_OK ? ar_result(body, 0) : ar_failure(call, e, msg));
 }
 
 static void on_exec_event(void *data, const char *event, json_t *payload)
@@ -61,8 +56,8 @@ static void on_exec_event(void *data, const char *event, json_t *payload)
     mcp_call *call = data;
     if (strcmp(event, "done") != 0)
         return;
-    call->watch = NULL;
-    json_t *obj = agentrun_execution(payload);
+    *mcp_call_watch(call) = NULL; /* finished: must not be stopped again */
+    json_t *obj = agentrun__execution(payload);
     json_t *res = ar_result(obj, !json_is_true(json_object_get(obj, "success")));
     json_t *content = json_object_get(res, "content");
     size_t i;
@@ -70,28 +65,32 @@ static void on_exec_event(void *data, const char *event, json_t *payload)
     json_array_foreach(json_object_get(payload, "files"), i, png)
         json_array_append_new(content, json_pack("{s:s, s:O, s:s}", "type", "image", "data", png, "mimeType",
                                                  "image/png"));
-    ar_finish(call, res);
+    mcp_call_answer(call, res);
 }
 
 static json_t *ar_execute(mcp_call *call, const char *sid)
 {
     char err[RB_ERR_LEN];
-    json_t *req = agentrun_execute_request(sid, json_object_get(call->args, "code"),
-                                           json_object_get(call->args, "ignore_dependencies"),
-                                           json_object_get(call->args, "ignore_unsafe_functions"), err);
+    json_t *args = mcp_call_args(call);
+    json_t *req = agentrun__execute_request(sid, json_object_get(args, "code"),
+                                            json_object_get(args, "ignore_dependencies"),
+                                            json_object_get(args, "ignore_unsafe_functions"), err);
     if (req == NULL)
         return ar_failure(call, RB_EINVAL, err);
     json_t *queued = NULL;
-    rb_err e = core_execute(call->ms->core, call->rt->who, req, &queued, err);
+    rb_err e = core_execute(mcp_call_core(call), mcp_call_who(call), req, &queued, err);
     json_decref(req);
     if (e != RB_OK)
         return ar_failure(call, e, err);
-    const char *rid = json_string_value(json_object_get(queued, "request_id"));
-    snprintf(call->exec_id, sizeof(call->exec_id), "%s", rid ? rid : "");
+    const char *id = json_string_value(json_object_get(queued, "request_id"));
+    char rid[64];
+    snprintf(rid, sizeof(rid), "%s", id ? id : "");
     json_decref(queued);
-    e = core_watch_start(call->ms->core, call->rt->who, call->exec_id, 1, on_exec_event, call, &call->watch, err);
+    mcp_call_execution(call, rid);
+    core_watch **watch = mcp_call_watch(call);
+    e = core_watch_start(mcp_call_core(call), mcp_call_who(call), rid, 1, on_exec_event, call, watch, err);
     if (e != RB_OK) {
-        call->watch = NULL;
+        *watch = NULL;
         return ar_failure(call, e, err);
     }
     return NULL;
@@ -100,10 +99,10 @@ static json_t *ar_execute(mcp_call *call, const char *sid)
 static void on_uploaded(void *data, rb_err e, const char *msg, json_t *body)
 {
     mcp_call *call = data;
-    call->op = NULL;
+    *mcp_call_op(call) = NULL;
     if (e != RB_OK) {
         json_decref(body);
-        ar_finish(call, ar_failure(call, e, msg));
+        mcp_call_answer(call, ar_failure(call, e, msg));
         return;
     }
     const char *path = json_string_value(json_object_get(body, "path"));
@@ -115,17 +114,18 @@ static void on_uploaded(void *data, rb_err e, const char *msg, json_t *body)
     free(dest);
     free(message);
     json_decref(body);
-    ar_finish(call, ar_result(obj, 0));
+    mcp_call_answer(call, ar_result(obj, 0));
 }
 
 static json_t *ar_upload(mcp_call *call, const char *sid)
 {
     char err[RB_ERR_LEN];
-    const char *name = json_string_value(json_object_get(call->args, "filename"));
-    json_t *b64 = json_object_get(call->args, "content_base64");
-    if (name == NULL || strlen(name) != json_string_length(json_object_get(call->args, "filename")))
+    json_t *args = mcp_call_args(call);
+    const char *name = json_string_value(json_object_get(args, "filename"));
+    json_t *b64 = json_object_get(args, "content_base64");
+    if (name == NULL || strlen(name) != json_string_length(json_object_get(args, "filename")))
         return ar_failure(call, RB_EINVAL, "'filename' is required: the name of the file in src/, e.g. data.csv");
-    rb_err e = agentrun_filename_check(name, err);
+    rb_err e = agentrun__filename_check(name, err);
     if (e != RB_OK)
         return ar_failure(call, e, err);
     if (!json_is_string(b64))
@@ -137,19 +137,20 @@ static json_t *ar_upload(mcp_call *call, const char *sid)
         snprintf(msg, sizeof(msg), "'content_base64' is not valid base64: %s", err);
         return ar_failure(call, RB_EINVAL, msg);
     }
-    if (len > call->ms->cfg->max_upload) {
+    size_t max_upload = mcp_call_settings(call)->max_upload;
+    if (len > max_upload) {
         free(bytes);
         snprintf(err, sizeof(err), "the file is %zu bytes; the upload limit is %zu bytes (max-upload)", len,
-                 call->ms->cfg->max_upload);
+                 max_upload);
         return ar_failure(call, RB_ETOOBIG, err);
     }
     char *path = xasprintf("src/%s", name);
-    e = core_file_upload(call->ms->core, call->rt->who, sid, path, bytes ? bytes : "", len, on_uploaded, call,
-                         &call->op, err);
+    e = core_file_upload(mcp_call_core(call), mcp_call_who(call), sid, path, bytes ? bytes : "", len, on_uploaded,
+                         call, mcp_call_op(call), err);
     free(path);
     free(bytes);
     if (e != RB_OK) {
-        call->op = NULL;
+        *mcp_call_op(call) = NULL;
         return ar_failure(call, e, err);
     }
     return NULL;
@@ -158,12 +159,12 @@ static json_t *ar_upload(mcp_call *call, const char *sid)
 static void on_downloaded(void *data, rb_err e, const char *msg, core_file *file)
 {
     mcp_call *call = data;
-    call->op = NULL;
+    *mcp_call_op(call) = NULL;
     if (e != RB_OK) {
         char text[RB_ERR_LEN + 128];
         snprintf(text, sizeof(text), "%s%s", msg,
                  e == RB_ETOOBIG ? "; download it over REST instead (POST /agentrun/sessions/{id}/copy-from)" : "");
-        ar_finish(call, ar_failure(call, e, text));
+        mcp_call_answer(call, ar_failure(call, e, text));
         return;
     }
     char *b64 = codec_base64_encode(file->bytes, file->len);
@@ -171,22 +172,22 @@ static void on_downloaded(void *data, rb_err e, const char *msg, core_file *file
                             "content_base64", b64, "size_bytes", (json_int_t)file->len);
     free(b64);
     core_file_free(file);
-    ar_finish(call, ar_result(obj, 0));
+    mcp_call_answer(call, ar_result(obj, 0));
 }
 
 static json_t *ar_download(mcp_call *call, const char *sid)
 {
     char err[RB_ERR_LEN];
-    json_t *src = json_object_get(call->args, "src_path");
+    json_t *src = json_object_get(mcp_call_args(call), "src_path");
     if (!json_is_string(src) || strlen(json_string_value(src)) != json_string_length(src))
         return ar_failure(call, RB_EINVAL, "'src_path' is required: a path such as artifacts/plot.png");
-    rb_err e = agentrun_src_path_check(json_string_value(src), err);
+    rb_err e = agentrun__src_path_check(json_string_value(src), err);
     if (e != RB_OK)
         return ar_failure(call, e, err);
-    e = core_file_download(call->ms->core, call->rt->who, sid, json_string_value(src), MCP_FILE_MAX, on_downloaded,
-                           call, &call->op, err);
+    e = core_file_download(mcp_call_core(call), mcp_call_who(call), sid, json_string_value(src), MCP_FILE_MAX,
+                           on_downloaded, call, mcp_call_op(call), err);
     if (e != RB_OK) {
-        call->op = NULL;
+        *mcp_call_op(call) = NULL;
         return ar_failure(call, e, err);
     }
     return NULL;
@@ -195,51 +196,60 @@ static json_t *ar_download(mcp_call *call, const char *sid)
 static void on_packages(void *data, rb_err e, const char *msg, json_t *body)
 {
     mcp_call *call = data;
-    call->op = NULL;
-    ar_finish(call, e == RB_OK ? ar_result(agentrun_packages(body), 0) : ar_failure(call, e, msg));
+    *mcp_call_op(call) = NULL;
+    mcp_call_answer(call, e == RB_OK ? ar_result(agentrun__packages(body), 0) : ar_failure(call, e, msg));
     json_decref(body);
 }
 
-json_t *mcp__agentrun_tool(mcp_call *call)
+/* mcp_cancel_cb of a create_session in flight. */
+static void cancel_create(void *work)
+{
+    agentrun__cancel(work);
+}
+
+/* The tool set's mcp_tool_cb: runs call's AgentRun tool; returns the tool result now, or NULL
+ * when the call is answered later. */
+static json_t *run_tool(mcp_call *call)
 {
     char err[RB_ERR_LEN];
-    rb_core *core = call->ms->core;
-    const char *t = call->tool;
+    rb_core *core = mcp_call_core(call);
+    const core_caller *who = mcp_call_who(call);
+    const char *t = mcp_call_tool(call);
     rb_err e;
     if (strcmp(t, "create_session") == 0) {
-        e = agentrun_session_create(core, call->rt->who, on_created, call, &call->create, err);
-        if (e != RB_OK) {
-            call->create = NULL;
+        agentrun_op *create = NULL;
+        e = agentrun__session_create(core, who, on_created, call, &create, err);
+        if (e != RB_OK)
             return ar_failure(call, e, err);
-        }
+        mcp_call_hold(call, create, cancel_create);
         return NULL;
     }
     if (strcmp(t, "get_packages") == 0) {
-        e = core_packages(core, on_packages, call, &call->op, err);
+        e = core_packages(core, on_packages, call, mcp_call_op(call), err);
         if (e != RB_OK) {
-            call->op = NULL;
+            *mcp_call_op(call) = NULL;
             return ar_failure(call, e, err);
         }
         return NULL;
     }
     if (strcmp(t, "list_sessions") == 0 || strcmp(t, "get_health") == 0) {
         json_t *list = NULL;
-        e = core_session_list(core, call->rt->who, &list, err);
+        e = core_session_list(core, who, &list, err);
         if (e != RB_OK)
             return ar_failure(call, e, err);
         json_t *obj;
         if (strcmp(t, "list_sessions") == 0) {
-            obj = agentrun_session_ids(list);
+            obj = agentrun__session_ids(list);
         } else {
             json_t *health = core_health(core);
-            obj = agentrun_health(health, json_array_size(json_object_get(list, "sessions")));
+            obj = agentrun__health(health, json_array_size(json_object_get(list, "sessions")));
             json_decref(health);
         }
         json_decref(list);
         return ar_result(obj, 0);
     }
     /* the rest work on one session */
-    json_t *sidv = json_object_get(call->args, "session_id");
+    json_t *sidv = json_object_get(mcp_call_args(call), "session_id");
     const char *sid = json_string_value(sidv);
     if (sid == NULL || sid[0] == '\0' || strlen(sid) != json_string_length(sidv))
         return ar_failure(call, RB_EINVAL, "'session_id' is required: the id create_session returned");
@@ -251,7 +261,7 @@ json_t *mcp__agentrun_tool(mcp_call *call)
         return ar_download(call, sid);
     json_t *s = NULL;
     if (strcmp(t, "close_session") == 0) {
-        e = core_session_delete(core, call->rt->who, sid, &s, err);
+        e = core_session_delete(core, who, sid, &s, err);
         json_decref(s);
         if (e != RB_OK)
             return ar_failure(call, e, err);
@@ -261,7 +271,7 @@ json_t *mcp__agentrun_tool(mcp_call *call)
         return ar_result(obj, 0);
     }
     /* get_session_info */
-    e = core_session_get(core, call->rt->who, sid, &s, err);
+    e = core_session_get(core, who, sid, &s, err);
     if (e != RB_OK)
         return ar_failure(call, e, err);
     const char *status = json_string_value(json_object_get(s, "status"));
@@ -270,7 +280,7 @@ json_t *mcp__agentrun_tool(mcp_call *call)
         json_decref(s);
         return ar_failure(call, RB_ENOTFOUND, err);
     }
-    json_t *obj = agentrun_session(sid);
+    json_t *obj = agentrun__session(sid);
     json_object_set(obj, "status", json_object_get(s, "status"));
     json_decref(s);
     return ar_result(obj, 0);
@@ -319,12 +329,40 @@ static const char *const tool_defs[] = {
     "\"inputSchema\":" AR_NO_ARGS "}",
 };
 
-const char mcp__agentrun_instructions[] =
+static const char instructions[] =
     "AgentRun-compatible code execution (runbox). Call create_session, then execute_code with its session_id. Upload "
     "files with upload_file (they land in src/, so read 'src/data.csv'); save outputs under artifacts/ and fetch them "
     "with download_file ('artifacts/plot.png'). get_packages lists the installed Python packages.";
 
-rb_err mcp__agentrun_tools_load(json_t **out, char *err)
+/* ---- registration ----------------------------------------------------------------------- */
+
+/* Every request to /agentrun/mcp goes to MCP's transport with this family's tool set (the
+ * route's data). */
+static int serve(http_call *hc)
 {
-    return mcp__defs_load(tool_defs, sizeof(tool_defs) / sizeof(tool_defs[0]), "AgentRun tool", out, err);
+    return mcp_toolset_serve(hc->data, hc);
+}
+
+static const http_route routes[] = {
+    {"POST", "/agentrun/mcp", serve},
+    {"GET", "/agentrun/mcp", serve},
+    {"DELETE", "/agentrun/mcp", serve},
+};
+
+rb_err agentrun__mcp_register(rb_server *s, mcp_server *mcp, char *err)
+{
+    const mcp_toolset_def def = {.what = "AgentRun tool",
+                                 .defs = tool_defs,
+                                 .ndefs = sizeof(tool_defs) / sizeof(tool_defs[0]),
+                                 .instructions = instructions,
+                                 .run = run_tool};
+    mcp_toolset *set = NULL;
+    rb_err e = mcp_toolset_add(mcp, &def, &set, err);
+    if (e != RB_OK)
+        return e;
+    /* Named "mcp": /metrics counts /agentrun/mcp with /mcp. No error_prefix: errors h2o raises
+     * itself on /agentrun/mcp take AgentRun's shape (rest.c's /agentrun). */
+    http_protocol p = {.name = "mcp", .routes = routes, .nroutes = sizeof(routes) / sizeof(routes[0]), .data = set};
+    server_register(s, &p);
+    return RB_OK;
 }
