@@ -16,12 +16,14 @@ set(RULES
     "store|base/,store/"
     "docker|base/,docker/"
     "core/backend|base/,docker/,core/backend/"
+    "core/files|base/,core/files/,core/heart.h,core/core.h"
     "core|base/,store/,core/"
     "server|base/,server/,core/core.h,core/mcp_sessions.h,core/process.h,core/requirements.h,core/settings.h,core/stats.h,core/web_wire.h"
     "daemon|base/,server/,daemon/,core/")
 # Private headers of a folder: only files of that folder may include them.
 set(PRIVATE_HEADERS
     "core/internal.h|core/"
+    "core/files/file_helper.h|core/files/"
     "core/sandbox_private.h|core/sandbox"
     "core/backend/docker_private.h|core/backend/docker"
     "core/backend/multi_private.h|core/backend/multi"

@@ -220,7 +220,7 @@ rb_err core_engine_drain(rb_core *c, const char *engine, int on, json_t **out, c
 int core_page_text_enabled(const rb_core *c);
 
 /*
- * Files in a session's /workspace (core/files.c), moved with the Docker archive API. path is
+ * Files in a session's /workspace (core/files/files.c), moved with the Docker archive API. path is
  * relative to /workspace ("out/plot.png") or absolute under it ("/workspace/out/plot.png"), in
  * name form (base/codec.h): a name that is not UTF-8 text, or holds control characters or '\',
  * has those bytes as "\xhh" escapes, as listings give them, so every name the kernel allows can

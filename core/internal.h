@@ -12,6 +12,8 @@
 #include "base/map.h"
 #include "core/backend/backend.h"
 #include "core/core.h"
+#include "core/files/files.h"
+#include "core/heart.h"
 #include "core/stats.h"
 #include "store/store.h"
 
@@ -38,12 +40,6 @@
 typedef struct session session;
 typedef struct execution execution;
 typedef struct sandbox sandbox;
-
-struct core_op {
-    core_cb cb;
-    void *data;
-    int cancelled;
-};
 
 struct core_watch {
     rb_core *core;
@@ -138,7 +134,7 @@ struct rb_core {
     struct pool *pool;    /* warm sandboxes (pool.c) */
     struct policy *policy;/* the optional code policy (policy.c) */
     stats_counters stats; /* what GET /metrics counts (stats.c) */
-    struct download_budget *downloads; /* memory held by downloads in flight (files.c; NULL until the first) */
+    void *rooms[CORE_ROOMS]; /* the state of core's rooms (core/heart.h: core_heart_room) */
     int64_t last_prune;   /* when the sweep last pruned the store for --retention (epoch ms; 0: not yet) */
     json_t *packages_cache; /* {image_id, answer} of the last GET /packages listing (packages.c), or NULL */
     int installs_running; /* dependency installs holding a slot (deps.c; at most cfg->max_installs) */
@@ -288,25 +284,6 @@ void removal_drop_all(rb_core *c);
 /** Non-zero if sb's runner is attached and takes executions. */
 int sandbox_ready(const sandbox *sb);
 
-/* files.c */
-/** Checks a caller's path and writes the normalised path relative to /workspace ("" for the
- * workspace itself) into *out (heap). A path naming the workspace itself is refused with root
- * unless root is RB_OK. The path is in name form (core/core.h, "Files") and so is *out, in
- * canonical form. Errors as for core_file_*: RB_EINVAL for an empty or malformed path (raw
- * control characters, a '\\' that starts no escape, an escaped '/' or NUL, too long, a name over
- * CORE_NAME_MAX_BYTES), RB_EFORBIDDEN for one leading outside /workspace. */
-rb_err files_normalize_path(const char *path, rb_err root, char **out, char *err);
-/** Validated copy of a runner's files_written list (untrusted: entries that are not
- * {path: string, size: int, modified: int} are dropped, at most 100 kept); never NULL. */
-json_t *files_written_from_runner(json_t *list);
-/** The API form of a stored files_written list (modified as RFC 3339); [] for NULL. */
-json_t *files_written_api(json_t *list);
-/** A Content-Type for a file name, from its extension (application/octet-stream by default). */
-const char *files_content_type(const char *name);
-/** Lets go of what files.c keeps in c (core_free): the download budget lives on until the last
- * file handed out is freed. */
-void files_dispose(rb_core *c);
-
 /* deps.c: the dependency installer (the list is checked with core/requirements.h first) */
 /** Installs reqs (borrowed; a list from the parse of s's language's deps_kind, core/deps.h:
  * requirements_parse or requirements_npm_parse) into s's workspace (at creation,
@@ -350,8 +327,6 @@ void core__probe_start(rb_core *c, uint64_t ms);
 void core__probe_soon(rb_core *c);
 
 /* core.c */
-/** Sets obj[key] to epoch milliseconds ms as RFC 3339 text. */
-void core_json_time(json_t *obj, const char *key, int64_t ms);
 /** Sets obj[key] to epoch milliseconds ms as an integer, or to null when ms <= 0 (not yet or
  * never: the form of optional times in stored documents). */
 void core_json_ms(json_t *obj, const char *key, int64_t ms);

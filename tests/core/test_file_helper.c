@@ -1,5 +1,5 @@
 /*
- * Tests of core/file_helper.c without Docker: the helper's command line and environment
+ * Tests of core/files/file_helper.c without Docker: the helper's command line and environment
  * changes leave nothing to the session's PATH or loader variables, its answers are accepted
  * only in canonical name form under /workspace, every failure maps to one error whose message
  * carries nothing of the sandbox's output, and the seed corpus of tests/fuzz/fuzz_file_helper.c
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/codec.h"
-#include "core/file_helper.h"
+#include "core/files/file_helper.h"
 #include "tests/common/corpus.h"
 
 Test(file_helper, runs_absolute_programs_with_a_fixed_environment)

@@ -1,5 +1,5 @@
 /*
- * Tests of core/files.c on the real engine, with a spy between the core and the Docker backend:
+ * Tests of core/files/files.c on the real engine, with a spy between the core and the Docker backend:
  * it forwards every call, records what the archive calls were asked for and can replace the
  * file helper's answer. That is how a sandbox that has taken over its helper would answer, so
  * these tests check what the core does with an answer it must not trust (issue 9, finding 9):

@@ -1,4 +1,4 @@
-"""The files API's helper inside the sandbox (core/files.c) against a session that tries to
+"""The files API's helper inside the sandbox (core/files/files.c) against a session that tries to
 take it over (issue 9, finding 9). The helper resolves paths and lists, deletes and creates
 folders as the sandbox user; what a session controls (its environment variables, everything
 under /workspace) must not change which program runs or what it does:

@@ -1,6 +1,6 @@
 /*
  * fuzz_file_helper.c: libFuzzer target for what runboxd accepts of the file helper's answer
- * (core/file_helper.c's file_helper_answer and file_helper_listing): the helper runs inside a
+ * (core/files/file_helper.c's file_helper_answer and file_helper_listing): the helper runs inside a
  * session's sandbox, whose code may have replaced it, so its exit code and output are hostile.
  * The first input byte picks the operation, the second the exit code; the rest, from a private
  * exact-size copy so any read past the end is caught, is the output. Checks memory safety and
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "base/codec.h"
-#include "core/file_helper.h"
+#include "core/files/file_helper.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n);
 

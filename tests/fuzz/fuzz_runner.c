@@ -11,7 +11,7 @@
  *     with a reason;
  *   - the events go, as sandbox_runner.c hands them over (ids are not matched), to an execution
  *     (core/execution.c) with a small output limit: output events through execution_add_event,
- *     and a done event's files_written through files_written_from_runner (core/files.c: at most
+ *     and a done event's files_written through files_written_from_runner (core/files/files.c: at most
  *     100 entries of {path, size, modified}, well typed) and dropped into the execution, which
  *     then ends (a new one takes the next events). Each execution keeps at most one result and
  *     EXECUTION_ERRORS_MAX errors, texts within their cap, streams within their backstop and

@@ -54,7 +54,7 @@ const char *fake_files_get(const char *session_id, const char *path, size_t *len
     return f->data;
 }
 
-/* The real core's syntax rules for a path (core/files.c), without normalising it. */
+/* The real core's syntax rules for a path (core/files/files.c), without normalising it. */
 rb_err core_file_path(const char *path, char **rel, char *err)
 {
     *rel = NULL;

@@ -14,7 +14,7 @@
  *
  * The helper runs where the session rules (issue 9, finding 9): how it is started so that
  * nothing of the session chooses what runs, and how its answers are checked (exactly, never by
- * prefix), is core/file_helper.h; its output is size-capped here. /workspace itself stays
+ * prefix), is core/files/file_helper.h; its output is size-capped here. /workspace itself stays
  * executable: users run their own scripts there and the packages installed into
  * /workspace/.runbox load native code (a noexec mount would break both, and the helper does
  * not need it: nothing of it is read from there).
@@ -36,10 +36,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/file_helper.h"
-#include "core/internal.h"
+#include "core/files/files.h"
+
 #include "base/codec.h"
 #include "base/tar.h"
+#include "core/files/file_helper.h"
+#include "core/heart.h"
 
 #define WORKSPACE "/workspace"
 #define HELPER_OUTPUT_MAX (8u * 1024 * 1024)
@@ -93,14 +95,14 @@ typedef struct file_op {
     core_op *op; /* the caller's handle: only its cancelled flag is used */
     enum fop_kind kind;
     file_helper_op step; /* the helper run in flight */
-    char session_id[RB_ID_LEN];
+    char *session_id;
     char *container;
     json_t *session_env; /* the session's variables, which every helper run removes */
     char *rel;   /* path relative to /workspace in name form ("" = the workspace) */
     char *data;  /* upload bytes */
     size_t len;
     size_t max;  /* largest file a download accepts */
-    size_t reserved; /* bytes of c->downloads this download holds (from budget, a reference) */
+    size_t reserved; /* bytes of the download budget this download holds (from budget, a reference) */
     download_budget *budget;
     json_t *info; /* the helper's answer (file_helper_answer) */
     char temp[48]; /* an upload's temporary name beside its target */
@@ -120,6 +122,7 @@ static void file_op_free(file_op *f)
     json_decref(f->info);
     json_decref(f->session_env);
     free(f->container);
+    free(f->session_id);
     free(f->rel);
     free(f->data);
     free(f->failed_msg);
@@ -170,9 +173,10 @@ void core_file_free(core_file *file)
 
 void files_dispose(rb_core *c)
 {
-    if (c->downloads != NULL)
-        budget_release(c->downloads, 0);
-    c->downloads = NULL;
+    download_budget **slot = (download_budget **)core_heart_room(c, CORE_ROOM_FILES);
+    if (*slot != NULL)
+        budget_release(*slot, 0);
+    *slot = NULL;
 }
 
 /* Reserves size bytes (plus the tar's slack) of c's download budget for f. RB_EBUSY when
@@ -181,12 +185,13 @@ void files_dispose(rb_core *c)
 static rb_err reserve(file_op *f, size_t size, char *err)
 {
     rb_core *c = f->c;
-    if (c->downloads == NULL) {
-        c->downloads = xcalloc(1, sizeof(*c->downloads));
-        c->downloads->max = c->cfg->max_download_memory;
-        c->downloads->refs = 1;
+    download_budget **slot = (download_budget **)core_heart_room(c, CORE_ROOM_FILES);
+    if (*slot == NULL) {
+        *slot = xcalloc(1, sizeof(**slot));
+        (*slot)->max = core_heart_settings(c)->max_download_memory;
+        (*slot)->refs = 1;
     }
-    download_budget *b = c->downloads;
+    download_budget *b = *slot;
     size_t n = size + TAR_SLACK;
     if (b->used > 0 && (n > b->max || b->used > b->max - n))
         return rb_fail(RB_EBUSY, err,
@@ -463,7 +468,7 @@ static void downloaded_cb(void *data, rb_err err, const char *errmsg, char *tar,
 static const char *too_big(const file_op *f, json_int_t size, char *msg)
 {
     const char *shown = f->rel[0] ? f->rel : ".";
-    if (f->max == f->c->cfg->max_download)
+    if (f->max == core_heart_settings(f->c)->max_download)
         snprintf(msg, RB_ERR_LEN, "'%.200s' is %lld bytes, more than the download limit of %zu bytes (max-download)",
                  shown, (long long)size, f->max);
     else
@@ -514,7 +519,7 @@ static void put_upload(file_op *f)
     f->data = NULL;
     char *dir = path_bytes(json_string_value(json_object_get(f->info, "dir")));
     if (e == RB_OK)
-        e = backend_archive_put(f->c->be, f->container, dir, tar.data, tar.len, uploaded_cb, f, msg);
+        e = backend_archive_put(core_heart_backend(f->c), f->container, dir, tar.data, tar.len, uploaded_cb, f, msg);
     free(dir);
     rb_buf_dispose(&tar);
     if (e != RB_OK)
@@ -586,7 +591,7 @@ static void helper_done(file_op *f, const backend_exec_result *r)
     }
     char *real = path_bytes(real_form);
     if (e == RB_OK)
-        e = backend_archive_get(f->c->be, f->container, real, f->reserved, downloaded_cb, f, msg);
+        e = backend_archive_get(core_heart_backend(f->c), f->container, real, f->reserved, downloaded_cb, f, msg);
     free(real);
     if (e != RB_OK)
         end_download(f, e, msg, NULL);
@@ -626,7 +631,7 @@ static rb_err run_helper(file_op *f, file_helper_op step, const char *rel, const
                               .timeout_ms = HELPER_TIMEOUT_MS,
                               .env = env};
     f->step = step;
-    rb_err e = backend_exec(f->c->be, f->container, &spec, helper_exited_cb, f, err);
+    rb_err e = backend_exec(core_heart_backend(f->c), f->container, &spec, helper_exited_cb, f, err);
     free(env);
     return e;
 }
@@ -638,27 +643,24 @@ static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, cons
                     rb_err root, size_t max, core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle,
                     file_op **out, char *err)
 {
-    session *s = core__session_of(c, who, session_id);
-    if (s == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
-                       session_id);
-    if (strcmp(s->status, "ready") != 0 && strcmp(s->status, "busy") != 0)
-        return rb_fail(RB_ECONFLICT, err, "session %s is %s; files are available once it is ready", s->id, s->status);
-    if (s->container_id == NULL)
-        return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
+    core_session_view s;
+    rb_err e = core_heart_session(c, who, session_id, &s, err);
+    if (e != RB_OK)
+        return e;
     char *rel = NULL;
-    rb_err e = files_normalize_path(path, root, &rel, err);
+    e = files_normalize_path(path, root, &rel, err);
     if (e != RB_OK)
         return e;
     file_op *f = xcalloc(1, sizeof(*f));
     f->c = c;
     f->kind = kind;
     f->op = xcalloc(1, sizeof(*f->op));
-    snprintf(f->session_id, sizeof(f->session_id), "%s", s->id);
-    f->container = xstrdup(s->container_id);
-    f->session_env = json_incref(json_object_get(s->options, "environment_variables"));
+    f->session_id = xstrdup(s.id);
+    f->container = xstrdup(s.container_id);
+    f->session_env = json_incref(s.env);
     f->rel = rel;
-    f->max = max == 0 || max > c->cfg->max_download ? c->cfg->max_download : max;
+    size_t max_download = core_heart_settings(c)->max_download;
+    f->max = max == 0 || max > max_download ? max_download : max;
     f->cb = cb;
     f->fcb = fcb;
     f->cbdata = cbdata;
@@ -677,7 +679,7 @@ static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, cons
         file_op_free(f);
         return e;
     }
-    s->last_used_at = rb_now_ms();
+    core_heart_touch(c, f->session_id);
     if (handle != NULL)
         *handle = f->op;
     if (out != NULL)
@@ -690,9 +692,10 @@ static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, cons
 rb_err core_file_upload(rb_core *c, const core_caller *who, const char *session_id, const char *path, const void *data, size_t len,
                         core_cb cb, void *cbdata, core_op **handle, char *err)
 {
-    if (len > c->cfg->max_upload)
+    size_t max_upload = core_heart_settings(c)->max_upload;
+    if (len > max_upload)
         return rb_fail(RB_ETOOBIG, err, "the file is %zu bytes; the upload limit is %zu bytes (max-upload)", len,
-                       c->cfg->max_upload);
+                       max_upload);
     file_op *f = NULL;
     rb_err e = start(c, who, OP_UPLOAD, session_id, path, RB_ECONFLICT, 0, cb, NULL, cbdata, handle, &f, err);
     if (e != RB_OK)

@@ -1,5 +1,5 @@
 /*
- * file_helper: the small program the files API (core/files.c) runs inside a session's sandbox
+ * file_helper: the small program the files API (core/files/files.c) runs inside a session's sandbox
  * to resolve paths, list, delete, make folders and put uploads in place as the sandbox user,
  * and the boundary around it: how it is started (file_helper_argv, file_helper_env) and what
  * runboxd accepts of its answer (file_helper_answer, file_helper_path_ok, file_helper_listing).

@@ -1,15 +1,17 @@
 /*
  * file_helper.c: the program the files API runs in a sandbox, and the checks on its answers
- * (core/file_helper.h). The helper is Python source kept here and passed in argv, so that
+ * (core/files/file_helper.h). The helper is Python source kept here and passed in argv, so that
  * runboxd and the helper it runs are always of one version and nothing of it lies where the
  * session could change it.
  */
-#include "core/file_helper.h"
+#include "core/files/file_helper.h"
 
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/codec.h"
-#include "core/internal.h"
+#include "base/mem.h"
+#include "core/heart.h"
 
 #define WORKSPACE "/workspace"
 #define ANSWER_PATH_MAX 4096 /* longest path the helper may answer, decoded (Docker's archive calls take no more) */

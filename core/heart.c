@@ -1,0 +1,47 @@
+/*
+ * heart.c: the door of core/heart.h, through which the rooms in core's sub-folders use the
+ * session manager's heart. Thin on purpose: each function reads or marks one thing of the heart
+ * (core/internal.h) for a room that may not include it.
+ */
+#include "core/heart.h"
+
+#include <string.h>
+
+#include "core/internal.h"
+
+rb_err core_heart_session(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
+                          char *err)
+{
+    session *s = core__session_of(c, who, session_id);
+    if (s == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
+                       session_id);
+    if (strcmp(s->status, "ready") != 0 && strcmp(s->status, "busy") != 0)
+        return rb_fail(RB_ECONFLICT, err, "session %s is %s; its sandbox can be used once it is ready", s->id, s->status);
+    if (s->container_id == NULL)
+        return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
+    *out = (core_session_view){s->id, s->status, s->container_id, json_object_get(s->options, "environment_variables")};
+    return RB_OK;
+}
+
+void core_heart_touch(rb_core *c, const char *session_id)
+{
+    session *s = map_get(&c->sessions, session_id);
+    if (s != NULL)
+        s->last_used_at = rb_now_ms();
+}
+
+backend *core_heart_backend(rb_core *c)
+{
+    return c->be;
+}
+
+const core_settings *core_heart_settings(const rb_core *c)
+{
+    return c->cfg;
+}
+
+void **core_heart_room(rb_core *c, core_room room)
+{
+    return &c->rooms[room];
+}

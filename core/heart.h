@@ -1,0 +1,66 @@
+/*
+ * heart.h: the narrow door through which a concern in a sub-folder of core/ (core/files/, and
+ * the rooms that follow: network policies, shares and volumes, checkpoints) uses the session
+ * manager's heart, instead of core/internal.h. A room sees a session only as a view of what
+ * work in its sandbox needs (never the session itself, so it cannot change its state), the
+ * sandbox backend, the settings, one slot in the core for its own state, and the time format
+ * every answer uses. What a room offers the heart is in the room's own public header
+ * (core/files/files.h), which internal.h includes.
+ *
+ * It is not the API of core (core/core.h) and holds no policy of its own.
+ */
+#ifndef RB_CORE_HEART_H
+#define RB_CORE_HEART_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "core/backend/backend.h"
+#include "core/core.h"
+#include "core/settings.h"
+
+/** A live session as a room sees it. Every pointer borrows from the session: valid during the
+ * call that filled it, until the loop runs again; copy what must last longer. */
+typedef struct core_session_view {
+    const char *id;
+    const char *status;       /* "ready" or "busy" (core_heart_session answers no other) */
+    const char *container_id; /* its sandbox (the backend's id) */
+    json_t *env;              /* its execution_options.environment_variables (an object), or NULL */
+} core_session_view;
+
+/** The live session session_id as who may see it, ready for work in its sandbox: RB_OK with
+ * *out; RB_ENOTFOUND (unknown, ended or another key's: "create one with POST /sessions"),
+ * RB_ECONFLICT (starting or without a sandbox), with err naming the session. */
+rb_err core_heart_session(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
+                          char *err);
+
+/** Marks session_id as used now (its idle timeout starts again); nothing if it is not live. */
+void core_heart_touch(rb_core *c, const char *session_id);
+
+/** The sandbox backend and the settings of c (borrowed, for c's lifetime). */
+backend *core_heart_backend(rb_core *c);
+const core_settings *core_heart_settings(const rb_core *c);
+
+/** The cancel handle of an asynchronous call (core_cancel sets cancelled, and the callback is
+ * then not made); a room allocates it with its call and frees it when the call ends. */
+struct core_op {
+    core_cb cb;
+    void *data;
+    int cancelled;
+};
+
+/** The rooms that keep state in the core. */
+typedef enum core_room {
+    CORE_ROOM_FILES, /* core/files/: the download budget */
+    CORE_ROOMS
+} core_room;
+
+/** The slot of room in c: NULL until the room sets it; the room releases it in its dispose call,
+ * which core_free makes (files_dispose). */
+void **core_heart_room(rb_core *c, core_room room);
+
+/** Sets obj[key] to ms (epoch milliseconds) as RFC 3339 UTC with milliseconds, the form of every
+ * time in runbox's answers. */
+void core_json_time(json_t *obj, const char *key, int64_t ms);
+
+#endif
