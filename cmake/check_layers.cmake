@@ -16,9 +16,10 @@ set(RULES
     "store|base/,store/"
     "docker|base/,docker/"
     "core/backend|base/,docker/,core/backend/"
-    "core/files|base/,core/files/,core/heart.h,core/core.h"
+    "core/files|base/,core/files/,core/heart.h,core/core.h,core/settings.h"
+    "core/web|base/,core/web/,core/heart.h,core/core.h,core/settings.h,core/oneshot.h"
     "core|base/,store/,core/"
-    "server|base/,server/,core/core.h,core/mcp_sessions.h,core/process.h,core/requirements.h,core/settings.h,core/stats.h,core/web_wire.h"
+    "server|base/,server/,core/core.h,core/mcp_sessions.h,core/process.h,core/requirements.h,core/settings.h,core/stats.h,core/web/web_wire.h"
     "daemon|base/,server/,daemon/,core/")
 # Private headers of a folder: only files of that folder may include them.
 set(PRIVATE_HEADERS

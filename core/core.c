@@ -17,7 +17,6 @@
 #define SWEEP_MS 1000
 #define CHECKPOINT_MS 30000
 #define PRUNE_EVERY_MS (3600 * 1000)
-#define WEB_SWEEP_MS (60 * 1000)
 
 
 void core_json_time(json_t *obj, const char *key, int64_t ms)
@@ -98,10 +97,8 @@ static void sweep_cb(uv_timer_t *t)
             }
         }
     }
-    if (c->cfg->web_tool && c->recovered && now - c->last_web_sweep >= WEB_SWEEP_MS) {
-        c->last_web_sweep = now;
-        web_sweep(c);
-    }
+    if (c->recovered)
+        web_sweep(c, now);
     if (now - c->last_prune >= PRUNE_EVERY_MS) {
         char err[RB_ERR_LEN];
         int n = 0;
@@ -294,6 +291,7 @@ void core_free(rb_core *c)
     deps_drop_queued(c);
     removal_drop_all(c);
     files_dispose(c); /* the budget itself lives on while cancelled downloads or held files count on it */
+    web_dispose(c);
     store_close(c->st);
     policy_free(c->policy);
     json_decref(c->packages_cache);

@@ -199,7 +199,7 @@ rb_err core_dependencies_install(rb_core *c, const core_caller *who, const char 
 rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char *err);
 
 /**
- * The web-page reader (core/web.c; only with settings' web_tool, else RB_ENOTFOUND): opens
+ * The web-page reader (core/web/web.c; only with settings' web_tool, else RB_ENOTFOUND): opens
  * args.url (http or https) in headless Chromium, in a container of its own whose only way out
  * is an egress proxy that refuses non-public addresses after name resolution, on every redirect
  * and subresource, and answers {url, final_url, title, status, text, truncated, settled,

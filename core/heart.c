@@ -45,3 +45,30 @@ void **core_heart_room(rb_core *c, core_room room)
 {
     return &c->rooms[room];
 }
+
+int core_heart_closing(const rb_core *c)
+{
+    return c->closing;
+}
+
+int core_heart_engine_ok(const rb_core *c, const char **why)
+{
+    if (why != NULL)
+        *why = c->docker_error;
+    return c->docker_ok;
+}
+
+const char *core_heart_instance(const rb_core *c)
+{
+    return c->instance;
+}
+
+void core_heart_hold(rb_core *c, int delta)
+{
+    c->pending_ops += delta;
+}
+
+void core_heart_remove(rb_core *c, const char *id)
+{
+    removal_start(c, id, 0);
+}

@@ -37,6 +37,24 @@ rb_err core_heart_session(rb_core *c, const core_caller *who, const char *sessio
 /** Marks session_id as used now (its idle timeout starts again); nothing if it is not live. */
 void core_heart_touch(rb_core *c, const char *session_id);
 
+/** Whether the core is closing (core_free has begun: start nothing; what is left is removed at
+ * the next start). */
+int core_heart_closing(const rb_core *c);
+
+/** Whether the Docker engine answered the last probe; if not and why is not NULL, *why says what
+ * failed (borrowed). */
+int core_heart_engine_ok(const rb_core *c, const char **why);
+
+/** Removes the container id (the backend's), retried while the engine does not answer, as the
+ * heart removes a session's sandbox. */
+void core_heart_remove(rb_core *c, const char *id);
+
+/** This runboxd's instance id, the label (runbox.instance) of everything it makes (borrowed). */
+const char *core_heart_instance(const rb_core *c);
+
+/** Holds (delta 1) or lets go (-1) of the graceful stop: core_close waits for Docker work held. */
+void core_heart_hold(rb_core *c, int delta);
+
 /** The sandbox backend and the settings of c (borrowed, for c's lifetime). */
 backend *core_heart_backend(rb_core *c);
 const core_settings *core_heart_settings(const rb_core *c);
@@ -52,6 +70,7 @@ struct core_op {
 /** The rooms that keep state in the core. */
 typedef enum core_room {
     CORE_ROOM_FILES, /* core/files/: the download budget */
+    CORE_ROOM_WEB,   /* core/web/: page reads in flight and being cleaned up */
     CORE_ROOMS
 } core_room;
 

@@ -14,6 +14,7 @@
 #include "core/core.h"
 #include "core/files/files.h"
 #include "core/heart.h"
+#include "core/web/web.h"
 #include "core/stats.h"
 #include "store/store.h"
 
@@ -139,9 +140,6 @@ struct rb_core {
     json_t *packages_cache; /* {image_id, answer} of the last GET /packages listing (packages.c), or NULL */
     int installs_running; /* dependency installs holding a slot (deps.c; at most cfg->max_installs) */
     struct install_job *installs_head, *installs_tail; /* installs waiting for a slot, oldest first (deps.c) */
-    int web_running;      /* page reads not yet answered (web.c; at most cfg->web_max_concurrent) */
-    int web_cleaning;     /* page reads whose containers and network are not yet removed */
-    int64_t last_web_sweep; /* when networks left by page reads were last looked for (epoch ms) */
 };
 
 /* recovery.c */
@@ -149,11 +147,6 @@ struct rb_core {
  * checks those whose engine is back: their sandbox goes on if it still runs, else the session
  * ends dead with the reason. */
 void core__engines_checked(rb_core *c);
-
-/* web.c */
-/** Removes the networks of this instance's page reads that are left over (from an earlier
- * runboxd, or whose removal failed), when no page read is in flight. */
-void web_sweep(rb_core *c);
 
 /* session.c */
 /** The API object of s ({session_id, language, status, created_at, ..., expires_at}; new

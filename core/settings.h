@@ -129,7 +129,7 @@ typedef struct core_settings {
                               turn off with disabled_rules: "*" (any), "none", or a comma list (a trailing '*' is a
                               prefix: "import:*") */
 
-    /* The web-page reader (core/web.c): off unless web_tool. Pages are opened by headless
+    /* The web-page reader (core/web/web.c): off unless web_tool. Pages are opened by headless
      * Chromium in a container of its own whose only way out is an egress proxy container that
      * checks every destination address after name resolution. */
     int web_tool;          /* --web-tool / RUNBOX_WEB_TOOL: offer get_page_text and POST /web/page-text */

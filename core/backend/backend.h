@@ -262,7 +262,7 @@ typedef struct backend_ops {
     rb_err (*state)(void *self, const char *id, backend_state_cb cb, void *data, char *err);
     /* Optional (NULL: no operations, nothing counted). */
     void (*stats)(void *self, backend_stats *out);
-    /* Optional (NULL: RB_EINTERNAL, "not supported"): networks for helpers (core/web.c). */
+    /* Optional (NULL: RB_EINTERNAL, "not supported"): networks for helpers (core/web/web.c). */
     rb_err (*network_create)(void *self, const char *name, int internal, const backend_label *labels,
                              size_t n_labels, backend_name_cb cb, void *data, char *err);
     rb_err (*network_connect)(void *self, const char *network, const char *id, const char *alias, backend_cb cb,
@@ -424,7 +424,7 @@ rb_err backend_workspace_volume(backend *b, const char *id, const char *path, ba
 /*
  * Networks: a sandbox joins the network named in its spec when it is created; these calls make
  * a network of its own for a group of helper containers (the web-page reader's browser and its
- * egress proxy, core/web.c) and join a created container to a second one. Optional for a
+ * egress proxy, core/web/web.c) and join a created container to a second one. Optional for a
  * backend: without them the helpers that need them answer RB_EINTERNAL ("not supported").
  */
 /** Makes a network from name carrying labels; internal != 0: it has no route out of the engine's

@@ -3,7 +3,7 @@
  * (core_page_text_enabled). It translates: the tool's arguments go to core_page_text as they
  * are, and its answer becomes a text block (title, final URL, then the page's text), an image
  * block when a screenshot was asked for, and the answer itself as structured content (without
- * the screenshot's base64, which the image block carries). The page is read by core/web.c.
+ * the screenshot's base64, which the image block carries). The page is read by core/web/web.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * test_web_wire.c: core/web_wire.c without Docker: which URLs a caller may ask to read, the
+ * test_web_wire.c: core/web/web_wire.c without Docker: which URLs a caller may ask to read, the
  * --web-* settings, the reading of the browser's answer (types checked, text capped by
  * characters, failures mapped to errors) and of the egress proxy's event lines; then the fuzz
  * corpus (tests/fuzz/corpus/web) replayed.
@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "core/web_wire.h"
+#include "core/web/web_wire.h"
 #include "tests/common/corpus.h"
 
 static void url_ok(const char *u)

@@ -1,5 +1,5 @@
 /*
- * fuzz_web.c: libFuzzer target for core/web_wire.c, which reads untrusted bytes three ways: a
+ * fuzz_web.c: libFuzzer target for core/web/web_wire.c, which reads untrusted bytes three ways: a
  * caller's URL, the browser container's answer and the egress proxy's event lines (both from
  * containers that load hostile pages). The input, from a private exact-size copy so any read
  * past the end is caught, goes to all three. Checks memory safety, that an accepted URL starts
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/web_wire.h"
+#include "core/web/web_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n);
 

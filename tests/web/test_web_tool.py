@@ -1,4 +1,4 @@
-"""The web-page reader through a real runboxd (core/web.c): POST /web/page-text and the MCP tool
+"""The web-page reader through a real runboxd (core/web/web.c): POST /web/page-text and the MCP tool
 get_page_text, with the browser image (docker/build-images --browser) on the real Docker engine.
 
 Nothing leaves the machine: the test makes an internal Docker network (no route out) with two

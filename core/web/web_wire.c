@@ -1,8 +1,8 @@
 /*
- * web_wire.c: the web-page reader's pure parts (core/web_wire.h): URL and settings checks, and
+ * web_wire.c: the web-page reader's pure parts (core/web/web_wire.h): URL and settings checks, and
  * the reading of the browser's answer and the proxy's events. It never looks at a page itself.
  */
-#include "core/web_wire.h"
+#include "core/web/web_wire.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -23,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/web/web.h"
+
+#include "core/heart.h"
 #include "core/oneshot.h"
-#include "core/web_wire.h"
+#include "core/web/web_wire.h"
 
 #define PROXY_PORT "3128"
 #define PROXY_MEMORY ((int64_t)128 * 1024 * 1024)
@@ -40,6 +42,8 @@
 #define BROWSER_SLACK_MS 20000L
 #define PROXY_LINE_MAX WEB_EVENT_LINE_MAX
 #define SETTLE_MS "500"
+/* How often networks left by page reads are looked for. */
+#define WEB_SWEEP_MS (60 * 1000)
 
 /* One page read. */
 typedef struct web_op {
@@ -59,14 +63,37 @@ typedef struct web_op {
     int byte_cap;          /* the proxy reported its byte cap reached */
 } web_op;
 
+/* What the web reader keeps in the core (core_heart_room): page reads not yet answered (at most
+ * web_max_concurrent), reads whose containers and network are not yet removed, and when networks
+ * left by reads were last looked for. */
+typedef struct web_room {
+    int running, cleaning;
+    int64_t last_sweep;
+} web_room;
+
+static web_room *room_of(rb_core *c)
+{
+    void **slot = core_heart_room(c, CORE_ROOM_WEB);
+    if (*slot == NULL)
+        *slot = xcalloc(1, sizeof(web_room));
+    return *slot;
+}
+
+void web_dispose(rb_core *c)
+{
+    void **slot = core_heart_room(c, CORE_ROOM_WEB);
+    free(*slot);
+    *slot = NULL;
+}
+
 /* ---- the end: answer, then clean up -------------------------------------------------------- */
 
 static void op_free(web_op *w)
 {
     if (w->op != NULL) /* never answered: runboxd is closing */
-        w->c->web_running--;
-    w->c->web_cleaning--;
-    w->c->pending_ops--;
+        room_of(w->c)->running--;
+    room_of(w->c)->cleaning--;
+    core_heart_hold(w->c, -1);
     free(w->url);
     free(w->proxy_id);
     rb_buf_dispose(&w->line);
@@ -85,7 +112,7 @@ static void net_removed_cb(void *data, rb_err err, const char *msg)
 static void remove_network(web_op *w)
 {
     char err[RB_ERR_LEN];
-    if (!w->net_made || backend_network_remove(w->c->be, w->net, net_removed_cb, w, err) != RB_OK)
+    if (!w->net_made || backend_network_remove(core_heart_backend(w->c), w->net, net_removed_cb, w, err) != RB_OK)
         op_free(w);
 }
 
@@ -94,7 +121,7 @@ static void proxy_removed_cb(void *data, rb_err err, const char *msg)
     web_op *w = data;
     if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED) {
         rb_warn("web: could not remove the egress proxy %.12s: %s", w->proxy_id, msg);
-        removal_start(w->c, w->proxy_id, 0); /* retried; the network goes at the next start */
+        core_heart_remove(w->c, w->proxy_id); /* retried; the network goes at the next start */
         op_free(w);
         return;
     }
@@ -105,7 +132,7 @@ static void proxy_removed_cb(void *data, rb_err err, const char *msg)
 static void answer(web_op *w, rb_err e, const char *msg, json_t *body)
 {
     if (w->op != NULL) {
-        w->c->web_running--; /* the slot is free once answered; removing the proxy goes on */
+        room_of(w->c)->running--; /* the slot is free once answered; removing the proxy goes on */
         if (!w->op->cancelled)
             w->op->cb(w->op->data, e, e == RB_OK ? NULL : msg, body);
         else
@@ -122,16 +149,16 @@ static void finish(web_op *w, rb_err e, const char *msg, json_t *body)
 {
     char err[RB_ERR_LEN];
     answer(w, e, msg, body);
-    if (w->c->closing) { /* the backend is being freed: what is left is removed at the next start */
+    if (core_heart_closing(w->c)) { /* the backend is being freed: what is left is removed at the next start */
         w->att = NULL;
         op_free(w);
         return;
     }
     if (w->att != NULL) {
-        backend_attach_close(w->c->be, w->att);
+        backend_attach_close(core_heart_backend(w->c), w->att);
         w->att = NULL;
     }
-    if (w->proxy_id == NULL || backend_remove(w->c->be, w->proxy_id, proxy_removed_cb, w, err) != RB_OK)
+    if (w->proxy_id == NULL || backend_remove(core_heart_backend(w->c), w->proxy_id, proxy_removed_cb, w, err) != RB_OK)
         remove_network(w);
 }
 
@@ -143,7 +170,7 @@ static void fail(web_op *w, rb_err e, const char *step, const char *errmsg)
         snprintf(msg, sizeof(msg),
                  "the web-page reader's image '%.200s' does not exist on the Docker engine; build it with "
                  "docker/build-images --browser",
-                 w->c->cfg->web_image);
+                 core_heart_settings(w->c)->web_image);
         e = RB_EUNAVAILABLE;
     } else {
         snprintf(msg, sizeof(msg), "web-page reader: %s: %.400s", step, errmsg ? errmsg : "no detail");
@@ -270,11 +297,11 @@ static void browser_done(void *data, rb_err err, const char *errmsg, const backe
 static void run_browser(web_op *w)
 {
     char err[RB_ERR_LEN];
-    const rb_core *c = w->c;
+    rb_core *c = w->c;
     char timeout[32], chars[32], redirects[32], proxy[96];
     snprintf(timeout, sizeof(timeout), "%g", w->timeout);
     snprintf(chars, sizeof(chars), "%d", w->max_chars);
-    snprintf(redirects, sizeof(redirects), "%d", c->cfg->web_max_redirects);
+    snprintf(redirects, sizeof(redirects), "%d", core_heart_settings(c)->web_max_redirects);
     snprintf(proxy, sizeof(proxy), "http://egress:%s", PROXY_PORT);
     const char *cmd[20] = {"python3",     "-I",        "/opt/runbox-web/fetch_page.py",
                            "--url",       w->url,      "--proxy",
@@ -285,11 +312,11 @@ static void run_browser(web_op *w)
     if (w->screenshot)
         cmd[n++] = "--screenshot";
     cmd[n] = NULL;
-    const backend_label labels[] = {{"runbox.instance", c->instance}, {"runbox.managed", "1"}, {"runbox.web", "1"}};
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(c)}, {"runbox.managed", "1"}, {"runbox.web", "1"}};
     backend_mount tmp = {"/tmp", BROWSER_TMP, -1, -1, -1};
     static const char *const env[] = {"HOME=/tmp", "XDG_CONFIG_HOME=/tmp/.config", "XDG_CACHE_HOME=/tmp/.cache", NULL};
     backend_spec spec;
-    oneshot_spec_init(&spec, c->cfg->web_image, w->net);
+    oneshot_spec_init(&spec, core_heart_settings(c)->web_image, w->net);
     spec.cmd = cmd;
     spec.user = "1000:1000";
     spec.env = env;
@@ -299,12 +326,12 @@ static void run_browser(web_op *w)
     spec.pids_limit = BROWSER_PIDS;
     spec.nano_cpus = 1000000000;
     spec.tmpfs = &tmp;
-    char name[80], rnd[RB_ID_LEN];
+    char name[80], rnd[48];
     rb_random_id("", rnd, sizeof(rnd));
     snprintf(name, sizeof(name), "runbox-web-browser-%.16s", rnd);
     size_t max_out = (size_t)w->max_chars * 12 + SCREENSHOT_MAX + 64 * 1024;
     long deadline = (long)(w->timeout * 1000) + BROWSER_SLACK_MS;
-    rb_err e = backend_run(c->be, name, &spec, deadline, max_out, browser_done, w, err);
+    rb_err e = backend_run(core_heart_backend(c), name, &spec, deadline, max_out, browser_done, w, err);
     if (e != RB_OK)
         fail(w, e, "starting the browser", err);
 }
@@ -331,7 +358,7 @@ static void proxy_attached(void *data, rb_err err, const char *errmsg)
         fail(w, err, "reading the egress proxy's output", errmsg);
         return;
     }
-    if (backend_start(w->c->be, w->proxy_id, proxy_started, w, e2) != RB_OK)
+    if (backend_start(core_heart_backend(w->c), w->proxy_id, proxy_started, w, e2) != RB_OK)
         fail(w, RB_EIO, "starting the egress proxy", e2);
 }
 
@@ -344,7 +371,7 @@ static void proxy_connected(void *data, rb_err err, const char *errmsg)
         return;
     }
     const backend_attach_cbs cbs = {proxy_attached, proxy_data, proxy_closed};
-    if (backend_attach_open(w->c->be, w->proxy_id, &cbs, w, &w->att, e2) != RB_OK) {
+    if (backend_attach_open(core_heart_backend(w->c), w->proxy_id, &cbs, w, &w->att, e2) != RB_OK) {
         w->att = NULL;
         fail(w, RB_EIO, "reading the egress proxy's output", e2);
     }
@@ -359,7 +386,7 @@ static void proxy_created(void *data, rb_err err, const char *errmsg, const char
         return;
     }
     w->proxy_id = xstrdup(id);
-    if (backend_network_connect(w->c->be, w->net, w->proxy_id, "egress", proxy_connected, w, e2) != RB_OK)
+    if (backend_network_connect(core_heart_backend(w->c), w->net, w->proxy_id, "egress", proxy_connected, w, e2) != RB_OK)
         fail(w, RB_EIO, "joining the egress proxy to the browser's network", e2);
 }
 
@@ -389,7 +416,7 @@ static void net_created(void *data, rb_err err, const char *errmsg, const char *
 {
     web_op *w = data;
     char e2[RB_ERR_LEN];
-    const rb_core *c = w->c;
+    rb_core *c = w->c;
     if (err != RB_OK) {
         fail(w, err, "creating the browser's network", errmsg);
         return;
@@ -403,20 +430,20 @@ static void net_created(void *data, rb_err err, const char *errmsg, const char *
     char *own[ARGV_MAX];
     size_t n = 0, n_own = 0;
     char max_bytes[32], deadline[32];
-    snprintf(max_bytes, sizeof(max_bytes), "%zu", c->cfg->web_max_bytes);
+    snprintf(max_bytes, sizeof(max_bytes), "%zu", core_heart_settings(c)->web_max_bytes);
     snprintf(deadline, sizeof(deadline), "%g", w->timeout + (double)BROWSER_SLACK_MS / 1000 + 10);
     const char *fixed[] = {"python3", "-I", "/opt/runbox-web/egress_proxy.py", "--listen", "0.0.0.0:" PROXY_PORT,
                            "--max-bytes", max_bytes, "--max-connections", PROXY_CONNECTIONS, "--connect-timeout", "5",
                            "--deadline", deadline};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         argv[n++] = fixed[i];
-    add_items(argv, &n, ARGV_MAX, "--allow", c->cfg->web_allow, own, &n_own);
-    add_items(argv, &n, ARGV_MAX, "--allow-port", c->cfg->web_ports, own, &n_own);
+    add_items(argv, &n, ARGV_MAX, "--allow", core_heart_settings(c)->web_allow, own, &n_own);
+    add_items(argv, &n, ARGV_MAX, "--allow-port", core_heart_settings(c)->web_ports, own, &n_own);
     argv[n] = NULL;
-    const backend_label labels[] = {{"runbox.instance", c->instance}, {"runbox.managed", "1"}, {"runbox.web", "1"}};
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(c)}, {"runbox.managed", "1"}, {"runbox.web", "1"}};
     backend_mount tmp = {"/tmp", PROXY_TMP, -1, -1, -1};
     backend_spec spec;
-    oneshot_spec_init(&spec, c->cfg->web_image, c->cfg->web_network);
+    oneshot_spec_init(&spec, core_heart_settings(c)->web_image, core_heart_settings(c)->web_network);
     spec.cmd = argv;
     spec.user = "1000:1000";
     spec.labels = labels;
@@ -428,7 +455,7 @@ static void net_created(void *data, rb_err err, const char *errmsg, const char *
     spec.log_driver = "none"; /* its output is read from the attach stream */
     char name[160];
     snprintf(name, sizeof(name), "%s-proxy", w->net);
-    rb_err e = backend_create(c->be, name, &spec, proxy_created, w, e2);
+    rb_err e = backend_create(core_heart_backend(c), name, &spec, proxy_created, w, e2);
     for (size_t i = 0; i < n_own; i++)
         free(own[i]);
     if (e != RB_OK)
@@ -440,7 +467,7 @@ static void net_created(void *data, rb_err err, const char *errmsg, const char *
 /* Reads the call's arguments into w; RB_EINVAL names the bad one. */
 static rb_err read_args(web_op *w, json_t *args, char *err)
 {
-    const core_settings *cfg = w->c->cfg;
+    const core_settings *cfg = core_heart_settings(w->c);
     json_t *url = json_object_get(args, "url");
     if (!json_is_string(url))
         return rb_fail(RB_EINVAL, err, "'url' is required: the http:// or https:// address of the page to read");
@@ -475,20 +502,21 @@ static rb_err read_args(web_op *w, json_t *args, char *err)
 
 rb_err core_page_text(rb_core *c, json_t *args, core_cb cb, void *data, core_op **handle, char *err)
 {
-    if (!c->cfg->web_tool)
+    if (!core_heart_settings(c)->web_tool)
         return rb_fail(RB_ENOTFOUND, err, "the web-page reader is off; the operator turns it on with --web-tool");
     if (!json_is_object(args))
         return rb_fail(RB_EINVAL, err, "the arguments must be an object: {\"url\": \"https://...\"}");
-    if (!c->docker_ok)
-        return rb_fail(RB_EUNAVAILABLE, err, "Docker is not reachable (%s)", c->docker_error);
-    if (c->closing)
+    const char *why = NULL;
+    if (!core_heart_engine_ok(c, &why))
+        return rb_fail(RB_EUNAVAILABLE, err, "Docker is not reachable (%s)", why);
+    if (core_heart_closing(c))
         return rb_fail(RB_EUNAVAILABLE, err, "runboxd is shutting down");
     web_op *w = xcalloc(1, sizeof(*w));
     w->c = c;
     rb_err e = read_args(w, args, err);
-    if (e == RB_OK && c->web_running >= c->cfg->web_max_concurrent)
+    if (e == RB_OK && room_of(c)->running >= core_heart_settings(c)->web_max_concurrent)
         e = rb_fail(RB_EBUSY, err, "%d page reads are running, the most at once (--web-max-concurrent); retry shortly",
-                    c->web_running);
+                    room_of(c)->running);
     if (e != RB_OK) {
         free(w->url);
         free(w);
@@ -496,11 +524,11 @@ rb_err core_page_text(rb_core *c, json_t *args, core_cb cb, void *data, core_op 
     }
     rb_buf_init(&w->line, PROXY_LINE_MAX);
     w->events = json_array();
-    char rnd[RB_ID_LEN];
+    char rnd[48];
     rb_random_id("", rnd, sizeof(rnd));
     snprintf(w->net, sizeof(w->net), "runbox-web-%.16s", rnd);
-    const backend_label labels[] = {{"runbox.instance", c->instance}, {"runbox.managed", "1"}, {"runbox.web", "1"}};
-    e = backend_network_create(c->be, w->net, 1, labels, 3, net_created, w, err);
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(c)}, {"runbox.managed", "1"}, {"runbox.web", "1"}};
+    e = backend_network_create(core_heart_backend(c), w->net, 1, labels, 3, net_created, w, err);
     if (e != RB_OK) {
         free(w->url);
         rb_buf_dispose(&w->line);
@@ -508,9 +536,9 @@ rb_err core_page_text(rb_core *c, json_t *args, core_cb cb, void *data, core_op 
         free(w);
         return e;
     }
-    c->web_running++;
-    c->web_cleaning++;
-    c->pending_ops++;
+    room_of(c)->running++;
+    room_of(c)->cleaning++;
+    core_heart_hold(c, 1);
     w->op = xcalloc(1, sizeof(*w->op));
     w->op->cb = cb;
     w->op->data = data;
@@ -521,7 +549,7 @@ rb_err core_page_text(rb_core *c, json_t *args, core_cb cb, void *data, core_op 
 
 int core_page_text_enabled(const rb_core *c)
 {
-    return c->cfg->web_tool;
+    return core_heart_settings(c)->web_tool;
 }
 
 /* ---- networks left by an earlier runboxd ------------------------------------------------------ */
@@ -543,22 +571,27 @@ static void stale_listed_cb(void *data, rb_err err, const char *errmsg, const ba
             rb_warn("web: cannot list stale networks: %s", errmsg);
         return;
     }
-    if (c->web_cleaning > 0 || c->closing)
+    if (room_of(c)->cleaning > 0 || core_heart_closing(c))
         return; /* a read started since the listing: its network is among these */
     for (size_t i = 0; i < n; i++) {
         char *name = xstrdup(items[i].id);
         rb_info("web: removing network %s left by an earlier runboxd", name);
-        if (backend_network_remove(c->be, name, stale_removed_cb, name, e2) != RB_OK)
+        if (backend_network_remove(core_heart_backend(c), name, stale_removed_cb, name, e2) != RB_OK)
             free(name);
     }
 }
 
-void web_sweep(rb_core *c)
+void web_sweep(rb_core *c, int64_t now)
 {
     char err[RB_ERR_LEN], label[80];
-    if (!c->cfg->web_tool || c->web_cleaning > 0 || !c->docker_ok)
+    web_room *r = room_of(c);
+    if (!core_heart_settings(c)->web_tool || now - r->last_sweep < WEB_SWEEP_MS)
+        return;
+    r->last_sweep = now;
+    if (r->cleaning > 0 || !core_heart_engine_ok(c, NULL))
         return; /* this process's own networks are in use */
-    snprintf(label, sizeof(label), "runbox.instance=%s", c->instance);
-    if (backend_network_list(c->be, label, stale_listed_cb, c, err) != RB_OK && c->be->ops->network_list != NULL)
+    snprintf(label, sizeof(label), "runbox.instance=%s", core_heart_instance(c));
+    if (backend_network_list(core_heart_backend(c), label, stale_listed_cb, c, err) != RB_OK &&
+        core_heart_backend(c)->ops->network_list != NULL)
         rb_warn("web: cannot list stale networks: %s", err);
 }

@@ -1,5 +1,5 @@
 /*
- * web_wire: the pure parts of the web-page reader (core/web.c): the check of a caller's URL,
+ * web_wire: the pure parts of the web-page reader (core/web/web.c): the check of a caller's URL,
  * of the operator's --web-* settings, and the reading of what the browser container and the
  * egress proxy container print (docker/web/fetch_page.py, docker/web/egress_proxy.py). Every
  * input here is untrusted bytes (a caller's URL; the output of containers that load hostile
@@ -49,7 +49,7 @@ typedef struct web_limits {
  * nothing usable, returns NULL with *code the error (RB_EFORBIDDEN a refused destination,
  * RB_ETIMEDOUT no page in time, RB_EIO the page could not be loaded, RB_EUNAVAILABLE the browser
  * failed) and a plain sentence in msg[RB_ERR_LEN]; *net_error is set to 1 when the failure was a
- * navigation error (a refused address may be its cause: core/web.c then looks at the proxy's
+ * navigation error (a refused address may be its cause: core/web/web.c then looks at the proxy's
  * events).
  */
 json_t *web_result_parse(const char *out, size_t len, const web_limits *lim, rb_err *code, int *net_error, char *msg);
