@@ -30,17 +30,49 @@
  *   AsyncLocalStorage, as the Python worker tracks threads), so the supervisor marks it.
  *   Switching between stdout and stderr waits for the supervisor to read what came before
  *   (sync), which keeps the two streams in write order.
- * - SIGINT (timeout or interrupt): synchronous code is stopped by vm's breakOnSigint and a cell
- *   waiting on a promise is abandoned; the context and its variables are kept. Code that loops
- *   forever after an `await` cannot be stopped from inside: the supervisor then kills this
- *   process and starts a fresh one (reset, with the reason).
+ * - Timeout or interrupt ({"interrupt": n}, then SIGINT): synchronous code is stopped by vm's
+ *   breakOnSigint watchdog, a cell waiting on a promise is abandoned at the message, one not
+ *   started does not start; the context and its variables are kept. A SIGINT never ends this
+ *   process (below). Code that loops forever after an `await` cannot be stopped from inside: the
+ *   supervisor then kills this process and starts a fresh one (reset, with the reason).
  * Node.js standard library only (and the image's typescript for TypeScript sessions).
  */
 
-// Before anything else: a SIGINT (the supervisor's timeout) that comes while the worker starts
-// must not end it (the default); the handler of a running cell is installed below.
-let onSigint = () => {};
-process.on('SIGINT', () => onSigint());
+/* Before anything else: SIGINT (the supervisor's interrupt) must never end this process. Node.js
+ * leaves it deadly around every run of vm's breakOnSigint: the run removes the process's SIGINT
+ * listeners (libuv then restores SIG_DFL) and, when it ends, its stopped watchdog helper installs
+ * Node's exit-on-SIGINT handler until the listeners are added back; a SIGINT that landed there
+ * killed the worker and reset the session. So the helper (a thread and its SIGINT handler) is
+ * started here, with no watchdog of its own, and never stopped: a cell's run only registers with
+ * it, and a SIGINT while nothing runs is noted (runWatched below). A libuv SIGINT handle would
+ * replace its handler, and restore SIG_DFL when closed: the user's SIGINT listeners are never
+ * called. Until this line a SIGINT ends Node.js: the supervisor sends none before the hello. */
+const sigintHelper = (() => {
+    const warn = process.emitWarning;
+    process.emitWarning = () => {};  // "internal/test/binding: for internal testing only"
+    try {
+        const { internalBinding } = require('internal/test/binding');
+        const contextify = internalBinding('contextify');
+        return contextify.startSigintWatchdog() === true ? contextify : null;
+    } catch (e) {
+        return null;
+    } finally {
+        process.emitWarning = warn;
+    }
+})();
+if (sigintHelper !== null) {
+    for (const start of process.listeners('newListener')) {
+        if (start.name !== 'startListeningIfSignal')
+            continue;
+        process.removeListener('newListener', start);
+        process.on('newListener', (type, listener) => {
+            if (type !== 'SIGINT')
+                start.call(process, type, listener);
+        });
+    }
+} else {
+    process.on('SIGINT', () => {});  // without the internals: the old way, with its windows
+}
 
 const fs = require('fs');
 const net = require('net');
@@ -138,6 +170,7 @@ function boundedLines(lines, cap) {
 
 let cmdBuf = '';
 const queue = [];        // commands read but not acted on yet
+let sigintsOwed = 0;     // SIGINTs of the interrupts read that have not come yet (one each)
 let syncSeq = 0;
 let ackSeen = 0;
 
@@ -160,7 +193,10 @@ function takeCommands(text) {
             ackSeen = Math.max(ackSeen, msg.ack);
         else
             queue.push(msg);
+        if (typeof msg.interrupt === 'number' && sigintHelper !== null)
+            sigintsOwed++;
     }
+    abandonIfInterrupted();
 }
 
 /* Reads the command pipe directly (the event loop is not running): what is there now. */
@@ -444,16 +480,108 @@ process.on('unhandledRejection', uncaught);
 
 let textCap = 1024 * 1024;
 let busy = false;
-let abortWait = null;       // rejects the promise a running cell waits on (SIGINT)
+let abortWait = null;       // rejects the promise a running cell waits on (interrupt)
 const interrupted = new Set();
 
 class Interrupted extends Error {}
 Interrupted.prototype.name = 'Interrupted';
 
-onSigint = () => {
-    if (abortWait !== null)
+/* Whether the supervisor has interrupted cell n (the message comes ahead of the SIGINT). */
+function interruptedCell(n) {
+    return interrupted.has(n) || queue.some((m) => m.interrupt === n);
+}
+
+/* A cell that waits on a promise is abandoned when its {"interrupt": n} comes (its SIGINT finds
+ * no code to stop), whichever read of the command pipe takes it. */
+function abandonIfInterrupted() {
+    if (abortWait !== null && running !== null && interruptedCell(running))
         abortWait(new Interrupted('the execution was interrupted while it waited'));
-};
+}
+
+/* ---- the run that a SIGINT stops ---------------------------------------------------------------- */
+
+const SETTLE_MS = 500;      // longest wait for the SIGINT of an interrupt read (it follows at once)
+const RETRY = Symbol('retry');
+const watchedScript = new vm.Script('globalThis[Symbol.for("runbox.watched")]()', { filename: __filename });
+let watchedFn = null;
+Object.defineProperty(globalThis, Symbol.for('runbox.watched'), { value: () => watchedFn() });
+
+const isSigint = (e) => e !== null && typeof e === 'object' && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED';
+/* A SIGINT came: the one of the oldest interrupt read (the pipe is read first: its message is
+ * ahead of it), or one the user's code sent. */
+function sigintCame() {
+    readCommandsNow();
+    if (sigintsOwed > 0)
+        sigintsOwed--;
+}
+
+/* fn() run as vm's breakOnSigint runs code: Node.js's watchdog is registered while it runs, and a
+ * SIGINT then ends it with an ERR_SCRIPT_EXECUTION_INTERRUPTED error. RETRY, without running fn,
+ * when a SIGINT came while nothing ran (the helper's pending flag, cleared when a run ends; read
+ * in the run, where no SIGINT can set it). Every SIGINT is counted off (sigintCame). The command
+ * pipe is never read in such a run: a SIGINT that cut a read short would lose what it read. */
+function watched(fn) {
+    let pending = false;
+    watchedFn = () => {
+        if (sigintHelper !== null && sigintHelper.watchdogHasPendingSigint()) {
+            pending = true;
+            return RETRY;
+        }
+        return fn();
+    };
+    try {
+        return watchedScript.runInThisContext({ breakOnSigint: true });
+    } catch (e) {
+        if (isSigint(e))
+            sigintCame();
+        throw e;
+    } finally {
+        watchedFn = null;
+        if (pending)
+            sigintCame();
+    }
+}
+
+/* Reads the pipe and waits, in runs where they end nothing, until the SIGINTs of the interrupts
+ * read have come (each follows its message; the helper thread passes it on to the run registered
+ * a little later), at the latest until. */
+function settleSigints(until) {
+    readCommandsNow();
+    while (sigintsOwed > 0 && Date.now() < until) {
+        try {
+            watched(() => sleepMs(1));
+        } catch (e) {
+            if (!isSigint(e))
+                throw e;
+        }
+    }
+    sigintsOwed = 0;  // (one that never came)
+}
+
+/* Runs the cell's script under the watchdog, unless cell n is interrupted. Its code starts only
+ * when no SIGINT is on its way: one of an earlier cell (interrupted as it ended: the message came
+ * after its done) would stop it, and one of this cell would be lost; a SIGINT that comes after
+ * the last look at the pipe, before the code starts, sends it round again. */
+function runWatched(script, n) {
+    const until = Date.now() + SETTLE_MS;
+    for (;;) {
+        settleSigints(until);
+        if (interruptedCell(n))
+            throw new Interrupted('the execution was interrupted before it started');
+        let started = false;
+        try {
+            const value = watched(() => {
+                started = true;
+                return script.runInThisContext();
+            });
+            if (value !== RETRY)
+                return value;
+        } catch (e) {
+            if (started || !isSigint(e))
+                throw e;
+        }
+    }
+}
 
 function compile(code, n) {
     const filename = `<cell-${n}>`;
@@ -493,14 +621,12 @@ async function runCell(msg) {
         if (TYPESCRIPT)
             ({ js, map } = transpile(code, n));
         const { script, awaited } = compile(js, n);
-        readCommandsNow();
-        if (interrupted.has(n) || queue.some((m) => m.interrupt === n))
-            throw new Interrupted('the execution was interrupted before it started');
-        let value = als.run(n, () => script.runInThisContext({ breakOnSigint: true }));
+        let value = als.run(n, () => runWatched(script, n));
         if (awaited) {
             const wait = new Promise((resolve, reject) => {
                 abortWait = reject;
             });
+            abandonIfInterrupted();  // interrupted while it ran, the message read meanwhile
             value = await Promise.race([value, wait]);
             value = value !== null && typeof value === 'object' ? value.value : undefined;
         }
@@ -526,6 +652,7 @@ async function runCell(msg) {
         running = null;
         interrupted.delete(n);
     }
+    settleSigints(Date.now() + SETTLE_MS);  // the SIGINT of its interrupt must not reach the next cell
     send({ t: 'done', n, status });
 }
 

@@ -492,12 +492,16 @@ class Supervisor:
             self.finish_cell(status)
             return
         cell.forced = status
-        cell.kill_at = time.monotonic() + self.grace
-        cell.clear_at = time.monotonic() + min(CLEAR_AFTER_S, self.grace / 2)
         self.worker.before_interrupt(cell.n)
         # The message goes into the pipe before the signal: a worker that gets the SIGINT before
-        # its cell's code runs (Node.js loses such a signal) finds the message when it starts it.
+        # its cell's code runs finds the message when it starts it.
         self.worker.flush_commands()
+        if self.worker.hello or self.language not in ("javascript", "typescript"):
+            self.signal_interrupt(cell)  # else at the hello: Node.js dies of a SIGINT while it starts
+
+    def signal_interrupt(self, cell):
+        cell.kill_at = time.monotonic() + self.grace
+        cell.clear_at = time.monotonic() + min(CLEAR_AFTER_S, self.grace / 2)
         self.worker.signal_group(signal.SIGINT)
         self.worker.after_interrupt(cell.n)
 
@@ -529,6 +533,8 @@ class Supervisor:
                 # first) starts now. Only the first hello counts; later ones are user code's.
                 self.cell.deadline = time.monotonic() + self.cell.timeout
             w.hello = True
+            if self.cell is not None and self.cell.forced is not None and self.cell.kill_at is None:
+                self.signal_interrupt(self.cell)  # interrupted while Node.js was starting
             self.worker_failures = 0
             if self.warming:
                 self.warming = False
@@ -715,11 +721,6 @@ class Supervisor:
                 # fork bomb forks on), they go, so that the interpreter gets the CPU to stop.
                 cell.clear_at = None
                 w.kill_group_except_leader()
-                if w.language in ("javascript", "typescript"):
-                    # A SIGINT that reached Node.js between its last look at the command pipe and
-                    # the start of the cell's code was lost (Node.js installs its watchdog only
-                    # when the code starts): once more, before the grace ends in a reset.
-                    w.signal_group(signal.SIGINT)
             elif cell.kill_at is not None and now >= cell.kill_at:
                 self.drain()
                 self.replace_worker()
