@@ -233,19 +233,24 @@ def test_reads_beyond_the_limit_get_429_and_nothing_is_left_behind(server, web_n
     def slow():
         results.append(read(server, {"url": f"http://{pages}:{PORT}/never.html", "timeout": 8}))
 
+    # An earlier read's network is removed after its answer (its slot is free at once): wait for
+    # those to go, so that the networks counted below are these reads' own.
+    rbtest.wait_until(lambda: web_objects() == ([], []), "earlier page reads' containers and networks removed")
     threads = [threading.Thread(target=slow) for _ in range(2)]
     for t in threads:
         t.start()
-    # both reads hold their slot: their networks exist, internal and without a host address
-    rbtest.wait_until(lambda: len(web_objects()[1]) >= 2, "two page reads in flight")
-    for n in web_objects()[1]:
-        info = json.loads(rbtest.docker("network", "inspect", n))[0]
-        assert info["Internal"] is True, info
-        assert info["Options"].get("com.docker.network.bridge.inhibit_ipv4") == "true", info
-    r = read(server, {"url": f"http://{pages}:{PORT}/plain.html"})
-    rbtest.check_error(r, 429, "--web-max-concurrent")
-    for t in threads:
-        t.join()
+    try:
+        # both reads hold their slot: their networks exist, internal and without a host address
+        rbtest.wait_until(lambda: len(web_objects()[1]) >= 2, "two page reads in flight")
+        for n in web_objects()[1]:
+            info = json.loads(rbtest.docker("network", "inspect", n))[0]
+            assert info["Internal"] is True, info
+            assert info["Options"].get("com.docker.network.bridge.inhibit_ipv4") == "true", info
+        r = read(server, {"url": f"http://{pages}:{PORT}/plain.html"})
+        rbtest.check_error(r, 429, "--web-max-concurrent")
+    finally:
+        for t in threads:  # never leave reads holding slots for the tests after this one
+            t.join()
     assert [x.status_code for x in results] == [200, 200], [x.text for x in results]
     rbtest.wait_until(lambda: web_objects() == ([], []), "the page reads' containers and networks removed")
 
