@@ -38,9 +38,8 @@
 #define BROWSER_TMP ((int64_t)512 * 1024 * 1024)
 #define BROWSER_PIDS 512
 #define SCREENSHOT_MAX ((size_t)12 * 1024 * 1024)
-/* Beyond the page's own time: the browser container's start and Chromium's (fetch_page.py gives
- * Chromium 10 s of its own before the page's time starts, and its watchdog 8 s after it ends). */
-#define BROWSER_SLACK_MS 30000L
+/* Beyond the page's own time: the browser container's start and Chromium's. */
+#define BROWSER_SLACK_MS 20000L
 #define PROXY_LINE_MAX WEB_EVENT_LINE_MAX
 #define SETTLE_MS "500"
 /* How often networks left by page reads are looked for. */

@@ -10,9 +10,8 @@ stay quiet for --settle-ms (or until --timeout), and answers with the title, the
 main document's HTTP status and document.body.innerText read in an isolated world (the page's
 scripts cannot change what it reads), capped at --max-chars, and a PNG screenshot with
 --screenshot; a page whose document the proxy's byte cap cut is read once it has parsed every
-byte it got (CapWatch). --timeout is the page's time: it starts once Chromium answers (which
-has STARTUP_S of its own). It always prints exactly one JSON line on stdout and exits 0, within
-STARTUP_S + --timeout plus a few seconds: {"ok":true,...} or {"ok":false,"error":CODE,"message":...} with CODE
+byte it got (CapWatch). It always prints exactly one JSON line on stdout and exits 0, within
+--timeout plus a few seconds: {"ok":true,...} or {"ok":false,"error":CODE,"message":...} with CODE
 one of navigation_failed, refused, timeout, too_many_redirects, browser_failed.
 
 It is not a security boundary: Chromium runs with --no-sandbox, and the container (read-only
@@ -37,7 +36,7 @@ import urllib.parse
 CHROMIUM = "/usr/lib/chromium/chromium"  # the binary itself: Debian's /usr/bin/chromium wrapper adds flags
 TMP = "/tmp"
 PROFILE = TMP + "/profile"
-STARTUP_S = 10.0  # at most, for Chromium to start and answer on its pipe (before --timeout starts)
+STARTUP_S = 30.0  # at most, for Chromium to answer on its pipe (within --timeout)
 PROXY_WAIT_S = 15.0  # at most, for the egress proxy to accept connections (within --timeout)
 EXTRACT_S = 5.0  # at most, after the wait, to read text and screenshot
 NUDGE_S = 1.0  # while the page does not let its text be read, its script is stopped this often
@@ -45,7 +44,7 @@ WATCH_PATH = b"/runbox/byte-cap"  # the egress proxy's byte-cap watch (egress_pr
 # Resolves once the page's main thread has nothing left to do: no parsing of what has arrived,
 # no task of its scripts (the scheduler runs idle callbacks only then)
 IDLE_EXPRESSION = "new Promise(r => requestIdleCallback(() => r(true)))"
-HARD_SLACK_S = 8.0  # the watchdog: past STARTUP_S + --timeout + this, answer "timeout" and exit whatever happens
+HARD_SLACK_S = 8.0  # the watchdog: past --timeout + this, answer "timeout" and exit whatever happens
 TITLE_MAX = 1000  # characters of the title
 MAX_MESSAGE = 256 * 1024 * 1024  # bytes of one DevTools message (text and screenshot are bounded before)
 STDERR_TAIL = 4096  # bytes of Chromium's stderr kept for browser_failed
@@ -453,10 +452,7 @@ def wait_for_proxy(host, port, until):
 
 
 def run(args, t0):
-    # The page's --timeout starts once Chromium is ready: its start is bounded apart (STARTUP_S),
-    # as runboxd budgets it apart (core/web/web.c), so a host slow to start a browser does not eat
-    # a short page timeout and answer browser_failed for a page that was never asked for.
-    deadline = t0 + STARTUP_S
+    deadline = t0 + args.timeout
     url = args.url
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -506,10 +502,9 @@ def run(args, t0):
             browser.call(method, params, session, deadline=step)
         state.main_frame = browser.call("Page.getFrameTree", {}, session, deadline=step)["frameTree"]["frame"]["id"]
     except Deadline as e:
-        raise browser_failed("Chromium did not answer %s within %g s of its start" % (e, STARTUP_S))
+        raise browser_failed("Chromium did not answer %s in time" % e)
     except (BrowserFailed, CdpError) as e:
         raise browser_failed(str(e))
-    deadline = time.monotonic() + args.timeout
 
     problem = wait_for_proxy(proxy.hostname, proxy_port, min(deadline, time.monotonic() + PROXY_WAIT_S))
     if problem:
@@ -663,7 +658,7 @@ def emit(doc, t0):
 
 
 def watchdog(t0, args):
-    """Past STARTUP_S + --timeout + HARD_SLACK_S: answer timeout, kill Chromium and exit, whatever hangs."""
+    """Past --timeout + HARD_SLACK_S: answer timeout, kill Chromium and exit, whatever hangs."""
     emit({"ok": False, "error": "timeout", "message": "the page read did not finish within %g s" % args.timeout,
           "final_url": None, "status": None}, t0)
     for b in RUNNING:
@@ -696,7 +691,7 @@ def parse_args(argv):
 def main(argv):
     t0 = time.monotonic()
     args = parse_args(argv)
-    timer = threading.Timer(STARTUP_S + args.timeout + HARD_SLACK_S, watchdog, (t0, args))
+    timer = threading.Timer(args.timeout + HARD_SLACK_S, watchdog, (t0, args))
     timer.daemon = True
     timer.start()
     try:
