@@ -294,18 +294,27 @@ class EngineCluster:
 
     def _make_network(self) -> None:
         """An internal network with a subnet Docker chose, given explicitly (fixed addresses need
-        a configured subnet): made once to learn a free subnet, then made again with it."""
+        a configured subnet): made once to learn a free subnet, then made again with it. Another
+        test suite running at the same time may take that subnet in between (Docker answers "Pool
+        overlaps with other one on this address space"): then it starts over with a new one."""
         t = time.monotonic()
-        docker("network", "create", "--internal", *self._labels(), self.network)
-        self._made_network = True
-        cfg = json.loads(docker("network", "inspect", "-f", "{{json .IPAM.Config}}", self.network))
-        docker("network", "rm", self.network)
-        self._made_network = False
-        subnet = cfg[0]["Subnet"]
-        net = ipaddress.ip_network(subnet)
-        gateway = cfg[0].get("Gateway") or str(next(net.hosts()))
-        docker("network", "create", "--internal", "--subnet", subnet, "--gateway", gateway,
-               *self._labels(), self.network)
+        for attempt in range(8):
+            docker("network", "create", "--internal", *self._labels(), self.network)
+            self._made_network = True
+            cfg = json.loads(docker("network", "inspect", "-f", "{{json .IPAM.Config}}", self.network))
+            docker("network", "rm", self.network)
+            self._made_network = False
+            subnet = cfg[0]["Subnet"]
+            net = ipaddress.ip_network(subnet)
+            gateway = cfg[0].get("Gateway") or str(next(net.hosts()))
+            try:
+                docker("network", "create", "--internal", "--subnet", subnet, "--gateway", gateway,
+                       *self._labels(), self.network)
+            except EngineError as e:
+                if "overlap" not in str(e) or attempt == 7:
+                    raise
+                continue
+            break
         self._made_network = True
         self.subnet, self.gateway = subnet, gateway
         self._timed("network", t)
