@@ -3,7 +3,9 @@
 The package is split along the trust boundary between runboxd's side and the user's code:
 
   trusted (the supervisor process, started as runner.py):
-    supervisor     talks to runboxd over stdin/stdout (PROTOCOL.md), starts, times and kills workers
+    supervisor     talks to runboxd over stdin/stdout (PROTOCOL.md), sends cells to the worker, times them
+    worker_keeper  starts, stops, replaces and reaps the workers, keeps the zygote (the supervisor's base class)
+    worker_process one worker process: started, its pipes, its signals
     capture        turns the worker's stdout/stderr bytes into capped, ordered stream events
     pipes          the output pipes of each cell, which tell a cell's output from an earlier one's
     forward        bounds what of the worker's messages (result, error, display) goes to runboxd

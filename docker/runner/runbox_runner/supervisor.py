@@ -7,7 +7,9 @@ bash (RUNBOX_LANGUAGE=bash, see bash_worker) or a Node.js process (javascript/ty
 js_worker.js); with RUNBOX_PRELOAD, Python workers are forked
 from a zygote that imported those modules once (preload). The worker's fd 1/2 are pipes read here (so
 subprocess output is captured too), its stdin is /dev/null, and a separate pipe pair carries
-control messages (protocol); worker_process starts one worker and handles its pipes and signals.
+control messages (protocol); worker_process starts one worker and handles its pipes and signals,
+and worker_keeper (the Supervisor's base class WorkerKeeper) starts, replaces and reaps the
+workers and keeps the zygote.
 
 The supervisor enforces the cell's timeout (SIGINT to the worker's process group, then after a
 grace period SIGKILL and a fresh worker), the output cap (capture) and the optional code policy
@@ -25,18 +27,17 @@ import sys
 import time
 
 from runbox_runner import capture, forward, pipes, preload, protocol
-from runbox_runner.container import (describe_exit, files_written, in_sandbox, kill_strays, make_undumpable,
-                                     oom_kills, separate_privileges, workspace_snapshot)
+from runbox_runner.container import (files_written, in_sandbox, make_undumpable, separate_privileges,
+                                     workspace_snapshot)
 from runbox_runner.protocol import write_all
-from runbox_runner.worker_process import READ_SIZE, RUNNER_HOME, WORKER_ENTRY, WorkerProc, lowest_cpu_priority
+from runbox_runner.worker_keeper import WorkerKeeper
+from runbox_runner.worker_process import READ_SIZE, RUNNER_HOME
 
 VERSION = 1
 LANGUAGES = ("python", "bash", "javascript", "typescript")
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 CLEAR_AFTER_S = 0.5            # after an interrupt, the cell's other processes get this long
 DRAIN_READS = 4                # reads per stream when draining the worker's pipes
-ZYGOTE_TRIES = 3               # zygotes that may fail before fresh interpreters start without the preload
-START_RETRY_S = 20.0           # how long a new interpreter that cannot be started (no pids, memory) is retried
 
 
 def log(msg):
@@ -77,7 +78,10 @@ class Cell:
         self.forward = None           # forward.CellForward: bounds of what the worker sends
 
 
-class Supervisor:
+class Supervisor(WorkerKeeper):
+    """The supervisor's state and its main loop; starting, replacing and reaping the workers and
+    keeping the zygote are in WorkerKeeper (worker_keeper)."""
+
     def __init__(self, worker_user=None):
         """worker_user: (uid, gid) of the workers when privileges are separated, else None."""
         import selectors
@@ -130,185 +134,7 @@ class Supervisor:
             text = json.dumps(_no_nul(obj), ensure_ascii=False)
         write_all(self.out, (text + "\n").encode("utf-8", "replace"))
 
-    # ---- worker management ----
-    def start_worker(self):
-        give_up = time.monotonic() + START_RETRY_S
-        while True:
-            try:
-                self.worker = self.new_worker()
-                break
-            except OSError as e:
-                # Out of processes (a fork bomb) or memory: free them and try again. The killed
-                # copies of a bomb hold their pids until they are collected, and the supervisor,
-                # their subreaper, collects most of them; each one may take seconds to die.
-                log("cannot start the interpreter: %s" % e)
-                if time.monotonic() >= give_up:
-                    raise SystemExit("runner: cannot start the interpreter: %s" % e)
-                if in_sandbox():
-                    self.kill_strays()
-                time.sleep(0.1)
-                self.reap()
-        self.oom_base = oom_kills()
-        self.worker_started = time.monotonic()
-        self.capture.reset_decoders()
-        self.sel.register(self.worker.ctrl_fd, 1)  # EVENT_READ
-        self.pipes.add_worker(self.worker.out_fd, "stdout")
-        self.pipes.add_worker(self.worker.err_fd, "stderr")
-        self.dispatch()
-
-    def new_worker(self):
-        """A worker forked from the zygote when there is a usable one, else one started here."""
-        z = self.usable_zygote()
-        if z is not None:
-            try:
-                return WorkerProc(self.language, self.env, self.worker_user, zygote=z)
-            except OSError as e:
-                self.zygote_failed("cannot ask it for an interpreter (%s)" % e)
-        return WorkerProc(self.language, self.env, self.worker_user)
-
-    def usable_zygote(self):
-        """The zygote (started when there is none), or None: no preload, it failed too often, or
-        packages installed into the session have the names of modules it imported (a worker
-        forked from it would give the user the image's version of them)."""
-        if not self.preload or self.preload_lazy or self.zygote_failures >= ZYGOTE_TRIES:
-            return None
-        z = self.zygote
-        if z is not None and z.dead:
-            self.zygote_failed("it exited")
-            return self.usable_zygote()
-        if self.preload_shadowed(z):
-            return None
-        if z is None:
-            try:
-                z = preload.Zygote(WORKER_ENTRY, self.env, self.worker_user, lowest_cpu_priority)
-            except OSError as e:
-                log("cannot start the zygote: %s" % e)
-                self.zygote_failures += 1
-                return None
-            self.zygote = z
-            self.sel.register(z.fileno(), 1)
-        return z
-
-    def preload_shadowed(self, z):
-        """Whether the session's own packages shadow the preload; then the zygote is given up."""
-        mods = z.modules if z is not None and z.ready is not None else frozenset(
-            n.partition(".")[0] for n in self.preload)
-        found = self.shadows.check(mods)
-        if not found:
-            return False
-        log("packages installed into the session (%s) have the names of preloaded modules; fresh interpreters "
-            "start without the preload" % ", ".join(found[:10]))
-        self.zygote_failures = ZYGOTE_TRIES
-        self.drop_zygote()
-        return True
-
-    def drop_zygote(self):
-        z = self.zygote
-        if z is None:
-            return
-        self.zygote = None
-        try:
-            self.sel.unregister(z.fileno())
-        except (KeyError, ValueError, OSError):
-            pass
-        z.kill()
-
-    def zygote_failed(self, reason):
-        """The zygote is given up (dead, hung, nonsense); after ZYGOTE_TRIES, for good."""
-        self.zygote_failures += 1
-        log("the zygote failed: %s%s" % (reason, "; fresh interpreters start without the preload"
-                                                  if self.zygote_failures >= ZYGOTE_TRIES else ""))
-        self.drop_zygote()
-        w = self.worker
-        if w is not None and w.zygote is not None and w.pid is None:
-            # Its worker will not come: another one, the plain way if need be (nothing was lost).
-            self.stop_worker()
-            self.start_worker()
-
-    def on_zygote(self):
-        z = self.zygote
-        for msg in z.read():
-            t = msg.get("t")
-            if t == "ready":
-                failed = msg.get("failed")
-                if isinstance(failed, dict) and failed:
-                    log("preload: could not import %s" % "; ".join("%s (%s)" % (str(k)[:100], str(v)[:300])
-                                                               for k, v in list(failed.items())[:10]))
-            elif t in ("forked", "failed"):
-                w = self.worker
-                if w is not None and w.zygote is z and w.pid is None and msg.get("seq") == w.seq:
-                    pid = z.take_pid(msg) if t == "forked" else None
-                    if pid is None:
-                        self.zygote_failed(str(msg.get("error"))[:300] if t == "failed" else
-                                           "it named a process that is not a fresh interpreter")
-                        return
-                    self.attach(w, pid)
-                elif t == "forked":
-                    self.kill_stale(msg.get("pid"))
-        if z.dead and self.zygote is z:
-            self.zygote_failed("it exited")
-
-    def attach(self, w, pid):
-        """The forked worker's pid is known: it can be signalled, and the waiting cell goes."""
-        w.pid = pid
-        w.seq = None
-        self.dispatch()
-
-    def kill_stale(self, pid):
-        """A worker forked for a request nobody waits for any more: killed if it is ours."""
-        if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1 and \
-                preload.is_our_worker(pid, self.worker_user):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-
-    def kill_strays(self):
-        kill_strays(spare=(self.zygote.pid,) if self.zygote is not None and not self.zygote.dead else ())
-
-    def stop_worker(self):
-        """Kills the worker and its process group and forgets it, without waiting for it to
-        exit: reap() collects it. A killed process may take seconds to die: the copies of a fork
-        bomb forked from a zygote's big interpreter share one anon_vma tree, and each fork and
-        exit locks its root, so the worker sat in the kernel (D state, unlink_anon_vmas) for
-        4 s and more on a busy host, and a blocking waitpid here kept the cell's done from
-        runboxd until it gave up on the sandbox."""
-        w = self.worker
-        if w is None:
-            return
-        if w.pid is not None:
-            w.signal_group(signal.SIGKILL)
-            try:
-                os.kill(w.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        elif w.zygote is not None and w.zygote.pending is not None and w.zygote.pending[0] == w.seq:
-            w.zygote.pending = None   # what it forks for this request is killed when it answers
-        try:
-            self.sel.unregister(w.ctrl_fd)
-        except (KeyError, ValueError):
-            pass
-        if self.cmd_watched is not None:
-            self.sel.unregister(self.cmd_watched)
-            self.cmd_watched = None
-        for fd in (w.out_fd, w.err_fd):
-            self.end_source(self.pipes.get(fd))
-            self.pipes.drop_worker(fd)
-        w.close()
-        self.worker = None
-
-    def replace_worker(self):
-        self.preload_lazy = False  # from the first reset on, interpreters come from the zygote
-        self.stop_worker()
-        if in_sandbox():
-            self.kill_strays()
-            self.reap()
-        quick = time.monotonic() - self.worker_started < 1.0
-        self.worker_failures = self.worker_failures + 1 if quick else 0
-        if self.worker_failures > 3:
-            time.sleep(min(5.0, 0.2 * self.worker_failures))
-        self.start_worker()
-
+    # ---- the cell to the worker ----
     def dispatch(self):
         """Sends the waiting cell to the worker once its pid is known. A worker forked from the
         zygote that has run nothing yet is first replaced by a plain one if the session's own
@@ -329,20 +155,6 @@ class Supervisor:
         w.cells += 1
         code, cell.code = cell.code, None
         w.execute(cell.n, code, cell.limit, cell.pipes and cell.pipes.paths)
-
-    def reap(self):
-        """Collects exited children (the runner may be PID 1); notes the worker's status."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if self.worker is not None and pid == self.worker.pid:
-                self.worker.exit_status = os.waitstatus_to_exitcode(status)
-            elif self.zygote is not None and pid == self.zygote.pid:
-                self.zygote.exit_status = os.waitstatus_to_exitcode(status)
 
     # ---- output handling ----
     def read_stream(self, fd):
@@ -580,44 +392,6 @@ class Supervisor:
         self.capture.finish_decoders()
         self.capture.flush_all()
         self.emit(dict(fields, type=t, id=cell.id))
-
-    def worker_gone(self):
-        """The worker exited or closed its control pipe."""
-        w = self.worker
-        self.drain()
-        if w.cells == 0:
-            # It never got a cell: nothing of the user's was lost. One forked from the zygote
-            # that did not come up counts against the zygote.
-            if w.zygote is not None and not w.hello:
-                self.stop_worker()
-                self.zygote_failed("its interpreter ended before it started (%s)"
-                                   % describe_exit(w.exit_status))
-                if self.worker is None:
-                    self.start_worker()
-            else:
-                self.replace_worker()
-            return
-        # The control pipe closes a moment before the process can be reaped.
-        give_up = time.monotonic() + 1.0
-        while w.exit_status is None and time.monotonic() < give_up:
-            try:
-                pid, status = os.waitpid(w.pid, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid:
-                w.exit_status = os.waitstatus_to_exitcode(status)
-            else:
-                time.sleep(0.005)
-        now_oom = oom_kills()
-        what = describe_exit(w.exit_status, now_oom is not None and self.oom_base is not None
-                             and now_oom > self.oom_base)
-        log("%s (pid %d)" % (what, w.pid))
-        self.replace_worker()
-        reason = "%s; it was restarted and its variables are lost" % what
-        if self.cell is not None:
-            self.finish_cell(self.cell.forced or "error", True, reason)
-        else:
-            self.lost_state = reason
 
     # ---- main loop ----
     def run(self):

@@ -1,8 +1,8 @@
 """One worker process as the supervisor sees it: started, its pipes, its signals.
 
-Runs on the trusted side, inside the supervisor (supervisor.py), which decides when a worker
-starts, is interrupted or replaced; this module does what that takes for one worker. WorkerProc
-starts the worker (a Python interpreter, runbox_worker.py; a persistent bash, bash_worker; a
+Runs on the trusted side, inside the supervisor (supervisor.py, worker_keeper.py), which decides
+when a worker starts, is interrupted or replaced; this module does what that takes for one
+worker. WorkerProc starts the worker (a Python interpreter, runbox_worker.py; a persistent bash, bash_worker; a
 Node.js process, js_worker.js) as the workers' user with subprocess.Popen, or asks the zygote
 (preload) to fork one, and holds its four pipes: the command pipe (written without ever
 blocking: the worker is user code and may stop reading), the control pipe (read here and split
