@@ -17,14 +17,17 @@ set(RULES
     "docker|base/,docker/"
     "core/backend|base/,docker/,core/backend/"
     "core/files|base/,core/files/,core/heart.h,core/core.h,core/settings.h"
-    "core/web|base/,core/web/,core/heart.h,core/core.h,core/settings.h,core/oneshot.h"
+    "core/web|base/,core/web/,core/heart.h,core/core.h,core/settings.h,core/deps/oneshot.h"
+    "core/deps|base/,core/deps/,core/heart.h,core/core.h,core/settings.h"
+    "core/policy|base/,core/policy/,core/settings.h"
     "core|base/,store/,core/"
-    "server|base/,server/,core/core.h,core/mcp_sessions.h,core/process.h,core/requirements.h,core/settings.h,core/stats.h,core/web/web_wire.h"
+    "server|base/,server/,core/core.h,core/mcp_sessions.h,core/process.h,core/deps/requirements.h,core/settings.h,core/stats.h,core/web/web_wire.h"
     "daemon|base/,server/,daemon/,core/")
 # Private headers of a folder: only files of that folder may include them.
 set(PRIVATE_HEADERS
     "core/internal.h|core/"
     "core/files/file_helper.h|core/files/"
+    "core/deps/deps_internal.h|core/deps/"
     "core/sandbox_private.h|core/sandbox"
     "core/backend/docker_private.h|core/backend/docker"
     "core/backend/multi_private.h|core/backend/multi"

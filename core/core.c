@@ -11,7 +11,6 @@
 #include "core/backend/docker.h"
 #include "core/backend/multi.h"
 #include "core/internal.h"
-#include "core/policy.h"
 #include "core/pool.h"
 
 #define SWEEP_MS 1000
@@ -288,13 +287,12 @@ void core_free(rb_core *c)
     close_timer(c->dispatch_timer);
     c->dispatch_timer = NULL;
     backend_free(c->be);
-    deps_drop_queued(c);
+    deps_dispose(c); /* installs waiting for a slot end with RB_ECANCELED */
     removal_drop_all(c);
     files_dispose(c); /* the budget itself lives on while cancelled downloads or held files count on it */
     web_dispose(c);
     store_close(c->st);
     policy_free(c->policy);
-    json_decref(c->packages_cache);
     map_dispose(&c->sessions);
     map_dispose(&c->executions);
     free(c);
@@ -302,14 +300,25 @@ void core_free(rb_core *c)
 
 /* ---- sessions ----------------------------------------------------------------------- */
 
+static void created_cb(session *s, rb_err err, const char *msg);
+
+/* The creation-time install (core/deps/deps.h) reporting to its session. */
+static void deps_installed_cb(void *data, rb_err err, const char *msg)
+{
+    created_cb(data, err, msg);
+}
+
 static void created_cb(session *s, rb_err err, const char *msg)
 {
     if (s->deps_op != NULL && s->deps_installing) {
-        s->deps_op = NULL; /* the install of deps.c reporting: it frees its op */
+        s->deps_op = NULL; /* the install of core/deps/ reporting: it frees its op */
     } else if (err == RB_OK && s->dependencies != NULL && !s->deps_installing) {
         char e2[RB_ERR_LEN];
+        core_session_view v;
+        core__session_view(s, &v);
         s->deps_installing = 1;
-        if ((err = deps_session_install(s, s->dependencies, created_cb, &s->deps_op, e2)) == RB_OK)
+        if ((err = deps_session_install(s->core, &v, s->dependencies, deps_installed_cb, s, &s->deps_op, e2)) ==
+            RB_OK)
             return; /* created_cb runs again when the packages are in place */
         s->deps_op = NULL;
         created_cb(s, err, e2);

@@ -184,7 +184,7 @@ json_t *core_policy(rb_core *c);
 json_t *core_health(rb_core *c);
 
 /*
- * Dependencies and packages (core/deps.c). Requirements are strings "name", "name==1.2" (one
+ * Dependencies and packages (core/deps/deps.c). Requirements are strings "name", "name==1.2" (one
  * specifier of == >= <= ~= != > <; no options, URLs, extras or markers), checked against the
  * operator's deps-allow / deps-block policy: RB_EFORBIDDEN names the package and the rule.
  */

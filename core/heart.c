@@ -9,6 +9,23 @@
 
 #include "core/internal.h"
 
+void core__session_view(const session *s, core_session_view *out)
+{
+    *out = (core_session_view){s->id, s->status, s->container_id, json_object_get(s->options, "environment_variables"),
+                               s->language};
+}
+
+rb_err core_heart_lookup(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
+                         char *err)
+{
+    session *s = core__session_of(c, who, session_id);
+    if (s == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
+                       session_id);
+    core__session_view(s, out);
+    return RB_OK;
+}
+
 rb_err core_heart_session(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
                           char *err)
 {
@@ -20,7 +37,7 @@ rb_err core_heart_session(rb_core *c, const core_caller *who, const char *sessio
         return rb_fail(RB_ECONFLICT, err, "session %s is %s; its sandbox can be used once it is ready", s->id, s->status);
     if (s->container_id == NULL)
         return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
-    *out = (core_session_view){s->id, s->status, s->container_id, json_object_get(s->options, "environment_variables")};
+    core__session_view(s, out);
     return RB_OK;
 }
 

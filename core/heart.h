@@ -3,9 +3,10 @@
  * the rooms that follow: network policies, shares and volumes, checkpoints) uses the session
  * manager's heart, instead of core/internal.h. A room sees a session only as a view of what
  * work in its sandbox needs (never the session itself, so it cannot change its state), the
- * sandbox backend, the settings, one slot in the core for its own state, and the time format
- * every answer uses. What a room offers the heart is in the room's own public header
- * (core/files/files.h), which internal.h includes.
+ * sandbox backend, the settings, one slot in the core for its own state, the checks every
+ * request shares, and the time format every answer uses. What a room offers the heart is in the
+ * room's own public header (core/files/files.h, core/web/web.h, core/deps/deps.h), which
+ * internal.h includes.
  *
  * It is not the API of core (core/core.h) and holds no policy of its own.
  */
@@ -19,13 +20,18 @@
 #include "core/core.h"
 #include "core/settings.h"
 
+/* The size of a buffer that holds an id of runbox (a session's, an execution's, the instance's),
+ * its NUL included. */
+#define RB_ID_LEN 40
+
 /** A live session as a room sees it. Every pointer borrows from the session: valid during the
  * call that filled it, until the loop runs again; copy what must last longer. */
 typedef struct core_session_view {
     const char *id;
-    const char *status;       /* "ready" or "busy" (core_heart_session answers no other) */
-    const char *container_id; /* its sandbox (the backend's id) */
+    const char *status;       /* "ready" or "busy" from core_heart_session; also "starting" from core_heart_lookup */
+    const char *container_id; /* its sandbox (the backend's id; NULL before it exists: core_heart_lookup) */
     json_t *env;              /* its execution_options.environment_variables (an object), or NULL */
+    const char *language;     /* "python", "javascript", ... (core/core.h, CORE_LANGUAGES_TEXT) */
 } core_session_view;
 
 /** The live session session_id as who may see it, ready for work in its sandbox: RB_OK with
@@ -33,6 +39,13 @@ typedef struct core_session_view {
  * RB_ECONFLICT (starting or without a sandbox), with err naming the session. */
 rb_err core_heart_session(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
                           char *err);
+
+/** The live session session_id as who may see it, whatever its state (status "starting" too,
+ * container_id NULL before its sandbox exists): RB_OK with *out; RB_ENOTFOUND as
+ * core_heart_session, with err naming the session. For a room that words its own refusal of a
+ * session not ready (the dependency installer). */
+rb_err core_heart_lookup(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
+                         char *err);
 
 /** Marks session_id as used now (its idle timeout starts again); nothing if it is not live. */
 void core_heart_touch(rb_core *c, const char *session_id);
@@ -71,12 +84,17 @@ struct core_op {
 typedef enum core_room {
     CORE_ROOM_FILES, /* core/files/: the download budget */
     CORE_ROOM_WEB,   /* core/web/: page reads in flight and being cleaned up */
+    CORE_ROOM_DEPS,  /* core/deps/: installs holding a slot and waiting for one, the package listing */
     CORE_ROOMS
 } core_room;
 
 /** The slot of room in c: NULL until the room sets it; the room releases it in its dispose call,
  * which core_free makes (files_dispose). */
 void **core_heart_room(rb_core *c, core_room room);
+
+/** RB_EINVAL naming the first member of obj that is not in allowed (a NULL-terminated list) and
+ * where it was (e.g. "execution_options"), listing the allowed ones (core/validate.c). */
+rb_err core__check_keys(json_t *obj, const char *where, const char *const *allowed, char *err);
 
 /** Sets obj[key] to ms (epoch milliseconds) as RFC 3339 UTC with milliseconds, the form of every
  * time in runbox's answers. */

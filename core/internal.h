@@ -12,13 +12,14 @@
 #include "base/map.h"
 #include "core/backend/backend.h"
 #include "core/core.h"
+#include "core/deps/deps.h"
 #include "core/files/files.h"
 #include "core/heart.h"
+#include "core/policy/policy.h"
 #include "core/web/web.h"
 #include "core/stats.h"
 #include "store/store.h"
 
-#define RB_ID_LEN 40
 #define RB_RUNNER_LINE_MAX (16u * 1024 * 1024)
 #define RB_DISPLAY_BYTES_MAX (32u * 1024 * 1024)
 /* Bytes per second runboxd reads from one sandbox before it stops reading for the rest of the
@@ -75,7 +76,7 @@ struct execution {
     char *reset_reason;
     int64_t duration_ms;  /* -1 until done */
     json_t *files_written;/* [{path, size, modified (ms)}] from the runner's done event, or NULL (files.c) */
-    json_t *policy_rules; /* code policy rule names the runner checks the cell against, or NULL (policy.c) */
+    json_t *policy_rules; /* code policy rule names the runner checks the cell against, or NULL (core/policy/) */
     uv_timer_t *backstop;
     core_watch *watches;
     execution *next;      /* session queue */
@@ -99,7 +100,7 @@ struct session {
     int custom_sandbox;   /* a limit above differs from the server's default: no warm pool container fits */
     int executions;
     int dirty;            /* changed since last stored: execution_finish leaves the write to the sweep */
-    json_t *dependencies; /* normalised requirement list asked at creation, or NULL (deps.c) */
+    json_t *dependencies; /* normalised requirement list asked at creation, or NULL (core/deps/) */
     int deps_installing;  /* the creation-time install has started */
     core_op *deps_op;     /* that install while it runs (cancelled by session_end) */
     char *container_id;
@@ -133,13 +134,10 @@ struct rb_core {
     int pending_ops;      /* Docker work a graceful stop waits for: container creates and removals in flight */
     rb_map removals;      /* containers whose removal failed, to retry (removal.c): id or name -> struct removal */
     struct pool *pool;    /* warm sandboxes (pool.c) */
-    struct policy *policy;/* the optional code policy (policy.c) */
+    struct policy *policy;/* the optional code policy (core/policy/) */
     stats_counters stats; /* what GET /metrics counts (stats.c) */
     void *rooms[CORE_ROOMS]; /* the state of core's rooms (core/heart.h: core_heart_room) */
     int64_t last_prune;   /* when the sweep last pruned the store for --retention (epoch ms; 0: not yet) */
-    json_t *packages_cache; /* {image_id, answer} of the last GET /packages listing (packages.c), or NULL */
-    int installs_running; /* dependency installs holding a slot (deps.c; at most cfg->max_installs) */
-    struct install_job *installs_head, *installs_tail; /* installs waiting for a slot, oldest first (deps.c) */
 };
 
 /* recovery.c */
@@ -147,6 +145,10 @@ struct rb_core {
  * checks those whose engine is back: their sandbox goes on if it still runs, else the session
  * ends dead with the reason. */
 void core__engines_checked(rb_core *c);
+
+/* heart.c */
+/** Fills *out with s as a room sees it (core/heart.h; the pointers borrow from s). */
+void core__session_view(const session *s, core_session_view *out);
 
 /* session.c */
 /** The API object of s ({session_id, language, status, created_at, ..., expires_at}; new
@@ -277,26 +279,13 @@ void removal_drop_all(rb_core *c);
 /** Non-zero if sb's runner is attached and takes executions. */
 int sandbox_ready(const sandbox *sb);
 
-/* deps.c: the dependency installer (the list is checked with core/requirements.h first) */
-/** Installs reqs (borrowed; a list from the parse of s's language's deps_kind, core/deps.h:
- * requirements_parse or requirements_npm_parse) into s's workspace (at creation,
- * after the sandbox is ready); cb(s) once unless the returned op is cancelled (session_end does
- * that through s->deps_op). RB_ECONFLICT when s has no container, or Docker's code; then cb is
- * never called. *handle stays owned by deps.c, valid until cb runs or the install ends. */
-rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err);
-/** Ends the installs still waiting for a slot with RB_ECANCELED (to callers not cancelled):
- * runboxd is shutting down. */
-void deps_drop_queued(rb_core *c);
-
 /* process.c */
 /** Ends s's processes (session end, core_free): their callers hear RB_ECANCELED with reason;
  * the processes are left to the container's fate. */
 void process_session_end(session *s, const char *reason);
 
-/* validate.c: request validation (messages name the field) */
-/** RB_EINVAL naming the first member of obj that is not in allowed (a NULL-terminated list) and
- * where it was (e.g. "execution_options"), listing the allowed ones. */
-rb_err core__check_keys(json_t *obj, const char *where, const char *const *allowed, char *err);
+/* validate.c: request validation (messages name the field; core__check_keys is in core/heart.h,
+ * for the rooms too) */
 /** Reads a timeout in seconds from v into *out: RB_EINVAL naming field unless v is a number
  * greater than 0 and at most the server's max-timeout. */
 rb_err core__check_timeout(const rb_core *c, json_t *v, const char *field, double *out, char *err);

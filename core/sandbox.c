@@ -392,9 +392,9 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
             ss->env[n++] = xstrdup("RUNBOX_PRELOAD_LAZY=1");
     }
     ss->env[n++] = xasprintf("RUNBOX_GRACE_MS=%d", cfg->grace_ms);
-    /* packages installed for the session (deps.c), also for Python subprocesses of user code */
+    /* packages installed for the session (core/deps/), also for Python subprocesses of user code */
     ss->env[n++] = xstrdup("PYTHONPATH=/workspace/.runbox/site-packages");
-    /* and npm's (deps_npm.c), which `require` looks in before the image's Node modules */
+    /* and npm's (core/deps/deps_npm.c), which `require` looks in before the image's Node modules */
     ss->env[n++] = xstrdup("NODE_PATH=/workspace/.runbox/node_modules");
     ss->env[n++] = xstrdup("RUNBOX_SANDBOX=1"); /* the runner may clean up stray processes */
     ss->env[n++] = xasprintf("RUNBOX_MEMORY_MB=%lld", (long long)(memory_bytes / (1024 * 1024)));

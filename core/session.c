@@ -127,7 +127,7 @@ void session_free(session *s)
     json_decref(s->dependencies);
     json_decref(s->extras);
     if (s->deps_op != NULL)
-        core_cancel(s->deps_op); /* deps.c frees it when its install ends */
+        core_cancel(s->deps_op); /* core/deps/ frees it when its install ends */
     free(s->owner);
     free(s->container_id);
     free(s->end_reason);
@@ -180,7 +180,7 @@ void session_end(session *s, const char *status, const char *reason)
     stats_session_ended(c, s->status, status, reason);
     s->status = status; /* before failing executions, so finishing them does not re-pump */
     if (s->deps_op != NULL) {
-        core_cancel(s->deps_op); /* a creation-time install (deps.c) must not call back */
+        core_cancel(s->deps_op); /* a creation-time install (core/deps/) must not call back */
         s->deps_op = NULL;
     }
     free(s->end_reason);

@@ -120,7 +120,7 @@ typedef struct core_settings {
     size_t max_download_memory; /* --max-download-memory / RUNBOX_MAX_DOWNLOAD_MEMORY: bytes that downloads in
                               flight (read from a sandbox, not yet sent) hold together; one more gets 429. At
                               least max_download */
-    /* Optional code policy (core/policy.c, checked in the sandbox by docker/runner/runbox_policy.py):
+    /* Optional code policy (core/policy/policy.c, checked in the sandbox by docker/runner/runbox_policy.py):
      * a guard rail for Python cells, not a security boundary. */
     char *code_policy;     /* --code-policy / RUNBOX_CODE_POLICY: off | default | strict | custom */
     char *code_policy_file;/* --code-policy-file / RUNBOX_CODE_POLICY_FILE: rules to add ("import:requests") or,

@@ -10,9 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/deps.h"
 #include "core/internal.h"
-#include "core/requirements.h"
 
 
 int core__whole_number(json_t *v, double *out)
@@ -220,16 +218,9 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
             return rb_fail(RB_EINVAL, err, "'language' must be " CORE_LANGUAGES_TEXT);
     }
     snprintf(s->language, sizeof(s->language), "%s", l);
-    /* dependencies are installed into the workspace once the sandbox is ready (deps.c): pip's
-     * for python, npm's for javascript and typescript (core/deps.h) */
-    const deps_kind *kind = deps_kind_of(l);
-    json_t *deps = json_object_get(opts, "dependencies");
-    if (kind == NULL && deps != NULL && !json_is_null(deps) && !(json_is_array(deps) && json_array_size(deps) == 0))
-        return rb_fail(RB_EINVAL, err,
-                       "dependencies: packages need a python session (pip) or a javascript or typescript session "
-                       "(npm); a %s session has none",
-                       l);
-    if (kind != NULL && (e = kind->parse(c->cfg, deps, &s->dependencies, err)) != RB_OK)
+    /* dependencies are installed into the workspace once the sandbox is ready (core/deps/): pip's
+     * for python, npm's for javascript and typescript */
+    if ((e = deps_check(c->cfg, l, json_object_get(opts, "dependencies"), &s->dependencies, err)) != RB_OK)
         return e;
 
     s->timeout = c->cfg->default_timeout;

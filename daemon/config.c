@@ -16,7 +16,7 @@
 
 #include "core/backend/docker.h"
 #include "core/backend/multi.h"
-#include "core/requirements.h"
+#include "core/deps/requirements.h"
 #include "core/web/web_wire.h"
 
 typedef enum key_kind { K_STR, K_LIST, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL, K_MULTI } key_kind;

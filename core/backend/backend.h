@@ -377,8 +377,8 @@ rb_err backend_archive_get(backend *b, const char *id, const char *path, size_t 
 
 /* ---- one-shot sandboxes, images and volumes ------------------------------------------------
  *
- * What helpers that are not sessions need (core/oneshot.c for the dependency installer of
- * core/deps.c and the listing of core/packages.c). A one-shot sandbox is one call, backend_run,
+ * What helpers that are not sessions need (core/deps/oneshot.c for the dependency installer of
+ * core/deps/deps.c and the listing of core/deps/packages.c). A one-shot sandbox is one call, backend_run,
  * rather than wait, logs and remove on top of create and start, because that is narrower and
  * what every engine can do natively (a Kubernetes Job; Docker's create, start, wait, logs,
  * remove): core/ only ever wants "run this to completion and tell me how it exited and what it

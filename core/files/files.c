@@ -27,7 +27,7 @@
  * byte is read, and gives it back in core_file_free (or when it fails); one that does not fit
  * is refused with RB_EBUSY. The budget is refcounted, so a file may outlive the core.
  *
- * This module is not the path policy of uploads in other places (deps.c) and does not keep
+ * This module is not the path policy of uploads in other places (core/deps/) and does not keep
  * files anywhere: bytes pass through runboxd's memory only.
  */
 #include <assert.h>

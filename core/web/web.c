@@ -25,8 +25,8 @@
 
 #include "core/web/web.h"
 
+#include "core/deps/oneshot.h"
 #include "core/heart.h"
-#include "core/oneshot.h"
 #include "core/web/web_wire.h"
 
 #define PROXY_PORT "3128"

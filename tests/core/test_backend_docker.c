@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/backend/docker.h"
-#include "core/oneshot.h"
+#include "core/deps/oneshot.h"
 #include "tests/core/support_core.h"
 
 static const char *const cap_drop[] = {"ALL", NULL};

@@ -1,5 +1,5 @@
 /*
- * test_paths_policy.c: the pure rules of core/files/files.c and core/requirements.c, without Docker: path
+ * test_paths_policy.c: the pure rules of core/files/files.c and core/deps/requirements.c, without Docker: path
  * normalisation and confinement (files_normalize_path), content types, the validation of a
  * runner's files_written list, and dependency requirements against the operator's policy
  * (requirements_parse: syntax, blocklist, allowlist, minimum versions, sorting, duplicates).
@@ -9,7 +9,7 @@
 
 #include "core/internal.h"
 #include "tests/core/support_core.h"
-#include "core/requirements.h"
+#include "core/deps/requirements.h"
 
 static rb_err norm(const char *in, rb_err root, char *out, size_t outlen)
 {

@@ -1,5 +1,5 @@
 /*
- * test_policy.c: core/policy.c without Docker: the presets, the operator's rules file (adding,
+ * test_policy.c: core/policy/policy.c without Docker: the presets, the operator's rules file (adding,
  * removing, bad lines named by line), which rules callers may turn off (--code-policy-overridable)
  * and the rule list sent with an execution (policy_rules_for), plus the config keys' validation.
  * The check itself runs in the runner and is tested in tests/runner/test_policy.py. Also replays
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/policy.h"
+#include "core/policy/policy.h"
 #include "tests/core/support_core.h"
 #include "tests/common/corpus.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_requirements.c: core/requirements.c without Docker: the syntax of one requirement
+ * test_requirements.c: core/deps/requirements.c without Docker: the syntax of one requirement
  * (accepted forms, normalisation, limits), version comparison, the operator's deps-allow /
  * deps-block rules with minimum versions, and the checks on a caller's whole list; then the
  * same for npm packages (names, scopes, versions, ranges, dist-tags, and what is refused: URLs,
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/requirements.h"
+#include "core/deps/requirements.h"
 #include "tests/core/support_core.h"
 
 /* ---- one requirement -------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /*
- * fuzz_policy.c: libFuzzer target for the code-policy rules-file parser of core/policy.c (the
+ * fuzz_policy.c: libFuzzer target for the code-policy rules-file parser of core/policy/policy.c (the
  * operator's --code-policy-file, any bytes). The input is the file's text, from a private
  * exact-size copy so any read past the end is caught, given to policy__new_text under each
  * preset and overridable setting. Checks memory safety and the parser's promises: it succeeds
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/settings.h"
-#include "core/policy.h"
+#include "core/policy/policy.h"
 
 static void check_rules(const policy *p)
 {

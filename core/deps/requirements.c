@@ -1,10 +1,10 @@
 /*
  * requirements.c: the requirement syntax runbox accepts and the operator's deps-allow /
- * deps-block policy (core/requirements.h). It turns what a caller asked for into the lines pip
+ * deps-block policy (core/deps/requirements.h). It turns what a caller asked for into the lines pip
  * will see, or into an error naming the package and the rule. It does not install anything
- * (core/deps.c) and does not read the configuration (it is handed the validated struct).
+ * (core/deps/deps.c) and does not read the configuration (it is handed the validated struct).
  */
-#include "core/requirements.h"
+#include "core/deps/requirements.h"
 
 #include <stdio.h>
 #include <stdlib.h>

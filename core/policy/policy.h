@@ -9,9 +9,13 @@
  * A rule is named "<kind>:<target>" and its name alone defines it: import:<module>,
  * builtin:<name>, name:<name>, attr:<name>, open:write. No Docker, no I/O beyond reading the
  * rules file once in policy_new.
+ *
+ * The public header of the policy room (core/policy/): the heart builds the policy at core_new
+ * (core/internal.h includes this) and asks it for each execution's rules and for GET /policy.
+ * The room needs nothing of the heart.
  */
-#ifndef RB_POLICY_H
-#define RB_POLICY_H
+#ifndef RB_CORE_POLICY_POLICY_H
+#define RB_CORE_POLICY_POLICY_H
 
 #include <jansson.h>
 

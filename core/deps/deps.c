@@ -1,13 +1,13 @@
 /*
  * deps.c: the dependency installer: Python packages a caller asks for, installed into a
- * session's workspace, at creation (deps_session_install, core/internal.h) or later
+ * session's workspace, at creation (deps_session_install, core/deps/deps.h) or later
  * (core_dependencies_install, core/core.h). npm packages of javascript and typescript sessions
- * go the same way, with their own filler and copier scripts (core/deps_npm.c, a deps_kind of
- * core/deps.h; pip's kind is deps_pip below).
+ * go the same way, with their own filler and copier scripts (core/deps/deps_npm.c, a deps_kind
+ * of core/deps/deps_internal.h; pip's kind is deps_pip below).
  *
  * User code never runs with network because of a dependency. Packages live in a cache volume
  * per requirement set and image, shared by every session that asks for the set, and reach a
- * session through two kinds of one-shot containers (core/oneshot.h), both hardened like a
+ * session through two kinds of one-shot containers (core/deps/oneshot.h), both hardened like a
  * sandbox (read-only root, no capabilities at all, no-new-privileges, pids and memory limits):
  *   - the copier (no network, uid 1000 like the sandbox) mounts the cache read-only and the
  *     session's workspace volume, and copies the set into /workspace/.runbox/site-packages,
@@ -29,17 +29,20 @@
  * container wait, so unlimited installs could take them all and starve file transfers).
  *
  * Not here: the requirement syntax and the operator's deps-allow / deps-block policy
- * (core/requirements.c, checked before anything starts), and the image's preinstalled
- * packages (core/packages.c).
+ * (core/deps/requirements.c, checked before anything starts), and the image's preinstalled
+ * packages (core/deps/packages.c). The room reaches the heart only through core/heart.h.
  */
+#include "core/deps/deps.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "core/deps.h"
-#include "core/internal.h"
-#include "core/oneshot.h"
-#include "core/requirements.h"
+#include "core/deps/deps_internal.h"
+#include "core/deps/oneshot.h"
+#include "core/deps/requirements.h"
+#include "core/heart.h"
 
 #define INSTALL_TIMEOUT_MS (15L * 60 * 1000)
 #define SITE_DIR "/workspace/.runbox/site-packages"
@@ -143,7 +146,7 @@ static const char fill_sh[] =
 /* The copier (uid 1000, no network, the cache read-only at /cache, the workspace at /target).
  * It first prints which requirements the image already satisfies (SATISFIED_PY, on stdout).
  * Exit 0 = copied, 11 = the image satisfies every requirement (nothing copied, the cache is not
- * looked at), else COPY_SH's (core/deps.h). */
+ * looked at), else COPY_SH's (deps_internal.h). */
 static const char copy_sh[] =
     REQS_SH
     "python3 -I -c '" SATISFIED_PY "'; [ $? -ne 11 ] || exit 11\n"
@@ -187,25 +190,44 @@ const deps_kind *deps_kind_of(const char *language)
     return NULL;
 }
 
+rb_err deps_check(const core_settings *cfg, const char *language, json_t *list, json_t **out, char *err)
+{
+    const deps_kind *kind = deps_kind_of(language);
+    if (kind == NULL && list != NULL && !json_is_null(list) && !(json_is_array(list) && json_array_size(list) == 0))
+        return rb_fail(RB_EINVAL, err,
+                       "dependencies: packages need a python session (pip) or a javascript or typescript session "
+                       "(npm); a %s session has none",
+                       language);
+    return kind != NULL ? kind->parse(cfg, list, out, err) : RB_OK;
+}
+
+deps_room *deps__room(rb_core *c)
+{
+    void **slot = core_heart_room(c, CORE_ROOM_DEPS);
+    if (*slot == NULL)
+        *slot = xcalloc(1, sizeof(deps_room));
+    return *slot;
+}
+
 /* One install in flight: find the sandbox's workspace volume, the image's id (it keys the
  * cache), create the cache volume, run the copier, and when the cache misses the filler and the
  * copier again. */
 typedef struct install_job {
     rb_core *c;
     core_op *op;               /* the caller's handle; cancelled = report to no one */
-    sandbox_ready_cb scb;      /* creation-time install: reports to the session s */
-    session *s;                /* NULL for core_dependencies_install, which reports through op */
+    deps_done_cb done;         /* creation-time install: reports to done(done_data) */
+    void *done_data;           /* NULL done: core_dependencies_install, which reports through op */
     char session_id[RB_ID_LEN];
     char *container;           /* the session's sandbox container */
-    json_t *reqs;              /* the normalised requirement list (core/requirements.h) */
-    const deps_kind *kind;     /* pip or npm (core/deps.h) */
+    json_t *reqs;              /* the normalised requirement list (core/deps/requirements.h) */
+    const deps_kind *kind;     /* pip or npm (deps_internal.h) */
     char *workspace_volume;
     char cache_volume[160];
     int filling;               /* the container running is the filler (else the copier) */
     int filled;                /* the filler ran: the cache missed, pip downloaded */
     json_t *satisfied;         /* requirements the image satisfies ("name==version"), as the copier said */
     int64_t started;
-    struct install_job *next;  /* in the queue (c->installs_head..tail) while it waits for a slot */
+    struct install_job *next;  /* in the queue (deps_room: installs_head..tail) while it waits for a slot */
 } install_job;
 
 /* The answer's sentence: what the image already had, what was installed (borrowed lists). */
@@ -248,15 +270,17 @@ static void job_begin(install_job *job);
 /* Gives the slot job held to the installs waiting, oldest first (none once runboxd is closing). */
 static void slot_release(rb_core *c)
 {
-    c->installs_running--;
-    while (!c->closing && c->installs_head != NULL && c->installs_running < c->cfg->max_installs) {
-        install_job *next = c->installs_head;
-        if ((c->installs_head = next->next) == NULL)
-            c->installs_tail = NULL;
+    deps_room *r = deps__room(c);
+    int max = core_heart_settings(c)->max_installs;
+    r->installs_running--;
+    while (!core_heart_closing(c) && r->installs_head != NULL && r->installs_running < max) {
+        install_job *next = r->installs_head;
+        if ((r->installs_head = next->next) == NULL)
+            r->installs_tail = NULL;
         next->next = NULL;
-        c->installs_running++;
+        r->installs_running++;
         rb_info("session %s: the dependency install waiting for a slot starts (%d running, max-installs %d)",
-                next->session_id, c->installs_running, c->cfg->max_installs);
+                next->session_id, r->installs_running, max);
         job_begin(next);
     }
 }
@@ -264,9 +288,9 @@ static void slot_release(rb_core *c)
 /* Reports the outcome (unless cancelled) and frees job, which holds a slot unless queued. */
 static void job_free(install_job *job, rb_err e, const char *msg, int cached)
 {
-    if (job->scb != NULL) {
+    if (job->done != NULL) {
         if (!job->op->cancelled)
-            job->scb(job->s, e, msg);
+            job->done(job->done_data, e, msg);
     } else if (!job->op->cancelled) {
         json_t *body = NULL;
         if (e == RB_OK) {
@@ -344,7 +368,7 @@ static void on_installer_exited(void *data, rb_err err, const char *msg, const b
     }
     if (exit_code == EXIT_SATISFIED && !job->filling && job->satisfied != NULL) {
         /* nothing to install: the cache volume made for the set is not needed (best effort) */
-        backend_volume_remove(job->c->be, job->cache_volume, on_cache_dropped, NULL, m2);
+        backend_volume_remove(core_heart_backend(job->c), job->cache_volume, on_cache_dropped, NULL, m2);
         rb_info("session %s: dependencies already satisfied by the image: %zu packages", job->session_id,
                 json_array_size(job->reqs));
         job_finish(job, RB_OK, NULL, 1);
@@ -360,10 +384,10 @@ static void on_installer_exited(void *data, rb_err err, const char *msg, const b
     if (exit_code != 0) {
         last_lines(r->err, r->err_len, tail, sizeof(tail));
         if (exit_code == EXIT_PIP_FAILED) /* nothing useful is cached: drop the volume (best effort) */
-            backend_volume_remove(job->c->be, job->cache_volume, on_cache_dropped, NULL, m2);
+            backend_volume_remove(core_heart_backend(job->c), job->cache_volume, on_cache_dropped, NULL, m2);
         if (exit_code == EXIT_PIP_FAILED)
             snprintf(m2, sizeof(m2), "%s could not install the dependencies (%s, from %s): %s", job->kind->tool,
-                     job->kind->tool_rules, job->kind->source(job->c->cfg), tail);
+                     job->kind->tool_rules, job->kind->source(core_heart_settings(job->c)), tail);
         else if (exit_code == EXIT_COPY_FAILED)
             snprintf(m2, sizeof(m2), "copying the packages into the session's workspace failed: %s", tail);
         else
@@ -390,7 +414,7 @@ static const char *installer_ca_file(const core_settings *cfg)
 /* Runs the filler or the copier (job->filling), which reports to on_installer_exited. */
 static rb_err run_installer(install_job *job, char *err)
 {
-    const core_settings *cfg = job->c->cfg;
+    const core_settings *cfg = core_heart_settings(job->c);
     char *env[4 + DEPS_FILLER_ENV_MAX];
     size_t n_env = 0;
     rb_buf reqs;
@@ -421,8 +445,9 @@ static rb_err run_installer(install_job *job, char *err)
     }
     env[n_env] = NULL;
     const char *const cmd[] = {"sh", "-c", job->filling ? job->kind->fill_sh : job->kind->copy_sh, NULL};
-    const backend_label labels[] = {
-        {"runbox.instance", job->c->instance}, {"runbox.managed", "1"}, {"runbox.deps-for", job->session_id}};
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(job->c)},
+                                    {"runbox.managed", "1"},
+                                    {"runbox.deps-for", job->session_id}};
     backend_spec spec;
     oneshot_spec_init(&spec, cfg->image, job->filling ? cfg->deps_network : NULL);
     spec.cmd = cmd;
@@ -483,7 +508,7 @@ static void on_image_id(void *data, rb_err err, const char *errmsg, const char *
              (unsigned long long)fnv1a64(key, 0x9e3779b97f4a7c15ull));
     free(key);
     /* the cache lives on the engine of the session (with several engines, each has its own) */
-    char *pinned = backend_pin(job->c->be, job->container, plain);
+    char *pinned = backend_pin(core_heart_backend(job->c), job->container, plain);
     snprintf(job->cache_volume, sizeof(job->cache_volume), "%s", pinned);
     free(pinned);
     /* the set as a label, so that operators (and tests) can see what a cache holds */
@@ -502,7 +527,8 @@ static void on_image_id(void *data, rb_err err, const char *errmsg, const char *
                                     {"runbox.deps.set", set.data ? set.data : ""},
                                     {"runbox.deps.image", id},
                                     {"runbox.deps.tool", job->kind->tool}};
-    rb_err e = backend_volume_create(job->c->be, job->cache_volume, labels, 5, on_cache_volume_created, job, msg);
+    rb_err e = backend_volume_create(core_heart_backend(job->c), job->cache_volume, labels, 5, on_cache_volume_created,
+                                     job, msg);
     rb_buf_dispose(&set);
     if (e != RB_OK)
         job_finish(job, e, msg, 0);
@@ -525,7 +551,8 @@ static void on_workspace_volume(void *data, rb_err err, const char *errmsg, cons
         return;
     }
     job->workspace_volume = xstrdup(name);
-    if (backend_image_id(job->c->be, job->c->cfg->image, on_image_id, job, msg) != RB_OK)
+    if (backend_image_id(core_heart_backend(job->c), core_heart_settings(job->c)->image, on_image_id, job, msg) !=
+        RB_OK)
         job_finish(job, RB_EIO, msg, 0);
 }
 
@@ -538,39 +565,42 @@ static void job_begin(install_job *job)
         job_finish(job, RB_ECANCELED, "the install was cancelled while it waited", 0);
         return;
     }
-    if (backend_workspace_volume(job->c->be, job->container, "/workspace", on_workspace_volume, job, msg) != RB_OK)
+    if (backend_workspace_volume(core_heart_backend(job->c), job->container, "/workspace", on_workspace_volume, job,
+                                 msg) != RB_OK)
         job_finish(job, RB_EIO, msg, 0);
 }
 
-/* Starts installing reqs (borrowed) into s's workspace, or queues it when max_installs run
- * already; on RB_OK *out is the job (it reports later, never before this returns), whose caller
- * sets how it reports (scb, or op->cb). */
-static rb_err job_start(rb_core *c, session *s, json_t *reqs, install_job **out, char *err)
+/* Starts installing reqs (borrowed) into the workspace of the session s (its view, copied), or
+ * queues it when max_installs run already; on RB_OK *out is the job (it reports later, never
+ * before this returns), whose caller sets how it reports (done, or op->cb). */
+static rb_err job_start(rb_core *c, const core_session_view *s, json_t *reqs, install_job **out, char *err)
 {
     if (s->container_id == NULL)
         return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
-    if (c->closing)
+    if (core_heart_closing(c))
         return rb_fail(RB_EUNAVAILABLE, err, "runboxd is shutting down");
+    deps_room *r = deps__room(c);
+    int max = core_heart_settings(c)->max_installs;
     install_job *job = xcalloc(1, sizeof(*job));
     job->c = c;
-    job->s = s;
     job->op = xcalloc(1, sizeof(*job->op));
     snprintf(job->session_id, sizeof(job->session_id), "%s", s->id);
     job->container = xstrdup(s->container_id);
     job->reqs = json_incref(reqs);
     job->started = rb_mono_ms();
-    if (c->installs_running >= c->cfg->max_installs) {
-        if (c->installs_tail != NULL)
-            c->installs_tail->next = job;
+    if (r->installs_running >= max) {
+        if (r->installs_tail != NULL)
+            r->installs_tail->next = job;
         else
-            c->installs_head = job;
-        c->installs_tail = job;
+            r->installs_head = job;
+        r->installs_tail = job;
         rb_info("session %s: the dependency install waits for a slot (%d running, max-installs %d)", s->id,
-                c->installs_running, c->cfg->max_installs);
+                r->installs_running, max);
         *out = job;
         return RB_OK;
     }
-    rb_err e = backend_workspace_volume(c->be, job->container, "/workspace", on_workspace_volume, job, err);
+    rb_err e = backend_workspace_volume(core_heart_backend(c), job->container, "/workspace", on_workspace_volume, job,
+                                        err);
     if (e != RB_OK) {
         json_decref(job->reqs);
         free(job->container);
@@ -578,28 +608,37 @@ static rb_err job_start(rb_core *c, session *s, json_t *reqs, install_job **out,
         free(job);
         return e;
     }
-    c->installs_running++;
+    r->installs_running++;
     *out = job;
     return RB_OK;
 }
 
-void deps_drop_queued(rb_core *c)
+void deps_dispose(rb_core *c)
 {
-    while (c->installs_head != NULL) {
-        install_job *job = c->installs_head;
-        if ((c->installs_head = job->next) == NULL)
-            c->installs_tail = NULL;
+    void **slot = core_heart_room(c, CORE_ROOM_DEPS);
+    deps_room *r = *slot;
+    if (r == NULL)
+        return;
+    while (r->installs_head != NULL) {
+        install_job *job = r->installs_head;
+        if ((r->installs_head = job->next) == NULL)
+            r->installs_tail = NULL;
         job_free(job, RB_ECANCELED, "runboxd is shutting down", 0);
     }
+    json_decref(r->packages_cache);
+    free(r);
+    *slot = NULL;
 }
 
-rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_op **handle, char *err)
+rb_err deps_session_install(rb_core *c, const core_session_view *s, json_t *reqs, deps_done_cb cb, void *data,
+                            core_op **handle, char *err)
 {
     install_job *job = NULL;
-    rb_err e = job_start(s->core, s, reqs, &job, err);
+    rb_err e = job_start(c, s, reqs, &job, err);
     if (e != RB_OK)
         return e;
-    job->scb = cb;
+    job->done = cb;
+    job->done_data = data;
     job->kind = deps_kind_of(s->language);
     if (handle != NULL)
         *handle = job->op;
@@ -609,41 +648,40 @@ rb_err deps_session_install(session *s, json_t *reqs, sandbox_ready_cb cb, core_
 rb_err core_dependencies_install(rb_core *c, const core_caller *who, const char *session_id, json_t *body,
                                  core_cb cb, void *data, core_op **handle, char *err)
 {
-    session *s = core__session_of(c, who, session_id);
-    if (s == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
-                       session_id);
-    if (strcmp(s->status, "ready") != 0 && strcmp(s->status, "busy") != 0)
-        return rb_fail(RB_ECONFLICT, err, "session %s is %s; install packages once it is ready", s->id, s->status);
-    const deps_kind *kind = deps_kind_of(s->language);
+    core_session_view s;
+    rb_err e = core_heart_lookup(c, who, session_id, &s, err);
+    if (e != RB_OK)
+        return e;
+    if (strcmp(s.status, "ready") != 0 && strcmp(s.status, "busy") != 0)
+        return rb_fail(RB_ECONFLICT, err, "session %s is %s; install packages once it is ready", s.id, s.status);
+    const deps_kind *kind = deps_kind_of(s.language);
     if (kind == NULL)
         return rb_fail(RB_ECONFLICT, err,
                        "session %s runs %s; packages need a python session (pip) or a javascript or typescript "
                        "session (npm)",
-                       s->id, s->language);
+                       s.id, s.language);
     static const char *const keys[] = {"dependencies", "packages", NULL};
     if (!json_is_object(body))
         return rb_fail(RB_EINVAL, err, "the body must be a JSON object such as {\"dependencies\": [%s]}",
                        kind->example);
-    rb_err e = core__check_keys(body, "the dependencies request", keys, err);
+    e = core__check_keys(body, "the dependencies request", keys, err);
     if (e != RB_OK)
         return e;
     json_t *list = json_object_get(body, "dependencies");
     if (list == NULL && json_is_object(body))
         list = json_object_get(body, "packages");
     json_t *reqs = NULL;
-    e = kind->parse(c->cfg, list, &reqs, err);
+    e = kind->parse(core_heart_settings(c), list, &reqs, err);
     if (e != RB_OK)
         return e;
     if (reqs == NULL)
         return rb_fail(RB_EINVAL, err, "dependencies: give at least one package, e.g. {\"dependencies\": [%s]}",
                        kind->example);
     install_job *job = NULL;
-    e = job_start(c, s, reqs, &job, err);
+    e = job_start(c, &s, reqs, &job, err);
     json_decref(reqs);
     if (e != RB_OK)
         return e;
-    job->s = NULL;
     job->kind = kind;
     job->op->cb = cb;
     job->op->data = data;

@@ -1,27 +1,27 @@
 /*
  * deps_npm.c: the npm installer of javascript and typescript sessions, in the installer design
- * of core/deps.c (which runs it: a cache volume per requirement set and image, a filler with
+ * of core/deps/deps.c (which runs it: a cache volume per requirement set and image, a filler with
  * network that never sees a workspace, a copier without network as uid 1000 that copies the set
  * into a fresh folder and renames it into place; read deps.c's header).
  *
  * The filler runs the image's npm (Debian's, root, HOME and cache in /tmp, no npmrc read)
  * into the cache: `npm install --prefix /cache/site --ignore-scripts --no-audit --no-fund
  * --omit=dev --registry R` with the set as its arguments (one requirement each, checked by
- * core/requirements.c: names and versions or ranges, never URLs, paths or git specs). No
+ * core/deps/requirements.c: names and versions or ranges, never URLs, paths or git specs). No
  * lifecycle script of any package runs (--ignore-scripts): packages that need a native build
  * install without it and fail when required. The copier copies /cache/site/node_modules into
  * /workspace/.runbox/node_modules, which the sandbox's NODE_PATH names (core/sandbox.c), so
  * `require` finds the packages from the next cell on. The image's own Node modules are left
  * alone: the session's folder comes first on the path, as pip's site folder does for Python.
  *
- * Not here: the jobs, volumes and containers (core/deps.c); the syntax and policy
- * (core/requirements.c).
+ * Not here: the jobs, volumes and containers (core/deps/deps.c); the syntax and policy
+ * (core/deps/requirements.c).
  */
 #include <stdlib.h>
 
 #include "base/base.h"
-#include "core/deps.h"
-#include "core/requirements.h"
+#include "core/deps/deps_internal.h"
+#include "core/deps/requirements.h"
 
 /* The filler (root, network, the cache read-write, no workspace). Exit 0 = the cache is
  * filled, 4 = npm failed (its output on stderr, ending with a line of its first two error lines,

@@ -1,17 +1,21 @@
 /*
- * deps.h: what the dependency installer (core/deps.c: the jobs, the cache volumes, the filler
- * and copier containers) shares with the installer of each package ecosystem: a deps_kind that
- * describes one (pip in deps.c, npm in deps_npm.c), and the parts of the containers' scripts
- * that are the same for all (the set, the cache check, the copy into the workspace).
- * Internal to core/: nothing outside core/ includes this.
+ * deps_internal.h: what the files of the installers' room (core/deps/) share. The dependency
+ * installer (deps.c: the jobs, the cache volumes, the filler and copier containers) shares with
+ * the installer of each package ecosystem a deps_kind that describes one (pip in deps.c, npm in
+ * deps_npm.c), and the parts of the containers' scripts that are the same for all (the set, the
+ * cache check, the copy into the workspace); with the listing of the image's packages
+ * (packages.c), the room's state in the core.
+ * Private to core/deps/: nothing outside the folder includes this (what the room offers the
+ * rest of core is deps.h).
  */
-#ifndef RB_CORE_DEPS_H
-#define RB_CORE_DEPS_H
+#ifndef RB_CORE_DEPS_DEPS_INTERNAL_H
+#define RB_CORE_DEPS_DEPS_INTERNAL_H
 
 #include <jansson.h>
 #include <stddef.h>
 
 #include "base/base.h"
+#include "core/core.h"
 #include "core/settings.h"
 
 /* The scripts' exit codes, which deps.c reads. */
@@ -100,5 +104,15 @@ extern const deps_kind deps_npm; /* deps_npm.c */
 /** The installer of a session language: &deps_pip for python, &deps_npm for javascript and
  * typescript, NULL for a language without packages (bash). */
 const deps_kind *deps_kind_of(const char *language);
+
+/* What the room keeps in the core (core_heart_room, CORE_ROOM_DEPS). */
+typedef struct deps_room {
+    int installs_running; /* dependency installs holding a slot (deps.c; at most cfg->max_installs) */
+    struct install_job *installs_head, *installs_tail; /* installs waiting for a slot, oldest first (deps.c) */
+    json_t *packages_cache; /* {image_id, answer} of the last GET /packages listing (packages.c), or NULL */
+} deps_room;
+
+/** The room's state in c, made on first use (deps_dispose frees it; deps.c). */
+deps_room *deps__room(rb_core *c);
 
 #endif

@@ -15,10 +15,12 @@
  * that prefix are Python's, so neither ecosystem's rules touch the other's packages (a
  * deps-allow with no npm: entries allows no npm package).
  *
- * Pure code: no Docker, no pip, no I/O. Installing is core/deps.c's job (and core/deps_npm.c's).
+ * Pure code: no Docker, no pip, no I/O. Installing is core/deps/deps.c's job (and
+ * core/deps/deps_npm.c's). A public header of the installers' room (core/deps/): the daemon
+ * checks the settings with it at start-up.
  */
-#ifndef RB_CORE_REQUIREMENTS_H
-#define RB_CORE_REQUIREMENTS_H
+#ifndef RB_CORE_DEPS_REQUIREMENTS_H
+#define RB_CORE_DEPS_REQUIREMENTS_H
 
 #include <jansson.h>
 #include <stddef.h>

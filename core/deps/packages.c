@@ -1,18 +1,21 @@
 /*
  * packages.c: what the sandbox image has preinstalled, for GET /packages and the MCP tool
- * (core_packages in core/core.h). One one-shot container (core/oneshot.h) without network,
+ * (core_packages in core/core.h). One one-shot container (core/deps/oneshot.h) without network,
  * capabilities or user code lists the image's Python distributions with importlib.metadata and
  * the Node modules Debian installed (for javascript and typescript sessions);
  * the answer is kept per image id, so that it is listed again only after the image changed.
  * The image's Python packages are PyPI wheels pinned in docker/sandbox/requirements.lock.
- * It does not install anything (core/deps.c does) and does not see a session's own packages.
+ * It does not install anything (core/deps/deps.c does) and does not see a session's own packages.
+ * The answer kept is the room's (deps_room, core/deps/deps_internal.h); the heart is reached only
+ * through core/heart.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
-#include "core/oneshot.h"
+#include "core/deps/deps_internal.h"
+#include "core/deps/oneshot.h"
+#include "core/heart.h"
 
 #define LISTING_TIMEOUT_MS (2L * 60 * 1000)
 
@@ -115,10 +118,11 @@ static void on_listed(void *data, rb_err err, const char *msg, const backend_exe
         listing_finish(l, RB_EIO, m2, NULL);
         return;
     }
-    json_object_set_new(doc, "image", json_string(l->c->cfg->image));
+    deps_room *room = deps__room(l->c);
+    json_object_set_new(doc, "image", json_string(core_heart_settings(l->c)->image));
     json_object_set_new(doc, "image_id", json_string(l->image_id));
-    json_decref(l->c->packages_cache);
-    l->c->packages_cache = json_pack("{s:s, s:O}", "image_id", l->image_id, "answer", doc);
+    json_decref(room->packages_cache);
+    room->packages_cache = json_pack("{s:s, s:O}", "image_id", l->image_id, "answer", doc);
     listing_finish(l, RB_OK, NULL, doc);
 }
 
@@ -127,20 +131,22 @@ static void on_image_id(void *data, rb_err err, const char *errmsg, const char *
     listing *l = data;
     char msg[RB_ERR_LEN];
     if (err != RB_OK) {
-        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image '%s': %s", l->c->cfg->image, errmsg);
+        snprintf(msg, sizeof(msg), "cannot inspect the sandbox image '%s': %s", core_heart_settings(l->c)->image,
+                 errmsg);
         listing_finish(l, err == RB_ENOTFOUND ? RB_EUNAVAILABLE : err, msg, NULL);
         return;
     }
     l->image_id = xstrdup(id);
-    const char *cached = json_string_value(json_object_get(l->c->packages_cache, "image_id"));
+    json_t *kept = deps__room(l->c)->packages_cache;
+    const char *cached = json_string_value(json_object_get(kept, "image_id"));
     if (cached != NULL && strcmp(cached, id) == 0) {
-        listing_finish(l, RB_OK, NULL, json_deep_copy(json_object_get(l->c->packages_cache, "answer")));
+        listing_finish(l, RB_OK, NULL, json_deep_copy(json_object_get(kept, "answer")));
         return;
     }
     const char *const cmd[] = {"python3", "-I", "-c", packages_py, NULL};
-    const backend_label labels[] = {{"runbox.instance", l->c->instance}, {"runbox.managed", "1"}};
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(l->c)}, {"runbox.managed", "1"}};
     backend_spec spec;
-    oneshot_spec_init(&spec, l->c->cfg->image, NULL);
+    oneshot_spec_init(&spec, core_heart_settings(l->c)->image, NULL);
     spec.cmd = cmd;
     spec.user = "1000";
     spec.labels = labels;
@@ -152,14 +158,15 @@ static void on_image_id(void *data, rb_err err, const char *errmsg, const char *
 
 rb_err core_packages(rb_core *c, core_cb cb, void *data, core_op **handle, char *err)
 {
-    if (!c->docker_ok)
-        return rb_fail(RB_EUNAVAILABLE, err, "Docker is not reachable (%s)", c->docker_error);
+    const char *why = NULL;
+    if (!core_heart_engine_ok(c, &why))
+        return rb_fail(RB_EUNAVAILABLE, err, "Docker is not reachable (%s)", why);
     listing *l = xcalloc(1, sizeof(*l));
     l->c = c;
     l->op = xcalloc(1, sizeof(*l->op));
     l->op->cb = cb;
     l->op->data = data;
-    rb_err e = backend_image_id(c->be, c->cfg->image, on_image_id, l, err);
+    rb_err e = backend_image_id(core_heart_backend(c), core_heart_settings(c)->image, on_image_id, l, err);
     if (e != RB_OK) {
         free(l->op);
         free(l);

@@ -1,18 +1,19 @@
 /*
  * oneshot: one-shot helper containers. A one-shot container runs one command to completion
  * and is gone (backend_run, core/backend/backend.h). The dependency installer (deps.c) and the listing
- * of the image's packages (packages.c) run in them, never user code. Not the sandbox:
+ * of the image's packages (packages.c) run in them, never user code; the web reader's
+ * containers (core/web/web.c) start from the same hardened spec. Not the sandbox:
  * sandbox.c keeps a long-lived container attached to a runner for a session. This module
  * names them, gives them their hardened starting point and words their failures; what runs,
  * with which rights and mounts, is the caller's spec.
- * Internal to core/: nothing outside core/ includes this.
+ * A public header of the installers' room (core/deps/): the web reader includes it too; nothing
+ * outside core/ includes it.
  */
-#ifndef RB_CORE_ONESHOT_H
-#define RB_CORE_ONESHOT_H
+#ifndef RB_CORE_DEPS_ONESHOT_H
+#define RB_CORE_DEPS_ONESHOT_H
 
 #include "base/base.h"
-#include "core/backend/backend.h"
-#include "core/core.h"
+#include "core/heart.h"
 
 /* Bytes kept of each of stdout and stderr (the last ones written). */
 #define ONESHOT_OUTPUT_MAX (2u * 1024 * 1024)

@@ -1,15 +1,15 @@
 /*
- * oneshot.c: one-shot helper containers (core/oneshot.h) over backend_run, which creates,
+ * oneshot.c: one-shot helper containers (core/deps/oneshot.h) over backend_run, which creates,
  * starts, waits for, reads and removes them. Here: their names, the hardened spec they share,
  * and the wording of failures for the end user. It does not interpret the command's exit code
- * or output.
+ * or output. The heart is reached only through core/heart.h.
  */
-#include "core/oneshot.h"
+#include "core/deps/oneshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/internal.h"
+#include "core/heart.h"
 
 #define ONESHOT_MEMORY ((int64_t)1024 * 1024 * 1024)
 #define ONESHOT_TMP ((int64_t)1024 * 1024 * 1024)
@@ -28,7 +28,7 @@ static void on_run(void *data, rb_err err, const char *errmsg, const backend_exe
     char msg[RB_ERR_LEN];
     if (err == RB_ENOTFOUND) /* the backend's word for a missing image */
         snprintf(msg, sizeof(msg), "the image '%.200s' does not exist; build it with docker/build-images",
-                 o->c->cfg->image);
+                 core_heart_settings(o->c)->image);
     else if (err != RB_OK)
         snprintf(msg, sizeof(msg), "helper container: %.480s", errmsg ? errmsg : "no detail");
     o->cb(o->data, err == RB_ENOTFOUND ? RB_EUNAVAILABLE : err, err == RB_OK ? NULL : msg, r);
@@ -45,7 +45,7 @@ rb_err oneshot_run(rb_core *c, const char *kind, const backend_spec *spec, long 
     char name[80], rnd[RB_ID_LEN];
     rb_random_id("", rnd, sizeof(rnd));
     snprintf(name, sizeof(name), "runbox-%s-%.16s", kind, rnd);
-    rb_err e = backend_run(c->be, name, spec, timeout_ms, ONESHOT_OUTPUT_MAX, on_run, o, err);
+    rb_err e = backend_run(core_heart_backend(c), name, spec, timeout_ms, ONESHOT_OUTPUT_MAX, on_run, o, err);
     if (e != RB_OK)
         free(o);
     return e;

@@ -1,10 +1,10 @@
 /*
- * policy.c: the optional code policy (core/policy.h). Holds the presets (named after what they
+ * policy.c: the optional code policy (core/policy/policy.h). Holds the presets (named after what they
  * stop, in the spirit of CodeBox-AI's dangerous imports, builtins and patterns), reads the
  * operator's rules file once, and answers per execution which rules the runner must check. It
  * does not check code itself: the runner does that inside the sandbox with Python's parser.
  */
-#include "core/policy.h"
+#include "core/policy/policy.h"
 
 #include <errno.h>
 #include <stdio.h>
