@@ -10,9 +10,11 @@ stay quiet for --settle-ms (or until --timeout), and answers with the title, the
 main document's HTTP status and document.body.innerText read in an isolated world (the page's
 scripts cannot change what it reads), capped at --max-chars, and a PNG screenshot with
 --screenshot; a page whose document the proxy's byte cap cut is read once it has parsed every
-byte it got (CapWatch). It always prints exactly one JSON line on stdout and exits 0, within
---timeout plus a few seconds: {"ok":true,...} or {"ok":false,"error":CODE,"message":...} with CODE
-one of navigation_failed, refused, timeout, too_many_redirects, browser_failed.
+byte it got (CapWatch). --timeout is the page's time: it starts once Chromium is ready, which
+has STARTUP_S of its own (browser_ms in the answer says how long it took). It always prints
+exactly one JSON line on stdout and exits 0, within browser_ms + --timeout plus a few seconds:
+{"ok":true,...} or {"ok":false,"error":CODE,"message":...} with CODE one of navigation_failed,
+refused, timeout, too_many_redirects, browser_failed.
 
 It is not a security boundary: Chromium runs with --no-sandbox, and the container (read-only
 root, no capabilities, only the proxy reachable) and the proxy's address checks are what
@@ -36,7 +38,7 @@ import urllib.parse
 CHROMIUM = "/usr/lib/chromium/chromium"  # the binary itself: Debian's /usr/bin/chromium wrapper adds flags
 TMP = "/tmp"
 PROFILE = TMP + "/profile"
-STARTUP_S = 30.0  # at most, for Chromium to answer on its pipe (within --timeout)
+STARTUP_S = 40.0  # at most, for Chromium to start and take the page's setup (before --timeout starts)
 PROXY_WAIT_S = 15.0  # at most, for the egress proxy to accept connections (within --timeout)
 EXTRACT_S = 5.0  # at most, after the wait, to read text and screenshot
 NUDGE_S = 1.0  # while the page does not let its text be read, its script is stopped this often
@@ -452,7 +454,10 @@ def wait_for_proxy(host, port, until):
 
 
 def run(args, t0):
-    deadline = t0 + args.timeout
+    # Chromium's start is the reader's own cost, not the page's: it has STARTUP_S of its own (a
+    # loaded host can take tens of seconds to start a browser), and --timeout starts once it is
+    # ready for the page. The answer says how long the start took (browser_ms).
+    deadline = t0 + STARTUP_S
     url = args.url
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -478,12 +483,11 @@ def run(args, t0):
         return failure("browser_failed", "%s%s" % (what, "; Chromium's stderr ends with: " + tail if tail else ""))
 
     try:
-        startup = min(deadline, time.monotonic() + STARTUP_S)
         try:
-            browser.call("Browser.getVersion", deadline=startup)
+            browser.call("Browser.getVersion", deadline=deadline)
         except (Deadline, BrowserFailed, CdpError) as e:
-            raise browser_failed("Chromium did not start (%s)" % e)
-        step = min(deadline, time.monotonic() + STARTUP_S)
+            raise browser_failed("Chromium did not start within %g s (%s)" % (STARTUP_S, e))
+        step = deadline
         target = browser.call("Target.createTarget", {"url": "about:blank"}, deadline=step)["targetId"]
         session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True}, deadline=step)[
             "sessionId"
@@ -505,6 +509,9 @@ def run(args, t0):
         raise browser_failed("Chromium did not answer %s in time" % e)
     except (BrowserFailed, CdpError) as e:
         raise browser_failed(str(e))
+    ready = time.monotonic()
+    BROWSER_MS.append(int((ready - t0) * 1000))
+    deadline = ready + args.timeout
 
     problem = wait_for_proxy(proxy.hostname, proxy_port, min(deadline, time.monotonic() + PROXY_WAIT_S))
     if problem:
@@ -638,6 +645,7 @@ def hint(error_text):
 
 
 RUNNING = []  # the Chromium process, for the watchdog
+BROWSER_MS = []  # how long Chromium took to be ready, once it was
 OUTPUT = threading.Lock()
 printed = []
 
@@ -649,6 +657,8 @@ def emit(doc, t0):
             return
         printed.append(True)
         doc["elapsed_ms"] = int((time.monotonic() - t0) * 1000)
+        if BROWSER_MS:
+            doc["browser_ms"] = BROWSER_MS[0]
         line = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
         try:
             sys.stdout.write(line)
@@ -658,7 +668,7 @@ def emit(doc, t0):
 
 
 def watchdog(t0, args):
-    """Past --timeout + HARD_SLACK_S: answer timeout, kill Chromium and exit, whatever hangs."""
+    """Past STARTUP_S + --timeout + HARD_SLACK_S: answer timeout, kill Chromium and exit, whatever hangs."""
     emit({"ok": False, "error": "timeout", "message": "the page read did not finish within %g s" % args.timeout,
           "final_url": None, "status": None}, t0)
     for b in RUNNING:
@@ -673,7 +683,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description="runbox web-page reader: one page's visible text as JSON")
     p.add_argument("--url", required=True)
     p.add_argument("--proxy", required=True, help="http://HOST:PORT of the egress proxy")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds for the whole read")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds for the page, once Chromium is ready")
     p.add_argument("--settle-ms", type=int, default=500, help="network quiet time after load")
     p.add_argument("--max-chars", type=int, default=100000)
     p.add_argument("--max-redirects", type=int, default=10)
@@ -691,7 +701,7 @@ def parse_args(argv):
 def main(argv):
     t0 = time.monotonic()
     args = parse_args(argv)
-    timer = threading.Timer(args.timeout + HARD_SLACK_S, watchdog, (t0, args))
+    timer = threading.Timer(STARTUP_S + args.timeout + HARD_SLACK_S, watchdog, (t0, args))
     timer.daemon = True
     timer.start()
     try:
