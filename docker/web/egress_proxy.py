@@ -1,29 +1,44 @@
 #!/usr/bin/env python3
-"""egress_proxy: the only way out for the web-page reader's browser (runbox get_page_text).
+"""egress_proxy: runbox's egress proxy, the only way out for the web-page reader's browser (runbox
+get_page_text) and, with --policy-file, for sandbox sessions whose network is by policy.
 
 An HTTP/1.1 forward proxy (asyncio, Python stdlib only) that runs in its own container, on the
-operator's outbound network and on the per-request internal network where the browser
-container lives. It tunnels `CONNECT host:port` (TLS) and forwards one absolute-form request
-(`GET http://host:port/path`, any method) per client connection with `Connection: close`. Every
-target is checked after name resolution: each address the name resolves to must be a public
-(global unicast) address or inside an operator's --allow network, and the port must be 80, 443
-or an --allow-port; the proxy then connects to the checked address itself and never resolves
-again. It bounds the bytes relayed to the browser, the concurrent connections, the size of
-request heads and its own lifetime, and writes one JSON line per event on stdout (ready,
-refused, unreachable, byte_cap, log_cap, stop).
+operator's outbound network and on the internal network(s) of its clients. It tunnels
+`CONNECT host:port` (TLS) and forwards one absolute-form request (`GET http://host:port/path`,
+any method) per client connection with `Connection: close`. Every target is checked after name
+resolution (egress_policy.check_address): each address the name resolves to must be a public
+(global unicast) address or inside an operator's --allow network; the proxy then connects to
+the checked address itself and never resolves again. It bounds the concurrent connections and
+the size of request heads, and writes one JSON line per event on stdout.
 
-Its one request of its own is fetch_page's byte-cap watch (`GET /runbox/byte-cap`, origin-form,
-which a browser never sends to a proxy): answered once the cap is reached. While a watch is open,
-a response the cap cuts is not ended but held open, sending nothing more: Chromium stops parsing a
-document whose body ends early and drops what it received but had not parsed yet (under load, all
-of it), while a held document keeps every byte that was relayed. When the watch closes (fetch_page
-has read the page, or the document was complete), held responses end as without a watch.
+Two modes:
+- the page reader (without --policy-file): one proxy per read, for one browser. Ports 80, 443
+  and the --allow-ports; the bytes relayed to the browser are capped (--max-bytes) across all
+  its connections; its lifetime is bounded (--deadline > 0). Events: ready, refused,
+  unreachable, byte_cap, log_cap, connection_limit, stop. Its one request of its own is
+  fetch_page's byte-cap watch (`GET /runbox/byte-cap`, origin-form, which a browser never sends
+  to a proxy): answered once the cap is reached. While a watch is open, a response the cap cuts
+  is not ended but held open, sending nothing more: Chromium stops parsing a document whose body
+  ends early and drops what it received but had not parsed yet (under load, all of it), while a
+  held document keeps every byte that was relayed. When the watch closes (fetch_page has read
+  the page, or the document was complete), held responses end as without a watch.
+- sandbox sessions (--policy-file PATH, see egress_policy): a long-lived proxy (--deadline 0:
+  no lifetime limit) for many clients. Each client address maps to a session and its policy of
+  host patterns, checked by name before resolution (the address check still runs after it);
+  an address not in the file is refused ("unknown client"). The file is looked at again at
+  most once a second, on a new connection, and re-read when it changed; a malformed version
+  keeps the last good policy (event policy_error). No byte cap and no byte-cap watch (--max-bytes
+  is refused): those are the page reader's. Events: ready, policy, policy_error, allowed and
+  refused (with session and client), closed (bytes_up: sent upstream, bytes_down: relayed to
+  the client), unreachable, log_cap, connection_limit, stop.
+In both modes refused, unreachable, allowed and closed lines together stop at MAX_EVENT_LINES,
+then one log_cap line. --resolve NAME=ADDR (like curl's) is for tests only.
 
 It is not a general-purpose proxy: no keep-alive, no caching, no TLS interception, no
-authentication, no absolute-form https:// (browsers use CONNECT for that), and it does not look
-at what it relays. It trusts its command line (runboxd) and nothing the browser sends.
+authentication, no absolute-form https:// (clients use CONNECT for that), and it does not look
+at what it relays. It trusts its command line and policy file (runboxd) and nothing a client
+sends.
 """
-
 import argparse
 import asyncio
 import concurrent.futures
@@ -35,10 +50,15 @@ import signal
 import socket
 import sys
 
+# The sibling module: python3 -I (as runboxd starts it) leaves the script's folder off sys.path.
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from egress_policy import PolicyFile, check_address, client_key  # noqa: E402
+
 MAX_HEAD = 64 * 1024  # bytes of a request or response head (request line and headers)
 HEAD_TIMEOUT = 30.0  # seconds a client has to send its request head
 CHUNK = 64 * 1024
-MAX_EVENT_LINES = 1000  # refused/unreachable lines written before log_cap
+MAX_EVENT_LINES = 1000  # refused/unreachable/allowed/closed lines written before log_cap
 DEFAULT_PORTS = (80, 443)
 TUNNEL_LINGER = 5.0  # seconds a tunnel stays open for the upstream after the client's end closed
 WATCH_PATH = "/runbox/byte-cap"  # fetch_page's byte-cap watch (see above)
@@ -58,67 +78,6 @@ HOP_BY_HOP = {
 
 TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 HOSTNAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})$")
-
-_V4_REFUSED = [
-    (ipaddress.ip_network("0.0.0.0/8"), "unspecified address"),
-    (ipaddress.ip_network("127.0.0.0/8"), "loopback address"),
-    (ipaddress.ip_network("169.254.0.0/16"), "link-local address"),
-    (ipaddress.ip_network("10.0.0.0/8"), "private address"),
-    (ipaddress.ip_network("172.16.0.0/12"), "private address"),
-    (ipaddress.ip_network("192.168.0.0/16"), "private address"),
-    (ipaddress.ip_network("100.64.0.0/10"), "private address"),  # carrier-grade NAT
-    (ipaddress.ip_network("224.0.0.0/4"), "multicast address"),
-    (ipaddress.ip_network("240.0.0.0/4"), "reserved address"),  # and 255.255.255.255
-]
-_V6_REFUSED = [
-    (ipaddress.ip_network("::/128"), "unspecified address"),
-    (ipaddress.ip_network("::1/128"), "loopback address"),
-    (ipaddress.ip_network("fe80::/10"), "link-local address"),
-    (ipaddress.ip_network("fc00::/7"), "private address"),
-    (ipaddress.ip_network("fec0::/10"), "private address"),  # deprecated site-local
-    (ipaddress.ip_network("64:ff9b:1::/48"), "private address"),  # local-use NAT64
-    (ipaddress.ip_network("ff00::/8"), "multicast address"),
-]
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-_6TO4 = ipaddress.ip_network("2002::/16")
-
-
-def check_address(address, allow=()):
-    """Whether the proxy may connect to ADDRESS (an IP address string or ipaddress object).
-
-    ALLOW is a sequence of ipaddress networks (the operator's --allow); an address inside one is
-    allowed whatever it is. Otherwise only global unicast addresses are: IPv4-mapped IPv6
-    addresses are judged as their IPv4 address, NAT64 (64:ff9b::/96) and 6to4 (2002::/16)
-    addresses as the IPv4 address they embed. Returns None when allowed, else the reason as a
-    short phrase ("loopback address", "private address", "link-local address", ...).
-    """
-    ip = ipaddress.ip_address(address) if isinstance(address, str) else address
-    if ip.version == 6:
-        if ip.scope_id:
-            return "link-local address"
-        if ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-    for net in allow:
-        if ip.version == net.version and ip in net:
-            return None
-    if ip.version == 4:
-        for net, reason in _V4_REFUSED:
-            if ip in net:
-                return reason
-        return None if ip.is_global else "non-global address"
-    for net, reason in _V6_REFUSED:
-        if ip in net:
-            return reason
-    if ip in _NAT64:
-        return check_address(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF), allow)
-    if ip in _6TO4:
-        return check_address(ipaddress.IPv4Address((int(ip) >> 80) & 0xFFFFFFFF), allow)
-    if ip.is_multicast:
-        return "multicast address"
-    if ip.is_reserved:
-        return "reserved address"
-    return None if ip.is_global else "non-global address"
-
 
 def parse_authority(authority, default_port):
     """Splits "host", "host:port" or "[v6]:port" into (host, port); None when malformed."""
@@ -164,6 +123,16 @@ class Unreachable(Exception):
     pass
 
 
+class Meter:
+    """One upstream connection's byte counts; EVENT (policy mode) is logged as "closed" with them."""
+
+    __slots__ = ("up", "down", "event")
+
+    def __init__(self, event=None):
+        self.up = self.down = 0
+        self.event = event
+
+
 class BadRequest(Exception):
     def __init__(self, status, text):
         super().__init__(text)
@@ -177,7 +146,9 @@ class Proxy:
     def __init__(self, args):
         self.allow = [ipaddress.ip_network(c, strict=False) for c in args.allow]
         self.ports = set(DEFAULT_PORTS) | set(args.allow_port)
-        self.max_bytes = args.max_bytes
+        self.policies = args.policies  # a loaded PolicyFile in policy mode, else None
+        self.resolve = args.resolve  # --resolve (tests): name -> ipaddress
+        self.max_bytes = args.max_bytes  # None in policy mode: no byte cap
         self.max_connections = args.max_connections
         self.connect_timeout = args.connect_timeout
         self.relayed = 0  # bytes from upstreams to clients
@@ -218,6 +189,9 @@ class Proxy:
     # ---- byte cap ------------------------------------------------------------------------
     def take_bytes(self, n):
         """How many of N upstream bytes may still go to the client; trips the cap at the end."""
+        if self.max_bytes is None:
+            self.relayed += n
+            return n
         if self.capped:
             return 0
         room = self.max_bytes - self.relayed
@@ -273,16 +247,17 @@ class Proxy:
     # ---- target check and connect --------------------------------------------------------
     async def open_upstream(self, host, port, client=None):
         """Resolves, checks and connects for CLIENT (the writer of the connection it serves);
-        returns (reader, writer, address). Raises Refused or Unreachable."""
+        returns (reader, writer, address). Raises Refused or Unreachable. In policy mode the
+        policy has checked the name and the port already."""
         if self.capped:
             raise Refused("byte cap reached")
-        if port not in self.ports:
+        if self.policies is None and port not in self.ports:
             raise Refused("port not allowed")
         loop = asyncio.get_running_loop()
         try:
             literal = ipaddress.ip_address(host)
         except ValueError:
-            literal = None
+            literal = self.resolve.get(host)  # None but in tests
         if literal is not None:  # an address in standard form is used as it is
             family = socket.AF_INET if literal.version == 4 else socket.AF_INET6
             infos = [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (str(literal), port))]
@@ -335,6 +310,10 @@ class Proxy:
         self.tasks.add(task)
         self.clients += 1
         try:
+            if self.policies is not None:
+                event = self.policies.refresh(asyncio.get_running_loop().time())
+                if event:
+                    self.emit(**event)
             if self.clients > self.max_connections:
                 if not self.limit_logged:
                     self.limit_logged = True
@@ -365,7 +344,7 @@ class Proxy:
             return
         try:
             method, target, headers = parse_head(head)
-            if method == "GET" and target == WATCH_PATH:
+            if method == "GET" and target == WATCH_PATH and self.policies is None:
                 await self.watch(reader, writer)
             elif method == "CONNECT":
                 hp = parse_authority(target, None)
@@ -380,12 +359,30 @@ class Proxy:
             await answer(writer, e.status, "Bad Request" if e.status == 400 else "Error", e.text)
 
     async def connect_or_answer(self, writer, host, port):
-        """open_upstream, answering 403 or 502 (and logging) when it fails; None then."""
+        """The policy check (policy mode) and open_upstream: (reader, writer, Meter), or None after
+        answering 403 or 502 (and logging)."""
         self.requests += 1
+        who = {}
         try:
-            return await self.open_upstream(host, port, writer)
+            rule = None
+            if self.policies is not None:
+                peer = writer.get_extra_info("peername")
+                client = self.policies.lookup(peer[0] if peer else "")
+                who = {"session": client and client.session, "client": client_key(peer[0]) if peer else None}
+                if client is None:
+                    raise Refused("unknown client")
+                decision = client.policy.decide(host, port, self.ports)
+                if not decision.allowed:
+                    raise Refused(decision.reason)
+                rule = decision.rule
+            up_reader, up_writer, address = await self.open_upstream(host, port, writer)
+            if not who:
+                return up_reader, up_writer, Meter()
+            event = dict(who, host=host, port=port, address=address)
+            self.emit_counted(event="allowed", rule=rule, **event)
+            return up_reader, up_writer, Meter(event)
         except Refused as e:
-            self.emit_counted(event="refused", host=host, port=port, address=e.address, reason=e.reason)
+            self.emit_counted(event="refused", **who, host=host, port=port, address=e.address, reason=e.reason)
             await answer(
                 writer,
                 403,
@@ -394,7 +391,7 @@ class Proxy:
                 [("X-Runbox-Refused", e.reason)],
             )
         except Unreachable as e:
-            self.emit_counted(event="unreachable", host=host, port=port, reason=str(e))
+            self.emit_counted(event="unreachable", **who, host=host, port=port, reason=str(e))
             await answer(writer, 502, "Bad Gateway", "runbox egress proxy could not reach %s:%d: %s\n" % (host, port, e))
         return None
 
@@ -402,13 +399,13 @@ class Proxy:
         up = await self.connect_or_answer(writer, host, port)
         if up is None:
             return
-        up_reader, up_writer, _ = up
+        up_reader, up_writer, meter = up
         try:
             writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             await writer.drain()
-            await self.relay_both(reader, writer, up_reader, up_writer)
+            await self.relay_both(reader, writer, up_reader, up_writer, meter)
         finally:
-            self.close_upstream(up_writer)
+            self.close_upstream(up_writer, meter)
 
     async def forward(self, reader, writer, method, rest, headers):
         # rest: the absolute URL without "http://": authority, then path and query
@@ -428,7 +425,7 @@ class Proxy:
         up = await self.connect_or_answer(writer, host, port)
         if up is None:
             return
-        up_reader, up_writer, _ = up
+        up_reader, up_writer, meter = up
         try:
             drop = HOP_BY_HOP | connection_tokens(headers)
             lines = ["%s %s HTTP/1.1" % (method, path), "Host: %s" % authority]
@@ -437,19 +434,21 @@ class Proxy:
                     continue
                 lines.append("%s: %s" % (name, value))
             lines.append("Connection: close")
-            up_writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            up_writer.write(data)
+            meter.up += len(data)
             await up_writer.drain()
             # The request body (if any) is relayed in its own task so that an upstream may
             # answer before reading it all.
-            sender = asyncio.ensure_future(send_body(reader, up_writer, body))
+            sender = asyncio.ensure_future(send_body(reader, up_writer, body, meter))
             try:
-                await self.relay_response(up_reader, writer)
+                await self.relay_response(up_reader, writer, meter)
             finally:
                 sender.cancel()
         finally:
-            self.close_upstream(up_writer)
+            self.close_upstream(up_writer, meter)
 
-    async def relay_response(self, up_reader, writer):
+    async def relay_response(self, up_reader, writer, meter):
         """Relays the one response: its head with the hop-by-hop headers replaced by
         Connection: close, then the rest unchanged until the upstream closes."""
         try:
@@ -469,28 +468,29 @@ class Proxy:
         drop = HOP_BY_HOP | connection_tokens(fields)
         out = [status] + ["%s: %s" % (n, v) for n, v in fields if n.lower() not in drop]
         out.append("Connection: close")
-        if not await self.send_counted(writer, ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")):
+        if not await self.send_counted(writer, ("\r\n".join(out) + "\r\n\r\n").encode("latin-1"), meter):
             self.cut.discard(writer)  # cut within its head: Chromium fails it at once, nothing to keep
             return
-        await self.pump(up_reader, writer)
+        await self.pump(up_reader, writer, meter)
 
-    async def send_counted(self, writer, data):
+    async def send_counted(self, writer, data, meter):
         """Writes upstream bytes to the client within the byte cap; False once capped."""
         take = self.take_bytes(len(data))
         if take:
+            meter.down += take
             writer.write(data[:take])
             await writer.drain()
         return take == len(data) and not self.capped
 
-    async def pump(self, up_reader, writer):
+    async def pump(self, up_reader, writer, meter):
         while True:
             data = await up_reader.read(CHUNK)
             if not data:
                 return
-            if not await self.send_counted(writer, data):
+            if not await self.send_counted(writer, data, meter):
                 return
 
-    async def relay_both(self, reader, writer, up_reader, up_writer):
+    async def relay_both(self, reader, writer, up_reader, up_writer, meter):
         async def client_to_upstream():
             try:
                 while True:
@@ -498,6 +498,7 @@ class Proxy:
                     if not data:
                         break
                     up_writer.write(data)
+                    meter.up += len(data)
                     await up_writer.drain()
                 if up_writer.can_write_eof():
                     up_writer.write_eof()
@@ -505,7 +506,7 @@ class Proxy:
                 pass
 
         sender = asyncio.ensure_future(client_to_upstream())
-        pumper = asyncio.ensure_future(self.pump(up_reader, writer))
+        pumper = asyncio.ensure_future(self.pump(up_reader, writer, meter))
         try:
             done, _ = await asyncio.wait({sender, pumper}, return_when=asyncio.FIRST_COMPLETED)
             if pumper not in done:  # the client's end closed: the upstream may still answer
@@ -517,9 +518,11 @@ class Proxy:
                 if t.done() and not t.cancelled():
                     t.exception()  # retrieved: a reset connection just ends the tunnel
 
-    def close_upstream(self, up_writer):
+    def close_upstream(self, up_writer, meter):
         self.upstreams.pop(up_writer, None)
         up_writer.transport.abort()
+        if meter.event:
+            self.emit_counted(event="closed", **meter.event, bytes_up=meter.up, bytes_down=meter.down)
 
 
 def parse_head(head):
@@ -607,16 +610,20 @@ async def discard_input(reader):
         pass
 
 
-async def send_body(reader, up_writer, framing):
-    """Relays one request body, framed as the client framed it, and nothing after it; a client
-    that breaks the framing just ends the relay."""
+async def send_body(reader, up_writer, framing, meter):
+    """Relays one request body, framed as the client framed it, and nothing after it (counted in
+    METER.up); a client that breaks the framing just ends the relay."""
     try:
-        await send_body_framed(reader, up_writer, framing)
+        await send_body_framed(reader, up_writer, framing, meter)
     except (OSError, ValueError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
         pass
 
 
-async def send_body_framed(reader, up_writer, framing):
+async def send_body_framed(reader, up_writer, framing, meter):
+    def put(data):
+        up_writer.write(data)
+        meter.up += len(data)
+
     kind, n = framing
     if kind == "length":
         while n > 0:
@@ -624,17 +631,17 @@ async def send_body_framed(reader, up_writer, framing):
             if not data:
                 return
             n -= len(data)
-            up_writer.write(data)
+            put(data)
             await up_writer.drain()
     elif kind == "chunked":
         while True:
             line = await reader.readuntil(b"\r\n")
-            up_writer.write(line)
+            put(line)
             size = int(line.split(b";", 1)[0].strip() or b"x", 16)
             if size == 0:
                 while True:  # trailers, then the empty line
                     line = await reader.readuntil(b"\r\n")
-                    up_writer.write(line)
+                    put(line)
                     if line == b"\r\n":
                         break
                 await up_writer.drain()
@@ -645,7 +652,7 @@ async def send_body_framed(reader, up_writer, framing):
                 if not data:
                     return
                 left -= len(data)
-                up_writer.write(data)
+                put(data)
                 await up_writer.drain()
 
 
@@ -663,15 +670,36 @@ async def answer(writer, status, phrase, text, extra=()):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description="runbox web-page reader's egress proxy")
+    p = argparse.ArgumentParser(description="runbox's egress proxy (web-page reader; sandbox sessions by policy)")
     p.add_argument("--listen", required=True, help="HOST:PORT to listen on, e.g. 0.0.0.0:3128")
     p.add_argument("--allow", action="append", default=[], help="CIDR whose addresses are allowed")
     p.add_argument("--allow-port", action="append", default=[], type=int, help="port allowed beside 80 and 443")
-    p.add_argument("--max-bytes", required=True, type=int)
+    p.add_argument("--max-bytes", type=int, help="bytes relayed at most (page reader only, required there)")
     p.add_argument("--max-connections", required=True, type=int)
     p.add_argument("--connect-timeout", required=True, type=float)
-    p.add_argument("--deadline", required=True, type=float)
+    p.add_argument("--deadline", required=True, type=float, help="seconds to live (0: no limit, policy mode only)")
+    p.add_argument("--policy-file", help="sandbox sessions: the clients' policies (see egress_policy)")
+    p.add_argument("--resolve", action="append", default=[], metavar="NAME=ADDR", help="tests only: NAME resolves to ADDR")
     args = p.parse_args(argv)
+    resolve = {}
+    for item in args.resolve:
+        name, _, address = item.partition("=")
+        try:
+            resolve[name.lower().rstrip(".")] = ipaddress.ip_address(address)
+        except ValueError:
+            p.error("--resolve %s: not NAME=ADDR" % item)
+    args.resolve = resolve
+    args.policies = None
+    if args.policy_file is not None:
+        if args.max_bytes is not None:
+            p.error("--max-bytes: the byte cap is the page reader's, not with --policy-file")
+        args.policies = PolicyFile(args.policy_file)
+        try:
+            args.policies.load()
+        except (OSError, ValueError) as e:
+            p.error("--policy-file %s: %s" % (args.policy_file, getattr(e, "strerror", None) or e))
+    elif args.max_bytes is None or args.max_bytes < 1 or args.deadline <= 0:
+        p.error("--max-bytes and --deadline must be positive (without --policy-file)")
     for c in args.allow:
         try:
             ipaddress.ip_network(c, strict=False)
@@ -679,8 +707,8 @@ def parse_args(argv):
             p.error("--allow %s: not a CIDR" % c)
     if any(not 0 < port < 65536 for port in args.allow_port):
         p.error("--allow-port: not a port")
-    if args.max_bytes < 1 or args.max_connections < 1 or args.connect_timeout <= 0 or args.deadline <= 0:
-        p.error("--max-bytes, --max-connections, --connect-timeout and --deadline must be positive")
+    if args.max_connections < 1 or args.connect_timeout <= 0 or args.deadline < 0:
+        p.error("--max-connections and --connect-timeout must be positive, --deadline not negative")
     host, _, port = args.listen.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if not host or not port.isdigit() or int(port) > 65535:
@@ -695,7 +723,8 @@ async def main(argv):
     stop = loop.create_future()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda s=sig: stop.done() or stop.set_result("signal"))
-    loop.call_later(args.deadline, lambda: stop.done() or stop.set_result("deadline"))
+    if args.deadline:  # 0 (policy mode): a long-lived proxy
+        loop.call_later(args.deadline, lambda: stop.done() or stop.set_result("deadline"))
     server = await asyncio.start_server(proxy.handle, host, port, limit=MAX_HEAD, backlog=128)
     # The address as bound (the same as --listen unless it asked for port 0)
     bound = server.sockets[0].getsockname()
