@@ -12,6 +12,7 @@ installer by default; RUNBOX_TEST_PIP_CA, when set, is passed as --deps-ca-file 
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -36,9 +37,24 @@ def check_error(resp, status: int, code: str, *mentions: str) -> dict:
     return err
 
 
-def deps_volumes() -> set[str]:
-    out = rbtest.docker("volume", "ls", "-q", "--filter", "label=runbox.deps=1")
-    return {v for v in out.splitlines() if v}
+# The distributions this file's tests install or ask for: its checks and its clean-up look only
+# at cache volumes of sets that name one of them, since other suites may install other sets on
+# the same engine at the same time (scripts/test runs suites side by side).
+OWN = ("tomli-w", "toolz", "numpy", "pandas", "scikit-learn", "xarray", "tabulate", "runbox-no-such-package")
+
+
+def deps_volumes(names: tuple[str, ...] = OWN) -> set[str]:
+    """pip cache volumes whose set names one of names."""
+    out = rbtest.docker("volume", "ls", "--filter", "label=runbox.deps=1", "--filter", "label=runbox.deps.tool=pip",
+                        "--format", '{{.Name}}\t{{.Label "runbox.deps.set"}}')
+    found = set()
+    for line in out.splitlines():
+        name, _, reqs = line.partition("\t")
+        listed = {re.split(r"[=<>!~ \[;]", r.strip(), maxsplit=1)[0].lower().replace("_", "-")
+                  for r in reqs.split(",")}
+        if name and listed & set(names):
+            found.add(name)
+    return found
 
 
 @pytest.fixture
@@ -157,8 +173,11 @@ def test_install_at_creation_then_from_cache_then_into_a_running_session(make_se
     # anywhere to find out)
     doc = run(s, sid, "import socket\nsorted(n for _, n in socket.if_nameindex())")
     assert doc["result"] == "['lo']", doc
-    # no installer container is left behind
-    assert rbtest.docker("ps", "-aq", "--filter", "name=runbox-deps-") == ""
+    # no installer container of this runboxd is left behind
+    inst = s.db_instance()
+    assert inst, "runboxd's instance id"
+    assert rbtest.docker("ps", "-aq", "--filter", f"label=runbox.instance={inst}",
+                         "--filter", "label=runbox.deps-for") == ""
 
 
 IMAGE_STACK = ("import numpy, pandas, matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"

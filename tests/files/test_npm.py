@@ -109,8 +109,16 @@ def registry(sandbox_image, tmp_path):
 
 
 def deps_volumes() -> set[str]:
-    out = rbtest.docker("volume", "ls", "-q", "--filter", "label=runbox.deps.tool=npm")
-    return {v for v in out.splitlines() if v}
+    """npm cache volumes of sets that name this file's packages (other suites may install other
+    sets on the same engine at the same time: scripts/test runs suites side by side)."""
+    out = rbtest.docker("volume", "ls", "--filter", "label=runbox.deps.tool=npm",
+                        "--format", '{{.Name}}\t{{.Label "runbox.deps.set"}}')
+    found = set()
+    for line in out.splitlines():
+        name, _, reqs = line.partition("\t")
+        if name and any(r.strip().startswith(("runbox-test-", "left-pad", "tomli-w")) for r in reqs.split(",")):
+            found.add(name)
+    return found
 
 
 def run(server, sid: str, code: str) -> dict:

@@ -337,8 +337,8 @@ def test_hung_installs_leave_file_transfers_their_connections(tmp_path):
         srv.execute(sid, "open('/workspace/a.txt', 'w').write('hello ' * 2000)")
         proxy.fault(WAIT, "stall")  # the installers' waits never answer
 
-        def install():
-            r = srv.http.post(f"{srv.url}/sessions/{sid}/dependencies", json={"dependencies": ["tomli-w==1.0.0"]},
+        def install():  # a set no other test installs: suites run side by side (scripts/test)
+            r = srv.http.post(f"{srv.url}/sessions/{sid}/dependencies", json={"dependencies": ["runbox-test-faults==1.0.0"]},
                               timeout=300)
             answers.append(r.status_code)
 
