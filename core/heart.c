@@ -29,15 +29,14 @@ rb_err core_heart_lookup(rb_core *c, const core_caller *who, const char *session
 rb_err core_heart_session(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
                           char *err)
 {
-    session *s = core__session_of(c, who, session_id);
-    if (s == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
-                       session_id);
-    if (strcmp(s->status, "ready") != 0 && strcmp(s->status, "busy") != 0)
-        return rb_fail(RB_ECONFLICT, err, "session %s is %s; its sandbox can be used once it is ready", s->id, s->status);
-    if (s->container_id == NULL)
-        return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", s->id);
-    core__session_view(s, out);
+    rb_err e = core_heart_lookup(c, who, session_id, out, err);
+    if (e != RB_OK)
+        return e;
+    if (strcmp(out->status, "ready") != 0 && strcmp(out->status, "busy") != 0)
+        return rb_fail(RB_ECONFLICT, err, "session %s is %s; its sandbox can be used once it is ready", out->id,
+                       out->status);
+    if (out->container_id == NULL)
+        return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox container", out->id);
     return RB_OK;
 }
 
