@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from test_egress_proxy import PROXY, ProxyProcess, Upstream, read_all, split_response
+from test_egress_proxy import PROXY, ProxyProcess, Upstream, read_all, split_response, upstream  # noqa: F401 (fixture)
 
 sys.path.insert(0, str(PROXY.parent))
 import egress_policy  # noqa: E402
@@ -301,13 +301,9 @@ class PolicyProxy(ProxyProcess):
 
 
 @pytest.fixture
-def origin():
-    server = Upstream()
-    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    t.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+def origin(upstream):
+    """The HTTP server on 127.0.0.1 of test_egress_proxy.py."""
+    return upstream
 
 
 @pytest.fixture
