@@ -111,7 +111,7 @@ static const char helper_py[] =
     "    if not inside(d) or not os.path.isdir(d): out(3)\n"
     "    if isdir(os.path.join(d,os.path.basename(p))): out(5,type='directory')\n"
     "    v=os.statvfs(d)\n"
-    "    out(0,dir=enc(d),name=enc(os.path.basename(p)),free=v.f_bavail*v.f_frsize,total=v.f_blocks*v.f_frsize)\n"
+    "    out(0,dir=enc(d),name=enc(os.path.basename(p)),free=v.f_bavail*v.f_frsize,total=v.f_blocks*v.f_frsize,block=v.f_frsize)\n"
     "  if op=='commit':\n"
     "    if not TEMP.fullmatch(arg.encode()): out(2,error='bad temporary name')\n"
     "    tmp=os.path.join(d,arg.encode())\n"
@@ -410,6 +410,9 @@ rb_err file_helper_answer(file_helper_op op, const char *shown, int exit_code, c
             goto done;
         }
         *doc = json_pack("{s:s, s:s, s:O, s:O}", "dir", dir, "name", name, "free", free_, "total", total);
+        json_t *block = json_object_get(info, "block"); /* its file system's f_frsize (older helpers: none) */
+        if (count_ok(block))
+            json_object_set(*doc, "block", block);
         break;
     }
     case FILE_HELPER_GET: {

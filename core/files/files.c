@@ -488,11 +488,12 @@ static char *path_bytes(const char *form)
     return raw;
 }
 
-/* The room an upload of len bytes takes on a file system of 4 KiB blocks: its blocks and one
- * more for its entry. */
-static uint64_t room_for(size_t len)
+/* The room an upload of len bytes takes on a file system of blocks of block bytes (the helper's
+ * statvfs f_frsize; 4 KiB when it did not say): its blocks and one more for its entry. */
+static uint64_t room_for(size_t len, json_int_t block)
 {
-    return ((uint64_t)len + 4095) / 4096 * 4096 + 4096;
+    uint64_t b = block >= 512 && block <= 1024 * 1024 ? (uint64_t)block : 4096; /* the helper's f_frsize */
+    return ((uint64_t)len + b - 1) / b * b + b;
 }
 
 /* The helper made the upload's folders and said where it goes: writes the bytes beside the
@@ -502,7 +503,7 @@ static void put_upload(file_op *f)
     char msg[RB_ERR_LEN];
     json_int_t avail = json_integer_value(json_object_get(f->info, "free"));
     json_int_t total = json_integer_value(json_object_get(f->info, "total"));
-    if (room_for(f->len) > (uint64_t)avail) {
+    if (room_for(f->len, json_integer_value(json_object_get(f->info, "block"))) > (uint64_t)avail) {
         /* nothing was written: only the folders the helper made */
         snprintf(msg, sizeof(msg),
                  "could not write '%.200s': the session's /workspace is full: the file needs %zu bytes, %lld of the "

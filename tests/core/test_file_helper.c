@@ -223,6 +223,18 @@ Test(file_helper, answers_map_to_one_error_each_and_never_carry_the_sandboxs_wor
                  RB_OK, "%s", msg);
     cr_assert_str_eq(json_string_value(json_object_get(doc, "dir")), "/workspace/d\\xfe");
     cr_assert_eq(json_integer_value(json_object_get(doc, "free")), 4096);
+    cr_assert_null(json_object_get(doc, "block"));
+    json_decref(doc);
+    /* the file system's block size comes through when it is a count, and only then */
+    cr_assert_eq(answer_of(FILE_HELPER_PUT, 0, "{\"dir\":\"/workspace\",\"name\":\"n\",\"free\":1,\"total\":2,\"block\":65536}",
+                           &doc, msg),
+                 RB_OK, "%s", msg);
+    cr_assert_eq(json_integer_value(json_object_get(doc, "block")), 65536);
+    json_decref(doc);
+    cr_assert_eq(answer_of(FILE_HELPER_PUT, 0, "{\"dir\":\"/workspace\",\"name\":\"n\",\"free\":1,\"total\":2,\"block\":-1}",
+                           &doc, msg),
+                 RB_OK, "%s", msg);
+    cr_assert_null(json_object_get(doc, "block"));
     json_decref(doc);
     cr_assert_eq(answer_of(FILE_HELPER_GET, 0,
                            "{\"real\":\"/workspace/.runbox-tmp-0123456789abcdef\",\"size\":1,\"modified\":0,"
