@@ -3,7 +3,8 @@
  * MCP registry of support_fake_mcp.c): every MUST of the transport that can be seen on the wire
  * (Origin, Mcp-Session-Id, MCP-Protocol-Version, 202, Accept, GET, DELETE, batches by version,
  * JSON-RPC errors for malformed input), tools with JSON and SSE answers, progress,
- * cancellation and Last-Event-ID replay.
+ * cancellation and Last-Event-ID replay. Resources and the file, package and page tools are in
+ * test_mcp_tools.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,115 +16,9 @@
 
 #include "tests/server/harness.h"
 #include "tests/server/support_fake_files.h"
+#include "tests/server/support_mcp.h"
 
-static harness h;
-
-static void setup(void)
-{
-    harness_start(&h, 64 * 1024);
-}
-
-static void teardown(void)
-{
-    harness_stop(&h);
-}
-
-TestSuite(mcp, .init = setup, .fini = teardown, .timeout = 60);
-
-#define ACCEPT "Accept: application/json, text/event-stream\r\n"
-
-/* An answer that is an event stream holding exactly one message ("data: " line) gets that
- * message in r->json, as a JSON answer has it: the transport lets the server answer a request
- * either way, and clients must read both. */
-static void read_single_event(http_resp *r)
-{
-    const char *ct = http_header(r, "content-type");
-    if (r->json != NULL || ct == NULL || strncmp(ct, "text/event-stream", 17) != 0)
-        return;
-    const char *d = strstr(r->body, "data: ");
-    if (d == NULL || strstr(d + 6, "data: ") != NULL)
-        return;
-    const char *e = strchr(d, '\n');
-    r->json = json_loadb(d + 6, e ? (size_t)(e - d - 6) : strlen(d + 6), 0, NULL);
-}
-
-/* POSTs body to /mcp (or to path) with the session and version headers (either may be NULL)
- * and extra. */
-static void mcp_post_to(const char *path, const char *sid, const char *version, const char *extra, const char *body,
-                        http_resp *r)
-{
-    char headers[1024];
-    snprintf(headers, sizeof(headers), "Content-Type: application/json\r\n%s%s%s%s%s%s%s", extra ? extra : ACCEPT,
-             sid ? "Mcp-Session-Id: " : "", sid ? sid : "", sid ? "\r\n" : "", version ? "MCP-Protocol-Version: " : "",
-             version ? version : "", version ? "\r\n" : "");
-    cr_assert_eq(http_do(h.port, "POST", path, headers, body, strlen(body), r), 0);
-    read_single_event(r);
-}
-
-static void mcp_post(const char *sid, const char *version, const char *extra, const char *body, http_resp *r)
-{
-    mcp_post_to("/mcp", sid, version, extra, body, r);
-}
-
-/* initialize at version; returns the session id (heap). */
-static char *initialize(const char *version)
-{
-    char body[512];
-    snprintf(body, sizeof(body),
-             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
-             "\"capabilities\":{},\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}}",
-             version);
-    http_resp r;
-    mcp_post(NULL, NULL, NULL, body, &r);
-    cr_assert_eq(r.status, 200, "%s", r.body);
-    const char *sid = http_header(&r, "mcp-session-id");
-    cr_assert_not_null(sid, "no Mcp-Session-Id: %s", r.head);
-    char *id = xstrdup(sid);
-    http_resp_dispose(&r);
-    return id;
-}
-
-static void expect_rpc_error(const http_resp *r, int status, int code)
-{
-    cr_assert_eq(r->status, status, "status %d, want %d: %s", r->status, status, r->body);
-    cr_assert_not_null(r->json, "not JSON: %s", r->body);
-    cr_assert_str_eq(json_string_value(json_object_get(r->json, "jsonrpc")), "2.0");
-    json_t *e = json_object_get(r->json, "error");
-    cr_assert(json_is_object(e), "%s", r->body);
-    cr_assert_eq(json_integer_value(json_object_get(e, "code")), code, "%s", r->body);
-    const char *msg = json_string_value(json_object_get(e, "message"));
-    cr_assert(msg != NULL && msg[0] != '\0');
-}
-
-/* POSTs body as mcp_post does and expects a JSON-RPC error (expect_rpc_error). */
-static void post_expect_error(const char *sid, const char *version, const char *extra, const char *body, int status,
-                              int code)
-{
-    http_resp r;
-    mcp_post(sid, version, extra, body, &r);
-    expect_rpc_error(&r, status, code);
-    http_resp_dispose(&r);
-}
-
-/* POSTs a tools/call of execute_code: request id id, arguments args and _meta meta (JSON texts;
- * meta may be NULL). */
-static void post_execute(const char *sid, const char *version, const char *id, const char *args, const char *meta,
-                         http_resp *r)
-{
-    char body[1024];
-    snprintf(body, sizeof(body),
-             "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/call\",\"params\":{\"name\":\"execute_code\","
-             "\"arguments\":%s%s%s}}",
-             id, args, meta ? ",\"_meta\":" : "", meta ? meta : "");
-    mcp_post(sid, version, NULL, body, r);
-}
-
-/* Fails the test unless the answer's Content-Type starts with type. */
-static void expect_content_type(const http_resp *r, const char *type)
-{
-    const char *ct = http_header(r, "content-type");
-    cr_assert(ct != NULL && strncmp(ct, type, strlen(type)) == 0, "%s", r->head);
-}
+TestSuite(mcp, .init = mcp_setup, .fini = mcp_teardown, .timeout = 60);
 
 Test(mcp, initialize_assigns_an_unguessable_session_and_negotiates)
 {
@@ -214,8 +109,8 @@ Test(mcp, origin_is_validated)
     cr_assert_eq(r.status, 200, "%s", r.body);
     http_resp_dispose(&r);
     /* Configured origins are allowed too (cfg is read per request). */
-    free(h.cfg.allowed_origins);
-    h.cfg.allowed_origins = xstrdup("https://app.example.com, https://other.example");
+    free(mcp_h.cfg.allowed_origins);
+    mcp_h.cfg.allowed_origins = xstrdup("https://app.example.com, https://other.example");
     mcp_post(sid, NULL, ACCEPT "Origin: https://app.example.com\r\n", ping, &r);
     cr_assert_eq(r.status, 200, "%s", r.body);
     http_resp_dispose(&r);
@@ -223,7 +118,7 @@ Test(mcp, origin_is_validated)
     cr_assert_eq(r.status, 403, "%s", r.body);
     http_resp_dispose(&r);
     /* The GET and DELETE of the endpoint check it as well. */
-    cr_assert_eq(http_do(h.port, "DELETE", "/mcp", "Origin: https://evil.example\r\nMcp-Session-Id: x\r\n", NULL, 0, &r),
+    cr_assert_eq(http_do(mcp_h.port, "DELETE", "/mcp", "Origin: https://evil.example\r\nMcp-Session-Id: x\r\n", NULL, 0, &r),
                  0);
     cr_assert_eq(r.status, 403);
     http_resp_dispose(&r);
@@ -270,7 +165,7 @@ Test(mcp, accept_and_content_type_are_checked)
     http_resp_dispose(&r);
     char headers[256];
     snprintf(headers, sizeof(headers), ACCEPT "Content-Type: text/plain\r\nMcp-Session-Id: %s\r\n", sid);
-    cr_assert_eq(http_do(h.port, "POST", "/mcp", headers, ping, strlen(ping), &r), 0);
+    cr_assert_eq(http_do(mcp_h.port, "POST", "/mcp", headers, ping, strlen(ping), &r), 0);
     expect_rpc_error(&r, 415, -32600);
     http_resp_dispose(&r);
     free(sid);
@@ -454,7 +349,7 @@ Test(mcp, execute_code_answers_with_structured_content_and_image)
     http_resp_dispose(&r);
 
     /* A session created over REST is usable with session_id. */
-    cr_assert_eq(http_json(h.port, "POST", "/sessions", "{}", &r), 0);
+    cr_assert_eq(http_json(mcp_h.port, "POST", "/sessions", "{}", &r), 0);
     char *rest = xstrdup(json_string_value(json_object_get(r.json, "session_id")));
     http_resp_dispose(&r);
     char args[256];
@@ -517,7 +412,7 @@ Test(mcp, progress_token_turns_the_answer_into_sse_and_replays)
     char headers[256];
     snprintf(headers, sizeof(headers), "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\nLast-Event-ID: %s\r\n", sid,
              json_string_value(json_array_get(ids, 0)));
-    cr_assert_eq(http_do(h.port, "GET", "/mcp", headers, NULL, 0, &r), 0);
+    cr_assert_eq(http_do(mcp_h.port, "GET", "/mcp", headers, NULL, 0, &r), 0);
     cr_assert_eq(r.status, 200, "%s", r.body);
     json_t *again = sse_messages(r.body, NULL);
     cr_assert_eq(json_array_size(again), n - 1, "%s", r.body);
@@ -535,7 +430,7 @@ static void resume(const char *sid, const char *last, http_resp *r)
     char headers[256];
     snprintf(headers, sizeof(headers), "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\nLast-Event-ID: %s\r\n", sid,
              last);
-    cr_assert_eq(http_do(h.port, "GET", "/mcp", headers, NULL, 0, r), 0);
+    cr_assert_eq(http_do(mcp_h.port, "GET", "/mcp", headers, NULL, 0, r), 0);
 }
 
 /* An answer larger than the replay log (32 MiB) goes out once; the log keeps an error answer to
@@ -682,7 +577,7 @@ Test(mcp, cancelled_request_interrupts_the_execution)
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, run_forever, &a), 0);
     /* Wait until the execution runs (it shows up as busy work in the fake core's watches). */
-    while (fake_core_live_watches(h.core) == 0)
+    while (fake_core_live_watches(mcp_h.core) == 0)
         usleep(10000);
     http_resp r;
     mcp_post(sid, NULL, NULL,
@@ -706,7 +601,7 @@ Test(mcp, cancelled_request_interrupts_the_execution)
 Test(mcp, get_opens_a_stream_and_delete_ends_the_session)
 {
     char *sid = initialize("2025-06-18");
-    int fd = http_connect(h.port);
+    int fd = http_connect(mcp_h.port);
     char req[256];
     int n = snprintf(req, sizeof(req),
                      "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
@@ -727,10 +622,10 @@ Test(mcp, get_opens_a_stream_and_delete_ends_the_session)
     http_resp r;
     char headers[128];
     snprintf(headers, sizeof(headers), "Mcp-Session-Id: %s\r\n", sid);
-    cr_assert_eq(http_do(h.port, "GET", "/mcp", headers, NULL, 0, &r), 0);
+    cr_assert_eq(http_do(mcp_h.port, "GET", "/mcp", headers, NULL, 0, &r), 0);
     cr_assert_eq(r.status, 406, "%s", r.body); /* no Accept: text/event-stream */
     http_resp_dispose(&r);
-    cr_assert_eq(http_do(h.port, "DELETE", "/mcp", headers, NULL, 0, &r), 0);
+    cr_assert_eq(http_do(mcp_h.port, "DELETE", "/mcp", headers, NULL, 0, &r), 0);
     cr_assert_eq(r.status, 204, "%s", r.body);
     http_resp_dispose(&r);
     /* The open GET stream ends with the session. */
@@ -738,298 +633,8 @@ Test(mcp, get_opens_a_stream_and_delete_ends_the_session)
         ;
     close(fd);
     post_expect_error(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 404, -32600);
-    cr_assert_eq(http_do(h.port, "DELETE", "/mcp", headers, NULL, 0, &r), 0);
+    cr_assert_eq(http_do(mcp_h.port, "DELETE", "/mcp", headers, NULL, 0, &r), 0);
     cr_assert_eq(r.status, 404, "%s", r.body);
     http_resp_dispose(&r);
-    free(sid);
-}
-
-Test(mcp, resources_list_and_read)
-{
-    char *sid = initialize("2025-06-18");
-    http_resp r;
-    mcp_post(sid, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/templates/list\"}", &r);
-    cr_assert_eq(json_array_size(json_object_get(json_object_get(r.json, "result"), "resourceTemplates")), 5, "%s",
-                 r.body);
-    http_resp_dispose(&r);
-    cr_assert_eq(http_json(h.port, "POST", "/sessions", "{}", &r), 0);
-    char *rest = xstrdup(json_string_value(json_object_get(r.json, "session_id")));
-    http_resp_dispose(&r);
-    const char *prefixes[] = {"runbox://sessions/", "session://", NULL, NULL};
-    const char *lists[] = {NULL, NULL, "runbox://sessions", "sessions://"};
-    for (size_t i = 0; i < 4; i++) {
-        char uri[128], body[256];
-        if (prefixes[i] != NULL)
-            snprintf(uri, sizeof(uri), "%s%s", prefixes[i], rest);
-        else
-            snprintf(uri, sizeof(uri), "%s", lists[i]);
-        snprintf(body, sizeof(body),
-                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/read\",\"params\":{\"uri\":\"%s\"}}", uri);
-        mcp_post(sid, NULL, NULL, body, &r);
-        json_t *c = json_array_get(json_object_get(json_object_get(r.json, "result"), "contents"), 0);
-        cr_assert_str_eq(json_string_value(json_object_get(c, "mimeType")), "application/json", "%s", r.body);
-        cr_assert(strstr(json_string_value(json_object_get(c, "text")), rest) != NULL, "%s", r.body);
-        http_resp_dispose(&r);
-    }
-    post_expect_error(sid, NULL, NULL,
-                      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{\"uri\":\"runbox://nope\"}}",
-                      200, -32002);
-    free(rest);
-    free(sid);
-}
-
-/* tools/call of name with arguments args (a JSON object text); returns the result (new
- * reference), failing the test unless the answer is a JSON tools/call result. */
-static json_t *call_tool(const char *sid, const char *name, const char *args)
-{
-    size_t n = strlen(name) + strlen(args) + 128;
-    char *body = xmalloc(n);
-    snprintf(body, n, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
-                      "\"arguments\":%s}}",
-             name, args);
-    http_resp r;
-    mcp_post(sid, NULL, NULL, body, &r);
-    free(body);
-    cr_assert_eq(r.status, 200, "%s", r.body);
-    json_t *res = json_incref(json_object_get(r.json, "result"));
-    cr_assert(json_is_object(res), "%s", r.body);
-    http_resp_dispose(&r);
-    return res;
-}
-
-/* The text of the first content block of a tool result. */
-static const char *first_text(json_t *res)
-{
-    return json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
-}
-
-static const char *sc_string(json_t *res, const char *key)
-{
-    return json_string_value(json_object_get(json_object_get(res, "structuredContent"), key));
-}
-
-Test(mcp, upload_and_download_files)
-{
-    char *sid = initialize("2025-06-18");
-    /* Binary bytes in base64 (with a NUL and 0xff), into a folder. */
-    json_t *res = call_tool(sid, "upload_file",
-                            "{\"session_id\":\"s_files\",\"filename\":\"bin/x.dat\",\"content_base64\":\"AAH/YQ==\"}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    cr_assert_str_eq(sc_string(res, "path"), "bin/x.dat");
-    cr_assert_str_eq(sc_string(res, "uri"), "runbox://sessions/s_files/files/bin/x.dat");
-    size_t len = 0;
-    const char *stored = fake_files_get("s_files", "bin/x.dat", &len);
-    cr_assert(stored != NULL && len == 4 && memcmp(stored, "\x00\x01\xff" "a", 4) == 0);
-    json_decref(res);
-
-    /* Text as content, and as unpadded URL-safe base64 with line breaks. */
-    res = call_tool(sid, "upload_file", "{\"session_id\":\"s_files\",\"filename\":\"data.csv\",\"content\":\"a,b\\n1,2\\n\"}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    json_decref(res);
-    res = call_tool(sid, "upload_file", "{\"session_id\":\"s_files\",\"filename\":\"u.bin\",\"content_base64\":\"-_8\\n\"}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    stored = fake_files_get("s_files", "u.bin", &len);
-    cr_assert(stored != NULL && len == 2 && memcmp(stored, "\xfb\xff", 2) == 0);
-    json_decref(res);
-
-    /* A small UTF-8 file comes back as text. */
-    res = call_tool(sid, "download_file", "{\"session_id\":\"s_files\",\"src_path\":\"data.csv\"}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    cr_assert_str_eq(first_text(res), "a,b\n1,2\n");
-    cr_assert_str_eq(sc_string(res, "encoding"), "utf-8");
-    cr_assert_str_eq(sc_string(res, "mime_type"), "text/csv; charset=utf-8");
-    json_decref(res);
-
-    /* Binary bytes come back as an embedded resource with a base64 blob. */
-    res = call_tool(sid, "download_file", "{\"session_id\":\"s_files\",\"src_path\":\"bin/x.dat\"}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    json_t *block = json_array_get(json_object_get(res, "content"), 0);
-    cr_assert_str_eq(json_string_value(json_object_get(block, "type")), "resource");
-    json_t *rsc = json_object_get(block, "resource");
-    cr_assert_str_eq(json_string_value(json_object_get(rsc, "blob")), "AAH/YQ==");
-    cr_assert_str_eq(json_string_value(json_object_get(rsc, "mimeType")), "application/octet-stream");
-    cr_assert_str_eq(json_string_value(json_object_get(rsc, "uri")), "runbox://sessions/s_files/files/bin/x.dat");
-    cr_assert_str_eq(sc_string(res, "encoding"), "base64");
-    cr_assert_str_eq(sc_string(res, "path"), "bin/x.dat");
-    json_decref(res);
-
-    /* list_files gives every file with its resource URI. */
-    res = call_tool(sid, "list_files", "{\"session_id\":\"s_files\"}");
-    json_t *files = json_object_get(json_object_get(res, "structuredContent"), "files");
-    cr_assert_eq(json_array_size(files), 3, "%s", first_text(res));
-    int seen = 0;
-    size_t i;
-    json_t *f;
-    json_array_foreach(files, i, f)
-    {
-        if (strcmp(json_string_value(json_object_get(f, "path")), "data.csv") == 0) {
-            seen = 1;
-            cr_assert_str_eq(json_string_value(json_object_get(f, "uri")), "runbox://sessions/s_files/files/data.csv");
-        }
-    }
-    cr_assert(seen);
-    json_decref(res);
-    free(sid);
-}
-
-Test(mcp, file_tool_errors_are_tool_results)
-{
-    char *sid = initialize("2025-06-18");
-    static const char *const cases[][3] = {
-        {"upload_file", "{\"session_id\":\"s_files\",\"filename\":\"x\",\"content_base64\":\"AA!A\"}", "not valid base64"},
-        {"upload_file", "{\"session_id\":\"s_files\",\"filename\":\"x\",\"content_base64\":\"AAAAA\"}", "not valid base64"},
-        {"upload_file", "{\"session_id\":\"s_files\",\"filename\":\"x\",\"content_base64\":\"AA=A\"}", "not valid base64"},
-        {"upload_file", "{\"session_id\":\"s_files\",\"filename\":\"x\"}", "content_base64"},
-        {"upload_file", "{\"session_id\":\"s_files\",\"filename\":\"x\",\"content\":\"a\",\"content_base64\":\"YQ==\"}",
-         "exactly one"},
-        {"upload_file", "{\"session_id\":\"s_files\",\"content\":\"a\"}", "'filename' is required"},
-        {"upload_file", "{\"session_id\":\"s_files\",\"filename\":\"../../etc/passwd\",\"content\":\"a\"}",
-         "outside /workspace"},
-        {"upload_file", "{\"session_id\":\"s_gone\",\"filename\":\"a\",\"content\":\"a\"}", "no live session"},
-        {"upload_file", "{\"session_id\":7,\"filename\":\"a\",\"content\":\"a\"}", "'session_id' must be a string"},
-        {"download_file", "{\"session_id\":\"s_files\",\"src_path\":\"/etc/passwd\"}", "outside /workspace"},
-        {"download_file", "{\"session_id\":\"s_files\",\"src_path\":\"missing.txt\"}", "no file"},
-        {"download_file", "{\"session_id\":\"s_files\"}", "'src_path' is required"},
-        {"list_files", "{\"session_id\":\"s_gone\"}", "no live session"},
-        {"install_dependencies", "{\"session_id\":\"s_files\"}", "'dependencies' is required"},
-        {"install_dependencies", "{\"session_id\":\"s_files\",\"dependencies\":[]}", "'dependencies' is required"},
-    };
-    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        json_t *res = call_tool(sid, cases[k][0], cases[k][1]);
-        cr_assert(json_is_true(json_object_get(res, "isError")), "case %zu: %s", k, first_text(res));
-        cr_assert(strstr(first_text(res), cases[k][2]) != NULL, "case %zu: %s", k, first_text(res));
-        json_decref(res);
-    }
-    cr_assert_eq(fake_files_count(), 0);
-    free(sid);
-}
-
-Test(mcp, file_tools_default_to_the_connections_sandbox)
-{
-    char *sid = initialize("2025-06-18");
-    json_t *res = call_tool(sid, "execute_code", "{\"code\":\"print(1)\"}");
-    char bound[64];
-    snprintf(bound, sizeof(bound), "%s", sc_string(res, "session_id"));
-    json_decref(res);
-    res = call_tool(sid, "upload_file", "{\"filename\":\"notes.txt\",\"content\":\"hi\"}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    cr_assert_str_eq(sc_string(res, "session_id"), bound);
-    json_decref(res);
-    res = call_tool(sid, "list_files", "{}");
-    cr_assert_str_eq(sc_string(res, "session_id"), bound);
-    cr_assert_eq(json_array_size(json_object_get(json_object_get(res, "structuredContent"), "files")), 1);
-    json_decref(res);
-    /* Also before any execute_code: a sandbox is made for the connection. */
-    char *other = initialize("2025-06-18");
-    res = call_tool(other, "list_files", "{}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    cr_assert(strncmp(sc_string(res, "session_id"), "s_", 2) == 0);
-    cr_assert_str_neq(sc_string(res, "session_id"), bound);
-    json_decref(res);
-    free(other);
-    free(sid);
-}
-
-Test(mcp, packages_and_dependencies)
-{
-    char *sid = initialize("2025-06-18");
-    json_t *res = call_tool(sid, "get_packages", "{}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    json_t *pk = json_array_get(json_object_get(json_object_get(res, "structuredContent"), "packages"), 0);
-    cr_assert_str_eq(json_string_value(json_object_get(pk, "name")), "numpy");
-    cr_assert(strstr(first_text(res), "numpy") != NULL);
-    json_decref(res);
-    res = call_tool(sid, "install_dependencies", "{\"session_id\":\"s_deps\",\"dependencies\":[\"tabulate==0.9.0\"]}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    cr_assert_str_eq(json_string_value(json_array_get(
-                         json_object_get(json_object_get(res, "structuredContent"), "dependencies"), 0)),
-                     "tabulate==0.9.0");
-    json_decref(res);
-    free(sid);
-}
-
-Test(mcp, get_page_text_gives_text_an_image_and_clear_errors)
-{
-    char *sid = initialize("2025-06-18");
-    json_t *res = call_tool(sid, "get_page_text", "{\"url\":\"https://example.test/a\",\"screenshot\":true}");
-    cr_assert(json_is_false(json_object_get(res, "isError")), "%s", first_text(res));
-    cr_assert(strstr(first_text(res), "Fake page\nhttps://example.test/a\n\nText of https://example.test/a") != NULL,
-              "%s", first_text(res));
-    json_t *img = json_array_get(json_object_get(res, "content"), 1);
-    cr_assert_str_eq(json_string_value(json_object_get(img, "type")), "image");
-    cr_assert_str_eq(json_string_value(json_object_get(img, "mimeType")), "image/png");
-    cr_assert_str_eq(sc_string(res, "title"), "Fake page");
-    cr_assert_null(json_object_get(json_object_get(res, "structuredContent"), "screenshot"),
-                   "the screenshot travels once, as the image block");
-    json_decref(res);
-    res = call_tool(sid, "get_page_text", "{\"url\":\"http://refused.test/\"}");
-    cr_assert(json_is_true(json_object_get(res, "isError")));
-    cr_assert(strstr(first_text(res), "refused") != NULL && strstr(first_text(res), "127.0.0.1") != NULL, "%s",
-              first_text(res));
-    json_decref(res);
-    res = call_tool(sid, "get_page_text", "{}");
-    cr_assert(json_is_true(json_object_get(res, "isError")));
-    cr_assert(strstr(first_text(res), "url") != NULL, "%s", first_text(res));
-    json_decref(res);
-    free(sid);
-}
-
-/* resources/read of uri: the response (new reference). */
-static json_t *read_uri(const char *sid, const char *uri)
-{
-    char body[512];
-    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/read\",\"params\":{\"uri\":\"%s\"}}",
-             uri);
-    http_resp r;
-    mcp_post(sid, NULL, NULL, body, &r);
-    cr_assert_eq(r.status, 200, "%s", r.body);
-    json_t *doc = json_incref(r.json);
-    cr_assert_not_null(doc, "%s", r.body);
-    http_resp_dispose(&r);
-    return doc;
-}
-
-Test(mcp, files_as_resources)
-{
-    char *sid = initialize("2025-11-25");
-    json_t *res = call_tool(sid, "upload_file", "{\"session_id\":\"s_res\",\"filename\":\"d/t.txt\",\"content\":\"h\\u00e9\"}");
-    json_decref(res);
-    res = call_tool(sid, "upload_file", "{\"session_id\":\"s_res\",\"filename\":\"b.bin\",\"content_base64\":\"/wA=\"}");
-    json_decref(res);
-    /* '/' escaped (RFC 6570 simple expansion) or not. */
-    const char *uris[] = {"runbox://sessions/s_res/files/d/t.txt", "runbox://sessions/s_res/files/d%2Ft.txt"};
-    for (size_t k = 0; k < 2; k++) {
-        json_t *doc = read_uri(sid, uris[k]);
-        json_t *c = json_array_get(json_object_get(json_object_get(doc, "result"), "contents"), 0);
-        cr_assert_str_eq(json_string_value(json_object_get(c, "text")), "h\xc3\xa9", "%s", uris[k]);
-        cr_assert_str_eq(json_string_value(json_object_get(c, "uri")), uris[k]);
-        json_decref(doc);
-    }
-    json_t *doc = read_uri(sid, "runbox://sessions/s_res/files/b.bin");
-    json_t *c = json_array_get(json_object_get(json_object_get(doc, "result"), "contents"), 0);
-    cr_assert_str_eq(json_string_value(json_object_get(c, "blob")), "/wA=");
-    cr_assert_null(json_object_get(c, "text"));
-    json_decref(doc);
-    doc = read_uri(sid, "runbox://sessions/s_res/files");
-    c = json_array_get(json_object_get(json_object_get(doc, "result"), "contents"), 0);
-    cr_assert_str_eq(json_string_value(json_object_get(c, "mimeType")), "application/json");
-    cr_assert(strstr(json_string_value(json_object_get(c, "text")), "runbox://sessions/s_res/files/d/t.txt") != NULL);
-    json_decref(doc);
-    /* Errors: missing file or session -> -32002; a refused path or a bad escape -> -32602. */
-    static const struct {
-        const char *uri;
-        int code;
-    } bad[] = {{"runbox://sessions/s_res/files/nope", -32002},
-               {"runbox://sessions/s_gone/files/t.txt", -32002},
-               {"runbox://sessions/s_res/files/../../etc/passwd", -32602},
-               {"runbox://sessions/s_res/files/a%00b", -32602},
-               {"runbox://sessions/s_res/files/a%zz", -32602}};
-    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
-        doc = read_uri(sid, bad[k].uri);
-        json_t *e = json_object_get(doc, "error");
-        cr_assert_eq(json_integer_value(json_object_get(e, "code")), bad[k].code, "%s", bad[k].uri);
-        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "data"), "uri")), bad[k].uri);
-        json_decref(doc);
-    }
     free(sid);
 }
