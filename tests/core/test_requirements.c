@@ -298,7 +298,7 @@ Test(rules, list_limits)
         size_t len = strlen(json);
         snprintf(json + len, sizeof(json) - len, "%s\"p%02d\"", i ? "," : "", i);
     }
-    char full[8192];
+    char full[8192 + 16]; /* room for json and its end, so that no snprintf below can cut */
     snprintf(full, sizeof(full), "%s]", json);
     char out[4096];
     cr_assert_eq(parse(full, out, sizeof(out)), RB_OK, "%s", out);

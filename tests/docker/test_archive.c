@@ -54,7 +54,7 @@ static size_t make_tar(char *out, size_t cap, const char *name, const char *cont
     snprintf(out + 100, 8, "%07o", 0644);
     snprintf(out + 108, 8, "%07o", 1000);
     snprintf(out + 116, 8, "%07o", 1000);
-    snprintf(out + 124, 12, "%011zo", n);
+    snprintf(out + 124, 12, "%011o", (unsigned)n); /* n <= cap: small */
     snprintf(out + 136, 12, "%011o", 1700000000);
     out[156] = '0';
     memcpy(out + 257, "ustar\0" "00", 8);
