@@ -230,21 +230,70 @@ def _check_node(node, rules, out):
 
 def check(code, rule_names):
     """The violations of code (a cell) against the rules, sorted by position, at most
-    MAX_VIOLATIONS. Code that does not parse gives [] (running it reports the SyntaxError as
-    Python would). RuleError for a malformed rule name; RecursionError/MemoryError propagate
+    MAX_VIOLATIONS. A cell with IPython's `!cmd` and `%magic` lines is checked as the worker
+    runs it (rewritten), its magics counting as what they do (a shell command as
+    import:subprocess, %cd and %env as import:os, %%writefile as open:write). Other code that
+    does not parse gives [] (running it reports the SyntaxError as Python would). RuleError for a malformed rule name; RecursionError/MemoryError propagate
     (the caller refuses the cell: it could not be checked)."""
     rules = _Rules(rule_names)
     if not rule_names:
         return []
+    out = []
     try:
         tree = ast.parse(code, "<cell>", "exec")
     except (SyntaxError, ValueError):
-        return []
-    out = []
+        tree = _check_magics(code, rules, out)
+        if tree is None:
+            return out[:MAX_VIOLATIONS]
     for node in ast.walk(tree):
         _check_node(node, rules, out)
     out.sort(key=lambda v: (v.line, v.col))
     return out[:MAX_VIOLATIONS]
+
+
+class _At:
+    """Where a magic is, as a node would say it."""
+
+    def __init__(self, line):
+        self.lineno, self.col_offset = line, 0
+
+
+# What IPython's `!cmd` and `%magic` lines (runbox_runner.magics) do, as the rule that covers it.
+_MAGIC_RULES = {
+    "shell": ("import:subprocess", "running a shell command (%s) is not allowed"),
+    "os": ("import:os", "changing the process (%s) is not allowed"),
+    "write": ("open:write", "writing a file (%s) is not allowed"),
+}
+
+
+def _check_magics(code, rules, out):
+    """For a cell Python cannot parse: the AST of its rewritten form (runbox_runner.magics), with
+    OUT given a violation for each magic a rule covers and for the Python %time runs; None
+    when the cell has no such line or does not parse even so (it fails as it runs)."""
+    from runbox_runner import magics
+    src, uses = magics.transform(code)
+    if not uses:
+        return None
+    try:
+        tree = ast.parse(src, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return None
+    active = {name for names in (rules.imports, rules.names, rules.attrs) for name in names.values()}
+    active.add(rules.open_write)
+    for use in uses:
+        if use.kind in _MAGIC_RULES:
+            rule, what = _MAGIC_RULES[use.kind]
+            if rule in active:
+                out.append(Violation(rule, _At(use.line), what % use.what))
+        elif use.kind == "python":
+            try:
+                inner = ast.parse(use.code, "<cell>", "exec")
+            except (SyntaxError, ValueError):
+                continue  # %time reports it as it runs
+            ast.increment_lineno(inner, use.line - 1)
+            for node in ast.walk(inner):
+                _check_node(node, rules, out)
+    return tree
 
 
 def report(code, violations, filename):

@@ -179,6 +179,27 @@ def wait_until(pred, what: str, deadline: float = DEADLINE_S, interval: float = 
 
 # ---- runboxd ---------------------------------------------------------------------------------
 
+def pure_wheel(name: str, version: str, files: dict[str, bytes]) -> bytes:
+    """The bytes of a pure-Python wheel of distribution NAME (its file name is
+    f"{name}-{version}-py3-none-any.whl") holding FILES (path in site-packages -> content), with
+    the METADATA, WHEEL and RECORD that pip checks: for tests that install without an index."""
+    import base64
+    import hashlib
+    import io
+    import zipfile
+    dist = f"{name}-{version}.dist-info"
+    files = {**files, f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+             f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: runbox-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}"
+              for path, data in files.items()]
+    files[f"{dist}/RECORD"] = ("\n".join(record + [f"{dist}/RECORD,,"]) + "\n").encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for path, data in files.items():
+            z.writestr(path, data)
+    return buf.getvalue()
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -463,3 +463,25 @@ def test_preload_off(make_server):
     assert r["status"] == "timeout" and r["reset"] is True, r
     r = srv.execute(sid, "import numpy as np\nint(np.arange(10).sum())")
     assert r["status"] == "completed" and r["result"] == "45", r
+
+
+def test_ipython_lines_through_rest(server, session):
+    """IPython's `!cmd` and `%` lines (runbox_runner/magics.py) through runboxd: shell output,
+    %pip refused in the sealed sandbox with the way to install, a wheel uploaded through the
+    files API installed with %pip and imported by the next cell."""
+    sid = session["session_id"]
+    wheel = rbtest.pure_wheel("rbrestdemo", "2.0", {"rbrestdemo.py": b"answer = 'from a wheel'\n"})
+    r = server.post(f"/sessions/{sid}/files", files={"file": ("rbrestdemo-2.0-py3-none-any.whl", wheel)},
+                    data={"path": "wheels/rbrestdemo-2.0-py3-none-any.whl"})
+    assert r.status_code in (200, 201), r.text
+    r = server.execute(sid, "n = 2\nfound = !ls wheels | wc -l\n!echo {n * 21} $n\nint(found[0])")
+    assert r["status"] == "completed" and r["stdout"] == "42 2\n" and r["result"] == "1", r
+    r = server.execute(sid, "%pip install rbrestdemo")
+    assert r["status"] == "error" and r["error"]["ename"] == "UsageError", r
+    assert "no network" in r["error"]["evalue"] and f"/sessions/{{id}}/dependencies" in r["error"]["evalue"], r
+    r = server.execute(sid, "%pip install --no-index --find-links wheels rbrestdemo")
+    assert r["status"] == "completed" and "Successfully installed rbrestdemo-2.0" in r["stdout"], r
+    r = server.execute(sid, "import rbrestdemo\nrbrestdemo.answer")
+    assert r["status"] == "completed" and r["result"] == "'from a wheel'", r
+    r = server.execute(sid, "%%bash\ncd wheels && ls *.whl")
+    assert r["status"] == "completed" and r["stdout"] == "rbrestdemo-2.0-py3-none-any.whl\n", r

@@ -9,7 +9,8 @@ by the supervisor (for each cell, that cell's own pair: see pipes) and its stdin
 
 What it does: runs each cell in one persistent __main__ namespace, sends the value of a last
 expression (repr), the exception that ended a cell (traceback without the runner's frames, a
-SyntaxError as Python prints it) and the matplotlib figures left open (PNG); keeps stdout and
+SyntaxError as Python prints it) and the matplotlib figures left open (PNG); runs IPython's
+`!cmd` and `%magic` lines (runbox_runner.magics); keeps stdout and
 stderr of Python code in write order; puts each cell's pipes on fd 1/2 (repairing them and
 sys.stdout/sys.stderr) and sends what a thread writes to the pipes of the cell that started
 it; makes a process forked by user code exit at the end of its cell. Python standard library only;
@@ -279,7 +280,7 @@ class _Worker:
         try:
             try:
                 try:
-                    tree = ast.parse(code, filename, "exec")
+                    tree = self.parse_cell(code, filename)
                     last = None
                     if tree.body and isinstance(tree.body[-1], ast.Expr):
                         last = ast.Expression(tree.body.pop().value)
@@ -318,6 +319,22 @@ class _Worker:
         finally:
             self.running = False
         self.send({"t": "done", "n": n, "status": status})
+
+    def parse_cell(self, code, filename):
+        """The AST of a cell; a cell Python cannot parse may have IPython's `!cmd` and `%magic`
+        lines (runbox_runner.magics), rewritten into calls of the magics (same line numbers)."""
+        import ast
+        try:
+            return ast.parse(code, filename, "exec")
+        except SyntaxError:
+            if "!" not in code and "%" not in code:
+                raise
+            from runbox_runner import magics
+            src, uses = magics.transform(code)
+            if not uses:
+                raise
+        magics.install(self)
+        return ast.parse(src, filename, "exec")
 
     def interrupted_before_start(self, n):
         """Whether the supervisor interrupted cell n before its code began (its SIGINT then found
