@@ -18,10 +18,12 @@ RUNNER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "docker", "runn
 WORKER_ENTRY = os.path.join(RUNNER_DIR, "runbox_worker.py")
 # The worker side: its entry script and the modules it may load.
 WORKER_FILES = ["runbox_worker.py", "runbox_runner/__init__.py", "runbox_runner/python_worker.py",
-                "runbox_runner/protocol.py", "runbox_runner/zygote.py"]
+                "runbox_runner/protocol.py", "runbox_runner/zygote.py", "runbox_runner/magics.py"]
 WORKER_MODULES = ["runbox_runner", "runbox_runner.protocol", "runbox_runner.python_worker"]
 # A worker forked from the zygote (RUNBOX_PRELOAD) has the zygote's module too.
 FORKED_WORKER_MODULES = sorted(WORKER_MODULES + ["runbox_runner.zygote"])
+# Loaded by the first cell with IPython's `!` or `%` lines (and by the code policy, for its check).
+MAGICS = "runbox_runner.magics"
 SHOW_MODULES = "import sys\nsorted(m for m in sys.modules if m.startswith(('runbox', 'runner')))"
 
 
@@ -44,7 +46,8 @@ def test_worker_files_import_nothing_of_the_supervisor_side():
     for path in WORKER_FILES:
         for name in imported_names(path):
             if name.startswith("runbox") or name.startswith("runner"):
-                assert name in FORKED_WORKER_MODULES, "%s imports %s, which is not on the worker's side" % (path, name)
+                assert name in FORKED_WORKER_MODULES + [MAGICS], \
+                    "%s imports %s, which is not on the worker's side" % (path, name)
 
 
 def test_worker_alone_loads_only_its_modules():
@@ -74,6 +77,7 @@ def test_worker_started_by_the_supervisor_loads_only_its_modules():
     py = Runner()
     try:
         assert py.execute(SHOW_MODULES).result == repr(WORKER_MODULES)
+        assert py.execute("!true\n" + SHOW_MODULES).result == repr(sorted(WORKER_MODULES + [MAGICS]))
         err = py.execute("def f():\n    print(1 / 0)\nf()").error
         tb = "".join(err["traceback"])
         assert err["ename"] == "ZeroDivisionError" and "runbox" not in tb and "runner" not in tb, tb

@@ -496,11 +496,15 @@ class Supervisor(WorkerKeeper):
                 cell.clear_at = None
                 w.kill_group_except_leader()
             elif cell.kill_at is not None and now >= cell.kill_at:
+                # The cell's answer goes first: a new interpreter may wait for pids and memory
+                # (START_RETRY_S: the killed copies of a fork bomb die slowly), and runboxd, which
+                # hears nothing meanwhile, would give up on the sandbox.
                 self.drain()
-                self.replace_worker()
+                self.stop_worker()
                 self.finish_cell(cell.forced, True,
                                  "the code did not stop within %g s of the interrupt; the interpreter was "
                                  "restarted and its variables are lost" % self.grace)
+                self.replace_worker()
                 return
         self.capture.flush_if_due(now)
 

@@ -263,9 +263,11 @@ class WorkerKeeper:
         what = describe_exit(w.exit_status, now_oom is not None and self.oom_base is not None
                              and now_oom > self.oom_base)
         log("%s (pid %d)" % (what, w.pid))
-        self.replace_worker()
         reason = "%s; it was restarted and its variables are lost" % what
+        # The cell's answer before the new interpreter, which may wait for pids and memory.
+        self.stop_worker()
         if self.cell is not None:
             self.finish_cell(self.cell.forced or "error", True, reason)
         else:
             self.lost_state = reason
+        self.replace_worker()
