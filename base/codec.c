@@ -262,3 +262,22 @@ char *codec_percent_decode(const char *s)
     *o = '\0';
     return out;
 }
+
+int codec_list_next(const char **p, const char **item, size_t *len)
+{
+    while (*p != NULL && **p) {
+        const char *comma = strchr(*p, ',');
+        const char *a = *p, *b = comma ? comma : *p + strlen(*p);
+        *p = comma ? comma + 1 : NULL;
+        while (a < b && (*a == ' ' || *a == '\t'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if (b > a) {
+            *item = a;
+            *len = (size_t)(b - a);
+            return 1;
+        }
+    }
+    return 0;
+}

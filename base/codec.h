@@ -1,8 +1,8 @@
 /*
  * codec: the byte-level encodings several layers share: base64 (the MCP tools carry file bytes
  * in it), UTF-8 validation (whether bytes can travel as a JSON text), hexadecimal and URI
- * percent-encoding (Docker API paths, MCP resource URIs, Content-Disposition), and the name form
- * of file names that are not UTF-8 text. Pure functions
+ * percent-encoding (Docker API paths, MCP resource URIs, Content-Disposition), the name form
+ * of file names that are not UTF-8 text, and the items of the operator's comma-separated lists. Pure functions
  * over memory: no I/O, no HTTP and no policy; callers decide what the bytes mean. It lives in base/,
  * so every layer (server/, core/, docker/) may use it.
  */
@@ -56,5 +56,11 @@ char *codec_percent_encode(const char *s, const char *keep);
 /** Percent-decodes s strictly (no '+' for space); the caller frees the result. Returns NULL for
  * a malformed %-escape or an encoded NUL byte. */
 char *codec_percent_decode(const char *s);
+
+/** The next item of a comma-separated list (an operator's --web-allow, --egress-allow, ...):
+ * spaces and tabs around an item are dropped and empty items skipped. Start with *p = the list
+ * (NULL: no items); each call sets [*item, *item + *len) to the next item and moves *p past it,
+ * and returns 0 once there is none. The items point into the list. */
+int codec_list_next(const char **p, const char **item, size_t *len);
 
 #endif

@@ -4,6 +4,8 @@
  */
 #include "core/network/netpolicy.h"
 
+#include "base/codec.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,43 +18,32 @@ static rb_err parse_list(const char *text, const char *flag, hostpattern **out, 
     *n = 0;
     if (text == NULL)
         return RB_OK;
-    size_t cap = 0;
-    const char *p = text;
-    while (*p) {
-        const char *comma = strchr(p, ',');
-        const char *e = comma ? comma : p + strlen(p);
-        const char *b = p, *t = e;
-        while (b < t && (*b == ' ' || *b == '\t'))
-            b++;
-        while (t > b && (t[-1] == ' ' || t[-1] == '\t'))
-            t--;
-        if (t > b) {
-            if (any != NULL && t - b == 1 && *b == '*') {
-                *any = 1;
-            } else {
-                hostpattern hp;
-                char why[HOSTPATTERN_WHY_MAX];
-                if (hostpattern_parse(b, (size_t)(t - b), &hp, why) != 0) {
-                    free(*out);
-                    *out = NULL;
-                    *n = 0;
-                    return rb_fail(RB_EINVAL, err, "%s: host pattern \"%.*s\": %s", flag, (int)(t - b > 120 ? 120 : t - b), b,
-                                   why);
-                }
-                if (*n == NETPOLICY_PATTERNS_MAX) {
-                    free(*out);
-                    *out = NULL;
-                    *n = 0;
-                    return rb_fail(RB_EINVAL, err, "%s: more than %d host patterns", flag, NETPOLICY_PATTERNS_MAX);
-                }
-                if (*n == cap) {
-                    cap = cap ? cap * 2 : 8;
-                    *out = xrealloc(*out, cap * sizeof(**out));
-                }
-                (*out)[(*n)++] = hp;
-            }
+    size_t cap = 0, len;
+    const char *p = text, *b;
+    while (codec_list_next(&p, &b, &len)) {
+        if (any != NULL && len == 1 && *b == '*') {
+            *any = 1;
+            continue;
         }
-        p = comma ? comma + 1 : e;
+        hostpattern hp;
+        char why[HOSTPATTERN_WHY_MAX];
+        if (hostpattern_parse(b, len, &hp, why) != 0) {
+            free(*out);
+            *out = NULL;
+            *n = 0;
+            return rb_fail(RB_EINVAL, err, "%s: host pattern \"%.*s\": %s", flag, (int)(len > 120 ? 120 : len), b, why);
+        }
+        if (*n == NETPOLICY_PATTERNS_MAX) {
+            free(*out);
+            *out = NULL;
+            *n = 0;
+            return rb_fail(RB_EINVAL, err, "%s: more than %d host patterns", flag, NETPOLICY_PATTERNS_MAX);
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            *out = xrealloc(*out, cap * sizeof(**out));
+        }
+        (*out)[(*n)++] = hp;
     }
     return RB_OK;
 }

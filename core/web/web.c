@@ -25,6 +25,7 @@
 
 #include "core/web/web.h"
 
+#include "base/codec.h"
 #include "core/deps/oneshot.h"
 #include "core/heart.h"
 #include "core/web/web_wire.h"
@@ -395,21 +396,12 @@ static void proxy_created(void *data, rb_err err, const char *errmsg, const char
 static void add_items(const char **argv, size_t *n, size_t max, const char *flag, const char *list, char **own,
                       size_t *n_own)
 {
-    const char *p = list;
-    while (p != NULL && *p && *n + 2 < max) {
-        const char *comma = strchr(p, ',');
-        const char *e = comma ? comma : p + strlen(p);
-        while (p < e && (*p == ' ' || *p == '\t'))
-            p++;
-        const char *b = e;
-        while (b > p && (b[-1] == ' ' || b[-1] == '\t'))
-            b--;
-        if (b > p) {
-            own[*n_own] = xstrndup(p, (size_t)(b - p));
-            argv[(*n)++] = flag;
-            argv[(*n)++] = own[(*n_own)++];
-        }
-        p = comma ? comma + 1 : NULL;
+    const char *p = list, *item;
+    size_t len;
+    while (*n + 2 < max && codec_list_next(&p, &item, &len)) {
+        own[*n_own] = xstrndup(item, len);
+        argv[(*n)++] = flag;
+        argv[(*n)++] = own[(*n_own)++];
     }
 }
 

@@ -4,6 +4,8 @@
  */
 #include "core/web/web_wire.h"
 
+#include "base/codec.h"
+
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,21 +112,13 @@ static int cidr_ok(const char *s, size_t n)
  * item it refuses is copied to bad. Returns whether all passed. */
 static int each_item(const char *list, int (*ok)(const char *, size_t), char *bad, size_t badn)
 {
-    const char *p = list;
-    while (p != NULL && *p) {
-        const char *comma = strchr(p, ',');
-        const char *e = comma ? comma : p + strlen(p);
-        const char *a = p;
-        while (a < e && (*a == ' ' || *a == '\t'))
-            a++;
-        const char *b = e;
-        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
-            b--;
-        if (b > a && !ok(a, (size_t)(b - a))) {
-            snprintf(bad, badn, "%.*s", (int)(b - a > 64 ? 64 : b - a), a);
+    const char *p = list, *item;
+    size_t len;
+    while (codec_list_next(&p, &item, &len)) {
+        if (!ok(item, len)) {
+            snprintf(bad, badn, "%.*s", (int)(len > 64 ? 64 : len), item);
             return 0;
         }
-        p = comma ? comma + 1 : NULL;
     }
     return 1;
 }

@@ -193,6 +193,33 @@ static void check_codec_seed(void *data, const char *seed, const char *path, con
     (void)codec_utf8_text(t, len);
 }
 
+/* The items of list joined with '|', as codec_list_next gives them. */
+static void list_items(const char *list, char *out, size_t n)
+{
+    const char *p = list, *item;
+    size_t len, used = 0;
+    out[0] = '\0';
+    while (codec_list_next(&p, &item, &len))
+        used += (size_t)snprintf(out + used, n - used, "%s%.*s", used ? "|" : "", (int)len, item);
+}
+
+Test(codec, list_items)
+{
+    char out[256];
+    list_items("pypi.org, *.pythonhosted.org ,\tfiles.example:443\t", out, sizeof(out));
+    cr_expect_str_eq(out, "pypi.org|*.pythonhosted.org|files.example:443");
+    list_items(" , ,a,,b, ", out, sizeof(out));
+    cr_expect_str_eq(out, "a|b");
+    list_items("", out, sizeof(out));
+    cr_expect_str_eq(out, "");
+    list_items(NULL, out, sizeof(out));
+    cr_expect_str_eq(out, "");
+    list_items("one", out, sizeof(out));
+    cr_expect_str_eq(out, "one");
+    list_items("a b,c", out, sizeof(out)); /* spaces inside an item stay */
+    cr_expect_str_eq(out, "a b|c");
+}
+
 Test(codec, fuzz_corpus_replay)
 {
     int files = corpus_each("codec", check_codec_seed, NULL);
