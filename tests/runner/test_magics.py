@@ -259,6 +259,23 @@ def test_the_runner_refuses_a_shell_line_under_the_policy(py):
     assert not os.path.exists("should-not-exist")
 
 
+def test_pip_refusal_only_for_an_index_without_a_network(monkeypatch, tmp_path):
+    wheel = tmp_path / "x-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    monkeypatch.setattr(magics, "has_network", lambda: False)
+    for argv in (["install", "requests"], ["-q", "install", "requests"], ["download", "x"], ["wheel", "x"],
+                 ["install", "-r", str(wheel)], ["install", str(wheel), "requests"]):
+        refusal = magics.pip_refusal(argv, "pip")
+        assert refusal and refusal.startswith("pip %s needs a package index" % argv[argv.index(
+            next(a for a in argv if not a.startswith("-")))]), argv
+        assert "/dependencies" in refusal and "install_dependencies" in refusal and "--no-index" in refusal
+    for argv in (["install", "--no-index", "--find-links", "/w", "x"], ["install", str(wheel)], ["list"],
+                 ["--version"], ["show", "numpy"], ["uninstall", "-y", "x"], []):
+        assert magics.pip_refusal(argv, "pip") is None, argv
+    monkeypatch.setattr(magics, "has_network", lambda: True)
+    assert magics.pip_refusal(["install", "requests"], "pip") is None
+
+
 # ---- %pip in the sandbox image ---------------------------------------------------------------
 
 @pytest.mark.skipif(not image_available(), reason="%s is not built (docker/build-images)" % IMAGE)
@@ -280,6 +297,14 @@ def test_pip_in_a_sealed_sandbox_says_how_to_install_and_installs_local_wheels(t
         assert time.monotonic() - started < 30  # refused at once, not after pip's retries
         res = r.execute("!pip --version", timeout=60)
         assert res.status == "completed" and res.text("stdout").startswith("pip "), res.events
+        # The shell's pip (runbox_pip.py) says the same at once, where Debian's retried for 15 s.
+        started = time.monotonic()
+        res = r.execute("!pip install requests\n_exit_code", timeout=60)
+        assert res.result == "1" and "ERROR: pip install needs a package index" in res.text("stderr"), res.events
+        assert time.monotonic() - started < 10
+        res = r.execute("!pip3 download -d /tmp/d requests; python3 -m pip --version", timeout=60)
+        assert "pip3 download needs a package index" in res.text("stderr"), res.events
+        assert res.text("stdout").startswith("pip "), res.events
         res = r.execute("%pip install --no-index --find-links /wheels rbmagicdemo", timeout=120)
         assert res.status == "completed", res.events
         assert "Successfully installed rbmagicdemo-1.0" in res.text("stdout"), res.events

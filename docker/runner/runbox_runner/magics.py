@@ -277,6 +277,26 @@ def _fmt_time(s):
     return "%.3g ns" % (s * 1e9)
 
 
+INDEX_COMMANDS = ("install", "download", "wheel")  # pip commands that may reach a package index
+
+
+def pip_refusal(argv, what):
+    """Why pip ARGV (its arguments) cannot work here, or None: a command that reaches a package
+    index (not --no-index) in a sandbox without a network. WHAT names the caller ("pip",
+    "%pip") in the message, which says what to do instead."""
+    words = [a for a in argv if not a.startswith("-")]
+    if not words or words[0] not in INDEX_COMMANDS or "--no-index" in argv or has_network():
+        return None
+    command = words[0]
+    if len(words) > 1 and all(os.path.exists(w) for w in words[1:]) and not ({"-r", "--requirement"} & set(argv)):
+        return None  # local wheels, archives or folders (pip reaches the index only for their dependencies)
+    return ("%s %s needs a package index, and this session has no network. Install with "
+            "POST /sessions/{id}/dependencies (MCP: install_dependencies), which runbox's installer "
+            "runs outside the sandbox, or create the session with a network that allows the index "
+            "(execution_options.network); local wheels install without one (--no-index --find-links DIR)"
+            % (what, command))
+
+
 def has_network():
     """Whether the sandbox has any network interface but loopback (a sealed session has none)."""
     try:
@@ -378,13 +398,10 @@ class Shell:
     def _pip(self, args):
         import shlex
         argv = shlex.split(args)
+        refusal = pip_refusal(argv, "%pip")
+        if refusal is not None:
+            raise UsageError(refusal)
         if argv[:1] == ["install"]:
-            if "--no-index" not in argv and not has_network():
-                raise UsageError(
-                    "%pip install needs a package index, and this session has no network. Install with "
-                    "POST /sessions/{id}/dependencies (MCP: install_dependencies), which runbox's installer "
-                    "runs outside the sandbox, or create the session with a network that allows the index "
-                    "(execution_options.network)")
             if not any(a in ("-t", "--target", "--user", "--prefix", "--root") or a.startswith("--target=")
                        for a in argv):
                 os.makedirs(DEPS_SITE, exist_ok=True)

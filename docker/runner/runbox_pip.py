@@ -1,0 +1,22 @@
+#!/usr/bin/python3 -I
+"""pip as a sandbox's shell finds it (/usr/local/bin/pip and pip3, ahead of Debian's on PATH).
+
+It is Debian's pip, with one difference: in a sandbox without a network (the default), an
+install, download or wheel from a package index fails at once with a message that says what to
+do instead, where pip would retry for 15 s and then say "No matching distribution found", which
+reads like a wrong package name. Local installs (--no-index, a wheel file) and every other
+command go to pip unchanged (exec). `python3 -m pip` is Debian's pip itself. The check and the
+message are runbox_runner.magics', which `%pip` in a Python cell uses too.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from runbox_runner import magics  # noqa: E402
+
+refusal = magics.pip_refusal(sys.argv[1:], os.path.basename(sys.argv[0]))  # pip or pip3
+if refusal is not None:
+    sys.stderr.write("ERROR: %s\n" % refusal)
+    sys.exit(1)
+os.execv(sys.executable, [sys.executable, "-m", "pip", *sys.argv[1:]])
