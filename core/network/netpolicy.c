@@ -48,6 +48,17 @@ static rb_err parse_list(const char *text, const char *flag, hostpattern **out, 
     return RB_OK;
 }
 
+/* Whether allow pattern p is within the maximum of l (any name when max_any). */
+static int within_max(const netpolicy_limits *l, const hostpattern *p)
+{
+    if (l->max_any)
+        return 1;
+    for (size_t j = 0; j < l->n_max; j++)
+        if (hostpattern_within(p, &l->max[j], l->ports, l->n_ports))
+            return 1;
+    return 0;
+}
+
 rb_err netpolicy_limits_init(netpolicy_limits *out, int enabled, const char *allow, const char *max,
                              const char *deny, const char *const flags[3], char *err)
 {
@@ -60,17 +71,14 @@ rb_err netpolicy_limits_init(netpolicy_limits *out, int enabled, const char *all
     out->max_flag = max != NULL ? flags[1] : flags[0];
     if ((e = parse_list(allow, flags[0], &out->allow, &out->n_allow, NULL, err)) != RB_OK)
         goto fail;
-    if ((e = parse_list(max != NULL ? max : allow, max != NULL ? flags[1] : flags[0], &out->max, &out->n_max,
-                        &out->max_any, err)) != RB_OK)
+    if ((e = parse_list(max != NULL ? max : allow, out->max_flag, &out->max, &out->n_max, &out->max_any, err)) !=
+        RB_OK)
         goto fail;
     if ((e = parse_list(deny, flags[2], &out->deny, &out->n_deny, NULL, err)) != RB_OK)
         goto fail;
     /* The default list must be one a caller could ask for. */
-    for (size_t i = 0; i < out->n_allow && !out->max_any; i++) {
-        size_t j = 0;
-        while (j < out->n_max && !hostpattern_within(&out->allow[i], &out->max[j], out->ports, out->n_ports))
-            j++;
-        if (j == out->n_max) {
+    for (size_t i = 0; i < out->n_allow; i++) {
+        if (!within_max(out, &out->allow[i])) {
             char t[HOSTPATTERN_TEXT_MAX];
             hostpattern_text(&out->allow[i], t);
             e = rb_fail(RB_EINVAL, err, "%s: '%s' is beyond %s", flags[0], t, flags[1]);
@@ -155,18 +163,12 @@ static rb_err read_patterns(const netpolicy_limits *l, json_t *v, const char *wh
         if (hostpattern_parse(s, len, &hp, why) != 0)
             return rb_fail(RB_EINVAL, err, "%s.%s[%zu]: host pattern \"%.*s\": %s", what, key, i,
                            (int)(len > 120 ? 120 : len), s, why);
-        if (check_max && !l->max_any) {
-            size_t j = 0;
-            while (j < l->n_max && !hostpattern_within(&hp, &l->max[j], l->ports, l->n_ports))
-                j++;
-            if (j == l->n_max) {
-                char t[HOSTPATTERN_TEXT_MAX], m[400];
-                hostpattern_text(&hp, t);
-                max_text(l, m, sizeof(m));
-                return rb_fail(RB_EFORBIDDEN, err,
-                               "%s.%s: '%s' is beyond what this server allows (its maximum, %s: %s)", what, key, t,
-                               l->max_flag, m);
-            }
+        if (check_max && !within_max(l, &hp)) {
+            char t[HOSTPATTERN_TEXT_MAX], m[400];
+            hostpattern_text(&hp, t);
+            max_text(l, m, sizeof(m));
+            return rb_fail(RB_EFORBIDDEN, err, "%s.%s: '%s' is beyond what this server allows (its maximum, %s: %s)",
+                           what, key, t, l->max_flag, m);
         }
         add_unique(arr, &hp);
     }

@@ -355,7 +355,8 @@ class Shell:
             return self._time(args, glob, loc, line)
         args = expand(args, glob, loc)
         if name in ALIASES:
-            return self._run([SHELL, "-c", "%s %s" % (name, args)]) and None
+            self._run([SHELL, "-c", "%s %s" % (name, args)])
+            return None
         return getattr(self, "_" + name)(args)
 
     def cell_magic(self, name, args, body, line):
