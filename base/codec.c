@@ -7,6 +7,7 @@
 
 #include "base/mem.h"
 
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,4 +281,46 @@ int codec_list_next(const char **p, const char **item, size_t *len)
         }
     }
     return 0;
+}
+
+int codec_cidr_ok(const char *s, size_t n)
+{
+    char buf[64];
+    if (n == 0 || n >= sizeof(buf))
+        return 0;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *slash = strchr(buf, '/');
+    long prefix = -1;
+    if (slash != NULL) {
+        *slash = '\0';
+        const char *p = slash + 1;
+        if (*p == '\0' || strlen(p) > 3)
+            return 0;
+        prefix = 0;
+        for (; *p; p++) {
+            if (*p < '0' || *p > '9')
+                return 0;
+            prefix = prefix * 10 + (*p - '0');
+        }
+    }
+    unsigned char addr[16];
+    if (inet_pton(AF_INET, buf, addr) == 1)
+        return prefix <= 32;
+    if (inet_pton(AF_INET6, buf, addr) == 1)
+        return prefix <= 128;
+    return 0;
+}
+
+int codec_list_all(const char *list, int (*ok)(const char *, size_t), char *bad, size_t badn)
+{
+    const char *p = list, *item;
+    size_t len;
+    while (codec_list_next(&p, &item, &len)) {
+        if (!ok(item, len)) {
+            snprintf(bad, badn, "%.*s", (int)(len > 64 ? 64 : len), item);
+            return 0;
+        }
+    }
+    return 1;
 }

@@ -63,4 +63,12 @@ char *codec_percent_decode(const char *s);
  * and returns 0 once there is none. The items point into the list. */
 int codec_list_next(const char **p, const char **item, size_t *len);
 
+/** Calls ok() on each item of the comma-separated list (codec_list_next); the first item it
+ * refuses is copied to bad (at most 64 characters). Returns whether all passed. */
+int codec_list_all(const char *list, int (*ok)(const char *, size_t), char *bad, size_t badn);
+
+/** Whether s[0..n) is an IPv4 or IPv6 address, optionally with /prefix (10.1.2.3, 172.18.0.0/16,
+ * fd00::/8): an operator's --web-allow or --egress-cidr entry. */
+int codec_cidr_ok(const char *s, size_t n);
+
 #endif

@@ -78,51 +78,6 @@ rb_err web_url_check(const char *url, size_t len, char *err)
 
 /* ---- the operator's settings ------------------------------------------------------------ */
 
-/* One --web-allow entry (s[0..n)): an address, or address/prefix. */
-static int cidr_ok(const char *s, size_t n)
-{
-    char buf[64];
-    if (n == 0 || n >= sizeof(buf))
-        return 0;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    char *slash = strchr(buf, '/');
-    long prefix = -1;
-    if (slash != NULL) {
-        *slash = '\0';
-        const char *p = slash + 1;
-        if (*p == '\0' || strlen(p) > 3)
-            return 0;
-        prefix = 0;
-        for (; *p; p++) {
-            if (*p < '0' || *p > '9')
-                return 0;
-            prefix = prefix * 10 + (*p - '0');
-        }
-    }
-    unsigned char addr[16];
-    if (inet_pton(AF_INET, buf, addr) == 1)
-        return prefix <= 32;
-    if (inet_pton(AF_INET6, buf, addr) == 1)
-        return prefix <= 128;
-    return 0;
-}
-
-/* Calls ok() on each comma-separated item of list (spaces around items ignored); the first
- * item it refuses is copied to bad. Returns whether all passed. */
-static int each_item(const char *list, int (*ok)(const char *, size_t), char *bad, size_t badn)
-{
-    const char *p = list, *item;
-    size_t len;
-    while (codec_list_next(&p, &item, &len)) {
-        if (!ok(item, len)) {
-            snprintf(bad, badn, "%.*s", (int)(len > 64 ? 64 : len), item);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static int port_ok(const char *s, size_t n)
 {
     long v = 0;
@@ -158,11 +113,11 @@ rb_err web_check_settings(const core_settings *s, char *err)
     if (!ref_ok(s->web_network))
         return rb_fail(RB_EINVAL, err, "web-network: '%.100s' is not a Docker network name",
                        s->web_network ? s->web_network : "");
-    if (!each_item(s->web_allow, cidr_ok, bad, sizeof(bad)))
+    if (!codec_list_all(s->web_allow, codec_cidr_ok, bad, sizeof(bad)))
         return rb_fail(RB_EINVAL, err,
                        "web-allow: '%s' is not an IP address or CIDR range (e.g. 10.1.2.3, 172.18.0.0/16, fd00::/8)",
                        bad);
-    if (s->web_ports == NULL || s->web_ports[0] == '\0' || !each_item(s->web_ports, port_ok, bad, sizeof(bad)))
+    if (s->web_ports == NULL || s->web_ports[0] == '\0' || !codec_list_all(s->web_ports, port_ok, bad, sizeof(bad)))
         return rb_fail(RB_EINVAL, err, "web-ports: '%s' is not a TCP port from 1 to 65535",
                        s->web_ports && s->web_ports[0] ? bad : "");
     if (!(s->web_timeout >= 1) || s->web_timeout > 600)
