@@ -19,11 +19,17 @@ Ports: an allow pattern without a port allows the proxy's default ports (80 and 
 a deny pattern without a port denies every port, with `:PORT` only that port.
 
 The policy file (PolicyFile) is runboxd's: {"clients": {"<client ip>": {"session": "s_...",
-"allow": [...], "deny": [...]}}}, one entry per sandbox address on its internal network, read
-again when it changes (runboxd replaces it atomically: write a temporary file, then rename).
+"allow": [...], "deny": [...]}}}, one entry per sandbox address on its internal network, or the
+one entry "*" for any address (a proxy of one session, alone with its sandbox on their network);
+a client's own address wins over "*". The proxy looks at the file (os.stat) on every new
+connection and reads it when it changed, so that a connection opened after runboxd replaced it
+obeys the new version. A version that cannot be read or parsed (being written, say) keeps the
+last good policy. A file missing at start is no error while its folder exists (runboxd writes it
+once the proxy runs): until a version is read well, no client is known.
 
 This module is Python stdlib only and does no I/O at import; only PolicyFile reads (its one
-file, when asked). It never resolves names, opens connections or logs: the proxy does.
+file, and at start whether its folder exists, when asked). It never resolves names, opens
+connections or logs: the proxy does.
 """
 
 import collections
@@ -31,6 +37,7 @@ import ipaddress
 import json
 import os
 import re
+import time
 
 MAX_PATTERNS = 256  # patterns in one allow or deny list
 MAX_NAME = 253  # characters of a DNS name (without its trailing dot)
@@ -38,7 +45,8 @@ MAX_LABEL = 63
 MAX_SESSION = 128  # characters of a session id
 MAX_POLICY_FILE = 8 << 20  # bytes of the policy file
 MAX_LISTED = 400  # characters of allow list quoted in a refusal
-RELOAD_INTERVAL = 1.0  # seconds between two looks at the policy file
+ANY_CLIENT = "*"  # the policy file's key for any client address
+RACY_NS = 2_000_000_000  # a version read less than this after its ctime is read again at each look
 
 LABEL = re.compile(r"[a-z0-9_-]+")
 NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
@@ -290,8 +298,9 @@ def _unique_keys(pairs):
 
 
 def parse_policy_file(data):
-    """The {client address: Client} of a policy file's DATA (bytes); raises ValueError naming
-    the bad key, client or pattern."""
+    """The {client address or "*": Client} of a policy file's DATA (bytes); raises ValueError
+    naming the bad key, client or pattern. "*" (ANY_CLIENT) is a key like an address: at most
+    once, with a session id and a policy."""
     if len(data) > MAX_POLICY_FILE:
         raise ValueError("larger than %d bytes" % MAX_POLICY_FILE)
     try:
@@ -307,10 +316,10 @@ def parse_policy_file(data):
             raise ValueError("unknown key %s" % json.dumps(key))
     clients = {}
     for address, entry in doc["clients"].items():
-        key = client_key(address)
+        key = ANY_CLIENT if address == ANY_CLIENT else client_key(address)
         what = "clients[%s]" % json.dumps(address)[:60]
         if key is None:
-            raise ValueError("%s: not an IP address" % what)
+            raise ValueError('%s: not an IP address or "*"' % what)
         if key in clients:
             raise ValueError("%s: the same address twice" % what)
         if not isinstance(entry, dict):
@@ -323,39 +332,71 @@ def parse_policy_file(data):
     return clients
 
 
-class PolicyFile:
-    """The policy file at PATH as last read well, re-read when it changes.
+def file_version(st):
+    """What tells two versions of the policy file apart without reading them (ST: an os.stat
+    result): inode, size, mtime and ctime."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
-    load() reads it once (at start: a missing or malformed file is an error); refresh(now) looks
-    at it again at most once per RELOAD_INTERVAL and reads it when its inode, size or mtime
-    changed. A version that fails to read or parse keeps the last good policy."""
+
+class PolicyFile:
+    """The policy file at PATH as last read well, looked at again on every new connection.
+
+    start() reads it at start-up; refresh() looks at it (os.stat) and reads it when its
+    file_version changed since the last read, or when that read came less than RACY_NS after the
+    version's ctime (two writes within one tick of the file system's clock may leave the same
+    stat: then the contents tell). A version that fails to read or parse keeps the last good
+    policy (before the first: no client) and is read again once its stat changes. READ_WELL:
+    whether some version was read well."""
 
     def __init__(self, path):
         self.path = path
         self.clients = {}
-        self.seen = None  # (inode, size, mtime_ns) of the last version read, good or not
-        self.checked = None  # the refresh time of the last look
+        self.read_well = False
+        self.seen = None  # file_version of the last version read, good or not; ("error", errno)
+        self.data = None  # its contents
+        self.read_at = None  # time.time_ns() when it was read
+
+    def start(self):
+        """Reads the file at start-up: returns None when read well, or the policy_error event to
+        log when the file does not exist yet (its folder does: runboxd will write it). Raises
+        OSError (its folder does not exist, or it cannot be read) or ValueError (malformed)."""
+        try:
+            self.load()
+        except FileNotFoundError as e:
+            folder = os.path.dirname(self.path) or "."
+            if not os.path.isdir(folder):
+                raise FileNotFoundError(e.errno, "its folder %s does not exist" % folder) from None
+            self.seen = ("error", e.errno)
+            return {"event": "policy_error", "path": self.path,
+                    "error": "missing (not written yet): every client is refused until it is"}
+        return None
 
     def load(self):
-        """Reads the file; raises OSError or ValueError (the policy stays as it was)."""
+        """Reads the file: True when it parsed (READ_WELL from then on), False when its version
+        and contents are those of the last read (nothing parsed); raises OSError or ValueError
+        (the policy stays as it was)."""
+        read_at = time.time_ns()
         with open(self.path, "rb") as f:
-            st = os.fstat(f.fileno())
-            self.seen = (st.st_ino, st.st_size, st.st_mtime_ns)
+            version = file_version(os.fstat(f.fileno()))
             data = f.read(MAX_POLICY_FILE + 1)
+        same = version == self.seen and data == self.data
+        self.seen, self.data, self.read_at = version, data, read_at
+        if same:
+            return False
         self.clients = parse_policy_file(data)
+        self.read_well = True
+        return True
 
-    def refresh(self, now):
-        """Looks at the file if RELOAD_INTERVAL passed since the last look (NOW: a monotonic
-        time); returns None when nothing changed, else the event to log: {"event": "policy",
-        "clients": n} or {"event": "policy_error", "path": ..., "error": ...} (once per version)."""
-        if self.checked is not None and now - self.checked < RELOAD_INTERVAL:
-            return None
-        self.checked = now
+    def refresh(self):
+        """Looks at the file (see the class); returns None when nothing changed, else the event
+        to log: {"event": "policy", "clients": n} or {"event": "policy_error", "path": ...,
+        "error": ...} (once per version; once per errno while it cannot be read)."""
         try:
             st = os.stat(self.path)
-            if (st.st_ino, st.st_size, st.st_mtime_ns) == self.seen:
+            if file_version(st) == self.seen and st.st_ctime_ns < self.read_at - RACY_NS:
                 return None
-            self.load()
+            if not self.load():
+                return None
         except OSError as e:
             if self.seen == ("error", e.errno):
                 return None
@@ -366,5 +407,7 @@ class PolicyFile:
         return {"event": "policy", "clients": len(self.clients)}
 
     def lookup(self, address):
-        """The Client at ADDRESS (a peer address as the socket gives it); None if unknown."""
-        return self.clients.get(client_key(address))
+        """The Client at ADDRESS (a peer address as the socket gives it): its own entry, else
+        the "*" entry; None when there is neither."""
+        client = self.clients.get(client_key(address))
+        return client if client is not None else self.clients.get(ANY_CLIENT)

@@ -23,14 +23,20 @@ Two modes:
   held document keeps every byte that was relayed. When the watch closes (fetch_page has read
   the page, or the document was complete), held responses end as without a watch.
 - sandbox sessions (--policy-file PATH, see egress_policy): a long-lived proxy (--deadline 0:
-  no lifetime limit) for many clients. Each client address maps to a session and its policy of
-  host patterns, checked by name before resolution (the address check still runs after it);
-  an address not in the file is refused ("unknown client"). The file is looked at again at
-  most once a second, on a new connection, and re-read when it changed; a malformed version
-  keeps the last good policy (event policy_error). No byte cap and no byte-cap watch (--max-bytes
-  is refused): those are the page reader's. Events: ready, policy, policy_error, allowed and
-  refused (with session and client), closed (bytes_up: sent upstream, bytes_down: relayed to
-  the client), unreachable, log_cap, connection_limit, stop.
+  no lifetime limit) for the sandboxes of one session or of many. Each client address maps to
+  a session and its policy of host patterns (the entry "*": any address without one of its
+  own), checked by name before resolution (the address check still runs after it); an address
+  not in the file is refused ("unknown client"). The file is looked at on every new connection
+  and read when it changed, so that the connection obeys the version in place when it was
+  accepted; a version that cannot be read or parsed keeps the last good policy (event
+  policy_error). PATH need not exist at start (runboxd writes it once the proxy runs, and again
+  after a restart) but its folder must: the proxy then starts with no policy, says so with one
+  policy_error right after ready, refuses every connection ("no policy yet") until a version
+  is read well, and serves from the first connection after that. A file that exists at start
+  must parse. No byte cap and no byte-cap watch (--max-bytes is refused): those are the page
+  reader's. Events: ready, policy, policy_error, allowed and refused (with session and
+  client), closed (bytes_up: sent upstream, bytes_down: relayed to the client), unreachable,
+  log_cap, connection_limit, stop.
 In both modes refused, unreachable, allowed and closed lines together stop at MAX_EVENT_LINES,
 then one log_cap line. --resolve NAME=ADDR (like curl's) is for tests only.
 
@@ -146,7 +152,7 @@ class Proxy:
     def __init__(self, args):
         self.allow = [ipaddress.ip_network(c, strict=False) for c in args.allow]
         self.ports = set(DEFAULT_PORTS) | set(args.allow_port)
-        self.policies = args.policies  # a loaded PolicyFile in policy mode, else None
+        self.policies = args.policies  # a started PolicyFile in policy mode, else None
         self.resolve = args.resolve  # --resolve (tests): name -> ipaddress
         self.max_bytes = args.max_bytes  # None in policy mode: no byte cap
         self.max_connections = args.max_connections
@@ -311,7 +317,7 @@ class Proxy:
         self.clients += 1
         try:
             if self.policies is not None:
-                event = self.policies.refresh(asyncio.get_running_loop().time())
+                event = self.policies.refresh()
                 if event:
                     self.emit(**event)
             if self.clients > self.max_connections:
@@ -370,7 +376,7 @@ class Proxy:
                 client = self.policies.lookup(peer[0] if peer else "")
                 who = {"session": client and client.session, "client": client_key(peer[0]) if peer else None}
                 if client is None:
-                    raise Refused("unknown client")
+                    raise Refused("unknown client" if self.policies.read_well else "no policy yet")
                 decision = client.policy.decide(host, port, self.ports)
                 if not decision.allowed:
                     raise Refused(decision.reason)
@@ -689,13 +695,13 @@ def parse_args(argv):
         except ValueError:
             p.error("--resolve %s: not NAME=ADDR" % item)
     args.resolve = resolve
-    args.policies = None
+    args.policies = args.policy_event = None
     if args.policy_file is not None:
         if args.max_bytes is not None:
             p.error("--max-bytes: the byte cap is the page reader's, not with --policy-file")
         args.policies = PolicyFile(args.policy_file)
         try:
-            args.policies.load()
+            args.policy_event = args.policies.start()  # a policy_error when it is not there yet
         except (OSError, ValueError) as e:
             p.error("--policy-file %s: %s" % (args.policy_file, getattr(e, "strerror", None) or e))
     elif args.max_bytes is None or args.max_bytes < 1 or args.deadline <= 0:
@@ -729,6 +735,8 @@ async def main(argv):
     # The address as bound (the same as --listen unless it asked for port 0)
     bound = server.sockets[0].getsockname()
     proxy.emit(event="ready", listen=("[%s]:%d" if ":" in bound[0] else "%s:%d") % bound[:2])
+    if args.policy_event:
+        proxy.emit(**args.policy_event)
     reason = await stop
     server.close()
     proxy.emit(event="stop", reason=reason, bytes=proxy.relayed, requests=proxy.requests)

@@ -13,7 +13,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -199,6 +198,35 @@ def test_parse_policy_file():
     assert parse_policy_file(b'{"clients": {}}') == {}
 
 
+def test_parse_policy_file_any_client():
+    clients = parse_policy_file(b'{"clients": {"*": {"session": "s_one", "allow": ["pypi.org"]}}}')
+    assert list(clients) == ["*"]
+    assert clients["*"].session == "s_one"
+    assert clients["*"].policy.decide("pypi.org", 443, DEFAULT_PORTS).allowed
+    assert not clients["*"].policy.decide("other.org", 443, DEFAULT_PORTS).allowed
+    # beside addresses of their own
+    clients = parse_policy_file(json.dumps({"clients": {
+        "10.0.0.1": {"session": "s_a"}, "*": {"session": "s_any"}, "fd00::1": {"session": "s_b"}}}).encode())
+    assert sorted(clients) == ["*", "10.0.0.1", "fd00::1"]
+
+
+def test_lookup_an_exact_address_beats_any_client(tmp_path):
+    path = tmp_path / "policy.json"
+    write_policy(path, {"*": {"session": "s_any", "allow": ["any.test"]},
+                        "10.0.0.1": {"session": "s_a", "allow": ["a.test"]}})
+    f = PolicyFile(str(path))
+    assert f.start() is None
+    assert f.lookup("10.0.0.1").session == "s_a"
+    assert f.lookup("::ffff:10.0.0.1").session == "s_a"
+    assert f.lookup("10.0.0.2").session == "s_any"
+    assert f.lookup("fd00::9%eth0").session == "s_any"
+    assert f.lookup("10.0.0.2").policy.decide("any.test", 443, DEFAULT_PORTS).allowed
+    write_policy(path, {"10.0.0.1": {"session": "s_a"}})  # without "*": only the listed address
+    assert f.refresh() == {"event": "policy", "clients": 1}
+    assert f.lookup("10.0.0.1").session == "s_a"
+    assert f.lookup("10.0.0.2") is None
+
+
 @pytest.mark.parametrize(
     "data,why",
     [
@@ -208,7 +236,6 @@ def test_parse_policy_file():
         (b"[]", 'not an object with "clients"'),
         (b'{"clients": []}', 'not an object with "clients"'),
         (b'{"clients": {}, "version": 2}', 'unknown key "version"'),
-        (b'{"clients": {"host": {"session": "s_a"}}}', 'clients["host"]: not an IP address'),
         (b'{"clients": {"10.0.0.1": []}}', 'clients["10.0.0.1"]: not an object'),
         (b'{"clients": {"10.0.0.1": {"allow": []}}}', 'clients["10.0.0.1"].session: not a session id'),
         (b'{"clients": {"10.0.0.1": {"session": "s a"}}}', 'clients["10.0.0.1"].session: not a session id'),
@@ -219,6 +246,14 @@ def test_parse_policy_file():
          'duplicate key "10.0.0.1"'),
         (b'{"clients": {"10.0.0.1": {"session": "s_a"}, "::ffff:10.0.0.1": {"session": "s_b"}}}',
          "the same address twice"),
+        (b'{"clients": {"host": {"session": "s_a"}}}', 'clients["host"]: not an IP address or "*"'),
+        (b'{"clients": {"**": {"session": "s_a"}}}', 'clients["**"]: not an IP address or "*"'),
+        (b'{"clients": {"*": {"session": "s_a"}, "*": {"session": "s_b"}}}', 'duplicate key "*"'),
+        (b'{"clients": {"*": {"session": "s a"}}}', 'clients["*"].session: not a session id'),
+        (b'{"clients": {"*": {"allow": ["pypi.org"]}}}', 'clients["*"].session: not a session id'),
+        (b'{"clients": {"*": {"session": "s_a", "allow": ["*.*.org"]}}}',
+         'clients["*"].allow: host pattern "*.*.org"'),
+        (b'{"clients": {"*": []}}', 'clients["*"]: not an object'),
     ],
 )
 def test_malformed_policy_files_are_rejected_naming_what(data, why):
@@ -228,7 +263,7 @@ def test_malformed_policy_files_are_rejected_naming_what(data, why):
 
 
 def write_policy(path, clients, raw=None):
-    """Replaces the policy file as runboxd does: a temporary file, then rename."""
+    """Replaces the policy file at once: a temporary file, then rename."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(raw if raw is not None else json.dumps({"clients": clients}).encode())
     os.replace(tmp, path)
@@ -238,26 +273,66 @@ def test_policy_file_refresh(tmp_path):
     path = tmp_path / "policy.json"
     write_policy(path, {"10.0.0.1": {"session": "s_a", "allow": ["pypi.org"]}})
     f = PolicyFile(str(path))
-    f.load()
+    assert f.start() is None and f.read_well
     assert f.lookup("10.0.0.1").session == "s_a"
     assert f.lookup("::ffff:10.0.0.1%eth0").session == "s_a"
     assert f.lookup("10.0.0.2") is None
-    assert f.refresh(100.0) is None  # unchanged
+    assert f.refresh() is None  # unchanged
     write_policy(path, {"10.0.0.2": {"session": "s_b"}})
-    assert f.refresh(100.5) is None  # looked at once a second at most
-    assert f.refresh(101.0) == {"event": "policy", "clients": 1}
+    assert f.refresh() == {"event": "policy", "clients": 1}  # at once: no interval
+    assert f.refresh() is None
     assert f.lookup("10.0.0.1") is None and f.lookup("10.0.0.2").session == "s_b"
     write_policy(path, None, raw=b'{"clients": {"10.0.0.3": {"session": "s_c", "allow": ["a b"]}}}')
-    event = f.refresh(102.0)
+    event = f.refresh()
     assert event["event"] == "policy_error" and 'host pattern "a b": bad characters' in event["error"]
     assert f.lookup("10.0.0.2").session == "s_b"  # the last good policy
-    assert f.refresh(103.0) is None  # one event per version
+    assert f.refresh() is None  # one event per version
     path.unlink()
-    assert f.refresh(104.0)["event"] == "policy_error"
-    assert f.refresh(105.0) is None
+    assert f.refresh() == {"event": "policy_error", "path": str(path), "error": "No such file or directory"}
+    assert f.refresh() is None
     assert f.lookup("10.0.0.2").session == "s_b"
     write_policy(path, {"10.0.0.4": {"session": "s_d"}})
-    assert f.refresh(106.0) == {"event": "policy", "clients": 1}
+    assert f.refresh() == {"event": "policy", "clients": 1}
+
+
+def test_policy_file_same_stat_is_compared_by_contents_when_racy(tmp_path, monkeypatch):
+    # Two writes within one tick of the file system's clock can leave the same inode, size and
+    # times; a version read less than RACY_NS after its ctime is then read again and compared.
+    monkeypatch.setattr(egress_policy, "file_version", lambda st: (1, 2, 3, 4))  # every version alike
+    path = tmp_path / "policy.json"
+    write_policy(path, {"10.0.0.1": {"session": "s_a"}})
+    f = PolicyFile(str(path))
+    assert f.start() is None
+    assert f.refresh() is None  # read again: the same contents, no event
+    write_policy(path, {"10.0.0.1": {"session": "s_b"}})
+    assert f.refresh() == {"event": "policy", "clients": 1}
+    assert f.lookup("10.0.0.1").session == "s_b"
+    # a version read long enough after its ctime is not read again while its stat is the same
+    monkeypatch.setattr(egress_policy, "RACY_NS", -10 ** 12)
+    write_policy(path, {"10.0.0.1": {"session": "s_c"}})
+    assert f.refresh() is None
+    assert f.lookup("10.0.0.1").session == "s_b"
+
+
+def test_policy_file_missing_at_start(tmp_path):
+    path = tmp_path / "policy.json"
+    f = PolicyFile(str(path))
+    assert f.start() == {"event": "policy_error", "path": str(path),
+                         "error": "missing (not written yet): every client is refused until it is"}
+    assert not f.read_well and f.lookup("10.0.0.1") is None
+    assert f.refresh() is None  # the start said so already
+    write_policy(path, None, raw=b'{"clients": {"*": {"session": "s_a"')  # being written
+    assert f.refresh()["error"].startswith("not JSON")
+    assert not f.read_well
+    write_policy(path, {"*": {"session": "s_a"}})
+    assert f.refresh() == {"event": "policy", "clients": 1}
+    assert f.read_well and f.lookup("10.0.0.1").session == "s_a"
+    # its folder must exist, and a file that exists must parse
+    with pytest.raises(FileNotFoundError, match="its folder %s does not exist" % (tmp_path / "nope")):
+        PolicyFile(str(tmp_path / "nope" / "policy.json")).start()
+    write_policy(path, None, raw=b"{")
+    with pytest.raises(ValueError, match="not JSON"):
+        PolicyFile(str(path)).start()
 
 
 # ---- the real proxy with a policy file, on loopback ---------------------------------------
@@ -316,7 +391,8 @@ def make_proxy(policy_path):
     procs = []
 
     def make(clients, *args):
-        write_policy(policy_path, clients)
+        if clients is not None:  # None: no file at start
+            write_policy(policy_path, clients)
         p = PolicyProxy(policy_path, *args)
         procs.append(p)
         return p
@@ -332,11 +408,6 @@ def session(allow=(), deny=(), name="s_test"):
 
 def loopback(origin):
     return ["--allow", "127.0.0.1/32", "--allow-port", str(origin.port)]
-
-
-def settle():
-    """Lets the proxy's once-a-second look at the policy file come due."""
-    time.sleep(egress_policy.RELOAD_INTERVAL + 0.1)
 
 
 def test_allowed_names_are_reached_by_get_and_connect(origin, make_proxy):
@@ -411,17 +482,56 @@ def test_a_policy_changed_while_running_applies_to_the_next_connection(origin, m
     assert proxy.get("pypi.test", origin.port)[0] == 200
     assert proxy.get("other.test", origin.port)[0] == 403
     write_policy(policy_path, session(["other.test"], name="s_test"))
-    settle()
     assert proxy.get("other.test", origin.port)[0] == 200
     assert proxy.wait_event("policy") == {"event": "policy", "clients": 1}
     assert_refused(proxy, proxy.get("pypi.test", origin.port), "pypi.test", origin.port,
                    "not in the allow list (allow: other.test)")
     # the session's entry removed: its address is no longer known
     write_policy(policy_path, {})
-    settle()
     status, headers, body = proxy.get("other.test", origin.port)
     assert (status, headers["x-runbox-refused"]) == (403, "unknown client")
     assert [p for _, p, _, _ in origin.seen] == ["/", "/"]
+
+
+def test_each_connection_obeys_the_policy_written_just_before_it(origin, make_proxy, policy_path):
+    proxy = make_proxy({"*": {"session": "s_0", "allow": ["pypi.test"]}}, *loopback(origin))
+    hosts = ["pypi.test", "other.test"]
+    for i in range(1, 21):  # each version written right before the connection, with no pause
+        allowed, refused = hosts[i % 2], hosts[(i + 1) % 2]
+        write_policy(policy_path, {"*": {"session": "s_%d" % i, "allow": [allowed]}})
+        status, headers, _ = proxy.get(allowed, origin.port)
+        assert status == 200, (i, headers)
+        assert proxy.wait_event("allowed")["session"] == "s_%d" % i
+        write_policy(policy_path, {"*": {"session": "s_%d" % i, "allow": [allowed], "deny": [refused]}})
+        status, headers, _ = proxy.get(refused, origin.port)
+        assert (status, headers["x-runbox-refused"]) == (403, "denied by rule '%s'" % refused), i
+    assert len(origin.seen) == 20
+
+
+def test_a_proxy_started_without_its_file_waits_for_it(origin, make_proxy, policy_path):
+    # runboxd writes the file into the proxy's folder once the proxy runs (and after a restart)
+    proxy = make_proxy(None, *loopback(origin))
+    assert proxy.wait_event("policy_error") == {
+        "event": "policy_error", "path": str(policy_path),
+        "error": "missing (not written yet): every client is refused until it is"}
+    for status_raw in (proxy.get("pypi.test", origin.port), proxy.connect_tunnel("pypi.test", origin.port)[1]):
+        status, headers, body = split_response(status_raw) if isinstance(status_raw, bytes) else status_raw
+        assert (status, headers["x-runbox-refused"]) == (403, "no policy yet")
+        assert body == b"runbox egress proxy refused pypi.test:%d: no policy yet\n" % origin.port
+        assert proxy.wait_event("refused") == {"event": "refused", "session": None, "client": ME,
+                                               "host": "pypi.test", "port": origin.port, "address": None,
+                                               "reason": "no policy yet"}
+    proxy.no_event("policy_error", wait=0.1)  # said once
+    write_policy(policy_path, None, raw=b'{"clients": {"*": {"session": "s_test", "allow": ["pypi.t')
+    assert proxy.get("pypi.test", origin.port)[1]["x-runbox-refused"] == "no policy yet"  # never read well
+    assert proxy.wait_event("policy_error")["error"].startswith("not JSON")
+    write_policy(policy_path, {"*": {"session": "s_test", "allow": ["pypi.test"]}})
+    assert proxy.get("pypi.test", origin.port)[0] == 200
+    assert proxy.wait_event("policy") == {"event": "policy", "clients": 1}
+    assert proxy.wait_event("allowed")["session"] == "s_test"
+    write_policy(policy_path, {"192.0.2.7": {"session": "s_other"}})  # read well once: unknown from now on
+    assert proxy.get("pypi.test", origin.port)[1]["x-runbox-refused"] == "unknown client"
+    assert [p for _, p, _, _ in origin.seen] == ["/"]
 
 
 def test_an_unknown_client_is_refused(origin, make_proxy):
@@ -439,12 +549,10 @@ def test_an_unknown_client_is_refused(origin, make_proxy):
 def test_a_malformed_file_keeps_the_last_good_policy(origin, make_proxy, policy_path):
     proxy = make_proxy(session(["pypi.test"]), *loopback(origin))
     write_policy(policy_path, None, raw=b'{"clients": {"127.0.0.1": {"session": "s_test", "allow": ["oth')
-    settle()
     assert proxy.get("pypi.test", origin.port)[0] == 200
     assert proxy.wait_event("policy_error")["error"].startswith("not JSON")
     write_policy(policy_path, None, raw=json.dumps({"clients": {ME: {"session": "s_test", "allow": ["*.*.test"]}}})
                  .encode())
-    settle()
     assert proxy.get("pypi.test", origin.port)[0] == 200
     ev = proxy.wait_event("policy_error")
     assert ev["path"] == str(policy_path)
@@ -452,7 +560,6 @@ def test_a_malformed_file_keeps_the_last_good_policy(origin, make_proxy, policy_
                            "'*' only as the whole first label, as in *.example.org")
     assert proxy.get("other.test", origin.port)[0] == 403
     write_policy(policy_path, session(["other.test"]))  # a good version again
-    settle()
     assert proxy.get("other.test", origin.port)[0] == 200
     proxy.wait_event("policy")
 
@@ -480,12 +587,26 @@ def run_proxy(*args):
                            "--connect-timeout", "1", *args], capture_output=True, text=True, timeout=20)
 
 
+def test_a_missing_policy_folder_fails_at_start(tmp_path):
+    path = tmp_path / "no-such-folder" / "egress-policy.json"
+    r = run_proxy("--deadline", "0", "--policy-file", str(path))
+    assert r.returncode == 2, r
+    assert "--policy-file %s: its folder %s does not exist" % (path, path.parent) in r.stderr
+    assert r.stdout == ""  # never ready
+
+
+def test_a_malformed_policy_file_fails_at_start(policy_path):
+    for raw, why in [(b'{"clients": {"*": {"session": "s_a"', "not JSON"),
+                     (json.dumps({"clients": session(["pypi.test:99999"])}).encode(),
+                      'host pattern "pypi.test:99999": port out of range'),
+                     (b'{"clients": {"*": {"session": "s a"}}}', 'clients["*"].session: not a session id')]:
+        write_policy(policy_path, None, raw=raw)
+        r = run_proxy("--deadline", "0", "--policy-file", str(policy_path))
+        assert r.returncode == 2 and "--policy-file %s: " % policy_path in r.stderr and why in r.stderr, r
+        assert r.stdout == ""
+
+
 def test_bad_policy_settings_fail_at_start(policy_path):
-    r = run_proxy("--deadline", "0", "--policy-file", str(policy_path))  # missing
-    assert r.returncode == 2 and "--policy-file %s: No such file or directory" % policy_path in r.stderr
-    write_policy(policy_path, session(["pypi.test:99999"]))
-    r = run_proxy("--deadline", "0", "--policy-file", str(policy_path))
-    assert r.returncode == 2 and 'host pattern "pypi.test:99999": port out of range' in r.stderr
     write_policy(policy_path, session(["pypi.test"]))
     r = run_proxy("--deadline", "0", "--policy-file", str(policy_path), "--max-bytes", "100")
     assert r.returncode == 2 and "--max-bytes: the byte cap is the page reader's" in r.stderr
