@@ -5,7 +5,9 @@ It is Debian's pip, with one difference: in a sandbox without a network (the def
 install, download or wheel from a package index fails at once with a message that says what to
 do instead, where pip would retry for 15 s and then say "No matching distribution found", which
 reads like a wrong package name. Local installs (--no-index, a wheel file) and every other
-command go to pip unchanged (exec). `python3 -m pip` is Debian's pip itself. The check and the
+command go to pip (exec); an install that names no --target, --user, --prefix or --root goes into
+the session's packages folder (/workspace/.runbox/site-packages: on every interpreter's path), since
+the image's own are read-only. `python3 -m pip` is Debian's pip itself. The check and the
 message are runbox_runner.magics', which `%pip` in a Python cell uses too.
 """
 
@@ -19,4 +21,5 @@ refusal = magics.pip_refusal(sys.argv[1:], os.path.basename(sys.argv[0]))  # pip
 if refusal is not None:
     sys.stderr.write("ERROR: %s\n" % refusal)
     sys.exit(1)
-os.execv(sys.executable, [sys.executable, "-m", "pip", *sys.argv[1:]])
+# An install goes into the session's packages folder unless it names a place (magics.pip_into_session).
+os.execv(sys.executable, [sys.executable, "-m", "pip", *magics.pip_into_session(sys.argv[1:])])

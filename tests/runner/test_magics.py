@@ -269,11 +269,23 @@ def test_pip_refusal_only_for_an_index_without_a_network(monkeypatch, tmp_path):
         assert refusal and refusal.startswith("pip %s needs a package index" % argv[argv.index(
             next(a for a in argv if not a.startswith("-")))]), argv
         assert "/dependencies" in refusal and "install_dependencies" in refusal and "--no-index" in refusal
+        # ... and names the policy that would allow it
+        assert '"allow": ["pypi.org", "files.pythonhosted.org"]' in refusal and "--egress" in refusal, refusal
     for argv in (["install", "--no-index", "--find-links", "/w", "x"], ["install", str(wheel)], ["list"],
                  ["--version"], ["show", "numpy"], ["uninstall", "-y", "x"], []):
         assert magics.pip_refusal(argv, "pip") is None, argv
     monkeypatch.setattr(magics, "has_network", lambda: True)
     assert magics.pip_refusal(["install", "requests"], "pip") is None
+
+
+def test_pip_installs_go_into_the_session_unless_a_place_is_named(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    monkeypatch.setattr(magics, "DEPS_SITE", str(site))
+    assert magics.pip_into_session(["install", "-q", "x"]) == ["install", "--target", str(site), "-q", "x"]
+    assert site.is_dir()
+    for argv in (["install", "--user", "x"], ["install", "-t", "/w", "x"], ["install", "--target=/w", "x"],
+                 ["install", "--prefix", "/w", "x"], ["install", "--root=/r", "x"], ["download", "x"], ["list"], []):
+        assert magics.pip_into_session(argv) == argv, argv
 
 
 # ---- %pip in the sandbox image ---------------------------------------------------------------

@@ -292,9 +292,23 @@ def pip_refusal(argv, what):
         return None  # local wheels, archives or folders (pip reaches the index only for their dependencies)
     return ("%s %s needs a package index, and this session has no network. Install with "
             "POST /sessions/{id}/dependencies (MCP: install_dependencies), which runbox's installer "
-            "runs outside the sandbox, or create the session with a network that allows the index "
-            "(execution_options.network); local wheels install without one (--no-index --find-links DIR)"
-            % (what, command))
+            "runs outside the sandbox, or create the session with a network policy that allows the "
+            "index: execution_options.network = {\"allow\": [\"pypi.org\", \"files.pythonhosted.org\"]} "
+            "(or true: the server's default list; the operator turns networks on with --egress); local "
+            "wheels install without one (--no-index --find-links DIR)" % (what, command))
+
+
+def pip_into_session(argv):
+    """ARGV with `--target DEPS_SITE` added to an install that names no place of its own: the
+    image's site-packages are read-only, and the session's folder is on every interpreter's
+    sys.path (the next cell imports what was installed; PYTHONPATH for subprocesses)."""
+    if argv[:1] != ["install"]:
+        return list(argv)
+    if any(a in ("-t", "--target", "--user", "--prefix", "--root") or a.startswith(("--target=", "--prefix=", "--root="))
+           for a in argv):
+        return list(argv)
+    os.makedirs(DEPS_SITE, exist_ok=True)
+    return [argv[0], "--target", DEPS_SITE, *argv[1:]]
 
 
 def has_network():
@@ -402,12 +416,7 @@ class Shell:
         refusal = pip_refusal(argv, "%pip")
         if refusal is not None:
             raise UsageError(refusal)
-        if argv[:1] == ["install"]:
-            if not any(a in ("-t", "--target", "--user", "--prefix", "--root") or a.startswith("--target=")
-                       for a in argv):
-                os.makedirs(DEPS_SITE, exist_ok=True)
-                argv[1:1] = ["--target", DEPS_SITE]
-        self._run([sys.executable, "-m", "pip", "--disable-pip-version-check", *argv])
+        self._run([sys.executable, "-m", "pip", "--disable-pip-version-check", *pip_into_session(argv)])
 
     def _cd(self, args):
         path = os.path.expanduser(args.strip() or "~")
