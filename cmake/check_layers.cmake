@@ -20,7 +20,7 @@ set(RULES
     "core/web|base/,core/web/,core/heart.h,core/core.h,core/settings.h,core/deps/oneshot.h"
     "core/deps|base/,core/deps/,core/heart.h,core/core.h,core/settings.h"
     "core/policy|base/,core/policy/,core/settings.h"
-    "core/network|base/,core/network/"
+    "core/network|base/,core/network/,core/heart.h,core/core.h,core/settings.h,core/deps/oneshot.h"
     "core|base/,store/,core/"
     "server|base/,server/,core/core.h,core/mcp_sessions.h,core/process.h,core/deps/requirements.h,core/settings.h,core/stats.h,core/web/web_wire.h"
     "daemon|base/,server/,daemon/,core/")

@@ -96,8 +96,10 @@ static void sweep_cb(uv_timer_t *t)
             }
         }
     }
-    if (c->recovered)
+    if (c->recovered) {
         web_sweep(c, now);
+        egress_sweep(c, now);
+    }
     if (now - c->last_prune >= PRUNE_EVERY_MS) {
         char err[RB_ERR_LEN];
         int n = 0;
@@ -160,6 +162,8 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
     map_init(&c->removals);
 
     if ((e = policy_new(cfg, &c->policy, err)) != RB_OK)
+        goto fail_free;
+    if ((e = egress_init(c, err)) != RB_OK)
         goto fail_free;
     if ((e = store_open(cfg->db_path, &c->st, err)) != RB_OK)
         goto fail_free;
@@ -229,6 +233,7 @@ fail_store:
     store_close(c->st);
 fail_free:
     backend_free(be);
+    egress_dispose(c);
     policy_free(c->policy);
     map_dispose(&c->sessions);
     map_dispose(&c->executions);
@@ -291,6 +296,7 @@ void core_free(rb_core *c)
     removal_drop_all(c);
     files_dispose(c); /* the budget itself lives on while cancelled downloads or held files count on it */
     web_dispose(c);
+    egress_dispose(c); /* after the backend: its cancelled calls may still come back */
     store_close(c->st);
     policy_free(c->policy);
     map_dispose(&c->sessions);
@@ -365,6 +371,23 @@ static void claimed_cb(session *s, rb_err err, const char *msg)
         created_cb(s, e, e2);
 }
 
+/* A networked session's way out is open (core/network/egress.h): now its sandbox, on that network. */
+static void egress_opened_cb(void *data, rb_err err, const char *msg, const char *net)
+{
+    session *s = data;
+    char e2[RB_ERR_LEN];
+    if (err != RB_OK) {
+        created_cb(s, err, msg);
+        return;
+    }
+    free(s->egress_net);
+    s->egress_net = xstrdup(net);
+    session_persist(s);
+    rb_err e = sandbox_create(s, created_cb, e2);
+    if (e != RB_OK)
+        created_cb(s, e, e2);
+}
+
 static int live_count(rb_core *c, int *busy)
 {
     size_t pos = 0;
@@ -411,9 +434,14 @@ rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, cor
     op->cb = cb;
     op->data = data;
     s->create_op = op;
-    if (pool_claim(c->pool, s, claimed_cb)) {
-        /* claimed_cb answers */
-    } else if ((e = sandbox_create(s, created_cb, err)) != RB_OK) {
+    if (s->net_policy != NULL) {
+        e = egress_open(c, s->id, s->net_policy, egress_opened_cb, s, err); /* then the sandbox */
+    } else if (pool_claim(c->pool, s, claimed_cb)) {
+        e = RB_OK; /* claimed_cb answers */
+    } else {
+        e = sandbox_create(s, created_cb, err);
+    }
+    if (e != RB_OK) {
         s->create_op = NULL;
         free(op);
         store_session_delete(c->st, s->id, NULL);

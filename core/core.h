@@ -183,6 +183,13 @@ json_t *core_policy(rb_core *c);
  * pool: {size, ready, starting, hits, misses}} (pool: warm sandboxes not yet bound to a session). */
 json_t *core_health(rb_core *c);
 
+/** Changes a live networked session's policy (core/session_network.c): body is {"network": false
+ * | true | {"allow": [...], "deny": [...]}} within the operator's limits (RB_EFORBIDDEN names the
+ * pattern and the limit). Answers the session once its egress proxy's next connection obeys the
+ * new policy; RB_ECONFLICT for a session created without a network. */
+rb_err core_session_network(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
+                            void *data, core_op **handle, char *err);
+
 /*
  * Dependencies and packages (core/deps/deps.c). Requirements are strings "name", "name==1.2" (one
  * specifier of == >= <= ~= != > <; no options, URLs, extras or markers), checked against the

@@ -48,6 +48,7 @@ void execution_free(execution *ex)
     rb_buf_dispose(&ex->tail);
     json_decref(ex->error);
     json_decref(ex->files_written);
+    json_decref(ex->network);
     json_decref(ex->policy_rules);
     free(ex);
 }
@@ -100,6 +101,8 @@ json_t *execution_to_doc(const execution *ex)
     json_object_set_new(doc, "duration_ms", ex->duration_ms >= 0 ? json_integer(ex->duration_ms) : json_null());
     if (ex->files_written != NULL)
         json_object_set(doc, "files_written", ex->files_written);
+    if (ex->network != NULL)
+        json_object_set(doc, "network", ex->network);
     return doc;
 }
 
@@ -190,6 +193,8 @@ json_t *execution_doc_result_api(json_t *doc)
     json_object_set(out, "reset_reason", json_is_string(v) ? v : json_null());
     json_object_set_new(out, "output", compat);
     json_object_set_new(out, "files_written", files_written_api(json_object_get(doc, "files_written")));
+    v = json_object_get(doc, "network");
+    json_object_set(out, "network", json_is_object(v) ? v : json_null());
     return out;
 }
 
@@ -413,6 +418,8 @@ void execution_finish(execution *ex, const char *status, const char *reset_reaso
         if (s->running == ex)
             s->running = NULL;
         s->last_used_at = ex->completed_at;
+        if (s->egress_net != NULL && ex->network == NULL) /* what its egress proxy saw meanwhile */
+            ex->network = egress_take_report(c, s->id);
         if (strcmp(s->status, "busy") == 0)
             s->status = "ready";
     }

@@ -85,6 +85,7 @@ typedef enum core_room {
     CORE_ROOM_FILES, /* core/files/: the download budget */
     CORE_ROOM_WEB,   /* core/web/: page reads in flight and being cleaned up */
     CORE_ROOM_DEPS,  /* core/deps/: installs holding a slot and waiting for one, the package listing */
+    CORE_ROOM_NET,   /* core/network/: the operator's limits, the sessions' egress proxies and networks */
     CORE_ROOMS
 } core_room;
 

@@ -16,6 +16,7 @@
 #include "core/files/files.h"
 #include "core/heart.h"
 #include "core/policy/policy.h"
+#include "core/network/egress.h"
 #include "core/web/web.h"
 #include "core/stats.h"
 #include "store/store.h"
@@ -75,6 +76,7 @@ struct execution {
     int64_t dropped;
     char *reset_reason;
     int64_t duration_ms;  /* -1 until done */
+    json_t *network;      /* {reached, refused} of its session's egress proxy while it ran, or NULL (core/network/) */
     json_t *files_written;/* [{path, size, modified (ms)}] from the runner's done event, or NULL (files.c) */
     json_t *policy_rules; /* code policy rule names the runner checks the cell against, or NULL (core/policy/) */
     uv_timer_t *backstop;
@@ -96,7 +98,8 @@ struct session {
     double cpus;
     int pids_limit;       /* sandbox limits (parse_session_opts; the server's defaults unless asked) */
     int64_t workspace_bytes, tmp_bytes;
-    int network;          /* joins cfg->egress_network instead of NetworkMode none */
+    json_t *net_policy;   /* its network policy {"allow", "deny"} (core/network/), or NULL: no network at all */
+    char *egress_net;     /* the internal network its sandbox joins (core/network/egress.h), or NULL */
     int custom_sandbox;   /* a limit above differs from the server's default: no warm pool container fits */
     int executions;
     int dirty;            /* changed since last stored: execution_finish leaves the write to the sweep */

@@ -56,6 +56,9 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
         const char *id = items[i].id;
         const char *state = items[i].state;
         const char *sid = json_string_value(json_object_get(items[i].labels, "runbox.session"));
+        const char *role = json_string_value(json_object_get(items[i].labels, "runbox.role"));
+        if (role != NULL && strcmp(role, "egress") == 0 && sid != NULL && map_get(&c->sessions, sid) != NULL)
+            continue; /* a live session's egress proxy: core/network/ takes it over below */
         session *s = sid ? map_get(&c->sessions, sid) : NULL;
         if (s == NULL)
             s = session_by_container(c, id);
@@ -86,6 +89,13 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
                         "its sandbox container no longer exists (it was removed or Docker was reset while runboxd "
                         "was stopped); create a new session");
     }
+    /* Live sessions with a way out take their egress proxies over; then what no live session
+     * owns goes (core/network/egress.h). */
+    pos = 0;
+    while ((s = map_next(&c->sessions, &pos)) != NULL)
+        if (s->egress_net != NULL && s->net_policy != NULL && s->create_op == NULL)
+            egress_recover(c, s->id, s->egress_net, s->net_policy);
+    egress_recovered(c);
     /* Only now: a pool container created before the listing could be taken for an orphan. */
     pool_start(c->pool);
 }

@@ -378,9 +378,9 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     int pids = s ? s->pids_limit : cfg->pids_limit;
     int64_t ws = s ? s->workspace_bytes : (int64_t)cfg->workspace_size;
     int64_t tmp = s ? s->tmp_bytes : (int64_t)cfg->tmp_size;
-    int network = s ? s->network : 0;
+    const char *network = s ? s->egress_net : NULL;
     size_t n = 0;
-    ss->env = xcalloc(9 + json_object_size(env_vars), sizeof(*ss->env));
+    ss->env = xcalloc(9 + 12 + json_object_size(env_vars), sizeof(*ss->env));
     ss->env[n++] = xasprintf("RUNBOX_LANGUAGE=%s", language);
     /* Modules the runner's zygote imports (docker/runner/PROTOCOL.md, "Preload"): before the
      * first cell in a warm pool sandbox; in one made for a session (the cold path) only from its
@@ -398,6 +398,19 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     ss->env[n++] = xstrdup("NODE_PATH=/workspace/.runbox/node_modules");
     ss->env[n++] = xstrdup("RUNBOX_SANDBOX=1"); /* the runner may clean up stray processes */
     ss->env[n++] = xasprintf("RUNBOX_MEMORY_MB=%lld", (long long)(memory_bytes / (1024 * 1024)));
+    if (network != NULL) {
+        /* its one way out (core/network/egress.h): every HTTP client that follows these goes through
+         * the session's egress proxy (pip, npm, curl, requests, urllib); nothing else is reachable */
+        static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+                                                 "npm_config_proxy", "npm_config_https_proxy"};
+        for (size_t i = 0; i < sizeof(proxy_vars) / sizeof(proxy_vars[0]); i++)
+            ss->env[n++] = xasprintf("%s=http://%s:%d", proxy_vars[i], EGRESS_PROXY_HOST, EGRESS_PROXY_PORT);
+        ss->env[n++] = xstrdup("NO_PROXY=localhost,127.0.0.1,::1");
+        ss->env[n++] = xstrdup("no_proxy=localhost,127.0.0.1,::1");
+        /* pip retries a refused connection for about 15 s by default: a refusal is final */
+        ss->env[n++] = xstrdup("PIP_RETRIES=1");
+        ss->env[n++] = xstrdup("RUNBOX_NETWORK=policy");
+    }
     /* HOME, MPLBACKEND, MPLCONFIGDIR and the rest come from the image (docker/build-images). */
     const char *k;
     json_t *v;
@@ -434,7 +447,7 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
         .cap_add = cap_add,
         .security_opt = security_opt,
         .init = 1,
-        .network = network ? cfg->egress_network : NULL,
+        .network = network,
         .log_driver = "none",
     };
 }

@@ -29,6 +29,8 @@ json_t *session_to_doc(const session *s)
         json_object_set(doc, "extras", s->extras);
     if (s->deadline > 0)
         json_object_set_new(doc, "deadline", json_integer(s->deadline));
+    if (s->egress_net != NULL)
+        json_object_set_new(doc, "egress_network", json_string(s->egress_net));
     return doc;
 }
 
@@ -58,6 +60,10 @@ session *session_from_doc(rb_core *c, json_t *doc)
     json_t *extras = json_object_get(doc, "extras");
     s->extras = json_is_object(extras) ? json_deep_copy(extras) : NULL;
     s->deadline = json_integer_value(json_object_get(doc, "deadline"));
+    json_t *net = json_object_get(s->options, "network");
+    s->net_policy = json_is_object(net) ? json_deep_copy(net) : NULL;
+    const char *enet = json_string_value(json_object_get(doc, "egress_network"));
+    s->egress_net = enet ? xstrdup(enet) : NULL;
     return s;
 }
 
@@ -126,6 +132,8 @@ void session_free(session *s)
     json_decref(s->options);
     json_decref(s->dependencies);
     json_decref(s->extras);
+    json_decref(s->net_policy);
+    free(s->egress_net);
     if (s->deps_op != NULL)
         core_cancel(s->deps_op); /* core/deps/ frees it when its install ends */
     free(s->owner);
@@ -159,6 +167,8 @@ void session_pump(session *s)
         s->queued--;
         s->running = ex;
         s->status = "busy";
+        if (s->egress_net != NULL) /* its report holds what this execution reaches, not what came before */
+            json_decref(egress_take_report(c, s->id));
         execution_set_running(ex);
         if (sandbox_execute(s->sb, ex, err) != RB_OK) {
             execution_fail(ex, "error", "SandboxError", err, 0, NULL);
@@ -209,6 +219,7 @@ void session_end(session *s, const char *status, const char *reason)
     } else if (s->container_id != NULL) {
         removal_start(c, s->container_id, 0);
     }
+    egress_close(c, s->id); /* its proxy, then its network once the sandbox has left it */
     session_persist(s);
     map_del(&c->sessions, s->id);
     if (s->create_op != NULL) {

@@ -45,8 +45,12 @@ void core_settings_init(core_settings *s)
     s->max_tmp_size = RB_DEFAULT_MAX_TMP_SIZE;
     s->open_files = RB_DEFAULT_OPEN_FILES;
     s->file_size = RB_DEFAULT_FILE_SIZE;
-    s->allow_network = 0;
+    s->egress = 0;
     s->egress_network = xstrdup(RB_DEFAULT_EGRESS_NETWORK);
+    s->egress_allow = xstrdup(RB_DEFAULT_EGRESS_ALLOW);
+    s->egress_max = NULL;
+    s->egress_deny = NULL;
+    s->egress_cidr = NULL;
     s->code_policy = xstrdup(RB_DEFAULT_CODE_POLICY);
     s->code_policy_file = NULL;
     s->code_policy_overridable = xstrdup(RB_DEFAULT_CODE_POLICY_OVERRIDABLE);
@@ -67,7 +71,7 @@ void core_settings_dispose(core_settings *s)
 {
     if (s == NULL)
         return;
-    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload, &s->web_image, &s->web_network, &s->web_allow, &s->web_ports, &s->docker_tls_ca, &s->docker_tls_cert, &s->docker_tls_key, &s->engines, &s->engine_tls_ca, &s->engine_tls_cert, &s->engine_tls_key};
+    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->egress_allow, &s->egress_max, &s->egress_deny, &s->egress_cidr, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload, &s->web_image, &s->web_network, &s->web_allow, &s->web_ports, &s->docker_tls_ca, &s->docker_tls_cert, &s->docker_tls_key, &s->engines, &s->engine_tls_ca, &s->engine_tls_cert, &s->engine_tls_key};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

@@ -41,6 +41,8 @@
 #define RB_DEFAULT_OPEN_FILES 1024
 #define RB_DEFAULT_FILE_SIZE ((size_t)4 * 1024 * 1024 * 1024)
 #define RB_DEFAULT_EGRESS_NETWORK "bridge"
+/* what network: true allows: the Python and npm package indexes */
+#define RB_DEFAULT_EGRESS_ALLOW "pypi.org,files.pythonhosted.org,registry.npmjs.org"
 #define RB_DEFAULT_MAX_UPLOAD (64 * 1024 * 1024)
 #define RB_DEFAULT_MAX_DOWNLOAD (64 * 1024 * 1024)
 #define RB_DEFAULT_MAX_DOWNLOAD_MEMORY (256 * 1024 * 1024)
@@ -104,8 +106,15 @@ typedef struct core_settings {
     size_t max_tmp_size;   /* --max-tmp-size / RUNBOX_MAX_TMP_SIZE */
     int open_files;        /* --open-files / RUNBOX_OPEN_FILES: RLIMIT_NOFILE of sandbox processes */
     size_t file_size;      /* --file-size / RUNBOX_FILE_SIZE: RLIMIT_FSIZE (largest file a process may write) */
-    int allow_network;     /* --allow-network / RUNBOX_ALLOW_NETWORK: sessions may ask for network: true */
-    char *egress_network;  /* --egress-network / RUNBOX_EGRESS_NETWORK: Docker network of such sessions */
+    int egress;            /* --egress / RUNBOX_EGRESS (old name --allow-network): sessions may have a network,
+                              by policy, through an egress proxy of their own (core/network/) */
+    char *egress_network;  /* --egress-network / RUNBOX_EGRESS_NETWORK: Docker network the sessions' egress
+                              proxies reach the outside on */
+    char *egress_allow;    /* --egress-allow / RUNBOX_EGRESS_ALLOW: host patterns of network: true */
+    char *egress_max;      /* --egress-max / RUNBOX_EGRESS_MAX: the most a caller may ask for (NULL: egress_allow;
+                              "*": any name) */
+    char *egress_deny;     /* --egress-deny / RUNBOX_EGRESS_DENY: host patterns denied to every session */
+    char *egress_cidr;     /* --egress-cidr / RUNBOX_EGRESS_CIDR: addresses proxies may reach although not public */
     char *deps_network;    /* --deps-network / RUNBOX_DEPS_NETWORK: Docker network of the dependency installer
                               ("none" or "" disables installs) */
     char *deps_allow;      /* --deps-allow / RUNBOX_DEPS_ALLOW: "name[>=min],..." only these may be installed */

@@ -85,6 +85,18 @@ void stats_read(rb_core *c, stats_snapshot *out)
     out->pool_hits = json_integer_value(json_object_get(ph, "hits"));
     out->pool_misses = json_integer_value(json_object_get(ph, "misses"));
     json_decref(ph);
+    egress_counts ec;
+    egress_counts_read(c, &ec);
+    out->egress_proxies = ec.proxies;
+    out->egress_allowed = ec.allowed;
+    for (int i = 0; i < EGRESS_REFUSALS && i < 8; i++)
+        out->egress_refused[i] = ec.refused[i];
+    out->egress_refusal_names = egress_refusal_names;
+    out->n_egress_refusals = EGRESS_REFUSALS < 8 ? EGRESS_REFUSALS : 8;
+    out->egress_unreachable = ec.unreachable;
+    out->egress_restarts = ec.restarts;
+    out->egress_bytes_up = ec.bytes_up;
+    out->egress_bytes_down = ec.bytes_down;
     out->docker_reachable = c->docker_ok != 0;
     backend_stats_read(c->be, &out->engine);
 }

@@ -100,6 +100,13 @@ typedef struct stats_snapshot {
     int64_t pool_hits, pool_misses;
     int docker_reachable; /* 1 when the last probe of the engine answered */
     backend_stats engine; /* the calls the sandbox engine answered, by operation (backend_stats_read) */
+    /* networks by policy (core/network/egress.h): sessions with an egress proxy now, and what the
+     * proxies did since start */
+    int64_t egress_proxies, egress_allowed, egress_unreachable, egress_restarts;
+    int64_t egress_refused[8]; /* by reason: egress_refusal_names (core/network/egress.h), n_egress_refusals */
+    const char *const *egress_refusal_names;
+    int n_egress_refusals;
+    int64_t egress_bytes_up, egress_bytes_down;
 } stats_snapshot;
 
 /** Fills *out with the current numbers of c (cost: one pass over live sessions and executions). */

@@ -164,7 +164,6 @@ static rb_err parse_sandbox_limits(rb_core *c, session *s, json_t *eo, char *err
     s->pids_limit = cfg->pids_limit;
     s->workspace_bytes = (int64_t)cfg->workspace_size;
     s->tmp_bytes = (int64_t)cfg->tmp_size;
-    s->network = 0;
     json_t *v = json_object_get(eo, "pids_limit");
     if (v != NULL && !json_is_null(v)) {
         double n;
@@ -184,18 +183,13 @@ static rb_err parse_sandbox_limits(rb_core *c, session *s, json_t *eo, char *err
     if ((e = parse_size_opt(eo, "tmp_size", 4 * 1024 * 1024, (int64_t)cfg->max_tmp_size, "--max-tmp-size",
                             &s->tmp_bytes, err)) != RB_OK)
         return e;
-    v = json_object_get(eo, "network");
-    if (v != NULL && !json_is_null(v)) {
-        if (!json_is_boolean(v))
-            return rb_fail(RB_EINVAL, err, "'execution_options.network' must be true or false");
-        if (json_is_true(v) && !cfg->allow_network)
-            return rb_fail(RB_EFORBIDDEN, err,
-                           "'execution_options.network': this server does not allow network access from sandboxes "
-                           "(the operator can turn it on with --allow-network=true)");
-        s->network = json_is_true(v);
-    }
+    json_decref(s->net_policy);
+    s->net_policy = NULL;
+    if ((e = egress_policy(c, json_object_get(eo, "network"), "'execution_options.network'", &s->net_policy, err)) !=
+        RB_OK)
+        return e;
     s->custom_sandbox = s->pids_limit != cfg->pids_limit || s->workspace_bytes != (int64_t)cfg->workspace_size ||
-                        s->tmp_bytes != (int64_t)cfg->tmp_size || s->network;
+                        s->tmp_bytes != (int64_t)cfg->tmp_size || s->net_policy != NULL;
     return RB_OK;
 }
 
@@ -293,7 +287,7 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
     json_object_set_new(s->options, "pids_limit", json_integer(s->pids_limit));
     json_object_set_new(s->options, "workspace_size", size_text(s->workspace_bytes));
     json_object_set_new(s->options, "tmp_size", size_text(s->tmp_bytes));
-    json_object_set_new(s->options, "network", json_boolean(s->network));
+    json_object_set_new(s->options, "network", s->net_policy ? json_incref(s->net_policy) : json_false());
     return RB_OK;
 fail:
     json_decref(env);

@@ -17,6 +17,7 @@
 #include "core/backend/docker.h"
 #include "core/backend/multi.h"
 #include "core/deps/requirements.h"
+#include "core/network/egress.h"
 #include "core/web/web_wire.h"
 
 typedef enum key_kind { K_STR, K_LIST, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL, K_MULTI } key_kind;
@@ -149,10 +150,22 @@ static const key_def keys[] = {
     {"code-policy-overridable", "RUNBOX_CODE_POLICY_OVERRIDABLE", K_STR, OFF(core.code_policy_overridable),
      "code policy rules callers may turn off per execution (disabled_rules): *, none, or a comma list "
      "(a trailing * matches a prefix, e.g. import:*)"},
-    {"allow-network", "RUNBOX_ALLOW_NETWORK", K_BOOL, OFF(core.allow_network),
-     "let sessions ask for network access (execution_options.network: true); off: every sandbox has none"},
+    {"egress", "RUNBOX_EGRESS", K_BOOL, OFF(core.egress),
+     "let sessions have a network by policy (execution_options.network: true or {allow, deny}): each such sandbox "
+     "reaches only an egress proxy of its own, which connects to allowed host names on public addresses; off: every "
+     "sandbox has none (docs/network.md)"},
+    {"allow-network", "RUNBOX_ALLOW_NETWORK", K_BOOL, OFF(core.egress), "old name of --egress"},
     {"egress-network", "RUNBOX_EGRESS_NETWORK", K_STR, OFF(core.egress_network),
-     "Docker network that sessions with network: true join (when --allow-network is on)"},
+     "Docker network the sessions' egress proxies reach the outside on (sandboxes never join it)"},
+    {"egress-allow", "RUNBOX_EGRESS_ALLOW", K_LIST, OFF(core.egress_allow),
+     "host patterns a session with network: true may reach (pypi.org, *.example.com, host:port), comma-separated"},
+    {"egress-max", "RUNBOX_EGRESS_MAX", K_LIST, OFF(core.egress_max),
+     "the most a session may ask for in network.allow: host patterns, or * for any name (default: --egress-allow)"},
+    {"egress-deny", "RUNBOX_EGRESS_DENY", K_LIST, OFF(core.egress_deny),
+     "host patterns no session may reach, added to every session's deny list"},
+    {"egress-cidr", "RUNBOX_EGRESS_CIDR", K_LIST, OFF(core.egress_cidr),
+     "addresses or CIDR ranges proxies may connect to although not public (loopback, private, link-local ... are "
+     "refused otherwise, whatever a name resolves to)"},
     {"web-tool", "RUNBOX_WEB_TOOL", K_BOOL, OFF(core.web_tool),
      "offer the web-page reader (MCP get_page_text, POST /web/page-text): headless Chromium in a container of its "
      "own, reaching pages only through a proxy that refuses non-public addresses; off by default"},
@@ -613,6 +626,8 @@ rb_err config_validate(const rb_config *cfg, char *err)
     if (check_preload(cfg->core.preload, err) != RB_OK)
         return RB_EINVAL;
     if (web_check_settings(&cfg->core, err) != RB_OK)
+        return RB_EINVAL;
+    if (egress_check_settings(&cfg->core, err) != RB_OK)
         return RB_EINVAL;
     if (check_engines(&cfg->core, err) != RB_OK)
         return RB_EINVAL;

@@ -567,6 +567,9 @@ static void stale_listed_cb(void *data, rb_err err, const char *errmsg, const ba
     if (room_of(c)->cleaning > 0 || core_heart_closing(c))
         return; /* a read started since the listing: its network is among these */
     for (size_t i = 0; i < n; i++) {
+        const char *web = json_string_value(json_object_get(items[i].labels, "runbox.web"));
+        if (web == NULL || strcmp(web, "1") != 0)
+            continue; /* not a page read's (a session's network: core/network/) */
         char *name = xstrdup(items[i].id);
         rb_info("web: removing network %s left by an earlier runboxd", name);
         if (backend_network_remove(core_heart_backend(c), name, stale_removed_cb, name, e2) != RB_OK)

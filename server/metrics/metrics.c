@@ -210,6 +210,29 @@ static void render_engines(rb_buf *b, rb_core *core)
     json_decref(h);
 }
 
+/* Networks by policy: the sessions' egress proxies (docs/network.md). */
+static void render_egress(rb_buf *b, const stats_snapshot *st)
+{
+    gauge(b, "runbox_egress_proxies", "Sessions with a network by policy (each has an egress proxy).",
+          st->egress_proxies);
+    family(b, "runbox_egress_connections_total", "counter",
+           "Connections egress proxies opened for sandboxes, by outcome (allowed: opened; unreachable: allowed but "
+           "the connection failed).");
+    put(b, "runbox_egress_connections_total{outcome=\"allowed\"} %" PRId64 "\n", st->egress_allowed);
+    put(b, "runbox_egress_connections_total{outcome=\"unreachable\"} %" PRId64 "\n", st->egress_unreachable);
+    family(b, "runbox_egress_refusals_total", "counter",
+           "Connections egress proxies refused, by cause (not_allowed, denied, port, ip_literal, address: the name "
+           "resolves to a refused address or to none, other).");
+    for (int i = 0; i < st->n_egress_refusals; i++)
+        put(b, "runbox_egress_refusals_total{cause=\"%s\"} %" PRId64 "\n", st->egress_refusal_names[i],
+            st->egress_refused[i]);
+    family(b, "runbox_egress_bytes_total", "counter", "Bytes relayed by egress proxies, by direction.");
+    put(b, "runbox_egress_bytes_total{direction=\"up\"} %" PRId64 "\n", st->egress_bytes_up);
+    put(b, "runbox_egress_bytes_total{direction=\"down\"} %" PRId64 "\n", st->egress_bytes_down);
+    counter(b, "runbox_egress_proxy_restarts_total", "Egress proxies started again after they stopped.",
+            (uint64_t)st->egress_restarts);
+}
+
 static void render(rb_buf *b, rb_core *core, const rb_server *server)
 {
     stats_snapshot st;
@@ -224,6 +247,7 @@ static void render(rb_buf *b, rb_core *core, const rb_server *server)
     render_engines(b, core);
     render_http(b, &hs);
     gauge(b, "runbox_mcp_sessions_live", "Live MCP client sessions.", st.total.mcp_sessions);
+    render_egress(b, &st);
     int64_t rss = resident_bytes();
     if (rss >= 0)
         gauge(b, "runbox_process_resident_memory_bytes", "runboxd's resident memory (from /proc/self/statm).", rss);

@@ -558,6 +558,23 @@ static int dependencies_install(http_call *call)
     return 0;
 }
 
+static int session_network(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = NULL;
+    rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
+    if (e != RB_OK)
+        return answer(call, e, err, NULL, 0);
+    json_ctx *ctx = json_ctx_new(call, 200);
+    e = core_session_network(call->core, call->who, call->params[0], body, on_json, ctx, &ctx->op, err);
+    json_decref(body);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        return answer(call, e, err, NULL, 0);
+    }
+    return 0;
+}
+
 static int packages(http_call *call)
 {
     char err[RB_ERR_LEN];
@@ -640,6 +657,7 @@ static const http_route routes[] = {
     {"DELETE", "/sessions/{id}/files", file_delete},
     {"GET", "/sessions/{id}/files/download", file_download},
     {"POST", "/sessions/{id}/dependencies", dependencies_install},
+    {"PUT", "/sessions/{id}/network", session_network},
     {"GET", "/packages", packages},
     {"POST", "/web/page-text", page_text},
     {"POST", "/engines/{id}/drain", engine_drain},

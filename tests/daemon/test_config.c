@@ -181,7 +181,7 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 72); /* every key of daemon/config.c (keys table) */
+    cr_assert_eq(n, 77); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
 }
 
@@ -314,6 +314,43 @@ Test(config, web_settings_are_checked)
         if (config_set(&b, bad[i][0], bad[i][1], err) == RB_OK)
             cr_assert_eq(config_validate(&b, err), RB_EINVAL, "%s=%s passed", bad[i][0], bad[i][1]);
         cr_assert(strstr(err, bad[i][0]) != NULL, "%s=%s: %s", bad[i][0], bad[i][1], err);
+        config_dispose(&b);
+    }
+    config_dispose(&c);
+}
+
+Test(config, egress_settings_are_checked)
+{
+    rb_config c;
+    char err[RB_ERR_LEN];
+    config_init(&c);
+    cr_assert_eq(c.core.egress, 0, "sandboxes have no network by default");
+    cr_assert_str_eq(c.core.egress_network, "bridge");
+    cr_assert_eq(config_set(&c, "allow-network", "true", err), RB_OK, "%s", err);
+    cr_assert_eq(c.core.egress, 1, "--allow-network is the old name of --egress");
+    const char *good[][2] = {{"egress-allow", "pypi.org, *.pythonhosted.org, api.example.com:8443"},
+                             {"egress-max", "*"},
+                             {"egress-max", "*.example.com:8443,pypi.org,*.pythonhosted.org"},
+                             {"egress-deny", "evil.example.com"},
+                             {"egress-cidr", "172.18.0.5, 10.0.0.0/8, fd00::/8"},
+                             {"egress-network", "runbox_test-net"}};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        cr_assert_eq(config_set(&c, good[i][0], good[i][1], err), RB_OK, "%s=%s: %s", good[i][0], good[i][1], err);
+        cr_assert_eq(config_validate(&c, err), RB_OK, "%s=%s: %s", good[i][0], good[i][1], err);
+    }
+    /* each bad value fails start-up naming its setting (and the entry) */
+    const char *bad[][3] = {{"egress-allow", "pypi..org", "pypi..org"},  {"egress-allow", "10.0.0.1", "10.0.0.1"},
+                            {"egress-allow", "*", "*"},                  {"egress-deny", "a b", "a b"},
+                            {"egress-max", "*.", "*."},                  {"egress-cidr", "localhost", "localhost"},
+                            {"egress-cidr", "10.0.0.0/33", "10.0.0.0/33"}, {"egress-network", "none", "none"},
+                            {"egress-network", "host", "host"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rb_config b;
+        config_init(&b);
+        if (config_set(&b, bad[i][0], bad[i][1], err) == RB_OK)
+            cr_assert_eq(config_validate(&b, err), RB_EINVAL, "%s=%s passed", bad[i][0], bad[i][1]);
+        cr_assert(strstr(err, bad[i][0]) != NULL && strstr(err, bad[i][2]) != NULL, "%s=%s: %s", bad[i][0],
+                  bad[i][1], err);
         config_dispose(&b);
     }
     config_dispose(&c);

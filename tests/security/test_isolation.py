@@ -6,6 +6,8 @@ creates (runbox-test-*, label runbox.test=1), and look up names under .invalid."
 
 from __future__ import annotations
 
+import json
+import time
 import socket
 import threading
 import uuid
@@ -115,31 +117,45 @@ CONNECT = ("import socket\ns = socket.create_connection(({gw!r}, {port}), timeou
            "s.recv(100).decode()")
 
 
-def test_network_only_when_allowed_and_asked(make_server, test_network, guard):
+def test_network_only_when_allowed_and_asked_and_only_through_the_proxy(make_server, test_network, guard):
     net, gw, port = test_network
     # This server (the default) refuses network access, in plain words.
     r = guard.http.post(guard.url + "/sessions", json={"execution_options": {"network": True}}, timeout=30)
     assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden", r.text
     msg = r.json()["error"]["message"]
-    assert "network" in msg and "--allow-network" in msg, msg
+    assert "network" in msg and "--egress" in msg, msg
     # A session of the default server cannot reach the test network's gateway.
     sid = guard.create_session()["session_id"]
     doc = guard.run(sid, CONNECT.format(gw=gw, port=port))
     assert doc["status"] == "error" and doc["error"]["ename"] in ("OSError", "TimeoutError"), short(doc)
 
-    srv = make_server(["--allow-network=true", f"--egress-network={net}", "--pool-size=0"])
+    # Even the operator's own address range listed, a networked sandbox has no route to it: its one
+    # way out is its egress proxy (HTTP and HTTPS to allowed names), not the egress network.
+    srv = make_server(["--egress=true", f"--egress-network={net}", f"--egress-cidr={gw}/32", "--pool-size=0"])
     try:
         s = srv.create_session(execution_options={"network": True})
-        assert s["execution_options"]["network"] is True
-        assert sectest.inspect(s["container_id"])["HostConfig"]["NetworkMode"] == net
-        assert srv.value(s["session_id"], CONNECT.format(gw=gw, port=port)) == "'hello-from-test-net\\n'"
+        assert s["execution_options"]["network"]["allow"] == ["pypi.org", "files.pythonhosted.org",
+                                                              "registry.npmjs.org"], s
+        mode = sectest.inspect(s["container_id"])["HostConfig"]["NetworkMode"]
+        assert mode == f"runbox-net-{s['session_id']}", mode
+        info = json.loads(sectest.docker("network", "inspect", mode))[0]
+        assert info["Internal"] is True and info["Options"].get("com.docker.network.bridge.inhibit_ipv4") == "true"
+        proxy = sectest.inspect(f"{mode}-proxy")
+        assert set(proxy["NetworkSettings"]["Networks"]) == {mode, net}, proxy["NetworkSettings"]["Networks"]
+        doc = srv.run(s["session_id"], CONNECT.format(gw=gw, port=port))
+        assert doc["status"] == "error" and doc["error"]["ename"] in ("OSError", "TimeoutError"), short(doc)
         # On the same server, a session that did not ask has no network.
         other = srv.create_session()
         assert sectest.inspect(other["container_id"])["HostConfig"]["NetworkMode"] == "none"
-        doc = srv.run(other["session_id"], CONNECT.format(gw=gw, port=port))
-        assert doc["status"] == "error", short(doc)
         r = srv.http.post(srv.url + "/sessions", json={"execution_options": {"network": "yes"}}, timeout=30)
         assert r.status_code == 400 and "network" in r.json()["error"]["message"]
+        # Its proxy and network go with the session.
+        srv.http.delete(f"{srv.url}/sessions/{s['session_id']}", timeout=30).raise_for_status()
+        deadline = time.monotonic() + sectest.DEADLINE_S
+        while sectest.docker("network", "ls", "-q", "--filter", f"name=^{mode}$").strip():
+            assert time.monotonic() < deadline, f"network {mode} still there after the session ended"
+            time.sleep(0.2)
+        assert sectest.docker("ps", "-aq", "--filter", f"name=^{mode}-proxy$").strip() == ""
     finally:
         srv.stop()
 

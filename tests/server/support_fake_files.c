@@ -224,3 +224,16 @@ rb_err core_file_mkdir(rb_core *c, const core_caller *who, const char *session_i
     cb(cbdata, RB_OK, NULL, json_pack("{s:s, s:s, s:s}", "session_id", session_id, "path", path, "type", "directory"));
     return RB_OK;
 }
+
+rb_err core_session_network(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
+                            void *data, core_op **handle, char *err)
+{
+    (void)who;
+    (void)c;
+    (void)body;
+    (void)cb;
+    (void)data;
+    if (handle != NULL)
+        *handle = NULL;
+    return rb_fail(RB_ECONFLICT, err, "session %s was created without a network", session_id);
+}

@@ -60,6 +60,15 @@ static int label_ok(const char *name, const char *value)
                                          "too_many_connections", NULL};
     static const char *const protocol[] = {"rest", "mcp", "e2b", "other", NULL};
     static const char *const status_class[] = {"2xx", "3xx", "4xx", "5xx", NULL};
+    static const char *const outcome[] = {"allowed", "unreachable", NULL};
+    static const char *const cause[] = {"not_allowed", "denied", "port", "ip_literal", "address", "other", NULL};
+    static const char *const direction[] = {"up", "down", NULL};
+    if (strcmp(name, "outcome") == 0)
+        return in_set(value, outcome);
+    if (strcmp(name, "cause") == 0)
+        return in_set(value, cause);
+    if (strcmp(name, "direction") == 0)
+        return in_set(value, direction);
     if (strcmp(name, "status") == 0)
         return in_set(value, status);
     if (strcmp(name, "reason") == 0)

@@ -1,0 +1,875 @@
+/*
+ * egress.c: each networked session's internal network and egress proxy (core/network/egress.h).
+ *
+ * One entry per session with a way out, in the room's map by session id. Opening is a chain of
+ * engine calls: network create -> proxy create (on --egress-network) -> join the network as
+ * "egress" -> attach to its output -> start -> write the policy file; the entry is open once the
+ * policy is written and the proxy said "ready". The same chain from "attach" (from "create" when
+ * the proxy is gone) brings a stopped proxy back: the sweep runs it for an entry whose output
+ * stream closed, at most once per RESTART_MS. An entry is freed when it is closed and no engine
+ * call of its is in flight (refs).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/network/egress.h"
+
+#include "base/codec.h"
+#include "base/map.h"
+#include "base/tar.h"
+#include "core/deps/oneshot.h"
+#include "core/network/netpolicy.h"
+
+#define PROXY_MEMORY ((int64_t)128 * 1024 * 1024)
+#define PROXY_TMP ((int64_t)16 * 1024 * 1024)
+#define PROXY_POLICY_DIR "/policy"
+#define PROXY_POLICY_SIZE ((int64_t)8 * 1024 * 1024)
+#define PROXY_PIDS 64
+#define PROXY_CONNECTIONS "256"
+#define PROXY_SCRIPT "/opt/runbox-egress/egress_proxy.py"
+#define LINE_MAX_BYTES 8192
+#define RESTART_MS 1000
+#define NET_REMOVE_TRIES 60
+#define LOG_REFUSALS 20 /* refusals logged a minute */
+
+enum { E_OPENING, E_OPEN, E_DOWN, E_CLOSED };
+
+typedef struct entry {
+    rb_core *c;
+    char sid[RB_ID_LEN];
+    char net[160];         /* the internal network (pinned) */
+    char proxy[200];       /* the proxy's container name */
+    json_t *policy;
+    int state;
+    int refs;              /* engine calls in flight */
+    int ready;             /* the proxy said "ready" since its last start */
+    int written;           /* its policy file is written since its last start */
+    int recovering;        /* taken over after a restart: the proxy may have said "ready" long ago */
+    int chain;             /* a (re)start chain is running */
+    int att_opening;       /* backend_attach_open called, its on_open not yet come */
+    int orphaned;          /* the room was disposed of while calls were in flight: freed by the last */
+    int writing, dirty;    /* a policy write is in flight; the policy changed since it began */
+    int replacing;         /* the chain removes a proxy container left by an earlier try */
+    int proxy_gone;        /* closing: the proxy is removed */
+    int net_tries;
+    int64_t next_try;      /* the sweep's next restart or removal try (epoch ms) */
+    backend_attach *att;
+    rb_buf line;
+    int line_skip;
+    egress_open_cb open_cb;
+    void *open_data;
+    json_t *reached, *refused; /* this execution's report: "host:port" -> entry */
+    struct update *updates;    /* policy writes waiting for the proxy to be up */
+} entry;
+
+typedef struct update {
+    entry *e;
+    egress_done_cb cb;
+    void *data;
+    struct update *next;
+} update;
+
+typedef struct room {
+    netpolicy_limits limits;
+    rb_map entries;        /* session id -> entry (open, opening, down) */
+    rb_map closing;        /* network name -> entry being removed */
+    egress_counts counts;
+    int64_t log_window;    /* when the current minute of refusal logging began */
+    int logged, log_dropped;
+} room;
+
+static room *room_of(rb_core *c)
+{
+    void **slot = core_heart_room(c, CORE_ROOM_NET);
+    if (*slot == NULL) {
+        room *r = xcalloc(1, sizeof(room));
+        map_init(&r->entries);
+        map_init(&r->closing);
+        *slot = r;
+    }
+    return *slot;
+}
+
+static const char *const LIMIT_FLAGS[3] = {"--egress-allow", "--egress-max", "--egress-deny"};
+
+rb_err egress_check_settings(const core_settings *s, char *err)
+{
+    char bad[80];
+    netpolicy_limits l;
+    rb_err e = netpolicy_limits_init(&l, s->egress, s->egress_allow, s->egress_max, s->egress_deny, LIMIT_FLAGS, err);
+    if (e != RB_OK)
+        return e;
+    netpolicy_limits_dispose(&l);
+    if (!codec_list_all(s->egress_cidr, codec_cidr_ok, bad, sizeof(bad)))
+        return rb_fail(RB_EINVAL, err,
+                       "egress-cidr: '%s' is not an IP address or CIDR range (e.g. 10.1.2.3, 172.18.0.0/16, fd00::/8)",
+                       bad);
+    if (s->egress_network == NULL || s->egress_network[0] == '\0' || strcmp(s->egress_network, "none") == 0 ||
+        strcmp(s->egress_network, "host") == 0)
+        return rb_fail(RB_EINVAL, err,
+                       "egress-network: a Docker network the proxies reach the outside on is required (bridge or a "
+                       "network of yours; not none or host)");
+    return RB_OK;
+}
+
+rb_err egress_init(rb_core *c, char *err)
+{
+    const core_settings *s = core_heart_settings(c);
+    room *r = room_of(c);
+    return netpolicy_limits_init(&r->limits, s->egress, s->egress_allow, s->egress_max, s->egress_deny, LIMIT_FLAGS,
+                                 err);
+}
+
+static void entry_free(entry *e)
+{
+    json_decref(e->policy);
+    json_decref(e->reached);
+    json_decref(e->refused);
+    rb_buf_dispose(&e->line);
+    free(e);
+}
+
+void egress_dispose(rb_core *c)
+{
+    void **slot = core_heart_room(c, CORE_ROOM_NET);
+    room *r = *slot;
+    if (r == NULL)
+        return;
+    size_t pos = 0;
+    entry *e;
+    /* the backend is freed (its attach streams closed without callbacks); calls still in flight
+     * come back with RB_ECANCELED, on this loop turn or the next: their entries wait for them */
+    rb_map *maps[2] = {&r->entries, &r->closing};
+    for (int m = 0; m < 2; m++) {
+        pos = 0;
+        while ((e = map_next(maps[m], &pos)) != NULL) {
+            while (e->updates != NULL) {
+                update *u = e->updates;
+                e->updates = u->next;
+                free(u);
+            }
+            e->att = NULL;
+            e->orphaned = 1;
+            if (e->refs == 0)
+                entry_free(e);
+        }
+    }
+    map_dispose(&r->entries);
+    map_dispose(&r->closing);
+    netpolicy_limits_dispose(&r->limits);
+    free(r);
+    *slot = NULL;
+}
+
+rb_err egress_policy(rb_core *c, json_t *v, const char *what, json_t **out, char *err)
+{
+    return netpolicy_request(&room_of(c)->limits, v, what, out, err);
+}
+
+void egress_counts_read(rb_core *c, egress_counts *out)
+{
+    room *r = room_of(c);
+    *out = r->counts;
+    out->proxies = (int64_t)r->entries.len;
+}
+
+/* ---- the chain ------------------------------------------------------------------------------- */
+
+static void chain_step(entry *e, int step);
+static void chain_failed(entry *e, rb_err err, const char *what, const char *msg);
+
+static void close_step(entry *e);
+
+/* Drops one reference. Returns 1 when e is closed (the caller must not go on with its chain: the
+ * removal goes on, and may have freed e). */
+static int unref(entry *e)
+{
+    e->refs--;
+    if (e->orphaned) { /* the room is gone (egress_dispose): only this entry's memory is left */
+        if (e->refs == 0)
+            entry_free(e);
+        return 1;
+    }
+    if (e->state == E_CLOSED) {
+        close_step(e);
+        return 1;
+    }
+    return 0;
+}
+
+static void finish_updates(entry *e, rb_err err, const char *msg)
+{
+    while (e->updates != NULL) {
+        update *u = e->updates;
+        e->updates = u->next;
+        u->cb(u->data, err, msg);
+        free(u);
+    }
+}
+
+/* The chain reached its end: the proxy runs with its policy. */
+static void maybe_open(entry *e)
+{
+    if (!e->written || !(e->ready || e->recovering) || e->state == E_CLOSED)
+        return;
+    e->chain = 0;
+    if (e->state == E_DOWN)
+        rb_info("session %s: its egress proxy is back", e->sid);
+    e->state = E_OPEN;
+    finish_updates(e, RB_OK, NULL);
+    if (e->open_cb != NULL) {
+        egress_open_cb cb = e->open_cb;
+        e->open_cb = NULL;
+        cb(e->open_data, RB_OK, NULL, e->net);
+    }
+}
+
+static void chain_failed(entry *e, rb_err err, const char *what, const char *msg)
+{
+    char text[RB_ERR_LEN];
+    snprintf(text, sizeof(text), "the session's egress proxy: %s: %.300s", what, msg ? msg : "no detail");
+    e->chain = 0;
+    if (err == RB_ENOTFOUND && strstr(what, "creating") != NULL)
+        snprintf(text, sizeof(text),
+                 "the session's egress proxy: the image '%.200s' (which holds it) or the network '%.100s' does not "
+                 "exist on the Docker engine: build the image with docker/build-images, create the network or set "
+                 "--egress-network",
+                 core_heart_settings(e->c)->image, core_heart_settings(e->c)->egress_network);
+    if (e->open_cb != NULL) {
+        egress_open_cb cb = e->open_cb;
+        e->open_cb = NULL;
+        cb(e->open_data, err == RB_ECANCELED ? err : RB_EUNAVAILABLE, text, NULL);
+        return; /* the caller closes it */
+    }
+    finish_updates(e, RB_EUNAVAILABLE, text);
+    if (e->state != E_CLOSED) {
+        rb_warn("session %s: %s (tried again in %d ms)", e->sid, text, RESTART_MS);
+        e->state = E_DOWN;
+        e->next_try = rb_now_ms() + RESTART_MS;
+    }
+}
+
+/* ---- the proxy's events ------------------------------------------------------------------------ */
+
+/* The item of host:port in the report map m ("host:port" -> {host, port, connections, ...}), one
+ * connection added when opened; NULL when full, or when absent and not opened here. */
+static json_t *report_item(json_t **m, const char *host, json_int_t port, int opened)
+{
+    char key[300];
+    snprintf(key, sizeof(key), "%.250s:%lld", host, (long long)port);
+    json_t *it = *m != NULL ? json_object_get(*m, key) : NULL;
+    if (it == NULL && !opened)
+        return NULL;
+    if (it != NULL && !opened)
+        return it;
+    if (*m == NULL)
+        *m = json_object();
+    if (it == NULL) {
+        if (json_object_size(*m) >= EGRESS_REPORT_MAX)
+            return NULL;
+        it = json_pack("{s:s, s:I, s:i}", "host", host, "port", port, "connections", 0);
+        json_object_set_new(*m, key, it);
+    }
+    json_object_set_new(it, "connections", json_integer(json_integer_value(json_object_get(it, "connections")) + 1));
+    return it;
+}
+
+const char *const egress_refusal_names[EGRESS_REFUSALS] = {"not_allowed", "denied",  "port",
+                                                            "ip_literal",  "address", "other"};
+
+/* The class of a refusal's reason (docker/web/egress_policy.py, Policy.decide; egress_proxy.py). */
+static egress_refusal refusal_of(const char *why)
+{
+    if (why == NULL)
+        return EGRESS_OTHER;
+    if (strncmp(why, "an IP address", 13) == 0)
+        return EGRESS_IP_LITERAL;
+    if (strncmp(why, "denied by", 9) == 0)
+        return EGRESS_DENIED;
+    if (strncmp(why, "port ", 5) == 0)
+        return EGRESS_PORT;
+    if (strncmp(why, "not in the allow list", 21) == 0)
+        return EGRESS_NOT_ALLOWED;
+    if (strstr(why, "address") != NULL || strstr(why, "resolve") != NULL)
+        return EGRESS_ADDRESS;
+    return EGRESS_OTHER;
+}
+
+/* Logs a refusal, at most LOG_REFUSALS a minute for the whole room. */
+static void log_refusal(room *r, const entry *e, const char *host, json_int_t port, const char *why)
+{
+    int64_t now = rb_now_ms();
+    if (now - r->log_window >= 60000) {
+        if (r->log_dropped > 0)
+            rb_info("egress: %d more refusals in the last minute were not logged", r->log_dropped);
+        r->log_window = now;
+        r->logged = r->log_dropped = 0;
+    }
+    if (r->logged++ < LOG_REFUSALS)
+        rb_info("session %s: egress refused %.200s:%lld: %.300s", e->sid, host, (long long)port, why ? why : "?");
+    else
+        r->log_dropped++;
+}
+
+static void add_int(json_t *it, const char *key, json_int_t n)
+{
+    json_object_set_new(it, key, json_integer(json_integer_value(json_object_get(it, key)) + n));
+}
+
+static void proxy_line(entry *e, const char *line, size_t len)
+{
+    room *r = room_of(e->c);
+    json_t *ev = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+    const char *kind = json_string_value(json_object_get(ev, "event"));
+    const char *host = json_string_value(json_object_get(ev, "host"));
+    json_int_t port = json_integer_value(json_object_get(ev, "port"));
+    if (kind == NULL) {
+        json_decref(ev);
+        return;
+    }
+    if (strcmp(kind, "ready") == 0) {
+        e->ready = 1;
+        maybe_open(e);
+    } else if (strcmp(kind, "allowed") == 0 && host != NULL) {
+        r->counts.allowed++;
+        json_t *it = report_item(&e->reached, host, port, 1);
+        if (it != NULL && json_object_get(it, "bytes_up") == NULL) {
+            json_object_set_new(it, "bytes_up", json_integer(0));
+            json_object_set_new(it, "bytes_down", json_integer(0));
+        }
+    } else if (strcmp(kind, "closed") == 0 && host != NULL) {
+        json_int_t up = json_integer_value(json_object_get(ev, "bytes_up"));
+        json_int_t down = json_integer_value(json_object_get(ev, "bytes_down"));
+        r->counts.bytes_up += up;
+        r->counts.bytes_down += down;
+        /* counted where the connection was opened, if that report is still being gathered */
+        json_t *it = report_item(&e->reached, host, port, 0);
+        if (it != NULL) {
+            add_int(it, "bytes_up", up);
+            add_int(it, "bytes_down", down);
+        }
+    } else if ((strcmp(kind, "refused") == 0 || strcmp(kind, "unreachable") == 0) && host != NULL) {
+        const char *why = json_string_value(json_object_get(ev, "reason"));
+        if (strcmp(kind, "refused") == 0) {
+            r->counts.refused[refusal_of(why)]++;
+            log_refusal(r, e, host, port, why);
+        } else {
+            r->counts.unreachable++;
+        }
+        json_t *it = report_item(&e->refused, host, port, 1);
+        if (it != NULL && why != NULL && json_object_get(it, "reason") == NULL)
+            json_object_set_new(it, "reason",
+                                json_sprintf("%s%.300s", strcmp(kind, "unreachable") == 0 ? "unreachable: " : "", why));
+    } else if (strcmp(kind, "policy_error") == 0 && e->written) {
+        const char *why = json_string_value(json_object_get(ev, "error"));
+        rb_warn("session %s: its egress proxy cannot read its policy: %.300s", e->sid, why ? why : "?");
+    }
+    json_decref(ev);
+}
+
+static void proxy_data(void *data, int stream, const char *buf, size_t len)
+{
+    entry *e = data;
+    if (stream != 1)
+        return;
+    for (size_t i = 0; i < len;) {
+        const char *nl = memchr(buf + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (buf + i)) : len - i;
+        if (!e->line_skip && rb_buf_append(&e->line, buf + i, n) != RB_OK)
+            e->line_skip = 1;
+        if (nl != NULL) {
+            if (!e->line_skip)
+                proxy_line(e, e->line.data ? e->line.data : "", e->line.len);
+            rb_buf_reset(&e->line);
+            e->line_skip = 0;
+            n++;
+        }
+        i += n;
+    }
+}
+
+/* The proxy's output ended: it stopped (or the engine's stream broke). The sweep starts it again. */
+static void proxy_closed(void *data, rb_err err, const char *errmsg)
+{
+    entry *e = data;
+    e->att = NULL;
+    (void)err;
+    if (e->state == E_CLOSED || core_heart_closing(e->c))
+        return;
+    if (e->chain) { /* it stopped while starting: the chain's own step fails or goes on */
+        e->ready = 0;
+        return;
+    }
+    rb_warn("session %s: its egress proxy stopped (%s); starting it again", e->sid, errmsg ? errmsg : "its output ended");
+    e->state = E_DOWN;
+    e->ready = e->written = 0;
+    e->next_try = rb_now_ms();
+}
+
+/* ---- chain steps ------------------------------------------------------------------------------- */
+
+enum { S_NET, S_CREATE, S_CONNECT, S_ATTACH, S_START, S_WRITE, S_REPLACE };
+
+static void write_policy(entry *e);
+
+static void policy_written(void *data, rb_err err, const char *msg)
+{
+    entry *e = data;
+    e->writing = 0;
+    if (unref(e))
+        return;
+    if (err != RB_OK) {
+        chain_failed(e, err, "writing its policy", msg);
+        return;
+    }
+    if (e->dirty) { /* changed while it was being written */
+        write_policy(e);
+        return;
+    }
+    e->written = 1;
+    maybe_open(e);
+}
+
+/* Writes e's policy file into the proxy: {"clients": {"*": {session, allow, deny}}}; one write
+ * at a time (a change meanwhile is written next). */
+static void write_policy(entry *e)
+{
+    char err[RB_ERR_LEN];
+    e->dirty = 0;
+    e->writing = 1;
+    e->refs++;
+    json_t *client = json_pack("{s:s, s:O, s:O}", "session", e->sid, "allow", json_object_get(e->policy, "allow"),
+                               "deny", json_object_get(e->policy, "deny"));
+    json_t *doc = json_pack("{s:{s:o}}", "clients", "*", client);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    rb_buf tar;
+    rb_buf_init(&tar, PROXY_POLICY_SIZE);
+    rb_err rc = text == NULL ? rb_fail(RB_EINTERNAL, err, "out of memory")
+                             : tar_build_file(&tar, "policy.json", text, strlen(text), 0644, 1000, 1000,
+                                              rb_now_ms() / 1000, err);
+    free(text);
+    if (rc == RB_OK)
+        rc = backend_archive_put(core_heart_backend(e->c), e->proxy, PROXY_POLICY_DIR, tar.data, tar.len,
+                                 policy_written, e, err);
+    rb_buf_dispose(&tar);
+    if (rc != RB_OK)
+        policy_written(e, rc, err);
+}
+
+static void step_done(void *data, rb_err err, const char *msg, int step)
+{
+    entry *e = data;
+    if (unref(e))
+        return;
+    static const char *const what[] = {"creating its network", "creating it", "joining it to the session's network",
+                                       "reading its output", "starting it", "writing its policy"};
+    if (err == RB_ENOTFOUND && step == S_ATTACH) { /* gone: made anew on its network */
+        chain_step(e, S_CREATE);
+        return;
+    }
+    if (err == RB_ECONFLICT && step == S_CREATE && !e->replacing) { /* one left by an earlier try */
+        e->replacing = 1;
+        chain_step(e, S_REPLACE);
+        return;
+    }
+    if (err != RB_OK) {
+        chain_failed(e, err, what[step == S_REPLACE ? S_CREATE : step], msg);
+        return;
+    }
+    chain_step(e, step == S_REPLACE ? S_CREATE : step + 1);
+}
+
+static void net_created(void *data, rb_err err, const char *msg, const char *net)
+{
+    entry *e = data;
+    if (err == RB_OK) { /* kept even when closed meanwhile: the removal needs it */
+        snprintf(e->net, sizeof(e->net), "%s", net);
+        snprintf(e->proxy, sizeof(e->proxy), "%s-proxy", net);
+    }
+    step_done(e, err, msg, S_NET);
+}
+static void proxy_created(void *data, rb_err err, const char *msg, const char *id)
+{
+    (void)id;
+    step_done(data, err, msg, S_CREATE);
+}
+static void proxy_connected(void *data, rb_err err, const char *msg)
+{
+    step_done(data, err, msg, S_CONNECT);
+}
+static void proxy_attached(void *data, rb_err err, const char *msg)
+{
+    entry *e = data;
+    e->att_opening = 0;
+    if (err != RB_OK)
+        e->att = NULL;
+    step_done(data, err, msg, S_ATTACH);
+}
+static void proxy_started(void *data, rb_err err, const char *msg)
+{
+    step_done(data, err, msg, S_START);
+}
+static void proxy_replaced(void *data, rb_err err, const char *msg)
+{
+    step_done(data, err == RB_ENOTFOUND ? RB_OK : err, msg, S_REPLACE);
+}
+
+/* Appends "--allow CIDR" for each --egress-cidr entry. */
+static size_t add_cidrs(const char **argv, size_t n, size_t max, const char *list, char **own, size_t *n_own)
+{
+    const char *p = list, *item;
+    size_t len;
+    while (n + 2 < max && codec_list_next(&p, &item, &len)) {
+        own[*n_own] = xstrndup(item, len);
+        argv[n++] = "--allow";
+        argv[n++] = own[(*n_own)++];
+    }
+    return n;
+}
+
+static rb_err create_proxy(entry *e, char *err)
+{
+    rb_core *c = e->c;
+    const core_settings *cfg = core_heart_settings(c);
+    enum { ARGV_MAX = 160 };
+    const char *argv[ARGV_MAX];
+    char *own[ARGV_MAX];
+    size_t n = 0, n_own = 0;
+    const char *fixed[] = {"python3", "-I", PROXY_SCRIPT, "--listen", "0.0.0.0:3128", "--policy-file",
+                           PROXY_POLICY_DIR "/policy.json", "--max-connections", PROXY_CONNECTIONS,
+                           "--connect-timeout", "10", "--deadline", "0"};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        argv[n++] = fixed[i];
+    n = add_cidrs(argv, n, ARGV_MAX, cfg->egress_cidr, own, &n_own);
+    argv[n] = NULL;
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(c)},
+                                    {"runbox.managed", "1"},
+                                    {"runbox.session", e->sid},
+                                    {"runbox.role", "egress"}};
+    backend_mount tmp = {"/tmp", PROXY_TMP, -1, -1, -1};
+    backend_spec spec;
+    oneshot_spec_init(&spec, cfg->image, cfg->egress_network);
+    spec.cmd = argv;
+    spec.user = "1000:1000";
+    spec.labels = labels;
+    spec.n_labels = 4;
+    spec.memory = PROXY_MEMORY + PROXY_TMP + PROXY_POLICY_SIZE;
+    spec.pids_limit = PROXY_PIDS;
+    spec.nano_cpus = 500000000;
+    spec.tmpfs = &tmp;
+    spec.n_tmpfs = 1;
+    spec.workspace = (backend_mount){PROXY_POLICY_DIR, PROXY_POLICY_SIZE, 1000, 1000, 0755};
+    spec.workspace_labels = labels;
+    spec.n_workspace_labels = 4;
+    spec.log_driver = "none"; /* its output is read from the attach stream */
+    e->refs++;
+    rb_err rc = backend_create(core_heart_backend(c), e->proxy, &spec, proxy_created, e, err);
+    if (rc != RB_OK)
+        e->refs--;
+    for (size_t i = 0; i < n_own; i++)
+        free(own[i]);
+    return rc;
+}
+
+static void chain_step(entry *e, int step)
+{
+    char err[RB_ERR_LEN];
+    rb_err rc = RB_OK;
+    backend *be = core_heart_backend(e->c);
+    e->chain = 1;
+    switch (step) {
+    case S_NET: {
+        const backend_label labels[] = {{"runbox.instance", core_heart_instance(e->c)},
+                                        {"runbox.managed", "1"},
+                                        {"runbox.session", e->sid},
+                                        {"runbox.role", "egress"}};
+        char name[80];
+        snprintf(name, sizeof(name), "runbox-net-%s", e->sid);
+        e->refs++;
+        rc = backend_network_create(be, name, 1, labels, 4, net_created, e, err);
+        break;
+    }
+    case S_CREATE:
+        if ((rc = create_proxy(e, err)) != RB_OK) /* its reference is its own */
+            chain_failed(e, rc, "creating it", err);
+        return;
+    case S_REPLACE:
+        e->refs++;
+        rc = backend_remove(be, e->proxy, proxy_replaced, e, err);
+        break;
+    case S_CONNECT:
+        e->refs++;
+        rc = backend_network_connect(be, e->net, e->proxy, EGRESS_PROXY_HOST, proxy_connected, e, err);
+        break;
+    case S_ATTACH: {
+        const backend_attach_cbs cbs = {proxy_attached, proxy_data, proxy_closed};
+        e->ready = e->written = 0;
+        rb_buf_reset(&e->line);
+        e->line_skip = 0;
+        e->refs++;
+        e->att_opening = 1;
+        rc = backend_attach_open(be, e->proxy, &cbs, e, &e->att, err);
+        if (rc != RB_OK) {
+            e->att = NULL;
+            e->att_opening = 0;
+        }
+        break;
+    }
+    case S_START:
+        e->refs++;
+        rc = backend_start(be, e->proxy, proxy_started, e, err);
+        break;
+    case S_WRITE:
+        write_policy(e);
+        return;
+    default:
+        return;
+    }
+    if (rc != RB_OK) {
+        e->refs--;
+        chain_failed(e, rc, "calling the engine", err);
+    }
+}
+
+/* ---- the calls --------------------------------------------------------------------------------- */
+
+static entry *entry_new(rb_core *c, const char *session_id, json_t *policy)
+{
+    entry *e = xcalloc(1, sizeof(*e));
+    e->c = c;
+    snprintf(e->sid, sizeof(e->sid), "%s", session_id);
+    e->policy = json_deep_copy(policy);
+    rb_buf_init(&e->line, LINE_MAX_BYTES);
+    map_put(&room_of(c)->entries, e->sid, e);
+    return e;
+}
+
+rb_err egress_open(rb_core *c, const char *session_id, json_t *policy, egress_open_cb cb, void *data, char *err)
+{
+    room *r = room_of(c);
+    if (!json_is_object(policy))
+        return rb_fail(RB_EINVAL, err, "no network policy");
+    if (map_get(&r->entries, session_id) != NULL || map_get(&r->closing, session_id) != NULL)
+        return rb_fail(RB_ECONFLICT, err, "session %s has a way out already", session_id);
+    entry *e = entry_new(c, session_id, policy);
+    e->open_cb = cb;
+    e->open_data = data;
+    chain_step(e, S_NET);
+    return RB_OK;
+}
+
+void egress_recover(rb_core *c, const char *session_id, const char *net, json_t *policy)
+{
+    room *r = room_of(c);
+    if (net == NULL || net[0] == '\0' || !json_is_object(policy) || map_get(&r->entries, session_id) != NULL)
+        return;
+    entry *e = entry_new(c, session_id, policy);
+    snprintf(e->net, sizeof(e->net), "%s", net);
+    snprintf(e->proxy, sizeof(e->proxy), "%s-proxy", net);
+    e->recovering = 1;
+    rb_info("session %s: taking over its egress proxy %s", e->sid, e->proxy);
+    chain_step(e, S_ATTACH);
+}
+
+rb_err egress_update(rb_core *c, const char *session_id, json_t *policy, egress_done_cb cb, void *data, char *err)
+{
+    entry *e = map_get(&room_of(c)->entries, session_id);
+    if (e == NULL)
+        return rb_fail(RB_ECONFLICT, err,
+                       "session %s was created without a network: its sandbox has no network interface to give a "
+                       "policy to; create a new session with execution_options.network",
+                       session_id);
+    if (!json_is_object(policy))
+        return rb_fail(RB_EINVAL, err, "no network policy");
+    json_decref(e->policy);
+    e->policy = json_deep_copy(policy);
+    update *u = xcalloc(1, sizeof(*u));
+    u->e = e;
+    u->cb = cb;
+    u->data = data;
+    u->next = e->updates;
+    e->updates = u;
+    e->dirty = 1;
+    if (e->state == E_OPEN && !e->writing)
+        write_policy(e);
+    /* else: the write in flight or the running chain writes it next, and answers once done */
+    return RB_OK;
+}
+
+static void closed_net_cb(void *data, rb_err err, const char *msg)
+{
+    entry *e = data;
+    if (e->orphaned) {
+        unref(e);
+        return;
+    }
+    e->refs--;
+    if (err == RB_OK || err == RB_ENOTFOUND || err == RB_ECANCELED || ++e->net_tries >= NET_REMOVE_TRIES) {
+        if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
+            rb_warn("session %s: could not remove its network %s (the next start removes it): %s", e->sid, e->net,
+                    msg);
+        e->net[0] = '\0';
+    } else {
+        e->next_try = rb_now_ms() + RESTART_MS; /* its sandbox is still being removed: the sweep tries again */
+        return;
+    }
+    close_step(e);
+}
+
+static void closed_proxy_cb(void *data, rb_err err, const char *msg)
+{
+    entry *e = data;
+    if (e->orphaned) {
+        unref(e);
+        return;
+    }
+    e->refs--;
+    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED) {
+        rb_warn("session %s: could not remove its egress proxy %s: %s", e->sid, e->proxy, msg);
+        core_heart_remove(e->c, e->proxy); /* retried by the heart */
+    }
+    e->proxy_gone = 1;
+    close_step(e);
+}
+
+/* Removes what a closed entry left, one engine call at a time; frees it at the end. */
+static void close_step(entry *e)
+{
+    char err[RB_ERR_LEN];
+    room *r = room_of(e->c);
+    if (e->refs > 0)
+        return; /* the call in flight comes back here */
+    if (core_heart_closing(e->c)) /* left for the next start */
+        return;
+    backend *be = core_heart_backend(e->c);
+    if (e->net[0] != '\0' && !e->proxy_gone) {
+        e->refs++;
+        if (backend_remove(be, e->proxy, closed_proxy_cb, e, err) == RB_OK)
+            return;
+        e->refs--;
+        e->proxy_gone = 1;
+    }
+    if (e->net[0] != '\0') {
+        if (rb_now_ms() < e->next_try)
+            return; /* the sweep comes back */
+        e->refs++;
+        if (backend_network_remove(be, e->net, closed_net_cb, e, err) == RB_OK)
+            return;
+        e->refs--;
+        rb_warn("session %s: could not remove its network %s (the next start removes it): %s", e->sid, e->net, err);
+    }
+    map_del(&r->closing, e->sid);
+    entry_free(e);
+}
+
+void egress_close(rb_core *c, const char *session_id)
+{
+    room *r = room_of(c);
+    entry *e = map_get(&r->entries, session_id);
+    if (e == NULL)
+        return;
+    map_del(&r->entries, session_id);
+    e->state = E_CLOSED;
+    e->open_cb = NULL;
+    finish_updates(e, RB_ECANCELED, "the session ended");
+    if (e->att != NULL) {
+        /* no callback comes after this, not even a pending on_open: its reference goes here */
+        int opening = e->att_opening;
+        backend_attach_close(core_heart_backend(c), e->att);
+        e->att = NULL;
+        if (opening) {
+            e->att_opening = 0;
+            e->refs--;
+        }
+    }
+    map_put(&r->closing, e->sid, e);
+    close_step(e);
+}
+
+json_t *egress_take_report(rb_core *c, const char *session_id)
+{
+    entry *e = map_get(&room_of(c)->entries, session_id);
+    if (e == NULL || (e->reached == NULL && e->refused == NULL))
+        return NULL;
+    json_t *out = json_object();
+    json_t *m[2] = {e->reached, e->refused};
+    const char *names[2] = {"reached", "refused"};
+    for (int i = 0; i < 2; i++) {
+        json_t *arr = json_array();
+        const char *k;
+        json_t *v;
+        json_object_foreach (m[i], k, v)
+            json_array_append(arr, v);
+        json_object_set_new(out, names[i], arr);
+        json_decref(m[i]);
+    }
+    e->reached = e->refused = NULL;
+    return out;
+}
+
+void egress_sweep(rb_core *c, int64_t now)
+{
+    room *r = room_of(c);
+    if (core_heart_closing(c))
+        return;
+    size_t pos = 0;
+    entry *e;
+    while ((e = map_next(&r->entries, &pos)) != NULL) {
+        if (e->state != E_DOWN || e->chain || e->refs > 0 || now < e->next_try || !core_heart_engine_ok(c, NULL))
+            continue;
+        r->counts.restarts++;
+        e->next_try = now + RESTART_MS;
+        chain_step(e, S_ATTACH);
+    }
+    /* closed entries waiting to remove their network: close_step may free them, so one at a time */
+    pos = 0;
+    entry *due = NULL;
+    while ((e = map_next(&r->closing, &pos)) != NULL)
+        if (e->refs == 0 && now >= e->next_try) {
+            due = e;
+            break;
+        }
+    if (due != NULL)
+        close_step(due);
+}
+
+static void orphans_listed(void *data, rb_err err, const char *msg, const backend_sandbox_info *items, size_t n)
+{
+    rb_core *c = data;
+    room *r = room_of(c);
+    if (err != RB_OK) {
+        if (err != RB_ECANCELED)
+            rb_warn("egress: cannot list the networks of earlier sessions: %s", msg);
+        return;
+    }
+    if (core_heart_closing(c))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        const char *role = json_string_value(json_object_get(items[i].labels, "runbox.role"));
+        const char *sid = json_string_value(json_object_get(items[i].labels, "runbox.session"));
+        if (role == NULL || strcmp(role, "egress") != 0 || sid == NULL || strlen(sid) >= RB_ID_LEN ||
+            map_get(&r->entries, sid) != NULL || map_get(&r->closing, sid) != NULL)
+            continue;
+        rb_info("egress: removing the network %s of session %s, which is no longer live", items[i].id, sid);
+        entry *e = xcalloc(1, sizeof(*e));
+        e->c = c;
+        snprintf(e->sid, sizeof(e->sid), "%s", sid);
+        snprintf(e->net, sizeof(e->net), "%s", items[i].id);
+        snprintf(e->proxy, sizeof(e->proxy), "%s-proxy", items[i].id);
+        rb_buf_init(&e->line, LINE_MAX_BYTES);
+        e->state = E_CLOSED;
+        map_put(&r->closing, e->sid, e);
+    }
+}
+
+void egress_recovered(rb_core *c)
+{
+    char err[RB_ERR_LEN], label[80];
+    snprintf(label, sizeof(label), "runbox.instance=%s", core_heart_instance(c));
+    if (core_heart_backend(c)->ops->network_list == NULL)
+        return;
+    if (backend_network_list(core_heart_backend(c), label, orphans_listed, c, err) != RB_OK)
+        rb_warn("egress: cannot list the networks of earlier sessions: %s", err);
+}
