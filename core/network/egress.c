@@ -30,6 +30,7 @@
 #define PROXY_SCRIPT "/opt/runbox-egress/egress_proxy.py"
 #define LINE_MAX_BYTES 8192
 #define RESTART_MS 1000
+#define CHAIN_MAX_MS 30000 /* from the first step to "ready" */
 #define NET_REMOVE_TRIES 60
 #define LOG_REFUSALS 20 /* refusals logged a minute */
 
@@ -50,6 +51,7 @@ typedef struct entry {
     int att_opening;       /* backend_attach_open called, its on_open not yet come */
     int orphaned;          /* the room was disposed of while calls were in flight: freed by the last */
     int writing, dirty;    /* a policy write is in flight; the policy changed since it began */
+    int64_t chain_started; /* when the running chain began (epoch ms) */
     int replacing;         /* the chain removes a proxy container left by an earlier try */
     int proxy_gone;        /* closing: the proxy is removed */
     int net_tries;
@@ -397,8 +399,10 @@ static void proxy_closed(void *data, rb_err err, const char *errmsg)
     (void)err;
     if (e->state == E_CLOSED || core_heart_closing(e->c))
         return;
-    if (e->chain) { /* it stopped while starting: the chain's own step fails or goes on */
+    if (e->chain) { /* it exited as it started (or was stopped then) */
         e->ready = 0;
+        chain_failed(e, RB_EUNAVAILABLE, "starting it",
+                     "it exited at once (an image without /opt/runbox-egress? rebuild it with docker/build-images)");
         return;
     }
     rb_warn("session %s: its egress proxy stopped (%s); starting it again", e->sid, errmsg ? errmsg : "its output ended");
@@ -417,7 +421,7 @@ static void policy_written(void *data, rb_err err, const char *msg)
 {
     entry *e = data;
     e->writing = 0;
-    if (unref(e))
+    if (unref(e) || (!e->chain && e->state != E_OPEN)) /* closed, or a chain that failed meanwhile */
         return;
     if (err != RB_OK) {
         chain_failed(e, err, "writing its policy", msg);
@@ -461,7 +465,7 @@ static void write_policy(entry *e)
 static void step_done(void *data, rb_err err, const char *msg, int step)
 {
     entry *e = data;
-    if (unref(e))
+    if (unref(e) || !e->chain) /* closed, or a step of a chain that failed meanwhile */
         return;
     static const char *const what[] = {"creating its network", "creating it", "joining it to the session's network",
                                        "reading its output", "starting it", "writing its policy"};
@@ -578,6 +582,8 @@ static void chain_step(entry *e, int step)
     char err[RB_ERR_LEN];
     rb_err rc = RB_OK;
     backend *be = core_heart_backend(e->c);
+    if (!e->chain)
+        e->chain_started = rb_now_ms();
     e->chain = 1;
     switch (step) {
     case S_NET: {
@@ -816,6 +822,13 @@ void egress_sweep(rb_core *c, int64_t now)
         return;
     size_t pos = 0;
     entry *e;
+    while ((e = map_next(&r->entries, &pos)) != NULL) { /* a proxy that never says it is ready */
+        if (e->chain && now - e->chain_started > CHAIN_MAX_MS) {
+            chain_failed(e, RB_ETIMEDOUT, "starting it", "it did not say it was ready within 30 s");
+            pos = 0; /* the map may have changed (the session ended) */
+        }
+    }
+    pos = 0;
     while ((e = map_next(&r->entries, &pos)) != NULL) {
         if (e->state != E_DOWN || e->chain || e->refs > 0 || now < e->next_try || !core_heart_engine_ok(c, NULL))
             continue;
