@@ -371,7 +371,28 @@ static void claimed_cb(session *s, rb_err err, const char *msg)
         created_cb(s, e, e2);
 }
 
-/* A networked session's way out is open (core/network/egress.h): now its sandbox, on that network. */
+/* A networked session is ready once its sandbox and its egress proxy both are. */
+static void proxy_ready_cb(void *data, rb_err err, const char *msg)
+{
+    session *s = data;
+    if (err == RB_ECANCELED) /* its way out closed: the session is ending, which answers its caller */
+        return;
+    created_cb(s, err, msg);
+}
+
+static void networked_sandbox_cb(session *s, rb_err err, const char *msg)
+{
+    char e2[RB_ERR_LEN];
+    if (err == RB_OK && egress_ready(s->core, s->id, proxy_ready_cb, s, e2) != RB_OK) {
+        err = RB_EINTERNAL;
+        msg = e2;
+    }
+    if (err != RB_OK)
+        created_cb(s, err, msg);
+}
+
+/* A networked session's network exists (core/network/egress.h): its sandbox joins it while the
+ * proxy starts. */
 static void egress_opened_cb(void *data, rb_err err, const char *msg, const char *net)
 {
     session *s = data;
@@ -383,7 +404,7 @@ static void egress_opened_cb(void *data, rb_err err, const char *msg, const char
     free(s->egress_net);
     s->egress_net = xstrdup(net);
     session_persist(s);
-    rb_err e = sandbox_create(s, created_cb, e2);
+    rb_err e = sandbox_create(s, networked_sandbox_cb, e2);
     if (e != RB_OK)
         created_cb(s, e, e2);
 }

@@ -219,12 +219,9 @@ static void maybe_open(entry *e)
     if (e->state == E_DOWN)
         rb_info("session %s: its egress proxy is back", e->sid);
     e->state = E_OPEN;
+    e->refs++; /* a waiter may end the session */
     finish_updates(e, RB_OK, NULL);
-    if (e->open_cb != NULL) {
-        egress_open_cb cb = e->open_cb;
-        e->open_cb = NULL;
-        cb(e->open_data, RB_OK, NULL, e->net);
-    }
+    unref(e);
 }
 
 static void chain_failed(entry *e, rb_err err, const char *what, const char *msg)
@@ -244,7 +241,10 @@ static void chain_failed(entry *e, rb_err err, const char *what, const char *msg
         cb(e->open_data, err == RB_ECANCELED ? err : RB_EUNAVAILABLE, text, NULL);
         return; /* the caller closes it */
     }
+    e->refs++; /* a waiter may end the session (and close e) */
     finish_updates(e, RB_EUNAVAILABLE, text);
+    if (unref(e))
+        return;
     if (e->state != E_CLOSED) {
         rb_warn("session %s: %s (tried again in %d ms)", e->sid, text, RESTART_MS);
         e->state = E_DOWN;
@@ -375,7 +375,8 @@ static void proxy_data(void *data, int stream, const char *buf, size_t len)
     entry *e = data;
     if (stream != 1)
         return;
-    for (size_t i = 0; i < len;) {
+    e->refs++; /* a line may make the proxy ready, and a waiter end the session */
+    for (size_t i = 0; i < len && e->state != E_CLOSED;) {
         const char *nl = memchr(buf + i, '\n', len - i);
         size_t n = nl ? (size_t)(nl - (buf + i)) : len - i;
         if (!e->line_skip && rb_buf_append(&e->line, buf + i, n) != RB_OK)
@@ -389,6 +390,7 @@ static void proxy_data(void *data, int stream, const char *buf, size_t len)
         }
         i += n;
     }
+    unref(e);
 }
 
 /* The proxy's output ended: it stopped (or the engine's stream broke). The sweep starts it again. */
@@ -482,6 +484,14 @@ static void step_done(void *data, rb_err err, const char *msg, int step)
         chain_failed(e, err, what[step == S_REPLACE ? S_CREATE : step], msg);
         return;
     }
+    if (step == S_NET && e->open_cb != NULL) { /* the sandbox can be made on it while the proxy starts */
+        egress_open_cb cb = e->open_cb;
+        e->open_cb = NULL;
+        e->refs++; /* the caller may end the session in its callback */
+        cb(e->open_data, RB_OK, NULL, e->net);
+        if (unref(e))
+            return;
+    }
     chain_step(e, step == S_REPLACE ? S_CREATE : step + 1);
 }
 
@@ -561,7 +571,7 @@ static rb_err create_proxy(entry *e, char *err)
     spec.n_labels = 4;
     spec.memory = PROXY_MEMORY + PROXY_TMP + PROXY_POLICY_SIZE;
     spec.pids_limit = PROXY_PIDS;
-    spec.nano_cpus = 500000000;
+    spec.nano_cpus = 1000000000; /* one CPU, as a sandbox's default: relaying is CPU-bound at ~200 MB/s */
     spec.tmpfs = &tmp;
     spec.n_tmpfs = 1;
     spec.workspace = (backend_mount){PROXY_POLICY_DIR, PROXY_POLICY_SIZE, 1000, 1000, 0755};
@@ -677,6 +687,24 @@ void egress_recover(rb_core *c, const char *session_id, const char *net, json_t 
     e->recovering = 1;
     rb_info("session %s: taking over its egress proxy %s", e->sid, e->proxy);
     chain_step(e, S_ATTACH);
+}
+
+rb_err egress_ready(rb_core *c, const char *session_id, egress_done_cb cb, void *data, char *err)
+{
+    entry *e = map_get(&room_of(c)->entries, session_id);
+    if (e == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "session %s has no way out", session_id);
+    if (e->state == E_OPEN) {
+        cb(data, RB_OK, NULL);
+        return RB_OK;
+    }
+    update *u = xcalloc(1, sizeof(*u));
+    u->e = e;
+    u->cb = cb;
+    u->data = data;
+    u->next = e->updates;
+    e->updates = u;
+    return RB_OK;
 }
 
 rb_err egress_update(rb_core *c, const char *session_id, json_t *policy, egress_done_cb cb, void *data, char *err)

@@ -51,16 +51,22 @@ rb_err egress_policy(rb_core *c, json_t *v, const char *what, json_t **out, char
 /** Reports egress_open: on RB_OK net is the network the sandbox joins (borrowed for the call). */
 typedef void (*egress_open_cb)(void *data, rb_err err, const char *msg, const char *net);
 
-/** Opens session_id's way out with policy (borrowed; copied): its network and its proxy, started
- * with the policy in place. cb once, unless egress_close comes first (then never). */
+/** Opens session_id's way out with policy (borrowed; copied): its network, then its proxy, started
+ * with the policy in place. cb once the network exists (the sandbox can join it while the proxy
+ * starts: egress_ready says when it runs), or with the error of the network's creation; never
+ * after egress_close. */
 rb_err egress_open(rb_core *c, const char *session_id, json_t *policy, egress_open_cb cb, void *data, char *err);
+
+/** Reports egress_ready and egress_update. */
+typedef void (*egress_done_cb)(void *data, rb_err err, const char *msg);
+
+/** cb once session_id's proxy runs with its policy (at once if it does): RB_EUNAVAILABLE naming
+ * the step when its start failed, RB_ECANCELED when the session's way out is closed first. */
+rb_err egress_ready(rb_core *c, const char *session_id, egress_done_cb cb, void *data, char *err);
 
 /** After a restart: takes over session_id's network net (as stored) and its proxy, started again
  * if it stopped (recreated if gone) and given policy again. */
 void egress_recover(rb_core *c, const char *session_id, const char *net, json_t *policy);
-
-/** Reports egress_update. */
-typedef void (*egress_done_cb)(void *data, rb_err err, const char *msg);
 
 /** Replaces session_id's policy (borrowed; copied): cb once the proxy's next connection obeys it
  * (RB_ECONFLICT when the session has no way out). */

@@ -63,7 +63,10 @@ from egress_policy import PolicyFile, check_address, client_key  # noqa: E402
 
 MAX_HEAD = 64 * 1024  # bytes of a request or response head (request line and headers)
 HEAD_TIMEOUT = 30.0  # seconds a client has to send its request head
-CHUNK = 64 * 1024
+CHUNK = 256 * 1024  # bytes relayed per read
+# An upstream connection's read buffer (asyncio pauses the socket beyond twice this): large, so
+# that a download is relayed in few large reads; its response head is still capped at MAX_HEAD.
+RELAY_LIMIT = 1024 * 1024
 MAX_EVENT_LINES = 1000  # refused/unreachable/allowed/closed lines written before log_cap
 DEFAULT_PORTS = (80, 443)
 TUNNEL_LINGER = 5.0  # seconds a tunnel stays open for the upstream after the client's end closed
@@ -295,7 +298,7 @@ class Proxy:
         for ip in addresses:
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(str(ip), port, limit=MAX_HEAD), self.connect_timeout
+                    asyncio.open_connection(str(ip), port, limit=RELAY_LIMIT), self.connect_timeout
                 )
             except asyncio.TimeoutError:
                 last = "connect timed out"
@@ -459,6 +462,8 @@ class Proxy:
         Connection: close, then the rest unchanged until the upstream closes."""
         try:
             head = await up_reader.readuntil(b"\r\n\r\n")
+            if len(head) > MAX_HEAD:
+                raise ValueError("head too large")
         except (asyncio.LimitOverrunError, ValueError):
             await answer(writer, 502, "Bad Gateway", "upstream response head too large\n")
             return
@@ -489,6 +494,7 @@ class Proxy:
         return take == len(data) and not self.capped
 
     async def pump(self, up_reader, writer, meter):
+        writer.transport.set_write_buffer_limits(high=RELAY_LIMIT)  # fewer waits in drain()
         while True:
             data = await up_reader.read(CHUNK)
             if not data:
