@@ -2,8 +2,8 @@
  * e2b.c: the E2B protocol's registration: its routes under /e2b, which of them authenticate
  * with the sandbox's access token instead of an API key (sandbox traffic), the error shapes
  * E2B's SDK reads, the sandbox a request addresses, and the /home/user path mapping. The
- * handlers are in e2b_api.c (control plane), e2b_envd.c (envd) and e2b_interp.c (the code
- * interpreter); the Connect RPC in e2b_rpc.c.
+ * handlers are in e2b_api.c (control plane), e2b_network.c (network options), e2b_envd.c (envd)
+ * and e2b_interp.c (the code interpreter); the Connect RPC in e2b_rpc.c.
  */
 #include <stdio.h>
 #include <string.h>
@@ -179,7 +179,7 @@ void e2b_register(rb_server *s)
         {"GET", "/e2b/sandboxes/{id}/metrics", e2b__unsupported},
         {"GET", "/e2b/sandboxes/{id}/logs", e2b__unsupported},
         {"GET", "/e2b/v2/sandboxes/{id}/logs", e2b__unsupported},
-        {"PUT", "/e2b/sandboxes/{id}/network", e2b__unsupported},
+        {"PUT", "/e2b/sandboxes/{id}/network", e2b__network_update},
         /* envd (port 49983; access token) */
         {"GET", "/e2b/health", e2b__health},
         {"GET", "/e2b/files", e2b__files_read},

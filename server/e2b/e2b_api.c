@@ -1,9 +1,9 @@
 /*
  * e2b_api.c: E2B's control plane on runbox sessions: create (POST /v2/sandboxes), connect,
  * list with x-next-token paging, get, kill, set_timeout; what runbox cannot do (pause,
- * resume, snapshots, forks, metrics, logs, network changes) answers 400 naming it. A sandbox's
- * template is one of the image's languages; its timeout is the session's deadline; its access
- * token, template and metadata are the session's "e2b" extras.
+ * resume, snapshots, forks, metrics, logs) answers 400 naming it. A sandbox's template is one
+ * of the image's languages; its timeout is the session's deadline; its access token, template
+ * and metadata are the session's "e2b" extras; its network options are e2b_network.c's.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -33,7 +33,7 @@ static const char *language_of(const char *template)
 
 /* Control-plane calls need an API key's caller when runboxd checks keys (the router has
  * checked it; this guards a route that would be reached without). */
-static int authorised(http_call *call)
+int e2b__authorised(http_call *call)
 {
     if (server_has_keys(call->server) && call->who == NULL) {
         e2b__api_error(call->req, 401, "this runboxd requires an API key: set E2B_API_KEY to a key from its key file");
@@ -103,6 +103,8 @@ static json_t *sandbox_object(json_t *session, json_t *extra, int detail)
     json_object_set_new(o, "state", json_string("running"));
     json_t *meta = json_object_get(extra, "metadata");
     json_object_set_new(o, "metadata", json_is_object(meta) ? json_incref(meta) : json_object());
+    if (detail == 2) /* E2B's SandboxDetail has the network; its ListedSandbox has not */
+        e2b__network_info(o, session);
     return o;
 }
 
@@ -178,27 +180,24 @@ static void on_created(void *data, rb_err e, const char *msg, json_t *body)
 }
 
 /* Fields of the create body runbox cannot honour: answered 400 when set to anything but
- * their "off" value, never ignored. */
+ * their "off" value, never ignored. (allow_internet_access and network are e2b_network.c's.) */
 static const char *unsupported_create_field(json_t *body)
 {
-    static const char *const fields[] = {"autoPause", "autoResume", "mcp", "network", "iam", "volumeMounts",
-                                         "secure", NULL};
+    static const char *const fields[] = {"autoPause", "autoResume", "mcp", "iam", "volumeMounts", "secure", NULL};
     for (size_t i = 0; fields[i] != NULL; i++) {
         json_t *v = json_object_get(body, fields[i]);
         if (v != NULL && !json_is_null(v) && !json_is_false(v) &&
             !(json_is_object(v) && json_object_size(v) == 0) && !(json_is_array(v) && json_array_size(v) == 0))
             return fields[i];
     }
-    json_t *net = json_object_get(body, "allowInternetAccess");
-    if (json_is_true(net))
-        return "allowInternetAccess";
     return NULL;
 }
 
 /* The first field of the create body with the wrong type, or NULL. */
 static const char *mistyped_create_field(json_t *body)
 {
-    static const char *const flags[] = {"autoPause", "autoResume", "allowInternetAccess", "secure", NULL};
+    static const char *const flags[] = {"autoPause", "autoResume", "allow_internet_access", "allowInternetAccess",
+                                        "secure", NULL};
     for (size_t i = 0; flags[i] != NULL; i++) {
         json_t *v = json_object_get(body, flags[i]);
         if (v != NULL && !json_is_boolean(v))
@@ -222,7 +221,7 @@ static const char *mistyped_create_field(json_t *body)
 int e2b__create(http_call *call)
 {
     char err[RB_ERR_LEN], msg[RB_ERR_LEN];
-    if (!authorised(call))
+    if (!e2b__authorised(call))
         return 0;
     json_t *body = NULL;
     rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
@@ -260,15 +259,23 @@ int e2b__create(http_call *call)
     }
     if (bad != NULL) {
         snprintf(msg, sizeof(msg),
-                 "%s: runboxd does not support this sandbox option (no pause/resume, MCP gateway, network "
-                 "rules, IAM or volumes; sandboxes have no network unless the operator allows it)",
+                 "%s: runboxd does not support this sandbox option (no pause/resume, MCP gateway, IAM or "
+                 "volumes)",
                  bad);
         e2b__api_error(call->req, 400, msg);
         goto done;
     }
-    json_t *opts = json_pack("{s:s}", "language", language);
+    json_t *network = NULL;
+    if (e2b__network_create(call, body, &network) != 0)
+        goto done;
+    json_t *opts = json_pack("{s:s}", "language", language), *eo = json_object();
     if (json_is_object(envs) && json_object_size(envs) > 0)
-        json_object_set_new(opts, "execution_options", json_pack("{s:O}", "environment_variables", envs));
+        json_object_set(eo, "environment_variables", envs);
+    if (network != NULL)
+        json_object_set_new(eo, "network", network);
+    if (json_object_size(eo) > 0)
+        json_object_set(opts, "execution_options", eo);
+    json_decref(eo);
     create_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), create_dispose);
     memset(ctx, 0, sizeof(*ctx));
     char token[40];
@@ -328,7 +335,7 @@ int e2b__connect(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *body = NULL, *session = NULL, *extra = NULL;
-    if (!authorised(call))
+    if (!e2b__authorised(call))
         return 0;
     rb_err e = http_read_json(call->req, call->cfg->max_body, 1, &body, err);
     if (e != RB_OK) {
@@ -356,7 +363,7 @@ int e2b__connect(http_call *call)
 int e2b__get(http_call *call)
 {
     json_t *session = NULL, *extra = NULL;
-    if (!authorised(call) || live_sandbox(call, &session, &extra) != 0)
+    if (!e2b__authorised(call) || live_sandbox(call, &session, &extra) != 0)
         return 0;
     json_t *o = sandbox_object(session, extra, 2);
     http_send_json(call->req, 200, o);
@@ -370,7 +377,7 @@ int e2b__kill(http_call *call)
 {
     char err[RB_ERR_LEN], msg[RB_ERR_LEN];
     json_t *out = NULL;
-    if (!authorised(call))
+    if (!e2b__authorised(call))
         return 0;
     rb_err e = core_session_delete(call->core, call->who, call->params[0], &out, err);
     json_decref(out);
@@ -391,7 +398,7 @@ int e2b__set_timeout(http_call *call)
 {
     char err[RB_ERR_LEN];
     json_t *body = NULL, *session = NULL, *extra = NULL;
-    if (!authorised(call))
+    if (!e2b__authorised(call))
         return 0;
     rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
     if (e != RB_OK) {
@@ -432,8 +439,6 @@ int e2b__unsupported(http_call *call)
         what = "sandbox metrics (runboxd's own are at GET /metrics)";
     else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/logs")) != SIZE_MAX)
         what = "sandbox logs";
-    else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/network")) != SIZE_MAX)
-        what = "network rules";
     snprintf(msg, sizeof(msg), "runboxd does not support %s; see docs/e2b.md for what its E2B API offers", what);
     e2b__api_error(call->req, 400, msg);
     return 0;
@@ -451,7 +456,7 @@ static int by_start(const void *a, const void *b)
 int e2b__list(http_call *call)
 {
     char err[RB_ERR_LEN];
-    if (!authorised(call))
+    if (!e2b__authorised(call))
         return 0;
     const char *limit_s = http_query_param(call->req, "limit");
     const char *next = http_query_param(call->req, "nextToken");

@@ -33,6 +33,10 @@ int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out);
  * or elsewhere (the caller answers 400). */
 const char *e2b__path(const char *path, char *err);
 
+/** Whether a control-plane call may go on: 1, or 0 after answering 401 (runboxd checks keys and
+ * the call has no caller). */
+int e2b__authorised(http_call *call);
+
 /* Control plane (e2b_api.c). */
 int e2b__create(http_call *call);
 int e2b__list(http_call *call);
@@ -41,6 +45,18 @@ int e2b__get(http_call *call);
 int e2b__kill(http_call *call);
 int e2b__set_timeout(http_call *call);
 int e2b__unsupported(http_call *call);
+
+/* Network options (e2b_network.c). */
+/** The runbox network of a create body (its allow_internet_access and network, e2b_network_map):
+ * 0 with *out NULL (no network) or a new reference for execution_options.network, or -1 after
+ * answering 400. */
+int e2b__network_create(http_call *call, json_t *body, json_t **out);
+/** Adds a detailed sandbox's allowInternetAccess and network (E2B's SandboxDetail) to o, from
+ * session's execution_options.network (borrowed). */
+void e2b__network_info(json_t *o, json_t *session);
+/** PUT /sandboxes/{id}/network (Sandbox.update_network): 204 once the running sandbox's egress
+ * proxy obeys the new policy. */
+int e2b__network_update(http_call *call);
 
 /* envd (e2b_envd.c). */
 int e2b__health(http_call *call);

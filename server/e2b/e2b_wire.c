@@ -1,6 +1,7 @@
 /*
- * e2b_wire.c: E2B paths and the list's metadata filter (server/e2b/e2b_wire.h), pure
- * functions over untrusted bytes, fuzzed by tests/fuzz/fuzz_e2b.c.
+ * e2b_wire.c: E2B paths, the list's metadata filter and the network options' mapping
+ * (server/e2b/e2b_wire.h), pure functions over untrusted input; the byte parsers are fuzzed by
+ * tests/fuzz/fuzz_e2b.c.
  */
 #include "server/e2b/e2b_wire.h"
 
@@ -130,4 +131,200 @@ const char *e2b_language(const char *name)
     if (strcmp(name, "ts") == 0)
         return "typescript";
     return name;
+}
+
+/* ---- network options ----------------------------------------------------------------------- */
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int is_hex(char c)
+{
+    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Whether an entry of allowOut/denyOut names addresses rather than hosts: a CIDR, an IPv6
+ * literal, or a name whose last label is a number (1.2.3.4, also 127.1 and 0x7f.1, which
+ * resolvers read as IPv4), as runbox's host patterns (core/network/hostpattern.c) see them. */
+static int is_address(const char *s, size_t n)
+{
+    size_t colons = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '/')
+            return 1;
+        colons += s[i] == ':';
+    }
+    if ((n > 0 && s[0] == '[') || colons > 1)
+        return 1;
+    const char *colon = memchr(s, ':', n);
+    size_t end = colon != NULL ? (size_t)(colon - s) : n;
+    if (end > 0 && s[end - 1] == '.')
+        end--;
+    size_t b = end;
+    while (b > 0 && s[b - 1] != '.')
+        b--;
+    if (b == end)
+        return 0;
+    int hex = end - b >= 2 && s[b] == '0' && (s[b + 1] == 'x' || s[b + 1] == 'X');
+    for (size_t i = b + (hex ? 2 : 0); i < end; i++)
+        if (!(hex ? is_hex(s[i]) : is_digit(s[i])))
+            return 0;
+    return 1;
+}
+
+/* Reads the list key of net into hosts (a new array; left NULL when absent). *all is set when
+ * the list holds E2B_ALL_TRAFFIC (or "::/0"), which only denyOut may hold and which is not
+ * kept. RB_EINVAL naming the entry. */
+static rb_err read_hosts(json_t *net, const char *key, const char *pre, int deny, json_t **hosts, int *all, char *err)
+{
+    json_t *v = json_object_get(net, key), *item;
+    size_t i;
+    *hosts = NULL;
+    if (v == NULL)
+        return RB_OK;
+    if (!json_is_array(v))
+        return rb_fail(RB_EINVAL, err, "%s%s: must be a list of host names such as [\"pypi.org\", \"*.example.com\"]",
+                       pre, key);
+    *hosts = json_array();
+    json_array_foreach (v, i, item) {
+        if (!json_is_string(item)) {
+            rb_fail(RB_EINVAL, err, "%s%s[%zu]: not a string (a host name such as \"pypi.org\")", pre, key, i);
+            goto fail;
+        }
+        const char *s = json_string_value(item);
+        size_t n = json_string_length(item);
+        if (deny && (strcmp(s, E2B_ALL_TRAFFIC) == 0 || strcmp(s, "::/0") == 0)) {
+            *all = 1;
+            continue;
+        }
+        if (is_address(s, n)) {
+            rb_fail(RB_EINVAL, err,
+                    "%s%s[%zu]: '%.*s' is an IP address or range: runbox's network policies name hosts "
+                    "(pypi.org, *.example.com, optionally with :port), and which addresses sandboxes may reach is "
+                    "the operator's to decide (runboxd --egress-cidr)",
+                    pre, key, i, (int)(n > 80 ? 80 : n), s);
+            goto fail;
+        }
+        json_array_append(*hosts, item);
+    }
+    return RB_OK;
+fail:
+    json_decref(*hosts);
+    *hosts = NULL;
+    return RB_EINVAL;
+}
+
+/* The keys of E2B's network objects: where each may appear and its "off" value, the only one
+ * runbox honours for the options it has no equivalent of (null only where E2B's schema allows
+ * it; OFF_ABSENT: any value is refused). */
+enum { IN_CREATE = 1, IN_UPDATE = 2 };
+enum { OFF_NONE, OFF_NULL, OFF_EMPTY_LIST, OFF_EMPTY_OBJECT, OFF_FALSE, OFF_ABSENT, OFF_SKIP };
+static const struct {
+    const char *key;
+    int where;
+    int off;
+    const char *why; /* why anything else is refused */
+} net_keys[] = {
+    {"allowOut", IN_CREATE | IN_UPDATE, OFF_NONE, NULL},
+    {"denyOut", IN_CREATE | IN_UPDATE, OFF_NONE, NULL},
+    {"allow_internet_access", IN_UPDATE, OFF_SKIP, NULL},
+    {"allowInternetAccess", IN_UPDATE, OFF_SKIP, NULL},
+    {"dnsServers", IN_CREATE | IN_UPDATE, OFF_EMPTY_LIST,
+     "sandboxes resolve no names themselves: their egress proxy resolves the hosts it lets through, so there "
+     "is no DNS server to allow"},
+    {"egressProxy", IN_CREATE | IN_UPDATE, OFF_NULL,
+     "runboxd tunnels no sandbox traffic through a proxy of yours: a sandbox reaches the outside only through "
+     "its own egress proxy, run by runboxd"},
+    {"rules", IN_CREATE | IN_UPDATE, OFF_EMPTY_OBJECT,
+     "runboxd's egress proxy does not rewrite requests (no header transforms); allowOut alone decides what a "
+     "sandbox reaches"},
+    {"allowPublicTraffic", IN_CREATE, OFF_FALSE,
+     "runboxd gives sandboxes no URLs to be reached at from outside (no inbound traffic), public or not"},
+    {"maskRequestHost", IN_CREATE, OFF_ABSENT, "runboxd gives sandboxes no URLs to be reached at from outside"},
+    {"httpsPorts", IN_CREATE, OFF_EMPTY_LIST, "runboxd gives sandboxes no URLs to be reached at from outside"},
+};
+
+/* RB_EINVAL when net has a key E2B's object of this call does not have, or an option runbox
+ * cannot honour set to anything but its "off" value. */
+static rb_err check_keys(json_t *net, int where, const char *pre, char *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach (net, key, v) {
+        size_t i, n = sizeof(net_keys) / sizeof(net_keys[0]);
+        for (i = 0; i < n; i++)
+            if ((net_keys[i].where & where) && strcmp(net_keys[i].key, key) == 0)
+                break;
+        if (i == n)
+            return rb_fail(RB_EINVAL, err,
+                           "%s\"%.60s\": not a network option of E2B's %s (allowOut, denyOut, and the ones runboxd "
+                           "refuses: dnsServers, egressProxy, rules%s)",
+                           pre, key, where == IN_CREATE ? "create call" : "network update",
+                           where == IN_CREATE ? ", allowPublicTraffic, maskRequestHost, httpsPorts" : "");
+        int off = net_keys[i].off, ok = 1;
+        if (off == OFF_NULL)
+            ok = json_is_null(v);
+        else if (off == OFF_EMPTY_LIST)
+            ok = json_is_array(v) && json_array_size(v) == 0;
+        else if (off == OFF_EMPTY_OBJECT)
+            ok = json_is_object(v) && json_object_size(v) == 0;
+        else if (off == OFF_FALSE)
+            ok = json_is_null(v) || json_is_false(v);
+        else if (off == OFF_ABSENT)
+            ok = 0;
+        if (!ok)
+            return rb_fail(RB_EINVAL, err, "%s%s: runboxd does not support this option: %s", pre, key,
+                           net_keys[i].why);
+    }
+    return RB_OK;
+}
+
+rb_err e2b_network_map(json_t *internet, json_t *net, int update, json_t **out, char *err)
+{
+    const char *pre = update ? "" : "network.";
+    json_t *allow = NULL, *deny = NULL;
+    int all = 0;
+    rb_err e;
+    *out = NULL;
+    if (internet != NULL && !json_is_boolean(internet))
+        return rb_fail(RB_EINVAL, err, "allow_internet_access: must be true or false");
+    if (net != NULL && !json_is_object(net))
+        return rb_fail(RB_EINVAL, err,
+                       "network: must be an object such as {\"allowOut\": [\"pypi.org\"], \"denyOut\": [\"%s\"]}",
+                       E2B_ALL_TRAFFIC);
+    if (json_is_object(net)) {
+        if ((e = check_keys(net, update ? IN_UPDATE : IN_CREATE, pre, err)) != RB_OK ||
+            (e = read_hosts(net, "allowOut", pre, 0, &allow, &all, err)) != RB_OK ||
+            (e = read_hosts(net, "denyOut", pre, 1, &deny, &all, err)) != RB_OK)
+            goto done;
+    }
+    size_t n_allow = json_array_size(allow), n_deny = json_array_size(deny);
+    if (n_allow > 0) {
+        if (json_is_false(internet)) {
+            e = rb_fail(RB_EINVAL, err,
+                        "%sallowOut lists hosts for the sandbox to reach, but allow_internet_access is false, which "
+                        "gives it no network: drop one of the two (allowOut with denyOut [\"%s\"] is a sandbox that "
+                        "reaches those hosts only)",
+                        pre, E2B_ALL_TRAFFIC);
+            goto done;
+        }
+        *out = json_pack("{s:O, s:o}", "allow", allow, "deny", deny != NULL ? json_incref(deny) : json_array());
+    } else if (json_is_true(internet)) {
+        if (n_deny > 0) {
+            e = rb_fail(RB_EINVAL, err,
+                        "%sdenyOut: host names to deny ('%s') need allowOut: runboxd cannot take hosts out of the "
+                        "operator's default list; list the hosts the sandbox may reach in allowOut instead",
+                        pre, json_string_value(json_array_get(deny, 0)));
+            goto done;
+        }
+        /* denyOut ALL_TRAFFIC with nothing allowed: a network on which nothing is reachable yet */
+        *out = all ? json_pack("{s:[], s:[]}", "allow", "deny") : json_true();
+    }
+    e = RB_OK;
+done:
+    json_decref(allow);
+    json_decref(deny);
+    return e;
 }

@@ -1,13 +1,20 @@
 /*
  * e2b_wire: the pure parts of E2B's requests that runboxd reads from untrusted bytes: a file
- * path of the E2B user mapped onto the session's workspace, and the metadata filter of
- * GET /v2/sandboxes. No h2o, no core: tests/fuzz/fuzz_e2b.c drives them directly.
+ * path of the E2B user mapped onto the session's workspace, the metadata filter of
+ * GET /v2/sandboxes, and E2B's network options translated into a runbox network policy. No h2o,
+ * no core: tests/fuzz/fuzz_e2b.c drives the byte parsers directly, tests/server/test_e2b_wire.c
+ * all of them.
  */
 #ifndef RB_SERVER_E2B_WIRE_H
 #define RB_SERVER_E2B_WIRE_H
 
 #include <jansson.h>
 #include <stdint.h>
+
+#include "base/base.h"
+
+/** E2B's ALL_TRAFFIC (e2b/sandbox/network.py): in denyOut, "nothing but what allowOut lists". */
+#define E2B_ALL_TRAFFIC "0.0.0.0/0"
 
 /** The runbox path for an E2B path (NUL-terminated): a relative path as it is (relative to the
  * home folder, which is the workspace), the rest of an absolute path under /home/user (leading
@@ -29,5 +36,23 @@ int e2b_time_parse(const char *s, int64_t *ms);
  * "js" and "ts" become "javascript" and "typescript"; any other name (NULL included) is
  * returned as it is, for the caller to compare with the sandbox's language. */
 const char *e2b_language(const char *name);
+
+/** The runbox network policy (a session's execution_options.network) of E2B's network options.
+ * internet is allow_internet_access (NULL when absent); net is the `network` object of the
+ * create body (SandboxNetworkConfig; update 0) or the whole body of PUT /sandboxes/{id}/network
+ * (SandboxNetworkUpdateConfig; update 1: its allow_internet_access keys are internet's, not
+ * net's), NULL when absent; both borrowed. JSON null is refused where E2B's schema refuses it
+ * (everywhere but egressProxy and allowPublicTraffic). The mapping: the host names of allowOut are the allow
+ * patterns, those of denyOut the deny patterns; E2B_ALL_TRAFFIC in denyOut is dropped (runbox
+ * lets through nothing but the allow list anyway); with no allowOut, allow_internet_access true
+ * is JSON true (the operator's default list; with ALL_TRAFFIC denied, an empty allow list) and
+ * anything else no network. The patterns are left for core to check (grammar, --egress-max).
+ * *out: NULL (no network), JSON true, or a new {"allow": [...], "deny": [...]}.
+ * RB_EINVAL, the message naming the field: an IP address or CIDR in either list (addresses are
+ * the operator's, --egress-cidr), allowOut with allow_internet_access false, denyOut host names
+ * with allow_internet_access true but no allowOut, an unknown key, a wrong type, or an option
+ * runbox has no equivalent of set to anything but its "off" value (egressProxy, rules,
+ * dnsServers, and the inbound allowPublicTraffic: true, maskRequestHost, httpsPorts). */
+rb_err e2b_network_map(json_t *internet, json_t *net, int update, json_t **out, char *err);
 
 #endif

@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import threading
+import time
+import uuid
 
 import pytest
 import requests
@@ -19,8 +21,8 @@ import requests
 import rbtest
 from rbfixtures import keyed_server_fixture, point_e2b_sdk_at
 
-from e2b import (AuthenticationException, InvalidArgumentException, NotFoundException, SandboxException, SandboxQuery,
-                 SandboxNotFoundException, TimeoutException)
+from e2b import (ALL_TRAFFIC, AuthenticationException, InvalidArgumentException, NotFoundException, SandboxException,
+                 SandboxNetworkOpts, SandboxQuery, SandboxNotFoundException, TimeoutException)
 from e2b_code_interpreter import Sandbox
 
 # E2B keys look like e2b_ + 40 hex digits; some SDKs check the form.
@@ -325,3 +327,172 @@ def test_code_and_commands_find_files_under_home_user(e2b_env):
         assert sbx.files.read("/home/user/out.txt") == "from code"
         r = sbx.commands.run("ls /home/user && cat /home/user/out.txt")
         assert r.exit_code == 0 and "data.csv" in r.stdout and "from code" in r.stdout, (r.stdout, r.stderr)
+
+
+# ---- network options (docs/e2b.md "Network") ---------------------------------------------------
+# No test here makes a sandbox open a connection: the sandbox's environment and the policy runboxd
+# stores (REST GET /sessions/{id}: an E2B sandbox id is the session id) are checked;
+# tests/network tests the traffic itself.
+
+EGRESS_ALLOW = "pypi.example.test"
+EGRESS_MAX = "*.example.test"
+PROXY = "http://egress:3128"
+
+
+def assert_status(e: pytest.ExceptionInfo, status: int) -> None:
+    """The SDK raises every refusal of E2B's API as SandboxException with its status code."""
+    assert getattr(e.value, "status_code", None) == status, (status, e.value)
+
+
+def network_of(server: rbtest.Server, sid: str):
+    r = server.get(f"/sessions/{sid}")
+    assert r.status_code == 200, r.text
+    return r.json()["execution_options"].get("network")
+
+
+def test_a_network_needs_runboxd_started_with_egress(e2b_env):
+    """Without --egress runboxd gives sandboxes no network: asking for one is refused (403,
+    naming the flag), never ignored; asking for none still works."""
+    with pytest.raises(SandboxException, match="--egress") as e:
+        Sandbox.create(allow_internet_access=True)
+    assert_status(e, 403)
+    with pytest.raises(SandboxException, match="--egress"):
+        Sandbox.create(network=SandboxNetworkOpts(allow_out=["pypi.org"], deny_out=[ALL_TRAFFIC]))
+    with Sandbox.create(allow_internet_access=False, network=SandboxNetworkOpts(deny_out=[ALL_TRAFFIC])) as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        assert network_of(e2b_env, sbx.sandbox_id) is False
+        info = sbx.get_info()
+        assert info.allow_internet_access is False and info.network is None, info
+        # nothing to allow: accepted (the sandbox has no network anyway); a network: refused as at create
+        sbx.update_network({"allow_internet_access": False})
+        with pytest.raises(SandboxException, match="--egress") as e:
+            sbx.update_network({"allow_out": ["pypi.org"]})
+        assert_status(e, 403)
+        # the inbound options stay unsupported
+        with pytest.raises(SandboxException, match="allowPublicTraffic") as e:
+            Sandbox.create(network=SandboxNetworkOpts(allow_public_traffic=True))
+        assert_status(e, 400)
+
+
+@pytest.fixture(scope="module")
+def egress_e2b(sandbox_image, tmp_path_factory):
+    """A runboxd with --egress=true, the default list pypi.example.test and the maximum
+    *.example.test. The egress proxies' outside network is an --internal Docker network of this
+    module's own: nothing can leave through it (and no test asks anything to)."""
+    work = tmp_path_factory.mktemp("runboxd-e2b-egress")
+    keys = work / "api-keys"
+    keys.write_text(f"alice sha256:{hashlib.sha256(KEYS['alice'].encode()).hexdigest()}\n")
+    net = f"rbt-e2b-egress-{uuid.uuid4().hex[:10]}"
+    rbtest.docker("network", "create", "--internal", "--label", "rbtest=1", net)
+    s = rbtest.Server(work, ["--api-keys-file", str(keys), "--pool-size", "0", "--egress=true",
+                             f"--egress-network={net}", f"--egress-allow={EGRESS_ALLOW}", f"--egress-max={EGRESS_MAX}"])
+    try:
+        s.start()
+        s.http.headers["Authorization"] = f"Bearer {KEYS['alice']}"
+        yield s
+    finally:
+        inst = s.db_instance()
+        try:
+            rbtest.finish_servers([s])
+        finally:
+            # the sessions' own networks (runboxd removes them as their sessions end), then ours
+            def left() -> list[str]:
+                return rbtest.docker("network", "ls", "-q", "--filter", f"label=runbox.instance={inst}",
+                                     check=False).split() if inst else []
+            end = time.monotonic() + 30
+            while left() and time.monotonic() < end:
+                time.sleep(0.5)
+            for nid in left():
+                rbtest.docker("network", "rm", nid, check=False)
+            rbtest.docker("network", "rm", net, check=False)
+
+
+@pytest.fixture
+def egress_env(egress_e2b, monkeypatch):
+    point_e2b_sdk_at(monkeypatch, egress_e2b, KEYS["alice"])
+    return egress_e2b
+
+
+def test_allow_internet_access_is_the_operators_default_list(egress_env):
+    with Sandbox.create(allow_internet_access=True) as sbx:
+        egress_env.session_ids.add(sbx.sandbox_id)
+        assert network_of(egress_env, sbx.sandbox_id) == {"allow": [EGRESS_ALLOW], "deny": []}
+        assert sbx.run_code("import os; os.environ['HTTPS_PROXY']").text == repr(PROXY)
+        r = sbx.commands.run("echo $HTTPS_PROXY $HTTP_PROXY")
+        assert r.stdout.split() == [PROXY, PROXY], r
+        info = sbx.get_info()
+        assert info.allow_internet_access is True, info
+        assert info.network == {"allow_out": [EGRESS_ALLOW], "deny_out": [ALL_TRAFFIC]}, info.network
+
+
+def test_network_allow_out_is_the_sandboxs_allow_list_and_update_network_changes_it(egress_env):
+    with Sandbox.create(network=SandboxNetworkOpts(allow_out=["api.example.test"], deny_out=[ALL_TRAFFIC])) as sbx:
+        sid = sbx.sandbox_id
+        egress_env.session_ids.add(sid)
+        assert network_of(egress_env, sid) == {"allow": ["api.example.test"], "deny": []}
+        assert sbx.run_code("import os; os.environ['HTTPS_PROXY']").text == repr(PROXY)
+        assert sbx.get_info().network == {"allow_out": ["api.example.test"], "deny_out": [ALL_TRAFFIC]}
+
+        # what update_network sends replaces the policy; the callable form of E2B's examples too
+        sbx.update_network({"allow_out": ["pypi.example.test", "*.cdn.example.test"],
+                            "deny_out": ["bad.cdn.example.test"]})
+        assert network_of(egress_env, sid) == {"allow": ["pypi.example.test", "*.cdn.example.test"],
+                                               "deny": ["bad.cdn.example.test"]}
+        Sandbox.update_network(sid, {"allow_out": ["api.example.test"], "deny_out": lambda ctx: [ctx.all_traffic]})
+        assert network_of(egress_env, sid) == {"allow": ["api.example.test"], "deny": []}
+        sbx.update_network({"allow_internet_access": True})
+        assert network_of(egress_env, sid) == {"allow": [EGRESS_ALLOW], "deny": []}
+
+        # refusals leave the policy as it was
+        with pytest.raises(SandboxException, match="--egress-max") as e:
+            sbx.update_network({"allow_out": ["evil.other.test"]})
+        assert_status(e, 403)
+        with pytest.raises(SandboxException, match="--egress-cidr") as e:
+            sbx.update_network({"allow_out": ["10.0.0.1"]})
+        assert_status(e, 400)
+        assert network_of(egress_env, sid) == {"allow": [EGRESS_ALLOW], "deny": []}
+
+        # nothing allowed: the sandbox keeps its proxy, which lets nothing through
+        sbx.update_network({"allow_internet_access": False})
+        assert network_of(egress_env, sid) == {"allow": [], "deny": []}
+        info = sbx.get_info()
+        assert info.allow_internet_access is False and info.network["allow_out"] == [], info
+        with pytest.raises(SandboxNotFoundException):
+            Sandbox.update_network("s_" + "0" * 24, {"allow_out": ["api.example.test"]})
+
+
+def test_a_sandbox_made_without_a_network_keeps_none(egress_env):
+    """runbox's default is no network (E2B's is the internet): such a sandbox has no proxy, no
+    proxy variables, and no network to give a policy to later."""
+    with Sandbox.create() as sbx:
+        egress_env.session_ids.add(sbx.sandbox_id)
+        assert network_of(egress_env, sbx.sandbox_id) is False
+        assert sbx.run_code("import os; os.environ.get('HTTPS_PROXY')").text is None
+        assert sbx.get_info().allow_internet_access is False
+        sbx.update_network({})  # nothing allowed: already so
+        with pytest.raises(SandboxException, match="created without a network") as e:
+            sbx.update_network({"allow_out": ["api.example.test"]})
+        assert_status(e, 409)
+        assert network_of(egress_env, sbx.sandbox_id) is False
+
+
+def test_network_options_runbox_cannot_honour_are_refused(egress_env):
+    with pytest.raises(SandboxException, match="--egress-cidr") as e:
+        Sandbox.create(network=SandboxNetworkOpts(allow_out=["10.0.0.1"], deny_out=[ALL_TRAFFIC]))
+    assert "10.0.0.1" in str(e.value) and "IP address" in str(e.value), e.value
+    assert_status(e, 400)
+    with pytest.raises(SandboxException, match="--egress-cidr"):
+        Sandbox.create(network=SandboxNetworkOpts(allow_out=["api.example.test"], deny_out=["8.8.8.0/24"]))
+    with pytest.raises(SandboxException, match="--egress-max") as e:
+        Sandbox.create(network=SandboxNetworkOpts(allow_out=["evil.other.test"], deny_out=[ALL_TRAFFIC]))
+    assert e.value.status_code == 403 and "evil.other.test" in str(e.value), e.value
+    with pytest.raises(SandboxException, match="allow_internet_access is false") as e:
+        Sandbox.create(allow_internet_access=False, network=SandboxNetworkOpts(allow_out=["api.example.test"]))
+    assert_status(e, 400)
+    with pytest.raises(SandboxException, match="allowPublicTraffic"):
+        Sandbox.create(allow_internet_access=True, network=SandboxNetworkOpts(allow_public_traffic=True))
+    with pytest.raises(SandboxException, match="egressProxy"):
+        Sandbox.create(network=SandboxNetworkOpts(allow_out=["api.example.test"],
+                                                  egress_proxy={"address": "proxy.example.test:1080"}))
+    # none of them made a sandbox
+    assert Sandbox.list().next_items() == []

@@ -9,7 +9,10 @@
  *     reference (every non-empty pair has '=' and its decoded key and value are in the object),
  *     and the filter made from the object itself always matches;
  *   - as a time: e2b_time_parse never reads past the string, and a time rb_time_format wrote
- *     (from the input's first 8 bytes) parses back to its milliseconds.
+ *     (from the input's first 8 bytes) parses back to its milliseconds;
+ *   - as JSON {"allow_internet_access": ..., "network": ...}: e2b_network_map, both as a create
+ *     body and as an update, answers RB_OK with NULL, true or {"allow": [strings], "deny":
+ *     [strings]} (ALL_TRAFFIC dropped), or RB_EINVAL with a message.
  * Built only with clang and -DRUNBOX_FUZZ=ON. The seed corpus (tests/fuzz/corpus/e2b/) is
  * replayed through these same checks by tests/server/test_e2b_wire.c, which includes this file.
  */
@@ -22,6 +25,38 @@
 #include "server/e2b/e2b_wire.h"
 #include "server/query.h"
 #include "tests/fuzz/fuzz_check.h"
+
+static void check_network(const char *s, size_t len)
+{
+    json_t *doc = json_loadb(s, len, 0, NULL);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return;
+    }
+    for (int update = 0; update < 2; update++) {
+        json_t *out = NULL;
+        char err[RB_ERR_LEN] = "";
+        rb_err e = e2b_network_map(json_object_get(doc, "allow_internet_access"), json_object_get(doc, "network"),
+                                   update, &out, err);
+        FUZZ_CHECK(e == RB_OK || (e == RB_EINVAL && out == NULL && err[0] != '\0'));
+        if (out != NULL && !json_is_true(out)) {
+            FUZZ_CHECK(json_is_object(out) && json_object_size(out) == 2);
+            const char *keys[] = {"allow", "deny"};
+            for (int k = 0; k < 2; k++) {
+                json_t *list = json_object_get(out, keys[k]), *v;
+                size_t i;
+                FUZZ_CHECK(json_is_array(list));
+                json_array_foreach(list, i, v)
+                {
+                    FUZZ_CHECK(json_is_string(v));
+                    FUZZ_CHECK(strcmp(json_string_value(v), E2B_ALL_TRAFFIC) != 0);
+                }
+            }
+        }
+        json_decref(out);
+    }
+    json_decref(doc);
+}
 
 static void check_path(const char *path)
 {
@@ -82,6 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
     memcpy(s, in, len);
     s[len] = '\0';
     check_path(s);
+    check_network(s, len);
 
     char *f = malloc(len > 0 ? len : 1); /* exact size: a read past the end is caught */
     memcpy(f, in, len);

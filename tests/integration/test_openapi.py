@@ -30,7 +30,7 @@ ROUTES = {
     ("/sessions/{session_id}/files", "post"), ("/sessions/{session_id}/files", "put"),
     ("/sessions/{session_id}/files", "get"), ("/sessions/{session_id}/files", "delete"),
     ("/sessions/{session_id}/files/download", "get"),
-    ("/sessions/{session_id}/dependencies", "post"),
+    ("/sessions/{session_id}/dependencies", "post"), ("/sessions/{session_id}/network", "put"),
     ("/execute", "post"), ("/execute/{request_id}/status", "get"), ("/execute/{request_id}/results", "get"),
     ("/execute/{request_id}/events", "get"), ("/execute/{request_id}", "delete"),
     ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"),

@@ -89,3 +89,90 @@ Test(e2b_wire, fuzz_corpus_replay)
 {
     cr_assert_geq(corpus_each("e2b", check_e2b_seed, NULL), 8);
 }
+
+/* e2b_network_map on JSON texts: the policy as compact JSON ("null" for no network), or
+ * "error: <message>". */
+static char *net_map(const char *internet, const char *net, int update)
+{
+    static char text[RB_ERR_LEN + 16];
+    json_t *i = internet ? json_loads(internet, JSON_DECODE_ANY, NULL) : NULL;
+    json_t *n = net ? json_loads(net, JSON_DECODE_ANY, NULL) : NULL;
+    json_t *out = (json_t *)1;
+    char err[RB_ERR_LEN] = "";
+    rb_err e = e2b_network_map(i, n, update, &out, err);
+    if (e != RB_OK) {
+        cr_expect_null(out, "no policy with an error");
+        snprintf(text, sizeof(text), "error: %s", err);
+    } else {
+        char *s = out ? json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+        snprintf(text, sizeof(text), "%s", s ? s : "null");
+        free(s);
+    }
+    json_decref(out);
+    json_decref(i);
+    json_decref(n);
+    return text;
+}
+
+Test(e2b_wire, network_options_map_onto_host_policies)
+{
+    /* allow_internet_access alone: the operator's default list, or no network */
+    cr_expect_str_eq(net_map("true", NULL, 0), "true");
+    cr_expect_str_eq(net_map("false", NULL, 0), "null");
+    cr_expect_str_eq(net_map(NULL, NULL, 0), "null");
+    cr_expect_str_eq(net_map(NULL, "{}", 0), "null");
+    /* allowOut names the hosts; ALL_TRAFFIC in denyOut is runbox's model anyway */
+    cr_expect_str_eq(net_map(NULL, "{\"allowOut\": [\"api.example.test\"], \"denyOut\": [\"0.0.0.0/0\"]}", 0),
+                     "{\"allow\":[\"api.example.test\"],\"deny\":[]}");
+    cr_expect_str_eq(net_map("true", "{\"allowOut\": [\"*.example.test:8080\"], \"denyOut\": [\"bad.example.test\"]}", 0),
+                     "{\"allow\":[\"*.example.test:8080\"],\"deny\":[\"bad.example.test\"]}");
+    cr_expect_str_eq(net_map("true", "{\"denyOut\": [\"0.0.0.0/0\"]}", 0), "{\"allow\":[],\"deny\":[]}");
+    cr_expect_str_eq(net_map(NULL, "{\"denyOut\": [\"0.0.0.0/0\"]}", 0), "null");
+    /* the inbound and DNS options in their "off" values */
+    cr_expect_str_eq(net_map("true", "{\"allowPublicTraffic\": false, \"dnsServers\": [], \"rules\": {}, "
+                                     "\"egressProxy\": null, \"httpsPorts\": []}", 0),
+                     "true");
+    /* the update body: the same, its allow_internet_access key skipped; nothing given: nothing allowed */
+    cr_expect_str_eq(net_map(NULL, "{}", 1), "null");
+    cr_expect_str_eq(net_map("true", "{\"allow_internet_access\": true}", 1), "true");
+    cr_expect_str_eq(net_map(NULL, "{\"allowOut\": [\"pypi.example.test\"]}", 1),
+                     "{\"allow\":[\"pypi.example.test\"],\"deny\":[]}");
+}
+
+Test(e2b_wire, network_options_runbox_cannot_honour_are_refused)
+{
+    const char *addresses[] = {"10.0.0.1", "8.8.8.0/24", "0.0.0.0/0", "::1", "[2001:db8::1]:443", "127.1",
+                               "0x7f.1", "1.2.3.4:80", "10.0.0.1."};
+    for (size_t i = 0; i < sizeof(addresses) / sizeof(addresses[0]); i++) {
+        char net[200];
+        snprintf(net, sizeof(net), "{\"allowOut\": [\"%s\"]}", addresses[i]);
+        const char *got = net_map("true", net, 0);
+        cr_expect(strstr(got, "error: network.allowOut[0]") == got && strstr(got, "--egress-cidr") != NULL,
+                  "%s: %s", addresses[i], got);
+    }
+    cr_expect(strstr(net_map(NULL, "{\"allowOut\": [\"a.test\"], \"denyOut\": [\"10.0.0.0/8\"]}", 0),
+                     "network.denyOut[0]: '10.0.0.0/8' is an IP address") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"denyOut\": [\"192.168.1.1\"]}", 1), "error: denyOut[0]") != NULL);
+    /* names that merely contain digits are names */
+    cr_expect_str_eq(net_map(NULL, "{\"allowOut\": [\"s3.eu-1.example.test\", \"1password.test:443\"]}", 0),
+                     "{\"allow\":[\"s3.eu-1.example.test\",\"1password.test:443\"],\"deny\":[]}");
+    cr_expect(strstr(net_map("false", "{\"allowOut\": [\"a.test\"]}", 0), "allow_internet_access is false") != NULL);
+    cr_expect(strstr(net_map("true", "{\"denyOut\": [\"bad.test\"]}", 0), "need allowOut") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"allowPublicTraffic\": true}", 0), "network.allowPublicTraffic") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"maskRequestHost\": \"${PORT}-x.test\"}", 0), "maskRequestHost") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"dnsServers\": [\"1.1.1.1\"]}", 0), "DNS") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"egressProxy\": {\"address\": \"p.test:1080\"}}", 1), "egressProxy") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"rules\": {\"a.test\": [{}]}}", 1), "rewrite") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"allowPublicTraffic\": false}", 1), "not a network option") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"allow\": [\"a.test\"]}", 0), "not a network option") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"allowOut\": \"a.test\"}", 0), "must be a list") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"allowOut\": [1]}", 0), "not a string") != NULL);
+    cr_expect(strstr(net_map("\"yes\"", NULL, 0), "true or false") != NULL);
+    cr_expect(strstr(net_map("null", "{}", 1), "true or false") != NULL);
+    /* null only where E2B's schema takes it */
+    cr_expect(strstr(net_map(NULL, "null", 0), "must be an object") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"denyOut\": null}", 1), "must be a list") != NULL);
+    cr_expect(strstr(net_map(NULL, "{\"dnsServers\": null}", 0), "DNS") != NULL);
+    cr_expect_str_eq(net_map(NULL, "{\"egressProxy\": null, \"allowPublicTraffic\": null}", 0), "null");
+    cr_expect(strstr(net_map(NULL, "[]", 0), "must be an object") != NULL);
+}
