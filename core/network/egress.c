@@ -32,6 +32,7 @@
 #define RESTART_MS 1000
 #define CHAIN_MAX_MS 30000 /* from the first step to "ready" */
 #define NET_REMOVE_TRIES 60
+#define NET_RETRY_MS 200 /* the sweep (every second) tries again once this has passed */
 #define LOG_REFUSALS 20 /* refusals logged a minute */
 
 enum { E_OPENING, E_OPEN, E_DOWN, E_CLOSED };
@@ -746,7 +747,7 @@ static void closed_net_cb(void *data, rb_err err, const char *msg)
                     msg);
         e->net[0] = '\0';
     } else {
-        e->next_try = rb_now_ms() + RESTART_MS; /* its sandbox is still being removed: the sweep tries again */
+        e->next_try = rb_now_ms() + NET_RETRY_MS; /* its sandbox is still being removed: the sweep tries again */
         return;
     }
     close_step(e);
@@ -795,6 +796,7 @@ static void close_step(entry *e)
         rb_warn("session %s: could not remove its network %s (the next start removes it): %s", e->sid, e->net, err);
     }
     map_del(&r->closing, e->sid);
+    core_heart_hold(e->c, -1);
     entry_free(e);
 }
 
@@ -807,6 +809,7 @@ void egress_close(rb_core *c, const char *session_id)
     map_del(&r->entries, session_id);
     e->state = E_CLOSED;
     e->open_cb = NULL;
+    core_heart_hold(c, 1); /* a graceful stop waits for the removal (close_step lets go) */
     finish_updates(e, RB_ECANCELED, "the session ended");
     if (e->att != NULL) {
         /* no callback comes after this, not even a pending on_open: its reference goes here */
@@ -864,16 +867,18 @@ void egress_sweep(rb_core *c, int64_t now)
         e->next_try = now + RESTART_MS;
         chain_step(e, S_ATTACH);
     }
-    /* closed entries waiting to remove their network: close_step may free them, so one at a time */
+    /* closed entries waiting to remove their network: close_step may free them (and change the
+     * map), so their ids are taken first */
+    enum { DUE_MAX = 64 };
+    char due[DUE_MAX][RB_ID_LEN];
+    size_t n_due = 0;
     pos = 0;
-    entry *due = NULL;
-    while ((e = map_next(&r->closing, &pos)) != NULL)
-        if (e->refs == 0 && now >= e->next_try) {
-            due = e;
-            break;
-        }
-    if (due != NULL)
-        close_step(due);
+    while (n_due < DUE_MAX && (e = map_next(&r->closing, &pos)) != NULL)
+        if (e->refs == 0 && now >= e->next_try)
+            snprintf(due[n_due++], RB_ID_LEN, "%s", e->sid);
+    for (size_t i = 0; i < n_due; i++)
+        if ((e = map_get(&r->closing, due[i])) != NULL)
+            close_step(e);
 }
 
 static void orphans_listed(void *data, rb_err err, const char *msg, const backend_sandbox_info *items, size_t n)
@@ -901,6 +906,7 @@ static void orphans_listed(void *data, rb_err err, const char *msg, const backen
         snprintf(e->proxy, sizeof(e->proxy), "%s-proxy", items[i].id);
         rb_buf_init(&e->line, LINE_MAX_BYTES);
         e->state = E_CLOSED;
+        core_heart_hold(c, 1);
         map_put(&r->closing, e->sid, e);
     }
 }

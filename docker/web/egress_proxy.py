@@ -392,13 +392,11 @@ class Proxy:
             return up_reader, up_writer, Meter(event)
         except Refused as e:
             self.emit_counted(event="refused", **who, host=host, port=port, address=e.address, reason=e.reason)
-            await answer(
-                writer,
-                403,
-                "Forbidden",
-                "runbox egress proxy refused %s:%d: %s\n" % (host, port, e.reason),
-                [("X-Runbox-Refused", e.reason)],
-            )
+            text = "runbox egress proxy refused %s:%d: %s" % (host, port, e.reason)
+            # the refusal in the reason phrase too: clients of a refused CONNECT (urllib,
+            # requests, pip) show only the status line ("Tunnel connection failed: 403 ...")
+            await answer(writer, 403, reason_phrase("Forbidden: " + text), text + "\n",
+                         [("X-Runbox-Refused", e.reason)])
         except Unreachable as e:
             self.emit_counted(event="unreachable", **who, host=host, port=port, reason=str(e))
             await answer(writer, 502, "Bad Gateway", "runbox egress proxy could not reach %s:%d: %s\n" % (host, port, e))
@@ -666,6 +664,11 @@ async def send_body_framed(reader, up_writer, framing, meter):
                 left -= len(data)
                 put(data)
                 await up_writer.drain()
+
+
+def reason_phrase(text, limit=400):
+    """TEXT as an HTTP reason phrase: printable ASCII only, at most LIMIT characters."""
+    return "".join(ch if " " <= ch <= "~" else "?" for ch in text[:limit])
 
 
 async def answer(writer, status, phrase, text, extra=()):

@@ -451,7 +451,9 @@ def test_unlisted_and_denied_names_are_refused_naming_the_rule(origin, make_prox
                          ("127.0.0.1", "an IP address: the policy names hosts (allow: pypi.test, *.hosted.test)")]:
         assert_refused(proxy, proxy.get(host, origin.port), host, origin.port, reason)
         status, raw = proxy.connect_tunnel(host, origin.port)  # refused before any tunnel
-        assert raw.startswith(b"HTTP/1.1 403 Forbidden\r\n")
+        # the refusal is in the status line too: clients of a refused tunnel show only that
+        line = ("HTTP/1.1 403 Forbidden: runbox egress proxy refused %s:%d: %s\r\n" % (host, origin.port, reason))
+        assert raw.startswith(line.encode()), raw[:300]
         assert_refused(proxy, raw, host, origin.port, reason)
     assert origin.seen == []
     proxy.no_event("allowed", wait=0.2)
