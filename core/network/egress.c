@@ -733,14 +733,23 @@ rb_err egress_update(rb_core *c, const char *session_id, json_t *policy, egress_
     return RB_OK;
 }
 
+/* A removal call of a closed entry came back: 1 when the room is gone (e then freed by its last
+ * call); else its reference dropped, close_step's to call. */
+static int closed_back(entry *e)
+{
+    if (e->orphaned) {
+        unref(e);
+        return 1;
+    }
+    e->refs--;
+    return 0;
+}
+
 static void closed_net_cb(void *data, rb_err err, const char *msg)
 {
     entry *e = data;
-    if (e->orphaned) {
-        unref(e);
+    if (closed_back(e))
         return;
-    }
-    e->refs--;
     if (err == RB_OK || err == RB_ENOTFOUND || err == RB_ECANCELED || ++e->net_tries >= NET_REMOVE_TRIES) {
         if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
             rb_warn("session %s: could not remove its network %s (the next start removes it): %s", e->sid, e->net,
@@ -756,11 +765,8 @@ static void closed_net_cb(void *data, rb_err err, const char *msg)
 static void closed_proxy_cb(void *data, rb_err err, const char *msg)
 {
     entry *e = data;
-    if (e->orphaned) {
-        unref(e);
+    if (closed_back(e))
         return;
-    }
-    e->refs--;
     if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED) {
         rb_warn("session %s: could not remove its egress proxy %s: %s", e->sid, e->proxy, msg);
         core_heart_remove(e->c, e->proxy); /* retried by the heart */

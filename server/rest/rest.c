@@ -541,7 +541,12 @@ static int file_download(http_call *call)
 
 /* ---- dependencies and packages --------------------------------------------------------- */
 
-static int dependencies_install(http_call *call)
+/* A core call on the session of the path with the request's JSON body, answered 200 with what
+ * it gives (dependencies, network). */
+typedef rb_err (*session_body_fn)(rb_core *c, const core_caller *who, const char *session_id, json_t *body,
+                                  core_cb cb, void *data, core_op **handle, char *err);
+
+static int session_body_call(http_call *call, session_body_fn fn)
 {
     char err[RB_ERR_LEN];
     json_t *body = NULL;
@@ -549,7 +554,7 @@ static int dependencies_install(http_call *call)
     if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
     json_ctx *ctx = json_ctx_new(call, 200);
-    e = core_dependencies_install(call->core, call->who, call->params[0], body, on_json, ctx, &ctx->op, err);
+    e = fn(call->core, call->who, call->params[0], body, on_json, ctx, &ctx->op, err);
     json_decref(body);
     if (e != RB_OK) {
         ctx->op = NULL;
@@ -558,21 +563,14 @@ static int dependencies_install(http_call *call)
     return 0;
 }
 
+static int dependencies_install(http_call *call)
+{
+    return session_body_call(call, core_dependencies_install);
+}
+
 static int session_network(http_call *call)
 {
-    char err[RB_ERR_LEN];
-    json_t *body = NULL;
-    rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
-    if (e != RB_OK)
-        return answer(call, e, err, NULL, 0);
-    json_ctx *ctx = json_ctx_new(call, 200);
-    e = core_session_network(call->core, call->who, call->params[0], body, on_json, ctx, &ctx->op, err);
-    json_decref(body);
-    if (e != RB_OK) {
-        ctx->op = NULL;
-        return answer(call, e, err, NULL, 0);
-    }
-    return 0;
+    return session_body_call(call, core_session_network);
 }
 
 static int packages(http_call *call)
