@@ -99,6 +99,7 @@ static void sweep_cb(uv_timer_t *t)
     if (c->recovered) {
         web_sweep(c, now);
         egress_sweep(c, now);
+        removal_sweep_volumes(c, now);
     }
     if (now - c->last_prune >= PRUNE_EVERY_MS) {
         char err[RB_ERR_LEN];

@@ -140,6 +140,7 @@ struct rb_core {
     struct policy *policy;/* the optional code policy (core/policy/) */
     stats_counters stats; /* what GET /metrics counts (stats.c) */
     void *rooms[CORE_ROOMS]; /* the state of core's rooms (core/heart.h: core_heart_room) */
+    int64_t last_volume_sweep; /* when unused workspace volumes were last looked for (removal.c) */
     int64_t last_prune;   /* when the sweep last pruned the store for --retention (epoch ms; 0: not yet) */
 };
 
@@ -279,6 +280,9 @@ void removal_start(rb_core *c, const char *id, int missing_tries);
 int removal_retry_all(rb_core *c);
 /** Frees the removals still waiting (core_free). */
 void removal_drop_all(rb_core *c);
+/** Removes this instance's workspace volumes that no container uses (left when a helper held one
+ * as its sandbox was removed); at most once per 30 s (now: epoch ms). */
+void removal_sweep_volumes(rb_core *c, int64_t now);
 /** Non-zero if sb's runner is attached and takes executions. */
 int sandbox_ready(const sandbox *sb);
 

@@ -3,6 +3,10 @@
  * whose removal failed waits in c->removals (at most REMOVALS_PENDING_MAX; beyond, the next
  * start's recovery finds it) and is tried again after the next successful probe of the engine
  * (recovery.c). Not here: deciding which containers go (session.c, sandbox.c, recovery.c).
+ * Also the workspace volumes that outlived their sandbox: an anonymous volume goes with its
+ * container (removed with v=1) unless a helper (installer, file copier) that mounted it by name
+ * still held it then; such a volume, labelled runbox.workspace=<instance> and used by no
+ * container any more, is removed by removal_sweep_volumes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +15,8 @@
 
 /* Removals to retry at most; beyond, a container is left for the next start's recovery. */
 #define REMOVALS_PENDING_MAX 4096
+/* How often workspace volumes no container uses are looked for (removal_sweep_volumes). */
+#define VOLUME_SWEEP_MS (30 * 1000)
 
 /* A container to remove (by id or name): in flight, or waiting in c->removals for the next
  * retry (removal_retry_all). */
@@ -72,6 +78,46 @@ void removal_start(rb_core *c, const char *id, int missing_tries)
         return;
     }
     c->pending_ops++;
+}
+
+/* ---- workspace volumes a helper kept past their sandbox ------------------------------------ */
+
+static void volume_removed_cb(void *data, rb_err err, const char *msg)
+{
+    char *name = data;
+    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED && err != RB_ECONFLICT)
+        rb_warn("volume %.64s: could not remove it (tried again later): %s", name, msg);
+    free(name);
+}
+
+static void volumes_listed_cb(void *data, rb_err err, const char *errmsg, const backend_sandbox_info *items, size_t n)
+{
+    rb_core *c = data;
+    char e2[RB_ERR_LEN];
+    if (err != RB_OK) {
+        if (err != RB_ECANCELED)
+            rb_warn("cannot list unused workspace volumes: %s", errmsg);
+        return;
+    }
+    if (c->closing)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char *name = xstrdup(items[i].id);
+        rb_info("removing workspace volume %.64s: no container uses it any more", name);
+        if (backend_volume_remove(c->be, name, volume_removed_cb, name, e2) != RB_OK)
+            free(name);
+    }
+}
+
+void removal_sweep_volumes(rb_core *c, int64_t now)
+{
+    char err[RB_ERR_LEN], label[80];
+    if (c->be->ops->volume_list_unused == NULL || now - c->last_volume_sweep < VOLUME_SWEEP_MS)
+        return;
+    c->last_volume_sweep = now;
+    snprintf(label, sizeof(label), "runbox.workspace=%s", c->instance);
+    if (backend_volume_list_unused(c->be, label, volumes_listed_cb, c, err) != RB_OK)
+        rb_warn("cannot list unused workspace volumes: %s", err);
 }
 
 int removal_retry_all(rb_core *c)

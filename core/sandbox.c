@@ -363,6 +363,7 @@ typedef struct sandbox_spec {
     backend_spec spec;
     char **env; /* owned, like each string in it */
     backend_label labels[3];
+    backend_label volume_labels[2];
     backend_mount tmp;
     backend_ulimit ulimits[3];
 } sandbox_spec;
@@ -373,7 +374,6 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     static const char *const cap_drop[] = {"ALL", NULL};
     static const char *const cap_add[] = {"KILL", "SETGID", "SETUID", NULL}; /* the runner's, see above */
     static const char *const security_opt[] = {"no-new-privileges", NULL};
-    static const backend_label volume_labels[] = {{"runbox.managed", "1"}};
     const core_settings *cfg = c->cfg;
     int pids = s ? s->pids_limit : cfg->pids_limit;
     int64_t ws = s ? s->workspace_bytes : (int64_t)cfg->workspace_size;
@@ -420,6 +420,9 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     ss->labels[0] = (backend_label){"runbox.session", owner};
     ss->labels[1] = (backend_label){"runbox.instance", c->instance};
     ss->labels[2] = (backend_label){"runbox.managed", "1"};
+    /* what removal_sweep_volumes finds if a helper kept the volume past its sandbox */
+    ss->volume_labels[0] = (backend_label){"runbox.managed", "1"};
+    ss->volume_labels[1] = (backend_label){"runbox.workspace", c->instance};
     ss->tmp = (backend_mount){"/tmp", tmp, -1, -1, -1};
     ss->ulimits[0] = (backend_ulimit){"nofile", (int64_t)cfg->open_files, (int64_t)cfg->open_files};
     ss->ulimits[1] = (backend_ulimit){"fsize", (int64_t)cfg->file_size, (int64_t)cfg->file_size};
@@ -439,8 +442,8 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
         .n_tmpfs = 1,
         /* the files API reaches /workspace (files.c) */
         .workspace = {"/workspace", ws, 1000, 1000, 0755},
-        .workspace_labels = volume_labels,
-        .n_workspace_labels = 1,
+        .workspace_labels = ss->volume_labels,
+        .n_workspace_labels = 2,
         .ulimits = ss->ulimits,
         .n_ulimits = 3,
         .cap_drop = cap_drop,

@@ -162,6 +162,24 @@ rb_err docker_network_remove(docker *d, const char *net, docker_cb cb, void *dat
     return docker__ref_request(d, DOCKER__SHORT, "DELETE", "/networks/", net, "", NULL, 0, cb, data, err);
 }
 
+rb_err docker_volume_list_dangling(docker *d, const char *label, docker_cb cb, void *data, char *err)
+{
+    if (label == NULL || label[0] == '\0')
+        return rb_fail(RB_EINVAL, err, "listing volumes needs a label to filter by");
+    json_t *f = json_pack("{s:[s], s:[s]}", "label", label, "dangling", "true");
+    if (f == NULL)
+        return rb_fail(RB_EINVAL, err, "label filter is not valid UTF-8");
+    char *fj = json_dumps(f, JSON_COMPACT);
+    json_decref(f);
+    char *esc = codec_percent_encode(fj, "");
+    free(fj);
+    char *path = xasprintf("/volumes?filters=%s", esc);
+    free(esc);
+    rb_err e = docker_request(d, "GET", path, NULL, 0, cb, data, NULL, err);
+    free(path);
+    return e;
+}
+
 rb_err docker_network_list(docker *d, const char *label, docker_cb cb, void *data, char *err)
 {
     if (label == NULL || label[0] == '\0')

@@ -210,6 +210,9 @@ rb_err docker_network_connect(docker *d, const char *net, const char *container,
                               void *data, char *err);
 /** DELETE /networks/{net}: RB_ENOTFOUND if it does not exist, RB_ECONFLICT/RB_EIO while a container uses it. */
 rb_err docker_network_remove(docker *d, const char *net, docker_cb cb, void *data, char *err);
+/** GET /volumes?filters={"label":[label],"dangling":["true"]}: {"Volumes": [{Name, Labels, ...}]},
+ * the volumes with that label that no container (running or not) uses. */
+rb_err docker_volume_list_dangling(docker *d, const char *label, docker_cb cb, void *data, char *err);
 /** GET /networks?filters={"label":[label]}: an array of {Name, Id, Labels, ...}. */
 rb_err docker_network_list(docker *d, const char *label, docker_cb cb, void *data, char *err);
 /*

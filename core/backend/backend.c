@@ -207,6 +207,14 @@ rb_err backend_network_remove(backend *b, const char *network, backend_cb cb, vo
     return b->ops->network_remove(b->self, network, cb, data, err);
 }
 
+rb_err backend_volume_list_unused(backend *b, const char *label, backend_list_cb cb, void *data, char *err)
+{
+    assert(label != NULL && cb != NULL);
+    if (b->ops->volume_list_unused == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot list volumes", b->ops->name);
+    return b->ops->volume_list_unused(b->self, label, cb, data, err);
+}
+
 rb_err backend_network_list(backend *b, const char *label, backend_list_cb cb, void *data, char *err)
 {
     assert(label != NULL && cb != NULL);

@@ -269,6 +269,8 @@ typedef struct backend_ops {
                               void *data, char *err);
     rb_err (*network_remove)(void *self, const char *network, backend_cb cb, void *data, char *err);
     rb_err (*network_list)(void *self, const char *label, backend_list_cb cb, void *data, char *err);
+    /* Optional (NULL: RB_EINTERNAL, "not supported"): backend_volume_list_unused. */
+    rb_err (*volume_list_unused)(void *self, const char *label, backend_list_cb cb, void *data, char *err);
     /* Optional (NULL: name as it is): backend_pin. */
     char *(*pin)(void *self, const char *ref, const char *name);
     /* Optional (NULL: none): backend_engines and backend_drain, for backends over several engines. */
@@ -367,6 +369,10 @@ void backend_stream_close(backend *b, backend_stream *st);
 /** Unpacks the tar tar[0..len) (copied) into the folder dir of a running sandbox, which must
  * exist and lie in its workspace (tmpfs mounts are out of reach). Paths are absolute, at most
  * 4096 bytes. */
+/** The volumes labelled label ("key=value") that no sandbox or helper uses (items' id: the name
+ * backend_volume_remove takes; no state). */
+rb_err backend_volume_list_unused(backend *b, const char *label, backend_list_cb cb, void *data, char *err);
+
 rb_err backend_archive_put(backend *b, const char *id, const char *dir, const void *tar, size_t len, backend_cb cb,
                            void *data, char *err);
 /** Packs path (a file, or a folder with everything under it, named by its last component) of

@@ -466,6 +466,20 @@ static void networks_listed_cb(void *data, rb_err err, const char *errmsg, int s
     report_list(data, err, errmsg, body, "Name", NULL);
 }
 
+/* Volumes as backend_sandbox_info: their name as id, no state. */
+static void volumes_listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    (void)status;
+    report_list(data, err, errmsg, json_object_get(body, "Volumes"), "Name", NULL);
+}
+
+static rb_err d_volume_list_unused(void *self, const char *label, backend_list_cb cb, void *data, char *err)
+{
+    call *c = call_new(DK(self), data);
+    c->list = cb;
+    return call_started(c, docker_volume_list_dangling(DK(self), label, volumes_listed_cb, c, err));
+}
+
 /* A network made: its name is the one asked for. */
 static void network_created_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
@@ -735,6 +749,7 @@ static const backend_ops docker_ops = {
     .image_id = d_image_id,
     .volume_create = d_volume_create,
     .volume_remove = d_volume_remove,
+    .volume_list_unused = d_volume_list_unused,
     .workspace_volume = d_workspace_volume,
     .exec_stream = backend_docker__exec_stream,
     .stream_pause = backend_docker__stream_pause,

@@ -632,6 +632,7 @@ static const backend_ops multi_ops = {
     .network_connect = m_network_connect,
     .network_remove = m_network_remove,
     .network_list = multi__network_list,
+    .volume_list_unused = multi__volume_list_unused,
     .pin = m_pin,
     .engines = m_engines,
     .drain = m_drain,

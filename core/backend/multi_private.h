@@ -45,5 +45,6 @@ char *multi__pin_name(const engine *e, const char *raw);
 rb_err multi__ping(void *self, backend_ping_cb cb, void *data, char *err);
 rb_err multi__list(void *self, const char *label, backend_list_cb cb, void *data, char *err);
 rb_err multi__network_list(void *self, const char *label, backend_list_cb cb, void *data, char *err);
+rb_err multi__volume_list_unused(void *self, const char *label, backend_list_cb cb, void *data, char *err);
 
 #endif

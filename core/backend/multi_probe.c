@@ -246,8 +246,9 @@ static rb_err list_all(multi *m, const char *label, int networks, backend_list_c
         el->l = l;
         el->e = &m->e[i];
         char e2[RB_ERR_LEN];
-        rb_err e = networks ? backend_network_list(m->e[i].be, label, engine_listed_cb, el, e2)
-                            : backend_list(m->e[i].be, label, engine_listed_cb, el, e2);
+        rb_err e = networks == 2 ? backend_volume_list_unused(m->e[i].be, label, engine_listed_cb, el, e2)
+                   : networks ? backend_network_list(m->e[i].be, label, engine_listed_cb, el, e2)
+                              : backend_list(m->e[i].be, label, engine_listed_cb, el, e2);
         if (e != RB_OK) {
             free(el);
             if (l->err == RB_OK) {
@@ -271,4 +272,9 @@ rb_err multi__list(void *self, const char *label, backend_list_cb cb, void *data
 rb_err multi__network_list(void *self, const char *label, backend_list_cb cb, void *data, char *err)
 {
     return list_all(M(self), label, 1, cb, data, err);
+}
+
+rb_err multi__volume_list_unused(void *self, const char *label, backend_list_cb cb, void *data, char *err)
+{
+    return list_all(M(self), label, 2, cb, data, err); /* 2: volumes, listed like networks */
 }

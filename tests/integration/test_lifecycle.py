@@ -115,3 +115,31 @@ def test_docker_unreachable(make_server):
     # Everything that does not need Docker still answers.
     assert srv.get("/sessions").json() == {"sessions": []}
     check_error(srv.get("/sessions/s_" + "0" * 32), 404)
+
+
+def test_a_workspace_volume_a_helper_held_goes_once_unused(sandbox_image, make_server):
+    """A session's workspace is an anonymous volume, removed with its container; but one that a
+    helper (installer, file copier) mounted by name was still holding when the container went is
+    kept by Docker, and not removed with the helper. runboxd looks for such volumes (labelled
+    with its instance, used by no container) and removes them."""
+    srv = make_server()
+    s = srv.create_session()
+    mounts = [m for m in rbtest.inspect(s["container_id"])["Mounts"] if m["Destination"] == "/workspace"]
+    assert len(mounts) == 1 and mounts[0]["Type"] == "volume", mounts
+    volume = mounts[0]["Name"]
+    vlabels = json.loads(rbtest.docker("volume", "inspect", volume, "--format", "{{json .Labels}}"))
+    assert vlabels.get("runbox.workspace") == srv.db_instance(), vlabels
+    holder = "runbox-test-holder-" + secrets.token_hex(4)
+    try:
+        # a helper holding the volume by name while the session ends
+        rbtest.docker("run", "-d", "--name", holder, "--network", "none", "--label", "runbox.test=1",
+                      "-v", f"{volume}:/w", "--entrypoint", "sleep", sandbox_image, "600")
+        srv.delete_session(s["session_id"])
+        rbtest.wait_until(lambda: not rbtest.container_exists(s["container_id"]), "the sandbox removed")
+        assert rbtest.docker("volume", "ls", "-q", "--filter", f"name={volume}").strip(), "kept while held"
+        rbtest.docker("rm", "-f", holder)
+        rbtest.wait_until(lambda: not rbtest.docker("volume", "ls", "-q", "--filter", f"name={volume}").strip(),
+                          "runboxd to remove the volume no container uses", deadline=max(rbtest.DEADLINE_S, 75))
+    finally:
+        subprocess.run(["docker", "rm", "-f", holder], capture_output=True)
+        subprocess.run(["docker", "volume", "rm", volume], capture_output=True)
