@@ -37,8 +37,9 @@ Two modes:
   reader's. Events: ready, policy, policy_error, allowed and refused (with session and
   client), closed (bytes_up: sent upstream, bytes_down: relayed to the client), unreachable,
   log_cap, connection_limit, stop.
-In both modes refused, unreachable, allowed and closed lines together stop at MAX_EVENT_LINES,
-then one log_cap line. --resolve NAME=ADDR (like curl's) is for tests only.
+In the page reader's mode refused, unreachable, allowed and closed lines together stop at
+MAX_EVENT_LINES, then one log_cap line; in policy mode they are not capped (runboxd reads them
+as they come: a long-lived proxy's counts must not stop). --resolve NAME=ADDR (like curl's) is for tests only.
 
 It is not a general-purpose proxy: no keep-alive, no caching, no TLS interception, no
 authentication, no absolute-form https:// (clients use CONNECT for that), and it does not look
@@ -187,8 +188,12 @@ class Proxy:
             pass
 
     def emit_counted(self, **event):
-        """Refused and unreachable events: at most MAX_EVENT_LINES, then one log_cap."""
-        if self.event_lines < MAX_EVENT_LINES:
+        """Refused, unreachable, allowed and closed events: in the page reader's mode at most
+        MAX_EVENT_LINES, then one log_cap; in policy mode all of them (runboxd reads them as they
+        come, counting connections for /metrics and each execution's report)."""
+        if self.policies is not None:
+            self.emit(**event)
+        elif self.event_lines < MAX_EVENT_LINES:
             self.event_lines += 1
             self.emit(**event)
         elif self.event_lines == MAX_EVENT_LINES:
