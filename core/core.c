@@ -443,7 +443,7 @@ rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, cor
     session *s = xcalloc(1, sizeof(*s));
     s->core = c;
     s->owner = xstrdup(who ? who->owner : "");
-    if ((e = core__parse_session_opts(c, s, opts, err)) != RB_OK) {
+    if ((e = core__parse_session_opts(c, who, s, opts, err)) != RB_OK) {
         session_free(s);
         return e;
     }

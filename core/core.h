@@ -64,7 +64,13 @@ typedef struct core_caller {
     const char *owner;  /* the key's name ("" never matches a key) */
     int max_sessions;   /* live sessions of this key at once */
     int max_executions; /* queued + running executions of this key at once */
+    const char *egress; /* the most this key's sessions may reach (host patterns, comma-separated;
+                           "none": no network), or NULL/"": the server's --egress-max */
 } core_caller;
+
+/** Checks a key's egress limit (core_caller.egress): "none", "*" or host patterns. RB_EINVAL
+ * naming the bad pattern otherwise. */
+rb_err core_egress_limit_check(const char *list, char *err);
 
 /** Whether who may see something that belongs to owner (NULL owner: ""). */
 int core_caller_owns(const core_caller *who, const char *owner);

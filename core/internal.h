@@ -305,7 +305,7 @@ int core__whole_number(json_t *v, double *out);
  * else. */
 int core__parse_size(json_t *v, int64_t *out);
 /** Fills s's language, options and limits from a POST /sessions body. */
-rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err);
+rb_err core__parse_session_opts(rb_core *c, const core_caller *who, session *s, json_t *opts, char *err);
 
 /* recovery.c: the Docker probe and re-adoption of containers after a restart */
 /** (Re)arms the Docker probe to run in ms milliseconds; the probe pings the engine, records

@@ -58,7 +58,7 @@ rb_err core_session_network(rb_core *c, const core_caller *who, const char *sess
     if (e != RB_OK)
         return e;
     json_t *pol = NULL;
-    if ((e = egress_policy(c, json_object_get(body, "network"), "'network'", &pol, err)) != RB_OK)
+    if ((e = egress_policy(c, who ? who->egress : NULL, json_object_get(body, "network"), "'network'", &pol, err)) != RB_OK)
         return e;
     if (s->egress_net == NULL && s->net_policy == NULL) {
         json_decref(pol);

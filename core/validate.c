@@ -157,7 +157,7 @@ static rb_err parse_size_opt(json_t *eo, const char *key, int64_t min, int64_t m
 
 /* The sandbox limits of execution_options (eo may be NULL): pids_limit, workspace_size,
  * tmp_size within the server's maxima, and network only when the operator allows it. */
-static rb_err parse_sandbox_limits(rb_core *c, session *s, json_t *eo, char *err)
+static rb_err parse_sandbox_limits(rb_core *c, const core_caller *who, session *s, json_t *eo, char *err)
 {
     const core_settings *cfg = c->cfg;
     rb_err e;
@@ -185,15 +185,20 @@ static rb_err parse_sandbox_limits(rb_core *c, session *s, json_t *eo, char *err
         return e;
     json_decref(s->net_policy);
     s->net_policy = NULL;
-    if ((e = egress_policy(c, json_object_get(eo, "network"), "'execution_options.network'", &s->net_policy, err)) !=
-        RB_OK)
+    if ((e = egress_policy(c, who ? who->egress : NULL, json_object_get(eo, "network"), "'execution_options.network'",
+                           &s->net_policy, err)) != RB_OK)
         return e;
     s->custom_sandbox = s->pids_limit != cfg->pids_limit || s->workspace_bytes != (int64_t)cfg->workspace_size ||
                         s->tmp_bytes != (int64_t)cfg->tmp_size || s->net_policy != NULL;
     return RB_OK;
 }
 
-rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
+rb_err core_egress_limit_check(const char *list, char *err)
+{
+    return egress_key_limit_check(list, err);
+}
+
+rb_err core__parse_session_opts(rb_core *c, const core_caller *who, session *s, json_t *opts, char *err)
 {
     static const char *const top[] = {"language", "execution_options", "dependencies", NULL};
     static const char *const eo_keys[] = {"timeout",    "memory_limit",   "cpu_limit", "environment_variables",
@@ -280,7 +285,7 @@ rb_err core__parse_session_opts(rb_core *c, session *s, json_t *opts, char *err)
     }
     char mem[32];
     snprintf(mem, sizeof(mem), "%lldm", (long long)(s->memory_bytes / (1024 * 1024)));
-    if ((e = parse_sandbox_limits(c, s, eo != NULL && json_is_object(eo) ? eo : NULL, err)) != RB_OK)
+    if ((e = parse_sandbox_limits(c, who, s, eo != NULL && json_is_object(eo) ? eo : NULL, err)) != RB_OK)
         goto fail;
     s->options = json_pack("{s:f, s:s, s:f, s:o}", "timeout", s->timeout, "memory_limit", mem, "cpu_limit", s->cpus,
                            "environment_variables", env);

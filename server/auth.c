@@ -23,6 +23,7 @@ typedef struct principal {
     uint8_t hash[32];
     int enabled;
     int rps;
+    char egress[AUTH_EGRESS_MAX + 1]; /* caller.egress points here */
     double tokens;    /* the rate budget left */
     uint64_t last_ms; /* when tokens was last topped up */
 } principal;
@@ -68,8 +69,27 @@ static size_t fields(const char *line, size_t len, const char **f, size_t *flen,
     return n;
 }
 
+/* The check of egress= values (core_egress_limit_check, set by the daemon: auth_set_egress_check). */
+static rb_err (*egress_check)(const char *list, char *err);
+
+void auth_set_egress_check(rb_err (*check)(const char *list, char *err))
+{
+    egress_check = check;
+}
+
 static rb_err parse_quota(const char *f, size_t len, auth_key *k, int lineno, char *err)
 {
+    if (len >= 7 && memcmp(f, "egress=", 7) == 0) { /* the key's network limit (docs/network.md) */
+        char why[RB_ERR_LEN];
+        if (len - 7 == 0 || len - 7 > AUTH_EGRESS_MAX)
+            return rb_fail(RB_EINVAL, err, "line %d: egress= takes none, * or host patterns (pypi.org,*.example.com), "
+                                           "at most %d characters", lineno, AUTH_EGRESS_MAX);
+        memcpy(k->egress, f + 7, len - 7);
+        k->egress[len - 7] = '\0';
+        if (egress_check != NULL && egress_check(k->egress, why) != RB_OK)
+            return rb_fail(RB_EINVAL, err, "line %d: egress=: %s", lineno, why);
+        return RB_OK;
+    }
     static const char *const names[] = {"sessions", "executions", "rps"};
     int *slots[] = {&k->sessions, &k->executions, &k->rps};
     const char *eq = memchr(f, '=', len);
@@ -94,18 +114,19 @@ static rb_err parse_quota(const char *f, size_t len, auth_key *k, int lineno, ch
         return RB_OK;
     }
     return rb_fail(RB_EINVAL, err,
-                   "line %d: '%.*s' is not a quota; use sessions=N, executions=N or rps=N (0 = no limit)", lineno,
+                   "line %d: '%.*s' is not a quota; use sessions=N, executions=N or rps=N (0 = no limit), or egress=LIST",
+                   lineno,
                    (int)(len > 64 ? 64 : len), f);
 }
 
 static rb_err parse_line(const char *line, size_t len, auth_key *k, int lineno, char *err)
 {
-    const char *f[6];
-    size_t fl[6];
-    size_t n = fields(line, len, f, fl, 5);
-    if (n > 5)
+    const char *f[7];
+    size_t fl[7];
+    size_t n = fields(line, len, f, fl, 6);
+    if (n > 6)
         return rb_fail(RB_EINVAL, err, "line %d: too many fields; a line is: name sha256:<64 hex digits> "
-                                       "[sessions=N] [executions=N] [rps=N]", lineno);
+                                       "[sessions=N] [executions=N] [rps=N] [egress=LIST]", lineno);
     if (n < 2)
         return rb_fail(RB_EINVAL, err, "line %d: a line is: name sha256:<64 hex digits> [sessions=N] "
                                        "[executions=N] [rps=N]", lineno);
@@ -278,6 +299,8 @@ rb_err auth_reload(auth *a, size_t *nkeys, char *err)
         memcpy(p->hash, keys[i].hash, sizeof(p->hash));
         p->caller.max_sessions = keys[i].sessions;
         p->caller.max_executions = keys[i].executions;
+        memcpy(p->egress, keys[i].egress, sizeof(p->egress));
+        p->caller.egress = p->egress;
         if (p->rps != keys[i].rps)
             p->tokens = keys[i].rps; /* a new budget starts full */
         p->rps = keys[i].rps;

@@ -34,12 +34,20 @@ typedef struct auth auth;
 /** Most keys a file may list. */
 #define AUTH_KEYS_MAX 4096
 
+/* Characters of a key's egress limit (egress=LIST). */
+#define AUTH_EGRESS_MAX 2048
+
 /** One line of a key file, as parsed. */
 typedef struct auth_key {
     char name[AUTH_NAME_MAX + 1];
     uint8_t hash[32];
     int sessions, executions, rps;
+    char egress[AUTH_EGRESS_MAX + 1]; /* egress=...: the key's network limit ("" : the server's) */
 } auth_key;
+
+/** The check of a key's egress= value (core_egress_limit_check) the parser applies from now on
+ * (NULL: none). The daemon sets it before loading the file. */
+void auth_set_egress_check(rb_err (*check)(const char *list, char *err));
 
 /** Parses a key file's text (untrusted bytes: NUL, overlong lines and anything unexpected are
  * errors naming the line). On success *keys (heap, free() it) holds *n keys; an empty file (no

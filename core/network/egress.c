@@ -165,9 +165,43 @@ void egress_dispose(rb_core *c)
     *slot = NULL;
 }
 
-rb_err egress_policy(rb_core *c, json_t *v, const char *what, json_t **out, char *err)
+rb_err egress_key_limit_check(const char *list, char *err)
 {
-    return netpolicy_request(&room_of(c)->limits, v, what, out, err);
+    static const char *const flags[3] = {"--egress-allow", "the key's egress", "--egress-deny"};
+    if (list == NULL || list[0] == '\0' || strcmp(list, "none") == 0)
+        return RB_OK;
+    netpolicy_limits l;
+    rb_err e = netpolicy_limits_init(&l, 1, NULL, list, NULL, flags, err);
+    if (e == RB_OK)
+        netpolicy_limits_dispose(&l);
+    return e;
+}
+
+rb_err egress_policy(rb_core *c, const char *key_limit, json_t *v, const char *what, json_t **out, char *err)
+{
+    room *r = room_of(c);
+    *out = NULL;
+    if (key_limit == NULL || key_limit[0] == '\0' || v == NULL || json_is_null(v) || json_is_false(v))
+        return netpolicy_request(&r->limits, v, what, out, err);
+    if (!r->limits.enabled || (!json_is_true(v) && !json_is_object(v))) /* 403 naming --egress, or 400 */
+        return netpolicy_request(&r->limits, v, what, out, err);
+    if (strcmp(key_limit, "none") == 0)
+        return rb_fail(RB_EFORBIDDEN, err,
+                       "%s: this API key may not give its sandboxes a network (egress=none in the keys file)", what);
+    /* the key's maximum in place of --egress-max; the default list only for `true` */
+    const core_settings *s = core_heart_settings(c);
+    static const char *const flags[3] = {"--egress-allow", "this API key's egress limit (keys file)", "--egress-deny"};
+    netpolicy_limits l;
+    char why[RB_ERR_LEN];
+    if (netpolicy_limits_init(&l, 1, json_is_true(v) ? s->egress_allow : NULL, key_limit, s->egress_deny, flags, why) !=
+        RB_OK)
+        return rb_fail(RB_EFORBIDDEN, err,
+                       "%s: true (the server's default list) is beyond this API key's egress limit (%.200s); ask for "
+                       "{\"allow\": [...]} within it",
+                       what, key_limit);
+    rb_err e = netpolicy_request(&l, v, what, out, err);
+    netpolicy_limits_dispose(&l);
+    return e;
 }
 
 void egress_counts_read(rb_core *c, egress_counts *out)

@@ -45,8 +45,13 @@ void egress_dispose(rb_core *c);
 
 /** The policy of a caller's request v (false, true or {"allow", "deny"}; what names it in
  * errors): *out NULL for none, else the canonical {"allow": [...], "deny": [...]}
- * (netpolicy_request with the operator's limits). */
-rb_err egress_policy(rb_core *c, json_t *v, const char *what, json_t **out, char *err);
+ * (netpolicy_request with the operator's limits). key_limit (NULL or "": none) is the caller's
+ * API key's own maximum from the keys file ("none": no network; `*`; host patterns), which
+ * replaces --egress-max for it; `true` then needs the default list within it. */
+rb_err egress_policy(rb_core *c, const char *key_limit, json_t *v, const char *what, json_t **out, char *err);
+
+/** Checks a key's limit as egress_policy takes it; RB_EINVAL naming the pattern. */
+rb_err egress_key_limit_check(const char *list, char *err);
 
 /** Reports egress_open: on RB_OK net is the network the sandbox joins (borrowed for the call). */
 typedef void (*egress_open_cb)(void *data, rb_err err, const char *msg, const char *net);

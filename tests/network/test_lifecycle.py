@@ -186,3 +186,62 @@ def test_sigterm_right_after_delete_leaves_nothing(make_server, egress_args, ine
     srv.start()
     poll(lambda: not any(srv.leftovers().values()), f"the next start removing what the stop left: {left}")
     assert not any(left.values()), f"runboxd's stop left behind {left} (the next start removed them)"
+
+
+def test_a_keys_egress_limit_replaces_egress_max_for_it(make_server, egress_args, inet, tmp_path):
+    """egress= in the keys file: a key's own maximum (in place of --egress-max), or none."""
+    import hashlib
+    import secrets
+
+    import requests
+
+    keys = {name: secrets.token_hex(16) for name in ("alice", "bob", "carol")}
+    limits = {"alice": " egress=api.example.test,*.cdn.example.test", "bob": " egress=none", "carol": ""}
+    kf = tmp_path / "keys"
+    kf.write_text("".join(f"{n} sha256:{hashlib.sha256(k.encode()).hexdigest()}{limits[n]}\n" for n, k in keys.items()))
+    srv = make_server([*egress_args, f"--api-keys-file={kf}"])
+
+    def create(name, network):
+        return requests.post(srv.url + "/sessions", json={"execution_options": {"network": network}},
+                             headers={"Authorization": "Bearer " + keys[name]}, timeout=DEADLINE_S + 60)
+
+    made = []
+    try:
+        r = create("alice", {"allow": ["api.example.test"]})
+        assert r.status_code == 201, r.text
+        made.append(("alice", r.json()["session_id"]))
+        assert r.json()["execution_options"]["network"]["allow"] == ["api.example.test"]
+        # beyond the key's limit (though within --egress-max), named
+        r = create("alice", {"allow": ["www.example.test"]})
+        assert r.status_code == 403 and "www.example.test" in r.text and "key" in r.text, r.text
+        # true: the server's default list is beyond this key's limit
+        r = create("alice", True)
+        assert r.status_code == 403 and "key" in r.json()["error"]["message"], r.text
+        # egress=none: no network for this key at all, in plain words
+        r = create("bob", True)
+        assert r.status_code == 403 and "egress=none" in r.json()["error"]["message"], r.text
+        # a malformed request is still 400, whatever the key
+        r = create("bob", "yes")
+        assert r.status_code == 400, r.text
+        # no egress=: the server's limits
+        r = create("carol", True)
+        assert r.status_code == 201, r.text
+        made.append(("carol", r.json()["session_id"]))
+        # PUT obeys the key's limit too
+        sid = made[0][1]
+        r = requests.put(f"{srv.url}/sessions/{sid}/network", json={"network": {"allow": ["www.example.test"]}},
+                         headers={"Authorization": "Bearer " + keys["alice"]}, timeout=DEADLINE_S)
+        assert r.status_code == 403, r.text
+    finally:
+        for name, sid in made:
+            requests.delete(f"{srv.url}/sessions/{sid}", headers={"Authorization": "Bearer " + keys[name]}, timeout=60)
+
+    # a limit that is not host patterns stops runboxd at start, naming the line
+    import subprocess
+
+    from nettest import RUNBOX_BIN
+
+    kf.write_text(f"dave sha256:{hashlib.sha256(b'x').hexdigest()} egress=10.0.0.1\n")
+    r = subprocess.run([str(RUNBOX_BIN), "--listen", "127.0.0.1:0", "--db", str(tmp_path / "bad.db"),
+                        f"--api-keys-file={kf}", *egress_args], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "line 1" in r.stderr and "egress=" in r.stderr and "10.0.0.1" in r.stderr, r.stderr

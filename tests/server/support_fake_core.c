@@ -686,3 +686,13 @@ rb_err core_engine_drain(rb_core *c, const char *engine, int on, json_t **out, c
     *out = json_pack("{s:[{s:s, s:b}]}", "engines", "name", "local", "draining", on);
     return RB_OK;
 }
+
+
+/* The keys file's egress= check (core/validate.c): a fake that refuses one value, so that a test
+ * can see a malformed limit refused. */
+rb_err core_egress_limit_check(const char *list, char *err)
+{
+    if (strcmp(list, "bad..pattern") == 0)
+        return rb_fail(RB_EINVAL, err, "host pattern \"%s\": not a host name", list);
+    return RB_OK;
+}

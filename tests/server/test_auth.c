@@ -42,7 +42,7 @@ static rb_err parse(const char *text, auth_key **keys, size_t *n, char *err)
 Test(auth, parses_names_hashes_quotas_comments_and_crlf)
 {
     char text[1024], err[RB_ERR_LEN];
-    snprintf(text, sizeof(text), "# comment\n\n  %s", line_for("alice", ALICE_KEY, "sessions=5 executions=2 rps=20"));
+    snprintf(text, sizeof(text), "# comment\n\n  %s", line_for("alice", ALICE_KEY, "sessions=5 executions=2 rps=20 egress=pypi.org,*.example.com"));
     strcat(text, line_for("bob.ci-1", "bob-key", "\r"));
     auth_key *k;
     size_t n;
@@ -52,8 +52,10 @@ Test(auth, parses_names_hashes_quotas_comments_and_crlf)
     cr_assert_eq(k[0].sessions, 5);
     cr_assert_eq(k[0].executions, 2);
     cr_assert_eq(k[0].rps, 20);
+    cr_assert_str_eq(k[0].egress, "pypi.org,*.example.com");
     cr_assert_str_eq(k[1].name, "bob.ci-1");
     cr_assert_eq(k[1].sessions + k[1].executions + k[1].rps, 0);
+    cr_assert_str_eq(k[1].egress, "", "no egress=: the server's limit");
     free(k);
 }
 
@@ -73,7 +75,8 @@ Test(auth, refuses_what_is_wrong_naming_the_line)
         {"alice " H_ALICE " rps=-1\n", "whole number"},
         {"alice " H_ALICE " rps=\n", "not a quota"},
         {"alice " H_ALICE " rps=99999999999999999999\n", "whole number"},
-        {"alice " H_ALICE " a=1 b=2 c=3 d=4\n", "too many fields"},
+        {"alice " H_ALICE " a=1 b=2 c=3 d=4 e=5\n", "too many fields"},
+        {"alice " H_ALICE " egress=\n", "egress="},
         {"alice " H_ALICE "\nalice " H_ALICE "\n", "listed twice"},
         {"alice " H_ALICE "\nbob " H_ALICE "\n", "same key"},
     };
