@@ -21,6 +21,9 @@ LABELS = {
     "operation": {"create", "start", "attach", "exec", "archive", "wait", "remove", "inspect", "ping", "other"},
     "protocol": {"rest", "mcp", "e2b", "other"},
     "status_class": {"2xx", "3xx", "4xx", "5xx"},
+    "outcome": {"allowed", "unreachable"},
+    "cause": {"not_allowed", "denied", "port", "ip_literal", "address", "other"},
+    "direction": {"up", "down"},
 }
 
 
