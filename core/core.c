@@ -250,6 +250,8 @@ int core_pending(const rb_core *c)
 void core_stop(rb_core *c)
 {
     pool_stop(c->pool);
+    if (c->recovered)
+        removal_sweep_volumes(c, -1); /* what helpers held past their sandboxes, before leaving */
 }
 
 void core_free(rb_core *c)

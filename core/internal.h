@@ -281,7 +281,8 @@ int removal_retry_all(rb_core *c);
 /** Frees the removals still waiting (core_free). */
 void removal_drop_all(rb_core *c);
 /** Removes this instance's workspace volumes that no container uses (left when a helper held one
- * as its sandbox was removed); at most once per 30 s (now: epoch ms). */
+ * as its sandbox was removed); at most once per 30 s (now: epoch ms), or at once (now < 0: a
+ * graceful stop, which waits for it). */
 void removal_sweep_volumes(rb_core *c, int64_t now);
 /** Non-zero if sb's runner is attached and takes executions. */
 int sandbox_ready(const sandbox *sb);

@@ -82,18 +82,26 @@ void removal_start(rb_core *c, const char *id, int missing_tries)
 
 /* ---- workspace volumes a helper kept past their sandbox ------------------------------------ */
 
+typedef struct volume_removal {
+    rb_core *c;
+    char name[];
+} volume_removal;
+
 static void volume_removed_cb(void *data, rb_err err, const char *msg)
 {
-    char *name = data;
+    volume_removal *v = data;
+    const char *name = v->name;
+    v->c->pending_ops--;
     if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED && err != RB_ECONFLICT)
         rb_warn("volume %.64s: could not remove it (tried again later): %s", name, msg);
-    free(name);
+    free(v);
 }
 
 static void volumes_listed_cb(void *data, rb_err err, const char *errmsg, const backend_sandbox_info *items, size_t n)
 {
     rb_core *c = data;
     char e2[RB_ERR_LEN];
+    c->pending_ops--;
     if (err != RB_OK) {
         if (err != RB_ECANCELED)
             rb_warn("cannot list unused workspace volumes: %s", errmsg);
@@ -102,22 +110,29 @@ static void volumes_listed_cb(void *data, rb_err err, const char *errmsg, const 
     if (c->closing)
         return;
     for (size_t i = 0; i < n; i++) {
-        char *name = xstrdup(items[i].id);
-        rb_info("removing workspace volume %.64s: no container uses it any more", name);
-        if (backend_volume_remove(c->be, name, volume_removed_cb, name, e2) != RB_OK)
-            free(name);
+        size_t len = strlen(items[i].id);
+        volume_removal *v = xmalloc(sizeof(*v) + len + 1);
+        v->c = c;
+        memcpy(v->name, items[i].id, len + 1);
+        rb_info("removing workspace volume %.64s: no container uses it any more", v->name);
+        if (backend_volume_remove(c->be, v->name, volume_removed_cb, v, e2) != RB_OK)
+            free(v);
+        else
+            c->pending_ops++; /* a graceful stop waits for it */
     }
 }
 
 void removal_sweep_volumes(rb_core *c, int64_t now)
 {
     char err[RB_ERR_LEN], label[80];
-    if (c->be->ops->volume_list_unused == NULL || now - c->last_volume_sweep < VOLUME_SWEEP_MS)
+    if (c->be->ops->volume_list_unused == NULL || (now >= 0 && now - c->last_volume_sweep < VOLUME_SWEEP_MS))
         return;
-    c->last_volume_sweep = now;
+    c->last_volume_sweep = now >= 0 ? now : rb_now_ms();
     snprintf(label, sizeof(label), "runbox.workspace=%s", c->instance);
     if (backend_volume_list_unused(c->be, label, volumes_listed_cb, c, err) != RB_OK)
         rb_warn("cannot list unused workspace volumes: %s", err);
+    else
+        c->pending_ops++; /* a graceful stop waits for the listing and its removals */
 }
 
 int removal_retry_all(rb_core *c)

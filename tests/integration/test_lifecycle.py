@@ -140,6 +140,16 @@ def test_a_workspace_volume_a_helper_held_goes_once_unused(sandbox_image, make_s
         rbtest.docker("rm", "-f", holder)
         rbtest.wait_until(lambda: not rbtest.docker("volume", "ls", "-q", "--filter", f"name={volume}").strip(),
                           "runboxd to remove the volume no container uses", deadline=max(rbtest.DEADLINE_S, 75))
+        # and one let go just before a graceful stop goes with that stop (the sweep ran just now)
+        s2 = srv.create_session()
+        volume = [m for m in rbtest.inspect(s2["container_id"])["Mounts"] if m["Destination"] == "/workspace"][0]["Name"]
+        rbtest.docker("run", "-d", "--name", holder, "--network", "none", "--label", "runbox.test=1",
+                      "-v", f"{volume}:/w", "--entrypoint", "sleep", sandbox_image, "600")
+        srv.delete_session(s2["session_id"])
+        rbtest.wait_until(lambda: not rbtest.container_exists(s2["container_id"]), "the sandbox removed")
+        rbtest.docker("rm", "-f", holder)
+        srv.stop()
+        assert not rbtest.docker("volume", "ls", "-q", "--filter", f"name={volume}").strip(), "left after the stop"
     finally:
         subprocess.run(["docker", "rm", "-f", holder], capture_output=True)
         subprocess.run(["docker", "volume", "rm", volume], capture_output=True)
