@@ -86,12 +86,16 @@ rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *d
     return docker__ref_request(d, DOCKER__SHORT, "GET", "/containers/", id, "/json", NULL, 0, cb, data, err);
 }
 
-/* GET prefix with a label filter: prefix + "filters={"label":[label]}", URL-encoded. */
-static rb_err list_by_label(docker *d, const char *prefix, const char *label, docker_cb cb, void *data, char *err)
+/* GET prefix with a label filter: prefix + "filters={"label":[label]}" (and "dangling":["true"]
+ * when dangling), URL-encoded. */
+static rb_err list_filtered(docker *d, const char *prefix, const char *label, int dangling, docker_cb cb, void *data,
+                            char *err)
 {
     json_t *f = json_pack("{s:[s]}", "label", label);
     if (f == NULL)
         return rb_fail(RB_EINVAL, err, "label filter is not valid UTF-8");
+    if (dangling)
+        json_object_set_new(f, "dangling", json_pack("[s]", "true"));
     char *fj = json_dumps(f, JSON_COMPACT);
     json_decref(f);
     char *esc = codec_percent_encode(fj, "");
@@ -107,7 +111,7 @@ rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *d
 {
     if (label == NULL || label[0] == '\0')
         return docker_request(d, "GET", "/containers/json?all=1", NULL, 0, cb, data, NULL, err);
-    return list_by_label(d, "/containers/json?all=1&", label, cb, data, err);
+    return list_filtered(d, "/containers/json?all=1&", label, 0, cb, data, err);
 }
 
 rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *data, char *err)
@@ -166,23 +170,12 @@ rb_err docker_volume_list_dangling(docker *d, const char *label, docker_cb cb, v
 {
     if (label == NULL || label[0] == '\0')
         return rb_fail(RB_EINVAL, err, "listing volumes needs a label to filter by");
-    json_t *f = json_pack("{s:[s], s:[s]}", "label", label, "dangling", "true");
-    if (f == NULL)
-        return rb_fail(RB_EINVAL, err, "label filter is not valid UTF-8");
-    char *fj = json_dumps(f, JSON_COMPACT);
-    json_decref(f);
-    char *esc = codec_percent_encode(fj, "");
-    free(fj);
-    char *path = xasprintf("/volumes?filters=%s", esc);
-    free(esc);
-    rb_err e = docker_request(d, "GET", path, NULL, 0, cb, data, NULL, err);
-    free(path);
-    return e;
+    return list_filtered(d, "/volumes?", label, 1, cb, data, err);
 }
 
 rb_err docker_network_list(docker *d, const char *label, docker_cb cb, void *data, char *err)
 {
     if (label == NULL || label[0] == '\0')
         return rb_fail(RB_EINVAL, err, "listing networks needs a label to filter by");
-    return list_by_label(d, "/networks?", label, cb, data, err);
+    return list_filtered(d, "/networks?", label, 0, cb, data, err);
 }
