@@ -187,6 +187,12 @@ class Runboxd:
         rc = self.stop()
         if rc not in (None, 0):
             problems.append(f"runboxd exited with {rc} after SIGTERM (expected 0)")
+        try:
+            log = self.log_path.read_text(errors="replace")
+        except OSError:
+            log = ""
+        if "Sanitizer" in log or "runtime error:" in log:
+            problems.append(f"a sanitizer reported something in {self.log_path}:\n{self.log_tail(40)}")
         left: dict[str, list[str]] = {}
         try:
             poll(lambda: not any(self.leftovers().values()), "runboxd's containers and networks removed", DEADLINE_S)

@@ -4,6 +4,7 @@ the refusals are counted in /metrics and the execution's report stays within its
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import threading
@@ -87,7 +88,9 @@ def test_a_connection_flood_stays_bounded_and_leaves_neighbours_working(egress_s
     assert _metric(srv, "runbox_egress_proxy_restarts_total") == restarts, "the proxy died under the flood"
     assert _metric(srv, "runbox_egress_refusals_total", '{cause="not_allowed"}') >= refused + counts["refused"] * 0.9
     growth = _rss_mib(srv.proc.pid) - rss_before
-    assert growth < 32, f"runboxd grew by {growth:.1f} MiB reading the proxy's events"
+    # (an ASan build keeps freed memory in quarantine: its bound is looser)
+    bound = 128 if "asan" in str(nettest.RUNBOX_BIN) or "RUNBOX_RSS_LIMIT_MB" in os.environ else 32
+    assert growth < bound, f"runboxd grew by {growth:.1f} MiB reading the proxy's events"
     # the execution's report is bounded, whatever the number of hosts
     net = doc.get("network") or {}
     assert len(net.get("refused", [])) <= 32 and len(net.get("reached", [])) <= 32, net
