@@ -472,6 +472,12 @@ class Server:
             leftovers += containers_with_label(f"runbox.session={sid}")
         leftovers += [cid for cid in self.container_ids if container_exists(cid)]
         remove_containers(sorted(set(leftovers)))
+        # workspace volumes a helper held until after runboxd stopped (the test removed the helper
+        # just now): runboxd's next start would remove them; this one does not start again
+        for inst in self.instances:
+            vols = docker("volume", "ls", "-q", "--filter", f"label=runbox.workspace={inst}", check=False).split()
+            if vols:
+                subprocess.run(["docker", "volume", "rm", *vols], capture_output=True, timeout=120)
         problems += [f"sanitizer: {line}" for line in self.sanitizer_reports()]
         return problems
 
