@@ -28,6 +28,7 @@ set(RULES
 set(PRIVATE_HEADERS
     "core/internal.h|core/"
     "core/files/file_helper.h|core/files/"
+    "core/network/egress_internal.h|core/network/"
     "core/deps/deps_internal.h|core/deps/"
     "core/sandbox_private.h|core/sandbox"
     "core/backend/docker_private.h|core/backend/docker"

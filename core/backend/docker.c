@@ -459,25 +459,19 @@ static rb_err d_archive_get(void *self, const char *id, const char *path, size_t
 
 /* ---- networks -------------------------------------------------------------------------------- */
 
-/* Networks as backend_sandbox_info: their name as id (what the other calls take), no state. */
-static void networks_listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+/* Networks and volumes as backend_sandbox_info: their name as id (what the other calls take), no
+ * state; networks come as an array, volumes as {"Volumes": [...]}. */
+static void named_listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
 {
     (void)status;
-    report_list(data, err, errmsg, body, "Name", NULL);
-}
-
-/* Volumes as backend_sandbox_info: their name as id, no state. */
-static void volumes_listed_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
-{
-    (void)status;
-    report_list(data, err, errmsg, json_object_get(body, "Volumes"), "Name", NULL);
+    report_list(data, err, errmsg, json_is_object(body) ? json_object_get(body, "Volumes") : body, "Name", NULL);
 }
 
 static rb_err d_volume_list_unused(void *self, const char *label, backend_list_cb cb, void *data, char *err)
 {
     call *c = call_new(DK(self), data);
     c->list = cb;
-    return call_started(c, docker_volume_list_dangling(DK(self), label, volumes_listed_cb, c, err));
+    return call_started(c, docker_volume_list_dangling(DK(self), label, named_listed_cb, c, err));
 }
 
 /* A network made: its name is the one asked for. */
@@ -521,7 +515,7 @@ static rb_err d_network_list(void *self, const char *label, backend_list_cb cb, 
 {
     call *c = call_new(DK(self), data);
     c->list = cb;
-    return call_started(c, docker_network_list(DK(self), label, networks_listed_cb, c, err));
+    return call_started(c, docker_network_list(DK(self), label, named_listed_cb, c, err));
 }
 
 /* ---- attach: the client's stream, with the same callbacks ------------------------------------ */

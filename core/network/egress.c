@@ -7,13 +7,14 @@
  * policy is written and the proxy said "ready". The same chain from "attach" (from "create" when
  * the proxy is gone) brings a stopped proxy back: the sweep runs it for an entry whose output
  * stream closed, at most once per RESTART_MS. An entry is freed when it is closed and no engine
- * call of its is in flight (refs).
+ * call of its is in flight (refs). The proxy's output (readiness, counts, reports) is read in
+ * egress_events.c; what both share is in egress_internal.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/network/egress.h"
+#include "core/network/egress_internal.h"
 
 #include "base/codec.h"
 #include "base/map.h"
@@ -21,68 +22,7 @@
 #include "core/deps/oneshot.h"
 #include "core/network/netpolicy.h"
 
-#define PROXY_MEMORY ((int64_t)128 * 1024 * 1024)
-#define PROXY_TMP ((int64_t)16 * 1024 * 1024)
-#define PROXY_POLICY_DIR "/policy"
-#define PROXY_POLICY_SIZE ((int64_t)8 * 1024 * 1024)
-#define PROXY_PIDS 64
-#define PROXY_CONNECTIONS "256"
-#define PROXY_SCRIPT "/opt/runbox-egress/egress_proxy.py"
-#define LINE_MAX_BYTES 8192
-#define RESTART_MS 1000
-#define CHAIN_MAX_MS 30000 /* from the first step to "ready" */
-#define NET_REMOVE_TRIES 60
-#define NET_RETRY_MS 200 /* the sweep (every second) tries again once this has passed */
-#define LOG_REFUSALS 20 /* refusals logged a minute */
-
-enum { E_OPENING, E_OPEN, E_DOWN, E_CLOSED };
-
-typedef struct entry {
-    rb_core *c;
-    char sid[RB_ID_LEN];
-    char net[160];         /* the internal network (pinned) */
-    char proxy[200];       /* the proxy's container name */
-    json_t *policy;
-    int state;
-    int refs;              /* engine calls in flight */
-    int ready;             /* the proxy said "ready" since its last start */
-    int written;           /* its policy file is written since its last start */
-    int recovering;        /* taken over after a restart: the proxy may have said "ready" long ago */
-    int chain;             /* a (re)start chain is running */
-    int att_opening;       /* backend_attach_open called, its on_open not yet come */
-    int orphaned;          /* the room was disposed of while calls were in flight: freed by the last */
-    int writing, dirty;    /* a policy write is in flight; the policy changed since it began */
-    int64_t chain_started; /* when the running chain began (epoch ms) */
-    int replacing;         /* the chain removes a proxy container left by an earlier try */
-    int proxy_gone;        /* closing: the proxy is removed */
-    int net_tries;
-    int64_t next_try;      /* the sweep's next restart or removal try (epoch ms) */
-    backend_attach *att;
-    rb_buf line;
-    int line_skip;
-    egress_open_cb open_cb;
-    void *open_data;
-    json_t *reached, *refused; /* this execution's report: "host:port" -> entry */
-    struct update *updates;    /* policy writes waiting for the proxy to be up */
-} entry;
-
-typedef struct update {
-    entry *e;
-    egress_done_cb cb;
-    void *data;
-    struct update *next;
-} update;
-
-typedef struct room {
-    netpolicy_limits limits;
-    rb_map entries;        /* session id -> entry (open, opening, down) */
-    rb_map closing;        /* network name -> entry being removed */
-    egress_counts counts;
-    int64_t log_window;    /* when the current minute of refusal logging began */
-    int logged, log_dropped;
-} room;
-
-static room *room_of(rb_core *c)
+room *egress__room(rb_core *c)
 {
     void **slot = core_heart_room(c, CORE_ROOM_NET);
     if (*slot == NULL) {
@@ -119,7 +59,7 @@ rb_err egress_check_settings(const core_settings *s, char *err)
 rb_err egress_init(rb_core *c, char *err)
 {
     const core_settings *s = core_heart_settings(c);
-    room *r = room_of(c);
+    room *r = egress__room(c);
     return netpolicy_limits_init(&r->limits, s->egress, s->egress_allow, s->egress_max, s->egress_deny, LIMIT_FLAGS,
                                  err);
 }
@@ -179,7 +119,7 @@ rb_err egress_key_limit_check(const char *list, char *err)
 
 rb_err egress_policy(rb_core *c, const char *key_limit, json_t *v, const char *what, json_t **out, char *err)
 {
-    room *r = room_of(c);
+    room *r = egress__room(c);
     *out = NULL;
     if (key_limit == NULL || key_limit[0] == '\0' || v == NULL || json_is_null(v) || json_is_false(v))
         return netpolicy_request(&r->limits, v, what, out, err);
@@ -206,7 +146,7 @@ rb_err egress_policy(rb_core *c, const char *key_limit, json_t *v, const char *w
 
 void egress_counts_read(rb_core *c, egress_counts *out)
 {
-    room *r = room_of(c);
+    room *r = egress__room(c);
     *out = r->counts;
     out->proxies = (int64_t)r->entries.len;
 }
@@ -214,13 +154,13 @@ void egress_counts_read(rb_core *c, egress_counts *out)
 /* ---- the chain ------------------------------------------------------------------------------- */
 
 static void chain_step(entry *e, int step);
-static void chain_failed(entry *e, rb_err err, const char *what, const char *msg);
+void egress__chain_failed(entry *e, rb_err err, const char *what, const char *msg);
 
 static void close_step(entry *e);
 
 /* Drops one reference. Returns 1 when e is closed (the caller must not go on with its chain: the
  * removal goes on, and may have freed e). */
-static int unref(entry *e)
+int egress__unref(entry *e)
 {
     e->refs--;
     if (e->orphaned) { /* the room is gone (egress_dispose): only this entry's memory is left */
@@ -246,7 +186,7 @@ static void finish_updates(entry *e, rb_err err, const char *msg)
 }
 
 /* The chain reached its end: the proxy runs with its policy. */
-static void maybe_open(entry *e)
+void egress__maybe_open(entry *e)
 {
     if (!e->written || !(e->ready || e->recovering) || e->state == E_CLOSED)
         return;
@@ -256,10 +196,10 @@ static void maybe_open(entry *e)
     e->state = E_OPEN;
     e->refs++; /* a waiter may end the session */
     finish_updates(e, RB_OK, NULL);
-    unref(e);
+    egress__unref(e);
 }
 
-static void chain_failed(entry *e, rb_err err, const char *what, const char *msg)
+void egress__chain_failed(entry *e, rb_err err, const char *what, const char *msg)
 {
     char text[RB_ERR_LEN];
     snprintf(text, sizeof(text), "the session's egress proxy: %s: %.300s", what, msg ? msg : "no detail");
@@ -278,174 +218,13 @@ static void chain_failed(entry *e, rb_err err, const char *what, const char *msg
     }
     e->refs++; /* a waiter may end the session (and close e) */
     finish_updates(e, RB_EUNAVAILABLE, text);
-    if (unref(e))
+    if (egress__unref(e))
         return;
     if (e->state != E_CLOSED) {
         rb_warn("session %s: %s (tried again in %d ms)", e->sid, text, RESTART_MS);
         e->state = E_DOWN;
         e->next_try = rb_now_ms() + RESTART_MS;
     }
-}
-
-/* ---- the proxy's events ------------------------------------------------------------------------ */
-
-/* The item of host:port in the report map m ("host:port" -> {host, port, connections, ...}), one
- * connection added when opened; NULL when full, or when absent and not opened here. */
-static json_t *report_item(json_t **m, const char *host, json_int_t port, int opened)
-{
-    char key[300];
-    snprintf(key, sizeof(key), "%.250s:%lld", host, (long long)port);
-    json_t *it = *m != NULL ? json_object_get(*m, key) : NULL;
-    if (it == NULL && !opened)
-        return NULL;
-    if (it != NULL && !opened)
-        return it;
-    if (*m == NULL)
-        *m = json_object();
-    if (it == NULL) {
-        if (json_object_size(*m) >= EGRESS_REPORT_MAX)
-            return NULL;
-        it = json_pack("{s:s, s:I, s:i}", "host", host, "port", port, "connections", 0);
-        json_object_set_new(*m, key, it);
-    }
-    json_object_set_new(it, "connections", json_integer(json_integer_value(json_object_get(it, "connections")) + 1));
-    return it;
-}
-
-const char *const egress_refusal_names[EGRESS_REFUSALS] = {"not_allowed", "denied",  "port",
-                                                            "ip_literal",  "address", "other"};
-
-/* The class of a refusal's reason (docker/web/egress_policy.py, Policy.decide; egress_proxy.py). */
-static egress_refusal refusal_of(const char *why)
-{
-    if (why == NULL)
-        return EGRESS_OTHER;
-    if (strncmp(why, "an IP address", 13) == 0)
-        return EGRESS_IP_LITERAL;
-    if (strncmp(why, "denied by", 9) == 0)
-        return EGRESS_DENIED;
-    if (strncmp(why, "port ", 5) == 0)
-        return EGRESS_PORT;
-    if (strncmp(why, "not in the allow list", 21) == 0)
-        return EGRESS_NOT_ALLOWED;
-    if (strstr(why, "address") != NULL || strstr(why, "resolve") != NULL)
-        return EGRESS_ADDRESS;
-    return EGRESS_OTHER;
-}
-
-/* Logs a refusal, at most LOG_REFUSALS a minute for the whole room. */
-static void log_refusal(room *r, const entry *e, const char *host, json_int_t port, const char *why)
-{
-    int64_t now = rb_now_ms();
-    if (now - r->log_window >= 60000) {
-        if (r->log_dropped > 0)
-            rb_info("egress: %d more refusals in the last minute were not logged", r->log_dropped);
-        r->log_window = now;
-        r->logged = r->log_dropped = 0;
-    }
-    if (r->logged++ < LOG_REFUSALS)
-        rb_info("session %s: egress refused %.200s:%lld: %.300s", e->sid, host, (long long)port, why ? why : "?");
-    else
-        r->log_dropped++;
-}
-
-static void add_int(json_t *it, const char *key, json_int_t n)
-{
-    json_object_set_new(it, key, json_integer(json_integer_value(json_object_get(it, key)) + n));
-}
-
-static void proxy_line(entry *e, const char *line, size_t len)
-{
-    room *r = room_of(e->c);
-    json_t *ev = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
-    const char *kind = json_string_value(json_object_get(ev, "event"));
-    const char *host = json_string_value(json_object_get(ev, "host"));
-    json_int_t port = json_integer_value(json_object_get(ev, "port"));
-    if (kind == NULL) {
-        json_decref(ev);
-        return;
-    }
-    if (strcmp(kind, "ready") == 0) {
-        e->ready = 1;
-        maybe_open(e);
-    } else if (strcmp(kind, "allowed") == 0 && host != NULL) {
-        r->counts.allowed++;
-        json_t *it = report_item(&e->reached, host, port, 1);
-        if (it != NULL && json_object_get(it, "bytes_up") == NULL) {
-            json_object_set_new(it, "bytes_up", json_integer(0));
-            json_object_set_new(it, "bytes_down", json_integer(0));
-        }
-    } else if (strcmp(kind, "closed") == 0 && host != NULL) {
-        json_int_t up = json_integer_value(json_object_get(ev, "bytes_up"));
-        json_int_t down = json_integer_value(json_object_get(ev, "bytes_down"));
-        r->counts.bytes_up += up;
-        r->counts.bytes_down += down;
-        /* counted where the connection was opened, if that report is still being gathered */
-        json_t *it = report_item(&e->reached, host, port, 0);
-        if (it != NULL) {
-            add_int(it, "bytes_up", up);
-            add_int(it, "bytes_down", down);
-        }
-    } else if ((strcmp(kind, "refused") == 0 || strcmp(kind, "unreachable") == 0) && host != NULL) {
-        const char *why = json_string_value(json_object_get(ev, "reason"));
-        if (strcmp(kind, "refused") == 0) {
-            r->counts.refused[refusal_of(why)]++;
-            log_refusal(r, e, host, port, why);
-        } else {
-            r->counts.unreachable++;
-        }
-        json_t *it = report_item(&e->refused, host, port, 1);
-        if (it != NULL && why != NULL && json_object_get(it, "reason") == NULL)
-            json_object_set_new(it, "reason",
-                                json_sprintf("%s%.300s", strcmp(kind, "unreachable") == 0 ? "unreachable: " : "", why));
-    } else if (strcmp(kind, "policy_error") == 0 && e->written) {
-        const char *why = json_string_value(json_object_get(ev, "error"));
-        rb_warn("session %s: its egress proxy cannot read its policy: %.300s", e->sid, why ? why : "?");
-    }
-    json_decref(ev);
-}
-
-static void proxy_data(void *data, int stream, const char *buf, size_t len)
-{
-    entry *e = data;
-    if (stream != 1)
-        return;
-    e->refs++; /* a line may make the proxy ready, and a waiter end the session */
-    for (size_t i = 0; i < len && e->state != E_CLOSED;) {
-        const char *nl = memchr(buf + i, '\n', len - i);
-        size_t n = nl ? (size_t)(nl - (buf + i)) : len - i;
-        if (!e->line_skip && rb_buf_append(&e->line, buf + i, n) != RB_OK)
-            e->line_skip = 1;
-        if (nl != NULL) {
-            if (!e->line_skip)
-                proxy_line(e, e->line.data ? e->line.data : "", e->line.len);
-            rb_buf_reset(&e->line);
-            e->line_skip = 0;
-            n++;
-        }
-        i += n;
-    }
-    unref(e);
-}
-
-/* The proxy's output ended: it stopped (or the engine's stream broke). The sweep starts it again. */
-static void proxy_closed(void *data, rb_err err, const char *errmsg)
-{
-    entry *e = data;
-    e->att = NULL;
-    (void)err;
-    if (e->state == E_CLOSED || core_heart_closing(e->c))
-        return;
-    if (e->chain) { /* it exited as it started (or was stopped then) */
-        e->ready = 0;
-        chain_failed(e, RB_EUNAVAILABLE, "starting it",
-                     "it exited at once (an image without /opt/runbox-egress? rebuild it with docker/build-images)");
-        return;
-    }
-    rb_warn("session %s: its egress proxy stopped (%s); starting it again", e->sid, errmsg ? errmsg : "its output ended");
-    e->state = E_DOWN;
-    e->ready = e->written = 0;
-    e->next_try = rb_now_ms();
 }
 
 /* ---- chain steps ------------------------------------------------------------------------------- */
@@ -458,10 +237,10 @@ static void policy_written(void *data, rb_err err, const char *msg)
 {
     entry *e = data;
     e->writing = 0;
-    if (unref(e) || (!e->chain && e->state != E_OPEN)) /* closed, or a chain that failed meanwhile */
+    if (egress__unref(e) || (!e->chain && e->state != E_OPEN)) /* closed, or a chain that failed meanwhile */
         return;
     if (err != RB_OK) {
-        chain_failed(e, err, "writing its policy", msg);
+        egress__chain_failed(e, err, "writing its policy", msg);
         return;
     }
     if (e->dirty) { /* changed while it was being written */
@@ -469,7 +248,7 @@ static void policy_written(void *data, rb_err err, const char *msg)
         return;
     }
     e->written = 1;
-    maybe_open(e);
+    egress__maybe_open(e);
 }
 
 /* Writes e's policy file into the proxy: {"clients": {"*": {session, allow, deny}}}; one write
@@ -502,7 +281,7 @@ static void write_policy(entry *e)
 static void step_done(void *data, rb_err err, const char *msg, int step)
 {
     entry *e = data;
-    if (unref(e) || !e->chain) /* closed, or a step of a chain that failed meanwhile */
+    if (egress__unref(e) || !e->chain) /* closed, or a step of a chain that failed meanwhile */
         return;
     static const char *const what[] = {"creating its network", "creating it", "joining it to the session's network",
                                        "reading its output", "starting it", "writing its policy"};
@@ -516,7 +295,7 @@ static void step_done(void *data, rb_err err, const char *msg, int step)
         return;
     }
     if (err != RB_OK) {
-        chain_failed(e, err, what[step == S_REPLACE ? S_CREATE : step], msg);
+        egress__chain_failed(e, err, what[step == S_REPLACE ? S_CREATE : step], msg);
         return;
     }
     if (step == S_NET && e->open_cb != NULL) { /* the sandbox can be made on it while the proxy starts */
@@ -524,7 +303,7 @@ static void step_done(void *data, rb_err err, const char *msg, int step)
         e->open_cb = NULL;
         e->refs++; /* the caller may end the session in its callback */
         cb(e->open_data, RB_OK, NULL, e->net);
-        if (unref(e))
+        if (egress__unref(e))
             return;
     }
     chain_step(e, step == S_REPLACE ? S_CREATE : step + 1);
@@ -644,7 +423,7 @@ static void chain_step(entry *e, int step)
     }
     case S_CREATE:
         if ((rc = create_proxy(e, err)) != RB_OK) /* its reference is its own */
-            chain_failed(e, rc, "creating it", err);
+            egress__chain_failed(e, rc, "creating it", err);
         return;
     case S_REPLACE:
         e->refs++;
@@ -655,7 +434,7 @@ static void chain_step(entry *e, int step)
         rc = backend_network_connect(be, e->net, e->proxy, EGRESS_PROXY_HOST, proxy_connected, e, err);
         break;
     case S_ATTACH: {
-        const backend_attach_cbs cbs = {proxy_attached, proxy_data, proxy_closed};
+        const backend_attach_cbs cbs = {proxy_attached, egress__proxy_data, egress__proxy_closed};
         e->ready = e->written = 0;
         rb_buf_reset(&e->line);
         e->line_skip = 0;
@@ -680,7 +459,7 @@ static void chain_step(entry *e, int step)
     }
     if (rc != RB_OK) {
         e->refs--;
-        chain_failed(e, rc, "calling the engine", err);
+        egress__chain_failed(e, rc, "calling the engine", err);
     }
 }
 
@@ -693,13 +472,13 @@ static entry *entry_new(rb_core *c, const char *session_id, json_t *policy)
     snprintf(e->sid, sizeof(e->sid), "%s", session_id);
     e->policy = json_deep_copy(policy);
     rb_buf_init(&e->line, LINE_MAX_BYTES);
-    map_put(&room_of(c)->entries, e->sid, e);
+    map_put(&egress__room(c)->entries, e->sid, e);
     return e;
 }
 
 rb_err egress_open(rb_core *c, const char *session_id, json_t *policy, egress_open_cb cb, void *data, char *err)
 {
-    room *r = room_of(c);
+    room *r = egress__room(c);
     if (!json_is_object(policy))
         return rb_fail(RB_EINVAL, err, "no network policy");
     if (map_get(&r->entries, session_id) != NULL || map_get(&r->closing, session_id) != NULL)
@@ -713,7 +492,7 @@ rb_err egress_open(rb_core *c, const char *session_id, json_t *policy, egress_op
 
 void egress_recover(rb_core *c, const char *session_id, const char *net, json_t *policy)
 {
-    room *r = room_of(c);
+    room *r = egress__room(c);
     if (net == NULL || net[0] == '\0' || !json_is_object(policy) || map_get(&r->entries, session_id) != NULL)
         return;
     entry *e = entry_new(c, session_id, policy);
@@ -726,7 +505,7 @@ void egress_recover(rb_core *c, const char *session_id, const char *net, json_t 
 
 rb_err egress_ready(rb_core *c, const char *session_id, egress_done_cb cb, void *data, char *err)
 {
-    entry *e = map_get(&room_of(c)->entries, session_id);
+    entry *e = map_get(&egress__room(c)->entries, session_id);
     if (e == NULL)
         return rb_fail(RB_ENOTFOUND, err, "session %s has no way out", session_id);
     if (e->state == E_OPEN) {
@@ -744,7 +523,7 @@ rb_err egress_ready(rb_core *c, const char *session_id, egress_done_cb cb, void 
 
 rb_err egress_update(rb_core *c, const char *session_id, json_t *policy, egress_done_cb cb, void *data, char *err)
 {
-    entry *e = map_get(&room_of(c)->entries, session_id);
+    entry *e = map_get(&egress__room(c)->entries, session_id);
     if (e == NULL)
         return rb_fail(RB_ECONFLICT, err,
                        "session %s was created without a network: its sandbox has no network interface to give a "
@@ -772,7 +551,7 @@ rb_err egress_update(rb_core *c, const char *session_id, json_t *policy, egress_
 static int closed_back(entry *e)
 {
     if (e->orphaned) {
-        unref(e);
+        egress__unref(e);
         return 1;
     }
     e->refs--;
@@ -813,7 +592,7 @@ static void closed_proxy_cb(void *data, rb_err err, const char *msg)
 static void close_step(entry *e)
 {
     char err[RB_ERR_LEN];
-    room *r = room_of(e->c);
+    room *r = egress__room(e->c);
     if (e->refs > 0)
         return; /* the call in flight comes back here */
     if (core_heart_closing(e->c)) /* left for the next start */
@@ -842,7 +621,7 @@ static void close_step(entry *e)
 
 void egress_close(rb_core *c, const char *session_id)
 {
-    room *r = room_of(c);
+    room *r = egress__room(c);
     entry *e = map_get(&r->entries, session_id);
     if (e == NULL)
         return;
@@ -865,37 +644,16 @@ void egress_close(rb_core *c, const char *session_id)
     close_step(e);
 }
 
-json_t *egress_take_report(rb_core *c, const char *session_id)
-{
-    entry *e = map_get(&room_of(c)->entries, session_id);
-    if (e == NULL || (e->reached == NULL && e->refused == NULL))
-        return NULL;
-    json_t *out = json_object();
-    json_t *m[2] = {e->reached, e->refused};
-    const char *names[2] = {"reached", "refused"};
-    for (int i = 0; i < 2; i++) {
-        json_t *arr = json_array();
-        const char *k;
-        json_t *v;
-        json_object_foreach (m[i], k, v)
-            json_array_append(arr, v);
-        json_object_set_new(out, names[i], arr);
-        json_decref(m[i]);
-    }
-    e->reached = e->refused = NULL;
-    return out;
-}
-
 void egress_sweep(rb_core *c, int64_t now)
 {
-    room *r = room_of(c);
+    room *r = egress__room(c);
     if (core_heart_closing(c))
         return;
     size_t pos = 0;
     entry *e;
     while ((e = map_next(&r->entries, &pos)) != NULL) { /* a proxy that never says it is ready */
         if (e->chain && now - e->chain_started > CHAIN_MAX_MS) {
-            chain_failed(e, RB_ETIMEDOUT, "starting it", "it did not say it was ready within 30 s");
+            egress__chain_failed(e, RB_ETIMEDOUT, "starting it", "it did not say it was ready within 30 s");
             pos = 0; /* the map may have changed (the session ended) */
         }
     }
@@ -924,7 +682,7 @@ void egress_sweep(rb_core *c, int64_t now)
 static void orphans_listed(void *data, rb_err err, const char *msg, const backend_sandbox_info *items, size_t n)
 {
     rb_core *c = data;
-    room *r = room_of(c);
+    room *r = egress__room(c);
     if (err != RB_OK) {
         if (err != RB_ECANCELED)
             rb_warn("egress: cannot list the networks of earlier sessions: %s", msg);
