@@ -61,6 +61,12 @@ rb_err docker_container_start(docker *d, const char *id, docker_cb cb, void *dat
     return docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/", id, "/start", NULL, 0, cb, data, err);
 }
 
+rb_err docker_container_pause(docker *d, const char *id, int on, docker_cb cb, void *data, char *err)
+{
+    return docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/", id, on ? "/pause" : "/unpause", NULL, 0, cb,
+                               data, err);
+}
+
 rb_err docker_container_kill(docker *d, const char *id, const char *signal, docker_cb cb, void *data, char *err)
 {
     rb_err e = docker__check_ref(id, err);

@@ -43,6 +43,14 @@ rb_err backend_start(backend *b, const char *id, backend_cb cb, void *data, char
     return b->ops->start(b->self, id, cb, data, err);
 }
 
+rb_err backend_pause(backend *b, const char *id, int on, backend_cb cb, void *data, char *err)
+{
+    assert(cb != NULL);
+    if (b->ops->pause == NULL)
+        return rb_fail(RB_ECONFLICT, err, "the %s backend cannot freeze a sandbox", b->ops->name);
+    return b->ops->pause(b->self, id, on, cb, data, err);
+}
+
 rb_err backend_remove(backend *b, const char *id, backend_cb cb, void *data, char *err)
 {
     assert(cb != NULL);

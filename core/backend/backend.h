@@ -231,6 +231,7 @@ typedef struct backend_ops {
                      char *err);
     rb_err (*start)(void *self, const char *id, backend_cb cb, void *data, char *err);
     rb_err (*remove)(void *self, const char *id, backend_cb cb, void *data, char *err);
+    rb_err (*pause)(void *self, const char *id, int on, backend_cb cb, void *data, char *err);
     rb_err (*list)(void *self, const char *label, backend_list_cb cb, void *data, char *err);
     rb_err (*attach_open)(void *self, const char *id, const backend_attach_cbs *cbs, void *data,
                           backend_attach **out, char *err);
@@ -309,6 +310,11 @@ rb_err backend_create(backend *b, const char *name, const backend_spec *spec, ba
                       char *err);
 /** Starts a created sandbox: its command runs when cb reports RB_OK. */
 rb_err backend_start(backend *b, const char *id, backend_cb cb, void *data, char *err);
+/** Freezes every process of a running sandbox (on != 0; its memory stays, its CPU use stops at
+ * once) or thaws it (on == 0). A frozen sandbox takes no attach, exec or archive call until it is
+ * thawed; backend_state and backend_list say "paused". RB_ENOTFOUND when it no longer exists,
+ * RB_ECONFLICT when it is not running (or, on == 0, not frozen). */
+rb_err backend_pause(backend *b, const char *id, int on, backend_cb cb, void *data, char *err);
 /** Stops and removes a sandbox with its workspace, whatever its state. RB_ENOTFOUND when it
  * no longer exists. */
 rb_err backend_remove(backend *b, const char *id, backend_cb cb, void *data, char *err);

@@ -1,7 +1,7 @@
 /*
  * docker.c: the sandbox backend (core/backend/backend.h) on one Docker Engine. It turns a
  * backend_spec into the Engine API container configuration and passes the calls to the client in
- * docker/ with their callbacks translated; a one-shot run is create, start, wait, logs (Docker's
+ * docker/ with their callbacks translated (the spec's Engine API form is docker_spec.c); a one-shot run is create, start, wait, logs (Docker's
  * 8-byte stream frames demultiplexed here) and remove. Commands beside the runner (exec,
  * exec_stream) are in docker_exec.c; these two are the only files in core/ that include
  * docker/docker.h. It decides nothing about sandboxes: limits, labels and hardening come in the
@@ -20,133 +20,6 @@
 #include "docker/docker.h"
 
 #define RUN_OUTPUT_MAX_DEFAULT (2u * 1024 * 1024)
-
-/* ---- spec -> Engine API JSON ---------------------------------------------------------------- */
-
-json_t *backend_docker__string_list(const char *const *list)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; list != NULL && list[i] != NULL; i++)
-        json_array_append_new(a, json_string(list[i]));
-    return a;
-}
-
-/* obj[key] = the list, unless list is NULL (not set). */
-void backend_docker__set_list(json_t *obj, const char *key, const char *const *list)
-{
-    if (list != NULL)
-        json_object_set_new(obj, key, backend_docker__string_list(list));
-}
-
-static json_t *label_object(const backend_label *labels, size_t n)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; i < n; i++)
-        json_object_set_new(o, labels[i].key, json_string(labels[i].value));
-    return o;
-}
-
-/* Docker's mount options for a memory-backed mount: "rw,nosuid,nodev,size=N[,uid=U][,gid=G][,mode=M]". */
-static json_t *mount_options(const backend_mount *m)
-{
-    char uid[24] = "", gid[24] = "", mode[24] = "";
-    if (m->uid >= 0)
-        snprintf(uid, sizeof(uid), ",uid=%d", m->uid);
-    if (m->gid >= 0)
-        snprintf(gid, sizeof(gid), ",gid=%d", m->gid);
-    if (m->mode >= 0)
-        snprintf(mode, sizeof(mode), ",mode=%04o", (unsigned)m->mode);
-    return json_sprintf("rw,nosuid,nodev,size=%lld%s%s%s", (long long)m->size, uid, gid, mode);
-}
-
-/* Binds entries: "name:/path" or "/host/path:/path", with ":ro" when read-only. */
-static json_t *binds(const backend_volume *v, size_t n)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(a, json_sprintf("%s:%s%s", v[i].name ? v[i].name : v[i].host_path, v[i].path,
-                                              v[i].readonly ? ":ro" : ""));
-    return a;
-}
-
-/* A Binds entry is split on ':', so a colon would move a mount elsewhere or change its mode. */
-static rb_err volumes_check(const backend_spec *sp, char *err)
-{
-    for (size_t i = 0; i < sp->n_volumes; i++) {
-        const backend_volume *v = &sp->volumes[i];
-        const char *src = v->name ? v->name : v->host_path;
-        if (src == NULL || src[0] == '\0' || (v->name == NULL && src[0] != '/') || strchr(src, ':') != NULL ||
-            v->path == NULL || v->path[0] != '/' || strchr(v->path, ':') != NULL)
-            return rb_fail(RB_EINVAL, err, "volume '%.200s' at '%.200s' cannot be mounted", src ? src : "(none)",
-                           v->path ? v->path : "(none)");
-    }
-    return RB_OK;
-}
-
-static json_t *host_config(const backend_spec *sp)
-{
-    json_t *hc = json_pack("{s:s, s:I, s:I, s:I, s:b, s:b}", "NetworkMode", sp->network ? sp->network : "none",
-                           "Memory", (json_int_t)sp->memory, "MemorySwap", (json_int_t)(sp->memory + sp->swap),
-                           "PidsLimit", (json_int_t)sp->pids_limit, "ReadonlyRootfs", sp->readonly_root != 0, "Init",
-                           sp->init != 0);
-    if (sp->nano_cpus > 0)
-        json_object_set_new(hc, "NanoCpus", json_integer((json_int_t)sp->nano_cpus));
-    backend_docker__set_list(hc, "CapDrop", sp->cap_drop);
-    backend_docker__set_list(hc, "CapAdd", sp->cap_add);
-    backend_docker__set_list(hc, "SecurityOpt", sp->security_opt);
-    if (sp->n_tmpfs > 0) {
-        json_t *tmpfs = json_object();
-        for (size_t i = 0; i < sp->n_tmpfs; i++)
-            json_object_set_new(tmpfs, sp->tmpfs[i].path, mount_options(&sp->tmpfs[i]));
-        json_object_set_new(hc, "Tmpfs", tmpfs);
-    }
-    if (sp->workspace.path != NULL)
-        json_object_set_new(hc, "Mounts",
-                            json_pack("[{s:s, s:s, s:{s:o, s:{s:s, s:{s:s, s:s, s:o}}}}]", "Type", "volume", "Target",
-                                      sp->workspace.path, "VolumeOptions", "Labels",
-                                      label_object(sp->workspace_labels, sp->n_workspace_labels), "DriverConfig",
-                                      "Name", "local", "Options", "type", "tmpfs", "device", "tmpfs", "o",
-                                      mount_options(&sp->workspace)));
-    if (sp->n_volumes > 0)
-        json_object_set_new(hc, "Binds", binds(sp->volumes, sp->n_volumes));
-    if (sp->log_driver != NULL)
-        json_object_set_new(hc, "LogConfig", json_pack("{s:s}", "Type", sp->log_driver));
-    if (sp->n_ulimits > 0) {
-        json_t *ul = json_array();
-        for (size_t i = 0; i < sp->n_ulimits; i++)
-            json_array_append_new(ul, json_pack("{s:s, s:I, s:I}", "Name", sp->ulimits[i].name, "Soft",
-                                                (json_int_t)sp->ulimits[i].soft, "Hard",
-                                                (json_int_t)sp->ulimits[i].hard));
-        json_object_set_new(hc, "Ulimits", ul);
-    }
-    return hc;
-}
-
-json_t *backend_docker__run_config(const backend_spec *sp)
-{
-    /* no Tty: the logs come in frames, stdout apart from stderr */
-    json_t *conf = json_pack("{s:s, s:o, s:b, s:o}", "Image", sp->image, "Labels",
-                             label_object(sp->labels, sp->n_labels), "NetworkDisabled", sp->network == NULL,
-                             "HostConfig", host_config(sp));
-    backend_docker__set_list(conf, "Cmd", sp->cmd);
-    backend_docker__set_list(conf, "Env", sp->env);
-    if (sp->user != NULL)
-        json_object_set_new(conf, "User", json_string(sp->user));
-    if (sp->working_dir != NULL)
-        json_object_set_new(conf, "WorkingDir", json_string(sp->working_dir));
-    return conf;
-}
-
-json_t *backend_docker__container_config(const backend_spec *sp)
-{
-    /* Attachable (backend_attach_open): stdin open, no TTY, so output arrives in frames. */
-    json_t *conf = backend_docker__run_config(sp);
-    json_t *attach = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "AttachStdin", 1, "AttachStdout", 1, "AttachStderr",
-                               1, "OpenStdin", 1, "StdinOnce", 0, "Tty", 0);
-    json_object_update(conf, attach);
-    json_decref(attach);
-    return conf;
-}
 
 /* ---- calls with their callbacks translated --------------------------------------------------- */
 
@@ -386,7 +259,7 @@ static rb_err d_volume_create(void *self, const char *name, const backend_label 
         return rb_fail(RB_EINVAL, err, "'%.200s' is not a volume name", name);
     call *c = call_new(DK(self), data);
     c->done = cb;
-    json_t *conf = json_pack("{s:s, s:o}", "Name", name, "Labels", label_object(labels, n_labels));
+    json_t *conf = json_pack("{s:s, s:o}", "Name", name, "Labels", backend_docker__label_object(labels, n_labels));
     rb_err e = docker_volume_create(DK(self), conf, done_cb, c, err);
     json_decref(conf);
     return call_started(c, e);
@@ -409,7 +282,7 @@ static rb_err d_ping(void *self, backend_ping_cb cb, void *data, char *err)
 static rb_err d_create(void *self, const char *name, const backend_spec *spec, backend_create_cb cb, void *data,
                        char *err)
 {
-    rb_err e = volumes_check(spec, err);
+    rb_err e = backend_docker__volumes_check(spec, err);
     if (e != RB_OK)
         return e;
     call *c = call_new(DK(self), data);
@@ -425,6 +298,13 @@ static rb_err d_start(void *self, const char *id, backend_cb cb, void *data, cha
     call *c = call_new(DK(self), data);
     c->done = cb;
     return call_started(c, docker_container_start(DK(self), id, done_cb, c, err));
+}
+
+static rb_err d_pause(void *self, const char *id, int on, backend_cb cb, void *data, char *err)
+{
+    call *c = call_new(DK(self), data);
+    c->done = cb;
+    return call_started(c, docker_container_pause(DK(self), id, on, done_cb, c, err));
 }
 
 static rb_err d_remove(void *self, const char *id, backend_cb cb, void *data, char *err)
@@ -490,7 +370,7 @@ static rb_err d_network_create(void *self, const char *name, int internal, const
     call *c = call_new(DK(self), data);
     c->name = cb;
     c->path = xstrdup(name);
-    json_t *lab = label_object(labels, n_labels);
+    json_t *lab = backend_docker__label_object(labels, n_labels);
     rb_err e = docker_network_create(DK(self), name, internal, lab, network_created_cb, c, err);
     json_decref(lab);
     return call_started(c, e);
@@ -689,7 +569,7 @@ static void run_created_cb(void *data, rb_err err, const char *errmsg, int statu
 static rb_err d_run(void *self, const char *name, const backend_spec *spec, long timeout_ms, size_t max_output,
                     backend_exec_cb cb, void *data, char *err)
 {
-    rb_err e = volumes_check(spec, err);
+    rb_err e = backend_docker__volumes_check(spec, err);
     if (e != RB_OK)
         return e;
     run_op *r = xcalloc(1, sizeof(*r));
@@ -731,6 +611,7 @@ static const backend_ops docker_ops = {
     .create = d_create,
     .start = d_start,
     .remove = d_remove,
+    .pause = d_pause,
     .list = d_list,
     .attach_open = d_attach_open,
     .attach_write = d_attach_write,

@@ -28,6 +28,10 @@ typedef struct backend_docker {
 json_t *backend_docker__string_list(const char *const *list);
 /** Sets obj[key] to the string list when list is not NULL. */
 void backend_docker__set_list(json_t *obj, const char *key, const char *const *list);
+/** A JSON object of the n labels (docker_spec.c). New reference. */
+json_t *backend_docker__label_object(const backend_label *labels, size_t n);
+/** RB_EINVAL when a volume of sp names no volume or host path, or holds a ':' (docker_spec.c). */
+rb_err backend_docker__volumes_check(const backend_spec *sp, char *err);
 /** Reports a finished command or run to cb: on success its exit code and out[1], out[2] (stdout,
  * stderr); else err and errmsg. Then disposes of the buffers out[0..3). */
 void backend_docker__report_output(backend_exec_cb cb, void *data, rb_err err, const char *errmsg, int exit_code,

@@ -259,6 +259,12 @@ static rb_err m_start(void *self, const char *id, backend_cb cb, void *data, cha
     return backend_start(e->be, raw, cb, data, err);
 }
 
+static rb_err m_pause(void *self, const char *id, int on, backend_cb cb, void *data, char *err)
+{
+    ROUTE(id);
+    return backend_pause(e->be, raw, on, cb, data, err);
+}
+
 static rb_err m_remove(void *self, const char *id, backend_cb cb, void *data, char *err)
 {
     ROUTE(id);
@@ -608,6 +614,7 @@ static const backend_ops multi_ops = {
     .create = m_create,
     .start = m_start,
     .remove = m_remove,
+    .pause = m_pause,
     .list = multi__list,
     .attach_open = m_attach_open,
     .attach_write = m_attach_write,
