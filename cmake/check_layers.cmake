@@ -21,6 +21,8 @@ set(RULES
     "core/deps|base/,core/deps/,core/heart.h,core/core.h,core/settings.h"
     "core/policy|base/,core/policy/,core/settings.h"
     "core/network|base/,core/network/,core/heart.h,core/core.h,core/settings.h,core/deps/oneshot.h"
+    "core/workspace|base/,core/workspace/,core/heart.h,core/core.h,core/settings.h,core/deps/oneshot.h"
+    "core/shares|base/,core/shares/,core/heart.h,core/core.h,core/settings.h"
     "core|base/,store/,core/"
     "server|base/,server/,core/core.h,core/mcp_sessions.h,core/process.h,core/deps/requirements.h,core/settings.h,core/stats.h,core/web/web_wire.h"
     "daemon|base/,server/,daemon/,core/")

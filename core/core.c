@@ -81,14 +81,18 @@ static void sweep_cb(uv_timer_t *t)
     int64_t now = rb_now_ms();
     flush_sessions(c);
     core__end_past_deadline(c, now);
-    if (c->cfg->idle_timeout > 0) {
+    {
         int64_t idle_ms = (int64_t)c->cfg->idle_timeout * 1000;
         size_t pos = 0;
         session *s;
         while ((s = map_next(&c->sessions, &pos)) != NULL) {
-            if (strcmp(s->status, "ready") != 0 || s->running != NULL || s->queue_head != NULL)
+            if (s->pause != PAUSE_NONE) { /* suspended or hibernated: the next step (session_pause.c) */
+                core__pause_idle(s, now);
                 continue;
-            if (now - s->last_used_at >= idle_ms) {
+            }
+            if (idle_ms <= 0 || strcmp(s->status, "ready") != 0 || s->running != NULL || s->queue_head != NULL)
+                continue;
+            if (now - s->last_used_at >= idle_ms && !core__pause_idle(s, now)) {
                 char reason[128];
                 snprintf(reason, sizeof(reason), "idle for %d s (the idle timeout); its sandbox was removed",
                          c->cfg->idle_timeout);
@@ -281,6 +285,9 @@ void core_free(rb_core *c)
         }
         session_free(s);
     }
+    /* Emptied, so that calls cancelled below (a pause in flight) find their session gone. */
+    map_dispose(&c->sessions);
+    map_init(&c->sessions);
     /* Watches still registered belong to protocol handlers that stop them on their own
      * teardown; drop the dispatch list without delivering. */
     for (core_watch *w = c->pending_head, *next; w != NULL; w = next) {
@@ -299,6 +306,7 @@ void core_free(rb_core *c)
     removal_drop_all(c);
     files_dispose(c); /* the budget itself lives on while cancelled downloads or held files count on it */
     web_dispose(c);
+    core__pause_dispose(c);
     egress_dispose(c); /* after the backend: its cancelled calls may still come back */
     store_close(c->st);
     policy_free(c->policy);
@@ -418,7 +426,7 @@ static int live_count(rb_core *c, int *busy)
     session *s;
     int n = 0, b = 0;
     while ((s = map_next(&c->sessions, &pos)) != NULL) {
-        n++;
+        n += s->pause != PAUSE_HIBERNATED; /* it holds no sandbox */
         b += s->running != NULL;
     }
     if (busy)
@@ -426,8 +434,25 @@ static int live_count(rb_core *c, int *busy)
     return n;
 }
 
+/* Whether a sandbox placed near ref (a container or volume) may be any warm one: one engine. */
+static int near_anywhere(rb_core *c, const char *ref)
+{
+    if (ref == NULL)
+        return 1;
+    char *pinned = backend_pin(c->be, ref, "x");
+    int same = strcmp(pinned, "x") == 0;
+    free(pinned);
+    return same;
+}
+
 rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, core_cb cb, void *data, core_op **handle,
                            char *err)
+{
+    return core__session_create_near(c, who, opts, NULL, cb, data, handle, err);
+}
+
+rb_err core__session_create_near(rb_core *c, const core_caller *who, json_t *opts, const char *near, core_cb cb,
+                                 void *data, core_op **handle, char *err)
 {
     rb_err e;
     /* Before the first probe has answered, try: the create reports Docker's error itself. */
@@ -450,6 +475,7 @@ rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, cor
         return e;
     }
     rb_random_id("s_", s->id, sizeof(s->id));
+    s->place_with = near != NULL ? xstrdup(near) : NULL;
     s->status = "starting";
     s->created_at = s->last_used_at = rb_now_ms();
     map_put(&c->sessions, s->id, s);
@@ -460,7 +486,7 @@ rb_err core_session_create(rb_core *c, const core_caller *who, json_t *opts, cor
     s->create_op = op;
     if (s->net_policy != NULL) {
         e = egress_open(c, s->id, s->net_policy, egress_opened_cb, s, err); /* then the sandbox */
-    } else if (pool_claim(c->pool, s, claimed_cb)) {
+    } else if (near_anywhere(c, near) && pool_claim(c->pool, s, claimed_cb)) {
         e = RB_OK; /* claimed_cb answers */
     } else {
         e = sandbox_create(s, created_cb, err);
@@ -623,6 +649,8 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
         rb_error("execution %s: cannot save: %s", ex->id, err);
     json_decref(doc);
     *out = execution_status_api(ex);
+    if (s->pause != PAUSE_NONE)
+        core__resume_for_queue(s); /* a suspended or hibernated session resumes for it (session_pause.c) */
     session_pump(s);
     return RB_OK;
 }

@@ -66,11 +66,17 @@ typedef struct core_caller {
     int max_executions; /* queued + running executions of this key at once */
     const char *egress; /* the most this key's sessions may reach (host patterns, comma-separated;
                            "none": no network), or NULL/"": the server's --egress-max */
+    const char *shares; /* the shared folders this key's sessions may mount (core/shares/): names,
+                           comma-separated, or "*" (all); NULL, "" or "none": none */
 } core_caller;
 
 /** Checks a key's egress limit (core_caller.egress): "none", "*" or host patterns. RB_EINVAL
  * naming the bad pattern otherwise. */
 rb_err core_egress_limit_check(const char *list, char *err);
+
+/** Checks a key's shares= value (core_caller.shares): "none", "*" or share names. RB_EINVAL
+ * naming the bad name otherwise. */
+rb_err core_shares_key_check(const char *list, char *err);
 
 /** Whether who may see something that belongs to owner (NULL owner: ""). */
 int core_caller_owns(const core_caller *who, const char *owner);
@@ -136,6 +142,10 @@ rb_err core_session_set_extra(rb_core *c, const core_caller *who, const char *se
  * expires_at when it comes before the idle expiry. */
 rb_err core_session_set_deadline(rb_core *c, const core_caller *who, const char *session_id, int64_t deadline_ms,
                                  char *err);
+/** What the deadline does to session_id: "end" (the default), or "suspend" / "hibernate" it
+ * (E2B's autoPause; the deadline is then cleared, and set again by whoever resumes it). */
+rb_err core_session_set_deadline_action(rb_core *c, const core_caller *who, const char *session_id,
+                                        const char *action, char *err);
 /** The deadline of a live session (0: none). */
 rb_err core_session_deadline(rb_core *c, const core_caller *who, const char *session_id, int64_t *deadline_ms, char *err);
 
@@ -189,6 +199,24 @@ json_t *core_policy(rb_core *c);
  * pool: {size, ready, starting, hits, misses}} (pool: warm sandboxes not yet bound to a session). */
 json_t *core_health(rb_core *c);
 
+/** Pauses a live session (core/session_pause.c, docs/data.md): body is empty or {"mode":
+ * "suspend" | "hibernate"} (default suspend). suspend freezes its sandbox (memory kept, CPU
+ * released); hibernate keeps its files on disk and removes its sandbox (memory released; the
+ * interpreter restarts on resume). Answers the session object with "pause": {mode, memory,
+ * files, ms[, workspace_bytes]}; RB_ECONFLICT while an execution runs or it is not ready. */
+rb_err core_session_pause(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
+                          void *data, core_op **handle, char *err);
+/** Resumes a suspended or hibernated session (an execution does too): answers the session object
+ * with "resume": {from, interpreter ("kept" or "restarted"), ms}; a running session is answered
+ * as it is. */
+rb_err core_session_resume(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
+                           void *data, core_op **handle, char *err);
+/** Forks a live session (core/session_fork.c): a new session with its language and options and a
+ * copy of its /workspace, answered as the new session's object with "fork": {from, interpreter
+ * ("fresh"), workspace_bytes, ms}. */
+rb_err core_session_fork(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
+                         void *data, core_op **handle, char *err);
+
 /** Changes a live networked session's policy (core/session_network.c): body is {"network": false
  * | true | {"allow": [...], "deny": [...]}} within the operator's limits (RB_EFORBIDDEN names the
  * pattern and the limit). Answers the session once its egress proxy's next connection obeys the
@@ -233,6 +261,24 @@ rb_err core_engine_drain(rb_core *c, const char *engine, int on, json_t **out, c
 int core_page_text_enabled(const rb_core *c);
 
 /*
+ * Shared folders (core/shares/shares.h): folders of the Docker host the operator declares
+ * (--share), mounted into a session at creation by execution_options.mounts: [{share, path?,
+ * readonly?}] (path under /workspace, default /workspace/NAME; readonly defaults to the share's
+ * mode), or by the operator's --default-mounts when the request has no mounts. The session object
+ * shows them as execution_options.mounts [{share, path, readonly}].
+ */
+/** Whether the operator declared shares. */
+int core_shares_enabled(const rb_core *c);
+/** {shares: [{name, readonly, default_path?}]}: the shares who may mount (new reference). */
+json_t *core_shares(rb_core *c, const core_caller *who);
+/** What a session sees in its mounts: {session_id, mounts: [{share, path, readonly, entries:
+ * [{name, path, type, size}], total, more} or {share, path, readonly, error}]}, the entries of
+ * each mount's folder (at most 200, sorted by name; more: how many are not shown). Errors as
+ * core_file_list's. */
+rb_err core_session_mounts(rb_core *c, const core_caller *who, const char *session_id, core_cb cb, void *data,
+                           core_op **handle, char *err);
+
+/*
  * Files in a session's /workspace (core/files/files.c), moved with the Docker archive API. path is
  * relative to /workspace ("out/plot.png") or absolute under it ("/workspace/out/plot.png"), in
  * name form (base/codec.h): a name that is not UTF-8 text, or holds control characters or '\',
@@ -274,6 +320,12 @@ rb_err core_file_upload(rb_core *c, const core_caller *who, const char *session_
  * listed, in name form; path_bytes (base64 of the path's bytes) comes with a path that holds an
  * escape. */
 rb_err core_file_list(rb_core *c, const core_caller *who, const char *session_id, core_cb cb, void *cbdata, core_op **handle, char *err);
+/** The entries of one folder path (not what lies below them): {session_id, path, files: [as
+ * core_file_list's], truncated, total}, at most max entries (0: only the count), sorted by name;
+ * total counts them all. A path that leads outside /workspace through a symbolic link is
+ * RB_EFORBIDDEN, a missing one RB_ENOTFOUND, a file RB_ECONFLICT. */
+rb_err core_file_list_dir(rb_core *c, const core_caller *who, const char *session_id, const char *path, size_t max,
+                          core_cb cb, void *cbdata, core_op **handle, char *err);
 /** A file read by core_file_download. bytes[0..len) is the file where it lies in the sandbox
  * engine's answer: runboxd holds it once, with no copy between the engine and here, so a
  * protocol should send it from there too. content_type is guessed from the name's extension;

@@ -57,6 +57,24 @@ rb_err core_session_set_deadline(rb_core *c, const core_caller *who, const char 
     return RB_OK;
 }
 
+rb_err core_session_set_deadline_action(rb_core *c, const core_caller *who, const char *session_id,
+                                        const char *action, char *err)
+{
+    session *s = live(c, who, session_id, err);
+    if (s == NULL)
+        return RB_ENOTFOUND;
+    if (action == NULL || strcmp(action, "end") == 0)
+        s->deadline_pause = PAUSE_NONE;
+    else if (strcmp(action, "suspend") == 0)
+        s->deadline_pause = PAUSE_SUSPENDED;
+    else if (strcmp(action, "hibernate") == 0)
+        s->deadline_pause = PAUSE_HIBERNATED;
+    else
+        return rb_fail(RB_EINVAL, err, "a deadline's action is end, suspend or hibernate");
+    session_persist(s);
+    return RB_OK;
+}
+
 rb_err core_session_deadline(rb_core *c, const core_caller *who, const char *session_id, int64_t *deadline_ms, char *err)
 {
     session *s = live(c, who, session_id, err);
@@ -73,6 +91,10 @@ void core__end_past_deadline(rb_core *c, int64_t now)
     while ((s = map_next(&c->sessions, &pos)) != NULL) {
         if (s->deadline <= 0 || now < s->deadline || s->create_op != NULL)
             continue;
+        if (s->deadline_pause != PAUSE_NONE) { /* E2B's auto-pause: paused instead (session_pause.c) */
+            core__pause_for_deadline(s);
+            continue;
+        }
         session_end(s, "ended", "its timeout passed (the deadline set when it was created or with set_timeout); "
                                 "its sandbox was removed");
     }

@@ -32,6 +32,11 @@ rb_err core_heart_session(rb_core *c, const core_caller *who, const char *sessio
     rb_err e = core_heart_lookup(c, who, session_id, out, err);
     if (e != RB_OK)
         return e;
+    if (strcmp(out->status, "suspended") == 0 || strcmp(out->status, "hibernated") == 0)
+        return rb_fail(RB_ECONFLICT, err,
+                       "session %s is %s; resume it first (POST /sessions/%s/resume, or run code in it: an execution "
+                       "resumes it)",
+                       out->id, out->status, out->id);
     if (strcmp(out->status, "ready") != 0 && strcmp(out->status, "busy") != 0)
         return rb_fail(RB_ECONFLICT, err, "session %s is %s; its sandbox can be used once it is ready", out->id,
                        out->status);

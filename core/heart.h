@@ -86,6 +86,7 @@ typedef enum core_room {
     CORE_ROOM_WEB,   /* core/web/: page reads in flight and being cleaned up */
     CORE_ROOM_DEPS,  /* core/deps/: installs holding a slot and waiting for one, the package listing */
     CORE_ROOM_NET,   /* core/network/: the operator's limits, the sessions' egress proxies and networks */
+    CORE_ROOM_PAUSE, /* core/session_pause.c: resumes of hibernated sessions waiting for their new sandbox */
     CORE_ROOMS
 } core_room;
 

@@ -17,6 +17,8 @@
 #include "core/heart.h"
 #include "core/policy/policy.h"
 #include "core/network/egress.h"
+#include "core/shares/shares.h"
+#include "core/workspace/workspace.h"
 #include "core/web/web.h"
 #include "core/stats.h"
 #include "store/store.h"
@@ -117,7 +119,19 @@ struct session {
     json_t *extras;       /* a protocol's own data by name (core_session_set_extra), or NULL */
     int64_t deadline;     /* epoch ms at which the session ends whatever it does (0: none) */
     char *engine_down;    /* why its Docker engine did not answer the last probe (several engines), or NULL */
+    /* pause and resume (session_pause.c) */
+    int pause;            /* PAUSE_NONE, PAUSE_SUSPENDED (frozen), PAUSE_HIBERNATED (files kept, no sandbox) */
+    int64_t paused_at;    /* when it was suspended or hibernated (epoch ms) */
+    char *kept_volume;    /* hibernated: the volume that keeps its workspace (core/workspace/), or NULL */
+    int incarnation;      /* sandboxes made for it after the first (each resumed hibernation): names them */
+    char *place_with;     /* a new sandbox goes on the engine of this container or volume, or NULL */
+    int deadline_pause;   /* what its deadline does: PAUSE_NONE ends it, else pauses it so (E2B's autoPause) */
+    int forking;          /* forks copying its workspace (session_fork.c): no pause meanwhile */
+    int fresh_interpreter;/* resumed from hibernation: its next execution says the interpreter was reset */
+    struct pause_waiter *waiters; /* callers of the pause or resume in flight */
 };
+
+enum { PAUSE_NONE, PAUSE_SUSPENDED, PAUSE_HIBERNATED };
 
 struct rb_core {
     uv_loop_t *loop;
@@ -176,6 +190,28 @@ void session_free(session *s);
 void session_end(session *s, const char *status, const char *reason);
 /** Starts the next queued execution if the session is idle and its sandbox ready. */
 void session_pump(session *s);
+
+/* session_pause.c */
+/** Resumes s (suspended or hibernated) for an execution queued on it: the queue runs once it is
+ * ready again; a failure fails the queued executions. Nothing if a resume is in flight. */
+void core__resume_for_queue(session *s);
+/** The idle timeout's action on s (--idle-action): suspend or hibernate it, or hibernate a
+ * suspended one idle as long again; ends a hibernated one past --hibernate-retention. Returns 1
+ * if it acted (or s needs nothing), 0 when the caller should end s as before. */
+int core__pause_idle(session *s, int64_t now);
+/** Its deadline passed and it pauses instead of ending (deadline_pause): starts the pause when s
+ * can be paused (the deadline is then cleared), else leaves it for the next sweep. */
+void core__pause_for_deadline(session *s);
+/** After a restart: whether the kept volume of session_id is still needed (workspace_sweep). */
+int core__kept_wanted(rb_core *c, const char *session_id, const char *volume);
+/** Frees what resumes in flight hold (core_free). */
+void core__pause_dispose(rb_core *c);
+/** Fails every pause and resume waiter of s with reason (session_end). */
+void core__pause_session_end(session *s, const char *reason);
+/** A live session of who's key like session_id's, placed near container (or volume) near, from
+ * opts as POST /sessions takes them (core.c). */
+rb_err core__session_create_near(rb_core *c, const core_caller *who, json_t *opts, const char *near, core_cb cb,
+                                 void *data, core_op **handle, char *err);
 
 /* extras.c */
 /** Ends every live session whose deadline (core_session_set_deadline) is at or before now. */

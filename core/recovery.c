@@ -71,6 +71,21 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
         }
         if (s->sb != NULL)
             continue; /* created by this process since start-up */
+        if (s->pause == PAUSE_HIBERNATED) { /* a resume cut short: its files are still kept */
+            rb_info("recovery: removing container %.12s of hibernated session %s", id, s->id);
+            removal_start(c, id, 0);
+            continue;
+        }
+        if (state != NULL && strcmp(state, "paused") == 0 && s->container_id != NULL &&
+            strcmp(s->container_id, id) == 0) { /* suspended: attached again on resume (session_pause.c) */
+            s->pause = PAUSE_SUSPENDED;
+            s->status = "suspended";
+            if (s->paused_at <= 0)
+                s->paused_at = rb_now_ms();
+            session_persist(s);
+            continue;
+        }
+        s->pause = PAUSE_NONE; /* running, whatever was stored: it goes on */
         if (state == NULL || strcmp(state, "running") != 0 || s->container_id == NULL ||
             strcmp(s->container_id, id) != 0) {
             rb_info("recovery: removing container %.12s of session %s (state %s)", id, s->id, state ? state : "?");
@@ -96,6 +111,7 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
         if (s->egress_net != NULL && s->net_policy != NULL && s->create_op == NULL)
             egress_recover(c, s->id, s->egress_net, s->net_policy);
     egress_recovered(c);
+    workspace_sweep(c, core__kept_wanted); /* kept files no hibernated session needs */
     /* Only now: a pool container created before the listing could be taken for an orphan. */
     pool_start(c->pool);
 }

@@ -494,13 +494,28 @@ static rb_err create_container(sandbox *sb, const char *name, sandbox_spec *ss, 
 
 rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
 {
+    /* its shared folders (core/shares/), bound read-only unless mounted rw; each checked again */
+    backend_volume *binds = NULL;
+    size_t nbinds = 0;
+    rb_err e = shares_volumes(s->core->cfg, json_object_get(s->options, "mounts"), &binds, &nbinds, err);
+    if (e != RB_OK)
+        return e;
     sandbox *sb = sandbox_alloc(s->core, s, cb);
     sandbox_spec ss;
     sandbox_spec_init(&ss, s->core, s->id, s->language, s->memory_bytes, s->cpus,
                       json_object_get(s->options, "environment_variables"), s);
-    char name[64];
-    snprintf(name, sizeof(name), "runbox-%s", s->id);
-    rb_err e = create_container(sb, name, &ss, err);
+    ss.spec.volumes = binds;
+    ss.spec.n_volumes = nbinds;
+    char name[80];
+    if (s->incarnation > 0) /* a resumed hibernation: the old container's name may not be free yet */
+        snprintf(name, sizeof(name), "runbox-%s-%d", s->id, s->incarnation);
+    else
+        snprintf(name, sizeof(name), "runbox-%s", s->id);
+    /* beside what it must reach: its kept files, or the session it was forked from (several engines) */
+    char *pinned = s->place_with != NULL ? backend_pin(s->core->be, s->place_with, name) : NULL;
+    e = create_container(sb, pinned != NULL ? pinned : name, &ss, err);
+    free(pinned);
+    shares_volumes_free(binds, nbinds);
     if (e != RB_OK)
         return e;
     s->sb = sb;

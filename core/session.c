@@ -31,6 +31,18 @@ json_t *session_to_doc(const session *s)
         json_object_set_new(doc, "deadline", json_integer(s->deadline));
     if (s->egress_net != NULL)
         json_object_set_new(doc, "egress_network", json_string(s->egress_net));
+    if (s->pause != PAUSE_NONE) {
+        json_object_set_new(doc, "pause", json_string(s->pause == PAUSE_SUSPENDED ? "suspended" : "hibernated"));
+        json_object_set_new(doc, "paused_at", json_integer(s->paused_at));
+    }
+    if (s->kept_volume != NULL)
+        json_object_set_new(doc, "kept_volume", json_string(s->kept_volume));
+    if (s->incarnation > 0)
+        json_object_set_new(doc, "incarnation", json_integer(s->incarnation));
+    if (s->fresh_interpreter)
+        json_object_set_new(doc, "fresh_interpreter", json_true());
+    if (s->deadline_pause != PAUSE_NONE)
+        json_object_set_new(doc, "deadline_pause", json_integer(s->deadline_pause));
     return doc;
 }
 
@@ -64,6 +76,21 @@ session *session_from_doc(rb_core *c, json_t *doc)
     s->net_policy = json_is_object(net) ? json_deep_copy(net) : NULL;
     const char *enet = json_string_value(json_object_get(doc, "egress_network"));
     s->egress_net = enet ? xstrdup(enet) : NULL;
+    const char *pause = json_string_value(json_object_get(doc, "pause"));
+    const char *kept = json_string_value(json_object_get(doc, "kept_volume"));
+    s->incarnation = (int)json_integer_value(json_object_get(doc, "incarnation"));
+    s->paused_at = json_integer_value(json_object_get(doc, "paused_at"));
+    s->fresh_interpreter = json_is_true(json_object_get(doc, "fresh_interpreter"));
+    s->deadline_pause = (int)json_integer_value(json_object_get(doc, "deadline_pause"));
+    if (s->deadline_pause != PAUSE_SUSPENDED && s->deadline_pause != PAUSE_HIBERNATED)
+        s->deadline_pause = PAUSE_NONE;
+    if (pause != NULL && strcmp(pause, "hibernated") == 0 && kept != NULL) {
+        s->pause = PAUSE_HIBERNATED; /* no sandbox to find: it stays as it was (recovery.c) */
+        s->kept_volume = xstrdup(kept);
+        s->status = "hibernated";
+    } else if (pause != NULL && strcmp(pause, "suspended") == 0) {
+        s->pause = PAUSE_SUSPENDED; /* "suspended" once recovery finds its frozen container */
+    }
     return s;
 }
 
@@ -100,6 +127,9 @@ json_t *session_doc_to_api(rb_core *c, json_t *doc)
     json_object_set_new(out, "executions", json_integer(json_is_integer(n) ? json_integer_value(n) : 0));
     json_t *cid = json_object_get(doc, "container_id");
     json_object_set(out, "container_id", json_is_string(cid) ? cid : json_null());
+    json_t *paused = json_object_get(doc, "paused_at");
+    if (json_is_string(json_object_get(doc, "pause")) && json_integer_value(paused) > 0 && !json_is_integer(ended))
+        core_json_time(out, "paused_at", json_integer_value(paused));
     return out;
 }
 
@@ -140,6 +170,9 @@ void session_free(session *s)
     free(s->container_id);
     free(s->end_reason);
     free(s->engine_down);
+    free(s->kept_volume);
+    free(s->place_with);
+    core__pause_session_end(s, "runboxd is shutting down"); /* none left but at core_free */
     free(s);
 }
 
@@ -170,6 +203,14 @@ void session_pump(session *s)
         if (s->egress_net != NULL) /* its report holds what this execution reaches, not what came before */
             json_decref(egress_take_report(c, s->id));
         execution_set_running(ex);
+        if (s->fresh_interpreter) { /* its first cell since a hibernation: the variables are gone (docs/data.md) */
+            s->fresh_interpreter = 0;
+            s->dirty = 1;
+            ex->reset = 1;
+            free(ex->reset_reason);
+            ex->reset_reason = xstrdup("the session was hibernated: its files were kept, but its interpreter started "
+                                       "fresh on resume (variables and imports are gone)");
+        }
         if (sandbox_execute(s->sb, ex, err) != RB_OK) {
             execution_fail(ex, "error", "SandboxError", err, 0, NULL);
             continue; /* execution_finish re-pumps, but the loop condition handles it too */
@@ -220,6 +261,13 @@ void session_end(session *s, const char *status, const char *reason)
         removal_start(c, s->container_id, 0);
     }
     egress_close(c, s->id); /* its proxy, then its network once the sandbox has left it */
+    core__pause_session_end(s, reason);
+    if (s->kept_volume != NULL) { /* hibernated: its files go with it */
+        workspace_drop(c, s->kept_volume);
+        free(s->kept_volume);
+        s->kept_volume = NULL;
+    }
+    s->pause = PAUSE_NONE;
     session_persist(s);
     map_del(&c->sessions, s->id);
     if (s->create_op != NULL) {

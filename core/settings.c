@@ -20,6 +20,8 @@ void core_settings_init(core_settings *s)
     s->default_timeout = RB_DEFAULT_TIMEOUT_S;
     s->max_timeout = RB_DEFAULT_MAX_TIMEOUT_S;
     s->idle_timeout = RB_DEFAULT_IDLE_TIMEOUT_S;
+    s->idle_action = xstrdup("end");
+    s->hibernate_retention = 7 * 24 * 3600;
     s->retention = RB_DEFAULT_RETENTION_S;
     s->memory_mb = RB_DEFAULT_MEMORY_MB;
     s->max_memory_mb = RB_DEFAULT_MAX_MEMORY_MB;
@@ -71,7 +73,7 @@ void core_settings_dispose(core_settings *s)
 {
     if (s == NULL)
         return;
-    char **strs[] = {&s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->egress_allow, &s->egress_max, &s->egress_deny, &s->egress_cidr, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload, &s->web_image, &s->web_network, &s->web_allow, &s->web_ports, &s->docker_tls_ca, &s->docker_tls_cert, &s->docker_tls_key, &s->engines, &s->engine_tls_ca, &s->engine_tls_cert, &s->engine_tls_key};
+    char **strs[] = {&s->idle_action, &s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->egress_allow, &s->egress_max, &s->egress_deny, &s->egress_cidr, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload, &s->web_image, &s->web_network, &s->web_allow, &s->web_ports, &s->docker_tls_ca, &s->docker_tls_cert, &s->docker_tls_key, &s->engines, &s->engine_tls_ca, &s->engine_tls_cert, &s->engine_tls_key, &s->shares, &s->default_mounts};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

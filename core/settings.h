@@ -82,6 +82,10 @@ typedef struct core_settings {
     double default_timeout;/* --timeout / RUNBOX_TIMEOUT: seconds per execution unless the session/call says */
     double max_timeout;    /* --max-timeout / RUNBOX_MAX_TIMEOUT */
     int idle_timeout;      /* --idle-timeout / RUNBOX_IDLE_TIMEOUT: seconds before an idle session is removed; 0 = never */
+    char *idle_action;     /* --idle-action / RUNBOX_IDLE_ACTION: what the idle timeout does to a session: "end",
+                              "suspend" (frozen; idle as long again: hibernated) or "hibernate" (docs/data.md) */
+    int hibernate_retention; /* --hibernate-retention / RUNBOX_HIBERNATE_RETENTION: seconds a hibernated session is
+                              kept before it ends (0 = until deleted) */
     int retention;         /* --retention / RUNBOX_RETENTION: seconds that ended sessions and results are kept */
     int memory_mb;         /* --memory / RUNBOX_MEMORY: default sandbox memory (MiB) */
     int max_memory_mb;     /* --max-memory / RUNBOX_MAX_MEMORY */
@@ -115,6 +119,10 @@ typedef struct core_settings {
                               "*": any name) */
     char *egress_deny;     /* --egress-deny / RUNBOX_EGRESS_DENY: host patterns denied to every session */
     char *egress_cidr;     /* --egress-cidr / RUNBOX_EGRESS_CIDR: addresses proxies may reach although not public */
+    char *shares;          /* --share (repeated) / RUNBOX_SHARE: folders of the Docker host sessions may mount,
+                              "NAME=/host/path[:ro|:rw]" separated by newlines, ',' or ';' (core/shares/) */
+    char *default_mounts;  /* --default-mounts / RUNBOX_DEFAULT_MOUNTS: "SHARE[:/workspace/PATH][:ro],..." mounted
+                              into sessions that ask for no mounts (of the shares their key may mount) */
     char *deps_network;    /* --deps-network / RUNBOX_DEPS_NETWORK: Docker network of the dependency installer
                               ("none" or "" disables installs) */
     char *deps_allow;      /* --deps-allow / RUNBOX_DEPS_ALLOW: "name[>=min],..." only these may be installed */

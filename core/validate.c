@@ -203,7 +203,7 @@ rb_err core__parse_session_opts(rb_core *c, const core_caller *who, session *s, 
     static const char *const top[] = {"language", "execution_options", "dependencies", NULL};
     static const char *const eo_keys[] = {"timeout",    "memory_limit",   "cpu_limit", "environment_variables",
                                           "pids_limit", "workspace_size", "tmp_size",  "network",
-                                          NULL};
+                                          "mounts",     NULL};
     rb_err e;
     if (opts != NULL && !json_is_object(opts))
         return rb_fail(RB_EINVAL, err, "the request body must be a JSON object such as {\"language\": \"python\"}");
@@ -287,12 +287,20 @@ rb_err core__parse_session_opts(rb_core *c, const core_caller *who, session *s, 
     snprintf(mem, sizeof(mem), "%lldm", (long long)(s->memory_bytes / (1024 * 1024)));
     if ((e = parse_sandbox_limits(c, who, s, eo != NULL && json_is_object(eo) ? eo : NULL, err)) != RB_OK)
         goto fail;
+    /* shared folders (core/shares/): the ones asked for, else the operator's default mounts */
+    json_t *mounts = NULL;
+    if ((e = shares_mounts(c->cfg, who, json_object_get(eo, "mounts"), &mounts, err)) != RB_OK)
+        goto fail;
     s->options = json_pack("{s:f, s:s, s:f, s:o}", "timeout", s->timeout, "memory_limit", mem, "cpu_limit", s->cpus,
                            "environment_variables", env);
     json_object_set_new(s->options, "pids_limit", json_integer(s->pids_limit));
     json_object_set_new(s->options, "workspace_size", size_text(s->workspace_bytes));
     json_object_set_new(s->options, "tmp_size", size_text(s->tmp_bytes));
     json_object_set_new(s->options, "network", s->net_policy ? json_incref(s->net_policy) : json_false());
+    if (mounts != NULL) { /* binds of host folders: no warm pool container has them */
+        json_object_set_new(s->options, "mounts", mounts);
+        s->custom_sandbox = 1;
+    }
     return RB_OK;
 fail:
     json_decref(env);

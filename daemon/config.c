@@ -18,9 +18,13 @@
 #include "core/backend/multi.h"
 #include "core/deps/requirements.h"
 #include "core/network/egress.h"
+#include "core/shares/shares.h"
 #include "core/web/web_wire.h"
 
-typedef enum key_kind { K_STR, K_LIST, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL, K_MULTI } key_kind;
+typedef enum key_kind {
+    K_STR, K_LIST, K_SIZE, K_SECS, K_ISECS, K_MIB, K_INT, K_NUM, K_LEVEL, K_BOOL, K_MULTI,
+    K_ITEMS /* like K_MULTI, but the value is added as it is (blanks kept): its reader splits it */
+} key_kind;
 
 typedef struct key_def {
     const char *key;
@@ -66,6 +70,11 @@ static const key_def keys[] = {
     {"max-timeout", "RUNBOX_MAX_TIMEOUT", K_SECS, OFF(core.max_timeout), "largest execution timeout a caller may ask (seconds)"},
     {"idle-timeout", "RUNBOX_IDLE_TIMEOUT", K_ISECS, OFF(core.idle_timeout),
      "seconds before an idle session is removed (0 = never)"},
+    {"idle-action", "RUNBOX_IDLE_ACTION", K_STR, OFF(core.idle_action),
+     "what the idle timeout does to a session: end (remove it), suspend (freeze it; idle as long again: "
+     "hibernate it) or hibernate (keep its files on disk, release its memory)"},
+    {"hibernate-retention", "RUNBOX_HIBERNATE_RETENTION", K_ISECS, OFF(core.hibernate_retention),
+     "seconds a hibernated session is kept before it ends and its files go (0 = until deleted)"},
     {"retention", "RUNBOX_RETENTION", K_ISECS, OFF(core.retention), "seconds that ended sessions and results are kept"},
     {"memory", "RUNBOX_MEMORY", K_MIB, OFF(core.memory_mb), "default sandbox memory (MiB, or k/m/g suffix)"},
     {"max-memory", "RUNBOX_MAX_MEMORY", K_MIB, OFF(core.max_memory_mb), "largest sandbox memory a caller may ask (MiB)"},
@@ -91,7 +100,8 @@ static const key_def keys[] = {
     {"max-mcp-sessions", "RUNBOX_MAX_MCP_SESSIONS", K_INT, OFF(core.max_mcp_sessions),
      "MCP client sessions kept at once (each ends on DELETE /mcp or after idle-timeout); initialize beyond gets 429"},
     {"api-keys-file", "RUNBOX_API_KEYS_FILE", K_STR, OFF(server.api_keys_file),
-     "file of API keys (lines: name sha256:<hash of the key> [sessions=N] [executions=N] [rps=N]); callers send "
+     "file of API keys (lines: name sha256:<hash of the key> [sessions=N] [executions=N] [rps=N] [egress=LIST] "
+     "[shares=LIST]); callers send "
      "Authorization: Bearer <key> and see only their own sessions; reloaded on SIGHUP; unset = no keys (loopback only)"},
     {"allow-unauthenticated", "RUNBOX_ALLOW_UNAUTHENTICATED", K_BOOL, OFF(server.allow_unauthenticated),
      "listen on a non-loopback address without API keys (anyone who reaches the port controls every session); "
@@ -166,6 +176,14 @@ static const key_def keys[] = {
     {"egress-cidr", "RUNBOX_EGRESS_CIDR", K_LIST, OFF(core.egress_cidr),
      "addresses or CIDR ranges proxies may connect to although not public (loopback, private, link-local ... are "
      "refused otherwise, whatever a name resolves to)"},
+    {"share", "RUNBOX_SHARE", K_ITEMS, OFF(core.shares),
+     "a folder of the Docker host that sessions may mount, NAME=/host/path[:ro|:rw] (read-only unless :rw; what code "
+     "writes there belongs to uid 1000, the sandbox user); give it once per share (in the environment: separated "
+     "by commas or semicolons); the path must exist, be no symbolic link nor pass through one, and lie apart from "
+     "runboxd's data (docs/data.md)"},
+    {"default-mounts", "RUNBOX_DEFAULT_MOUNTS", K_LIST, OFF(core.default_mounts),
+     "shares mounted into every session that asks for no mounts, SHARE[:/workspace/PATH][:ro] separated by "
+     "commas (default path /workspace/SHARE), of the shares the caller's key may mount"},
     {"web-tool", "RUNBOX_WEB_TOOL", K_BOOL, OFF(core.web_tool),
      "offer the web-page reader (MCP get_page_text, POST /web/page-text): headless Chromium in a container of its "
      "own, reaching pages only through a proxy that refuses non-public addresses; off by default"},
@@ -344,6 +362,12 @@ rb_err config_set(rb_config *cfg, const char *key, const char *value, char *err)
             p = e;
         }
         *(char **)field = cur;
+        return RB_OK;
+    }
+    case K_ITEMS: { /* each use adds its value as one more line */
+        char *cur = *(char **)field;
+        *(char **)field = cur ? xasprintf("%s\n%s", cur, value) : xstrdup(value);
+        free(cur);
         return RB_OK;
     }
     case K_LIST: /* a list that may be empty (= none) */
@@ -560,6 +584,13 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "idle-timeout: must not be negative");
     if (cfg->core.retention < 0)
         return rb_fail(RB_EINVAL, err, "retention: must not be negative");
+    if (cfg->core.hibernate_retention < 0)
+        return rb_fail(RB_EINVAL, err, "hibernate-retention: must not be negative");
+    if (cfg->core.idle_action == NULL || (strcmp(cfg->core.idle_action, "end") != 0 &&
+                                          strcmp(cfg->core.idle_action, "suspend") != 0 &&
+                                          strcmp(cfg->core.idle_action, "hibernate") != 0))
+        return rb_fail(RB_EINVAL, err, "idle-action: must be end, suspend or hibernate (got '%.32s')",
+                       cfg->core.idle_action ? cfg->core.idle_action : "");
     if (cfg->core.max_memory_mb <= 0)
         return rb_fail(RB_EINVAL, err, "max-memory: must be at least 1 MiB");
     if (cfg->core.memory_mb <= 0 || cfg->core.memory_mb > cfg->core.max_memory_mb)
@@ -629,6 +660,8 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return RB_EINVAL;
     if (egress_check_settings(&cfg->core, err) != RB_OK)
         return RB_EINVAL;
+    if (shares_check_settings(&cfg->core, err) != RB_OK)
+        return RB_EINVAL;
     if (check_engines(&cfg->core, err) != RB_OK)
         return RB_EINVAL;
     if (strcmp(cfg->core.code_policy, "off") == 0 && cfg->core.code_policy_file != NULL)
@@ -646,6 +679,7 @@ void config_each(const rb_config *cfg, config_key_cb cb, void *data)
         case K_STR:
         case K_LIST:
         case K_MULTI:
+        case K_ITEMS:
         case K_LEVEL: {
             const char *s = *(char *const *)field;
             cb(data, keys[i].key, keys[i].env, s ? s : "", keys[i].help);

@@ -24,6 +24,7 @@ typedef struct principal {
     int enabled;
     int rps;
     char egress[AUTH_EGRESS_MAX + 1]; /* caller.egress points here */
+    char shares[AUTH_SHARES_MAX + 1]; /* caller.shares points here */
     double tokens;    /* the rate budget left */
     uint64_t last_ms; /* when tokens was last topped up */
 } principal;
@@ -77,8 +78,27 @@ void auth_set_egress_check(rb_err (*check)(const char *list, char *err))
     egress_check = check;
 }
 
+/* The check of shares= values (core_shares_key_check, set by the daemon: auth_set_shares_check). */
+static rb_err (*shares_check)(const char *list, char *err);
+
+void auth_set_shares_check(rb_err (*check)(const char *list, char *err))
+{
+    shares_check = check;
+}
+
 static rb_err parse_quota(const char *f, size_t len, auth_key *k, int lineno, char *err)
 {
+    if (len >= 7 && memcmp(f, "shares=", 7) == 0) { /* the shared folders it may mount (docs/data.md) */
+        char why[RB_ERR_LEN];
+        if (len - 7 == 0 || len - 7 > AUTH_SHARES_MAX)
+            return rb_fail(RB_EINVAL, err, "line %d: shares= takes none, * or share names (photos,data), at most %d "
+                                           "characters", lineno, AUTH_SHARES_MAX);
+        memcpy(k->shares, f + 7, len - 7);
+        k->shares[len - 7] = '\0';
+        if (shares_check != NULL && shares_check(k->shares, why) != RB_OK)
+            return rb_fail(RB_EINVAL, err, "line %d: shares=: %s", lineno, why);
+        return RB_OK;
+    }
     if (len >= 7 && memcmp(f, "egress=", 7) == 0) { /* the key's network limit (docs/network.md) */
         char why[RB_ERR_LEN];
         if (len - 7 == 0 || len - 7 > AUTH_EGRESS_MAX)
@@ -114,19 +134,20 @@ static rb_err parse_quota(const char *f, size_t len, auth_key *k, int lineno, ch
         return RB_OK;
     }
     return rb_fail(RB_EINVAL, err,
-                   "line %d: '%.*s' is not a quota; use sessions=N, executions=N or rps=N (0 = no limit), or egress=LIST",
+                   "line %d: '%.*s' is not a quota; use sessions=N, executions=N or rps=N (0 = no limit), egress=LIST "
+                   "or shares=LIST",
                    lineno,
                    (int)(len > 64 ? 64 : len), f);
 }
 
 static rb_err parse_line(const char *line, size_t len, auth_key *k, int lineno, char *err)
 {
-    const char *f[7];
-    size_t fl[7];
-    size_t n = fields(line, len, f, fl, 6);
-    if (n > 6)
+    const char *f[8];
+    size_t fl[8];
+    size_t n = fields(line, len, f, fl, 7);
+    if (n > 7)
         return rb_fail(RB_EINVAL, err, "line %d: too many fields; a line is: name sha256:<64 hex digits> "
-                                       "[sessions=N] [executions=N] [rps=N] [egress=LIST]", lineno);
+                                       "[sessions=N] [executions=N] [rps=N] [egress=LIST] [shares=LIST]", lineno);
     if (n < 2)
         return rb_fail(RB_EINVAL, err, "line %d: a line is: name sha256:<64 hex digits> [sessions=N] "
                                        "[executions=N] [rps=N]", lineno);
@@ -301,6 +322,8 @@ rb_err auth_reload(auth *a, size_t *nkeys, char *err)
         p->caller.max_executions = keys[i].executions;
         memcpy(p->egress, keys[i].egress, sizeof(p->egress));
         p->caller.egress = p->egress;
+        memcpy(p->shares, keys[i].shares, sizeof(p->shares));
+        p->caller.shares = p->shares;
         if (p->rps != keys[i].rps)
             p->tokens = keys[i].rps; /* a new budget starts full */
         p->rps = keys[i].rps;

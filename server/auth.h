@@ -10,7 +10,8 @@
  *
  * Quotas: sessions (live sessions at once), executions (queued + running at once), rps
  * (requests per second, with a burst of one second's worth); absent or 0 means no limit of its
- * own. A caller presents the key as `Authorization: Bearer <key>` (or `X-API-Key: <key>`, what
+ * own. shares=NAME,...|*|none names the shared folders (--share) the key's sessions may mount;
+ * without it, none. A caller presents the key as `Authorization: Bearer <key>` (or `X-API-Key: <key>`, what
  * E2B's SDKs send). The file is read at start and again on SIGHUP (auth_reload); a file that
  * does not parse leaves the keys in force unchanged.
  *
@@ -36,6 +37,8 @@ typedef struct auth auth;
 
 /* Characters of a key's egress limit (egress=LIST). */
 #define AUTH_EGRESS_MAX 2048
+/* Characters of a key's shares (shares=LIST). */
+#define AUTH_SHARES_MAX 1024
 
 /** One line of a key file, as parsed. */
 typedef struct auth_key {
@@ -43,11 +46,16 @@ typedef struct auth_key {
     uint8_t hash[32];
     int sessions, executions, rps;
     char egress[AUTH_EGRESS_MAX + 1]; /* egress=...: the key's network limit ("" : the server's) */
+    char shares[AUTH_SHARES_MAX + 1]; /* shares=...: the shared folders it may mount ("": none) */
 } auth_key;
 
 /** The check of a key's egress= value (core_egress_limit_check) the parser applies from now on
  * (NULL: none). The daemon sets it before loading the file. */
 void auth_set_egress_check(rb_err (*check)(const char *list, char *err));
+
+/** The check of a key's shares= value (core_shares_key_check) the parser applies from now on
+ * (NULL: none). The daemon sets it before loading the file. */
+void auth_set_shares_check(rb_err (*check)(const char *list, char *err));
 
 /** Parses a key file's text (untrusted bytes: NUL, overlong lines and anything unexpected are
  * errors naming the line). On success *keys (heap, free() it) holds *n keys; an empty file (no

@@ -296,6 +296,7 @@ rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, 
         return e;
     auth *keys = NULL;
     auth_set_egress_check(core_egress_limit_check); /* egress= in the keys file (docs/network.md) */
+    auth_set_shares_check(core_shares_key_check);   /* shares= in the keys file (docs/data.md) */
     if (cfg->api_keys_file != NULL && (e = auth_new(cfg->api_keys_file, &keys, err)) != RB_OK)
         return e;
     if (keys == NULL && !is_loopback(&ss)) {

@@ -32,7 +32,8 @@
 
 /** What the helper is asked to do, with the path relative to /workspace ("" = /workspace). */
 typedef enum file_helper_op {
-    FILE_HELPER_LIST,    /* everything under /workspace but .runbox (arg: the most entries) */
+    FILE_HELPER_LIST,    /* everything under /workspace but .runbox (arg: the most entries), or with arg
+                            "dir:N" the first N entries of the folder rel alone and their total */
     FILE_HELPER_PUT,     /* make the parent folders of a file to write, say where it goes and how
                             much room is left (arg: the temporary name the upload is written to) */
     FILE_HELPER_GET,     /* resolve a file to read (arg: the largest size accepted); a file whose
@@ -75,7 +76,8 @@ const char **file_helper_env(json_t *session_env);
  * What the helper of op answered: its exit code and standard output out[0..len) (untrusted).
  * shown is the path as the caller should read it in a message (the normalised path, "." for
  * /workspace). RB_OK with *doc (new reference), checked and in the API's form:
- *   FILE_HELPER_LIST: {files: file_helper_listing's array, truncated: bool};
+ *   FILE_HELPER_LIST: {files: file_helper_listing's array, truncated: bool, total?: one folder's
+ *     entries (arg "dir:N")};
  *   FILE_HELPER_PUT: {dir, name, free, total} (dir and name checked: file_helper_path_ok and
  *     file_helper_name_ok; free and total the bytes the folder's file system has left and holds);
  *   FILE_HELPER_GET: {real, size, modified, linked} (real checked, not /workspace itself;

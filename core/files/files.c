@@ -554,11 +554,16 @@ static void helper_done(file_op *f, const backend_exec_result *r)
     json_decref(f->info);
     f->info = doc;
     switch (f->step) {
-    case FILE_HELPER_LIST:
-        finish(f, RB_OK, NULL,
-               json_pack("{s:s, s:O, s:O}", "session_id", f->session_id, "files", json_object_get(doc, "files"),
-                         "truncated", json_object_get(doc, "truncated")));
+    case FILE_HELPER_LIST: {
+        json_t *out = json_pack("{s:s, s:O, s:O}", "session_id", f->session_id, "files", json_object_get(doc, "files"),
+                                "truncated", json_object_get(doc, "truncated"));
+        if (json_object_get(doc, "total") != NULL) { /* core_file_list_dir */
+            json_object_set_new(out, "path", json_string(f->rel[0] ? f->rel : "."));
+            json_object_set(out, "total", json_object_get(doc, "total"));
+        }
+        finish(f, RB_OK, NULL, out);
         return;
+    }
     case FILE_HELPER_MKDIR:
         finish(f, RB_OK, NULL, json_pack("{s:s, s:s, s:s}", "session_id", f->session_id, "path", f->rel, "type",
                                          "directory"));
@@ -672,6 +677,8 @@ static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, cons
     if (kind == OP_UPLOAD) {
         file_helper_temp_name(f->temp);
         snprintf(arg, sizeof(arg), "%s", f->temp);
+    } else if (kind == OP_LIST && max != (size_t)-1) { /* one folder (core_file_list_dir) */
+        snprintf(arg, sizeof(arg), "dir:%zu", max < LIST_MAX_ENTRIES ? max : (size_t)LIST_MAX_ENTRIES);
     } else {
         snprintf(arg, sizeof(arg), "%zu", kind == OP_LIST ? (size_t)LIST_MAX_ENTRIES : f->max);
     }
@@ -711,7 +718,15 @@ rb_err core_file_upload(rb_core *c, const core_caller *who, const char *session_
 rb_err core_file_list(rb_core *c, const core_caller *who, const char *session_id, core_cb cb, void *cbdata,
                       core_op **handle, char *err)
 {
-    return start(c, who, OP_LIST, session_id, "/workspace", RB_OK, 0, cb, NULL, cbdata, handle, NULL, err);
+    /* max (size_t)-1: the whole tree; core_file_list_dir gives one folder's max */
+    return start(c, who, OP_LIST, session_id, "/workspace", RB_OK, (size_t)-1, cb, NULL, cbdata, handle, NULL, err);
+}
+
+rb_err core_file_list_dir(rb_core *c, const core_caller *who, const char *session_id, const char *path, size_t max,
+                          core_cb cb, void *cbdata, core_op **handle, char *err)
+{
+    return start(c, who, OP_LIST, session_id, path, RB_OK, max < LIST_MAX_ENTRIES ? max : LIST_MAX_ENTRIES, cb, NULL,
+                 cbdata, handle, NULL, err);
 }
 
 rb_err core_file_download(rb_core *c, const core_caller *who, const char *session_id, const char *path, size_t max,

@@ -580,10 +580,16 @@ static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings 
     rb_err e = mcp__tools_load(&tools, err);
     if (e != RB_OK)
         return e;
-    if (core_page_text_enabled(core)) {
-        const char *web[] = {mcp__page_text_def};
+    /* the tools of optional features, when the operator turned them on */
+    const char *optional[2];
+    size_t nopt = 0;
+    if (core_page_text_enabled(core))
+        optional[nopt++] = mcp__page_text_def;
+    if (core_shares_enabled(core))
+        optional[nopt++] = mcp__mounts_def;
+    if (nopt > 0) {
         json_t *more = NULL;
-        if ((e = mcp__defs_load(web, 1, "tool", &more, err)) != RB_OK) {
+        if ((e = mcp__defs_load(optional, nopt, "tool", &more, err)) != RB_OK) {
             json_decref(tools);
             return e;
         }

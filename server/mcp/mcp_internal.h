@@ -4,7 +4,8 @@
  * mcp_rt.c (live sessions, streams, posts and calls), mcp_rpc.c (dispatch and resources),
  * mcp_wire.c (JSON-RPC messages, error codes and SSE event ids: pure, see mcp_wire.h),
  * mcp_modern.c (the stateless 2026-07-28 era) with mcp_envelope.c (its checks: pure),
- * mcp_tools.c (tools) and mcp_files.c (file, package and dependency tools, file resources).
+ * mcp_tools.c (tools), mcp_files.c (file, package and dependency tools, file resources), mcp_web.c
+ * (get_page_text) and mcp_mounts.c (list_mounts).
  * Tool sets of other protocol families (mcp_toolset_add, mcp.h) are served by the same files,
  * with their own tools; their calls reach this module only through mcp.h's mcp_call_*.
  *
@@ -296,6 +297,11 @@ json_t *mcp__tool_files(mcp_call *call);
 /* mcp_web.c: get_page_text (offered only when core_page_text_enabled). */
 extern const char mcp__page_text_def[];
 json_t *mcp__tool_page_text(mcp_call *call);
+/* mcp_mounts.c: list_mounts (offered only when core_shares_enabled). The tool checks its
+ * arguments and finds the session (mcp__with_session); mcp__mounts_start lists it once known. */
+extern const char mcp__mounts_def[];
+json_t *mcp__tool_mounts(mcp_call *call);
+void mcp__mounts_start(mcp_call *call, const char *session_id);
 /** Starts the file or dependency work of call in session_id (the session is known now). The
  * call is answered later, or now (and freed) when core refuses at once. */
 void mcp__files_start(mcp_call *call, const char *session_id);

@@ -250,6 +250,8 @@ void mcp__session_ready(mcp_call *call, const char *session_id)
 {
     if (strcmp(call->tool, "execute_code") == 0)
         execute_in(call, session_id);
+    else if (strcmp(call->tool, "list_mounts") == 0)
+        mcp__mounts_start(call, session_id);
     else
         mcp__files_start(call, session_id);
 }
@@ -361,6 +363,8 @@ json_t *mcp__run_tool(mcp_call *call)
         return mcp__tool_files(call);
     if (strcmp(t, "get_page_text") == 0)
         return mcp__tool_page_text(call);
+    if (strcmp(t, "list_mounts") == 0)
+        return mcp__tool_mounts(call);
     if (strcmp(t, "create_session") == 0) {
         json_t *opts = json_object();
         json_t *v;

@@ -550,10 +550,12 @@ static int session_body_call(http_call *call, session_body_fn fn)
 {
     char err[RB_ERR_LEN];
     json_t *body = NULL;
-    rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
+    /* pause, resume and fork take an empty body too (core.h says what each takes) */
+    int empty_ok = fn == core_session_pause || fn == core_session_resume || fn == core_session_fork;
+    rb_err e = http_read_json(call->req, call->cfg->max_body, empty_ok, &body, err);
     if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
-    json_ctx *ctx = json_ctx_new(call, 200);
+    json_ctx *ctx = json_ctx_new(call, fn == core_session_fork ? 201 : 200); /* a fork makes a session */
     e = fn(call->core, call->who, call->params[0], body, on_json, ctx, &ctx->op, err);
     json_decref(body);
     if (e != RB_OK) {
@@ -571,6 +573,21 @@ static int dependencies_install(http_call *call)
 static int session_network(http_call *call)
 {
     return session_body_call(call, core_session_network);
+}
+
+static int session_pause(http_call *call)
+{
+    return session_body_call(call, core_session_pause);
+}
+
+static int session_resume(http_call *call)
+{
+    return session_body_call(call, core_session_resume);
+}
+
+static int session_fork(http_call *call)
+{
+    return session_body_call(call, core_session_fork);
 }
 
 static int packages(http_call *call)
@@ -637,6 +654,13 @@ static int code_policy(http_call *call)
     return answer(call, RB_OK, NULL, out, 200);
 }
 
+/* ---- shared folders ------------------------------------------------------------------- */
+
+static int shares_list(http_call *call)
+{
+    return answer(call, RB_OK, NULL, core_shares(call->core, call->who), 200);
+}
+
 static const http_route routes[] = {
     {"POST", "/sessions", session_create},
     {"GET", "/sessions", session_list},
@@ -649,6 +673,7 @@ static const http_route routes[] = {
     {"DELETE", "/execute/{id}", execution_cancel},
     {"GET", "/health", health},
     {"GET", "/policy", code_policy},
+    {"GET", "/shares", shares_list},
     {"POST", "/sessions/{id}/files", file_upload},
     {"PUT", "/sessions/{id}/files", file_upload},
     {"GET", "/sessions/{id}/files", file_list},
@@ -656,6 +681,9 @@ static const http_route routes[] = {
     {"GET", "/sessions/{id}/files/download", file_download},
     {"POST", "/sessions/{id}/dependencies", dependencies_install},
     {"PUT", "/sessions/{id}/network", session_network},
+    {"POST", "/sessions/{id}/pause", session_pause},
+    {"POST", "/sessions/{id}/resume", session_resume},
+    {"POST", "/sessions/{id}/fork", session_fork},
     {"GET", "/packages", packages},
     {"POST", "/web/page-text", page_text},
     {"POST", "/engines/{id}/drain", engine_drain},

@@ -203,6 +203,11 @@ def delete_session(c, sid):
 
 
 EXEC_OK = "1\n"
+# The benchmarks of core's rooms, each a module beside this one with run() and rows().
+ROOM_BENCHES = (("bench_network", "network by policy: a networked session beside a sealed one, the proxy beside a "
+                                  "plain network"),
+                ("bench_data", "data: suspend, hibernate and fork beside their baselines; a share beside the "
+                               "workspace"))
 
 
 def execute(c, sid, code="print(1)"):
@@ -870,13 +875,14 @@ def main():
         except Exception as e:  # reported, not fatal: the other figures stand
             log("engines: %s" % e)
             F["engines_error"] = str(e)[:500]
-    log("network by policy: a networked session beside a sealed one, the proxy beside a plain network")
-    try:
-        import bench_network  # tests/bench/bench_network.py
-        F.update(bench_network.run(Runboxd, Client, create_session, delete_session, a.runboxd, 3 if q else 10, log))
-    except Exception as e:  # reported, not fatal: the other figures stand
-        log("network: %s" % e)
-        F["network_error"] = str(e)[:500]
+    for mod, what in ROOM_BENCHES:  # each in its own file; a failure is reported, the other figures stand
+        log(what)
+        try:
+            F.update(__import__(mod).run(Runboxd, Client, create_session, delete_session, a.runboxd, 3 if q else 10,
+                                         log))
+        except Exception as e:
+            log("%s: %s" % (mod, e))
+            F[mod + "_error"] = str(e)[:500]
     res["load_average_end"] = load_average()
 
     report(res)
@@ -1003,8 +1009,8 @@ def report(res):
         rows.append(("warm sandbox memory, preload %s" % k, m.get("n"), "", fmt(m.get("usage_mib"), 1), "", "MiB", "",
                      "anon %s MiB; %s fit in MemAvailable %s MiB" % (fmt(m.get("anon_mib"), 1), fit, fmt(avail, 0))))
 
-    import bench_network  # its rows (tests/bench/bench_network.py)
-    rows.extend(bench_network.rows(F, fmt))
+    for mod, _ in ROOM_BENCHES:
+        rows.extend(__import__(mod).rows(F, fmt))
     w = [max(len(str(r[i] if r[i] is not None else "")) for r in rows) for i in range(8)]
     hdr = ("figure", "n", "min", "median", "p99", "unit", "load", "target")
     w = [max(w[i], len(hdr[i])) for i in range(8)]

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import roomlib  # tests/bench/roomlib.py
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,9 +40,7 @@ def _median(xs):
     return statistics.median(xs) if xs else None
 
 
-def _summary(xs):
-    xs = sorted(xs)
-    return {"n": len(xs), "min_ms": xs[0], "median_ms": _median(xs), "p99_ms": xs[-1]} if xs else {}
+_summary = roomlib.summary
 
 
 def _container_mib(cid):
@@ -137,9 +137,7 @@ def rows(F, fmt):
     out = []
 
     def lat(name, key, target=""):
-        v = F.get(key) or {}
-        out.append((name, v.get("n"), fmt(v.get("min_ms")), fmt(v.get("median_ms")), fmt(v.get("p99_ms")), "ms",
-                    "", target))
+        out.append(roomlib.lat_row(F, fmt, name, key, target))
 
     if not F:
         return out

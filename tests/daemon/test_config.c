@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -181,7 +182,7 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 77); /* every key of daemon/config.c (keys table) */
+    cr_assert_eq(n, 81); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
 }
 
@@ -425,4 +426,40 @@ Test(config, engines_are_repeatable_and_checked)
         cr_assert(strstr(err, "engine") != NULL && strstr(err, bad[i][1]) != NULL, "%s: %s", bad[i][0], err);
         config_dispose(&c);
     }
+}
+
+/* --share is repeatable, each use one more declaration (blanks kept: paths may have them); the
+ * environment separates with commas or semicolons; start-up checks every folder and names the
+ * share (the checks themselves: tests/core/test_shares.c). */
+Test(config, shares_are_repeatable_and_checked)
+{
+    rb_config c;
+    char err[RB_ERR_LEN], dir[] = "/tmp/rb-config-share-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    config_init(&c);
+    char *one = xasprintf("photos=%s", dir), *two = xasprintf("out=%s:rw", dir);
+    cr_assert_eq(config_set(&c, "share", one, err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&c, "share", two, err), RB_OK, "%s", err);
+    char *both = xasprintf("%s\n%s", one, two);
+    cr_assert_str_eq(c.core.shares, both);
+    cr_assert_eq(config_set(&c, "default-mounts", "photos,out:/workspace/results", err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&c, err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&c, "default-mounts", "nosuch", err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strstr(err, "default-mounts") != NULL && strstr(err, "nosuch") != NULL, "%s", err);
+    config_dispose(&c);
+
+    char *env = xasprintf("photos=%s;more=%s/missing", dir, dir);
+    setenv("RUNBOX_SHARE", env, 1);
+    config_init(&c);
+    cr_assert_eq(config_load_env(&c, err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&c, err), RB_EINVAL);
+    cr_assert(strstr(err, "share more") != NULL && strstr(err, "does not exist") != NULL, "%s", err);
+    config_dispose(&c);
+    unsetenv("RUNBOX_SHARE");
+    free(env);
+    free(both);
+    free(one);
+    free(two);
+    rmdir(dir);
 }

@@ -214,3 +214,31 @@ def test_mcp_and_files_on_a_remote_engine(runboxd, cluster):
     assert "remote" in down.content[0].text
     r = srv.get(f"/sessions/{sid}/files/download?path=in.txt")
     assert r.status_code == 200 and r.content == b"remote"
+
+
+def test_hibernate_resume_and_fork_stay_on_the_engine_that_holds_the_files(runboxd, cluster):
+    srv = runboxd()
+    wait_placing(srv, ["n1", "n2", "n3"])
+    srv.post("/engines/n1/drain")
+    srv.post("/engines/n2/drain")
+    s = srv.create_session(timeout=rbtest.DEADLINE_S)
+    sid = s["session_id"]
+    assert engine_of(s) == "n3"
+    assert srv.execute(sid, "open('/workspace/f.txt', 'w').write('on n3')")["status"] == "completed"
+    # new sessions would go to n1 now: what a hibernated or forked session needs is on n3
+    srv.delete("/engines/n1/drain")
+    srv.post("/engines/n3/drain")
+    wait_placing(srv, ["n1"])
+    r = srv.post(f"/sessions/{sid}/pause", {"mode": "hibernate"})
+    assert r.status_code == 200 and r.json()["status"] == "hibernated", r.text
+    kept = cluster.api(2, "GET", "/volumes?filters=" + json.dumps({"label": ["runbox.keep"]})).json()["Volumes"]
+    assert len(kept) == 1, kept
+    r = srv.post(f"/sessions/{sid}/resume")
+    assert r.status_code == 200, r.text
+    assert engine_of(r.json()) == "n3", "a resume goes where the kept files are"
+    f = srv.post(f"/sessions/{sid}/fork")
+    assert f.status_code == 201, f.text
+    srv.track(f.json())
+    assert engine_of(f.json()) == "n3", "a fork goes where its source's files are"
+    for x in (sid, f.json()["session_id"]):
+        assert srv.execute(x, "print(open('/workspace/f.txt').read())")["stdout"] == "on n3\n"

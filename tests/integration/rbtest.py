@@ -478,6 +478,12 @@ class Server:
             vols = docker("volume", "ls", "-q", "--filter", f"label=runbox.workspace={inst}", check=False).split()
             if vols:
                 subprocess.run(["docker", "volume", "rm", *vols], capture_output=True, timeout=120)
+        # kept workspaces (hibernated sessions) go with their session, before runboxd stops
+        for inst in self.instances:
+            kept = docker("volume", "ls", "-q", "--filter", f"label=runbox.keep={inst}", check=False).split()
+            if kept:
+                problems.append(f"kept workspace volumes left after their sessions were deleted: {kept}")
+                subprocess.run(["docker", "volume", "rm", "-f", *kept], capture_output=True, timeout=120)
         problems += [f"sanitizer: {line}" for line in self.sanitizer_reports()]
         return problems
 

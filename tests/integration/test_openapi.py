@@ -31,9 +31,11 @@ ROUTES = {
     ("/sessions/{session_id}/files", "get"), ("/sessions/{session_id}/files", "delete"),
     ("/sessions/{session_id}/files/download", "get"),
     ("/sessions/{session_id}/dependencies", "post"), ("/sessions/{session_id}/network", "put"),
+    ("/sessions/{session_id}/pause", "post"), ("/sessions/{session_id}/resume", "post"),
+    ("/sessions/{session_id}/fork", "post"),
     ("/execute", "post"), ("/execute/{request_id}/status", "get"), ("/execute/{request_id}/results", "get"),
     ("/execute/{request_id}/events", "get"), ("/execute/{request_id}", "delete"),
-    ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"),
+    ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"), ("/shares", "get"),
     ("/web/page-text", "post"), ("/engines/{name}/drain", "post"), ("/engines/{name}/drain", "delete"),
     ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"), ("/sse", "get"), ("/messages", "post"),
     # the AgentRun-compatible surface (server/agentrun/rest.c, server/agentrun/mcp.c)
@@ -143,6 +145,14 @@ def test_schemas_accept_contract_examples():
     rbtest.check_schema({"python": "3.11.2", "packages": [{"name": "numpy", "version": "2.4.6", "modules": ["numpy"]}],
                          "image": "runbox-sandbox:latest", "image_id": "sha256:" + "0" * 64}, "Packages")
     rbtest.check_schema({"error": {"code": "forbidden", "message": "path: '..' is not allowed"}}, "Error")
+    rbtest.check_schema(session_doc(execution_options={
+        "timeout": 30, "memory_limit": "512m", "cpu_limit": 1.0, "environment_variables": {},
+        "mounts": [{"share": "photos", "path": "/workspace/photos", "readonly": True}]}), "Session")
+    rbtest.check_schema({"execution_options": {"mounts": [{"share": "photos"}, {"share": "out", "path": "results",
+                                                                                  "readonly": False}]}},
+                        "CreateSessionRequest")
+    rbtest.check_schema({"shares": [{"name": "photos", "readonly": True, "default_path": "/workspace/photos"},
+                                    {"name": "out", "readonly": False}]}, "ShareList")
     rbtest.check_schema({"dependencies": ["requests"]}, "DependenciesRequest")
     rbtest.check_schema({"dependencies": ["requests"]}, "CreateSessionRequest")
     # npm packages of javascript and typescript sessions
@@ -176,6 +186,10 @@ def test_schemas_accept_contract_examples():
     ("DependenciesRequest", {"packages": ["requests"]}),
     ("CreateSessionRequest", {"dependencies": "requests"}),
     ("UploadResult", {"session_id": SID, "files": []}),
+    ("CreateSessionRequest", {"execution_options": {"mounts": [{"share": "Photos"}]}}),
+    ("CreateSessionRequest", {"execution_options": {"mounts": [{"share": "p", "path": "/workspace/a:b"}]}}),
+    ("CreateSessionRequest", {"execution_options": {"mounts": [{"path": "/workspace/a"}]}}),
+    ("ShareList", {"shares": [{"name": "p", "readonly": True, "path": "/srv/p"}]}),
 ])
 def test_schemas_reject_what_the_contract_forbids(name, doc):
     with pytest.raises(AssertionError):

@@ -237,3 +237,76 @@ rb_err core_session_network(rb_core *c, const core_caller *who, const char *sess
         *handle = NULL;
     return rb_fail(RB_ECONFLICT, err, "session %s was created without a network", session_id);
 }
+
+/* Pause, resume and fork: the fake core has no sandboxes to freeze or copy. */
+static rb_err no_sandbox(const char *session_id, core_op **handle, char *err)
+{
+    if (handle != NULL)
+        *handle = NULL;
+    return rb_fail(RB_ECONFLICT, err, "session %s has no sandbox in the fake core", session_id);
+}
+
+rb_err core_session_pause(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
+                          void *data, core_op **handle, char *err)
+{
+    (void)c, (void)who, (void)body, (void)cb, (void)data;
+    return no_sandbox(session_id, handle, err);
+}
+
+rb_err core_session_resume(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
+                           void *data, core_op **handle, char *err)
+{
+    (void)c, (void)who, (void)body, (void)cb, (void)data;
+    return no_sandbox(session_id, handle, err);
+}
+
+rb_err core_session_fork(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
+                         void *data, core_op **handle, char *err)
+{
+    (void)c, (void)who, (void)body, (void)cb, (void)data;
+    return no_sandbox(session_id, handle, err);
+}
+
+/* Shared folders (core/shares/): none declared, so MCP offers no list_mounts; GET /shares lists
+ * none; a session's mounts are an empty list; a key's shares= value is refused when "BAD". */
+int core_shares_enabled(const rb_core *c)
+{
+    (void)c;
+    return 0;
+}
+
+json_t *core_shares(rb_core *c, const core_caller *who)
+{
+    (void)c;
+    (void)who;
+    return json_pack("{s:[]}", "shares");
+}
+
+rb_err core_shares_key_check(const char *list, char *err)
+{
+    if (strcmp(list, "BAD") == 0)
+        return rb_fail(RB_EINVAL, err, "'%s' is not a share name", list);
+    return RB_OK;
+}
+
+rb_err core_session_mounts(rb_core *c, const core_caller *who, const char *session_id, core_cb cb, void *data,
+                           core_op **handle, char *err)
+{
+    (void)c;
+    (void)who;
+    rb_err e = check(session_id, NULL, err);
+    if (e != RB_OK)
+        return e;
+    if (handle != NULL)
+        *handle = NULL;
+    cb(data, RB_OK, NULL, json_pack("{s:s, s:[]}", "session_id", session_id, "mounts"));
+    return RB_OK;
+}
+
+rb_err core_file_list_dir(rb_core *c, const core_caller *who, const char *session_id, const char *path, size_t max,
+                          core_cb cb, void *cbdata, core_op **handle, char *err)
+{
+    (void)max;
+    (void)path;
+    return core_file_list(c, who, session_id, cb, cbdata, handle, err);
+}

@@ -42,7 +42,8 @@ static rb_err parse(const char *text, auth_key **keys, size_t *n, char *err)
 Test(auth, parses_names_hashes_quotas_comments_and_crlf)
 {
     char text[1024], err[RB_ERR_LEN];
-    snprintf(text, sizeof(text), "# comment\n\n  %s", line_for("alice", ALICE_KEY, "sessions=5 executions=2 rps=20 egress=pypi.org,*.example.com"));
+    snprintf(text, sizeof(text), "# comment\n\n  %s", line_for("alice", ALICE_KEY, "sessions=5 executions=2 rps=20 egress=pypi.org,*.example.com "
+                                                                "shares=photos,data"));
     strcat(text, line_for("bob.ci-1", "bob-key", "\r"));
     auth_key *k;
     size_t n;
@@ -53,9 +54,11 @@ Test(auth, parses_names_hashes_quotas_comments_and_crlf)
     cr_assert_eq(k[0].executions, 2);
     cr_assert_eq(k[0].rps, 20);
     cr_assert_str_eq(k[0].egress, "pypi.org,*.example.com");
+    cr_assert_str_eq(k[0].shares, "photos,data");
     cr_assert_str_eq(k[1].name, "bob.ci-1");
     cr_assert_eq(k[1].sessions + k[1].executions + k[1].rps, 0);
     cr_assert_str_eq(k[1].egress, "", "no egress=: the server's limit");
+    cr_assert_str_eq(k[1].shares, "", "no shares=: no shared folder");
     free(k);
 }
 
@@ -75,8 +78,9 @@ Test(auth, refuses_what_is_wrong_naming_the_line)
         {"alice " H_ALICE " rps=-1\n", "whole number"},
         {"alice " H_ALICE " rps=\n", "not a quota"},
         {"alice " H_ALICE " rps=99999999999999999999\n", "whole number"},
-        {"alice " H_ALICE " a=1 b=2 c=3 d=4 e=5\n", "too many fields"},
+        {"alice " H_ALICE " a=1 b=2 c=3 d=4 e=5 f=6\n", "too many fields"},
         {"alice " H_ALICE " egress=\n", "egress="},
+        {"alice " H_ALICE " shares=\n", "shares="},
         {"alice " H_ALICE "\nalice " H_ALICE "\n", "listed twice"},
         {"alice " H_ALICE "\nbob " H_ALICE "\n", "same key"},
     };
@@ -100,6 +104,20 @@ Test(auth, refuses_what_is_wrong_naming_the_line)
     cr_assert_eq(parse(longline, &k, &n, err), RB_EINVAL);
     cr_assert(strstr(err, "longer than") != NULL, "%s", err);
     free(longline);
+}
+
+Test(auth, shares_values_are_checked_by_core)
+{
+    char err[RB_ERR_LEN] = "";
+    auth_key *k = NULL;
+    size_t n = 0;
+    auth_set_shares_check(core_shares_key_check); /* the fake refuses "BAD" */
+    cr_assert_eq(parse("alice " H_ALICE " shares=BAD\n", &k, &n, err), RB_EINVAL);
+    cr_assert(strstr(err, "line 1: shares=") != NULL && strstr(err, "BAD") != NULL, "%s", err);
+    cr_assert_eq(parse("alice " H_ALICE " shares=*\n", &k, &n, err), RB_OK, "%s", err);
+    cr_assert_str_eq(k[0].shares, "*");
+    free(k);
+    auth_set_shares_check(NULL);
 }
 
 Test(auth, bearer_tokens)

@@ -1,0 +1,16 @@
+"""What the benchmarks of core's rooms (bench_network.py, bench_data.py) share: a summary of
+samples and the report's latency row."""
+
+import statistics
+
+
+def summary(xs):
+    """{n, min_ms, median_ms, p99_ms} of samples in ms ({} for none)."""
+    xs = sorted(xs)
+    return {"n": len(xs), "min_ms": xs[0], "median_ms": statistics.median(xs), "p99_ms": xs[-1]} if xs else {}
+
+
+def lat_row(F, fmt, name, key, target=""):
+    """The report's row (name, n, min, median, p99, unit, load, target) of the summary F[key]."""
+    v = F.get(key) or {}
+    return (name, v.get("n"), fmt(v.get("min_ms")), fmt(v.get("median_ms")), fmt(v.get("p99_ms")), "ms", "", target)
