@@ -2,8 +2,9 @@
  * e2b.c: the E2B protocol's registration: its routes under /e2b, which of them authenticate
  * with the sandbox's access token instead of an API key (sandbox traffic), the error shapes
  * E2B's SDK reads, the sandbox a request addresses, and the /home/user path mapping. The
- * handlers are in e2b_api.c (control plane), e2b_network.c (network options), e2b_envd.c (envd)
- * and e2b_interp.c (the code interpreter); the Connect RPC in e2b_rpc.c.
+ * handlers are in e2b_api.c (control plane), e2b_pause.c (pause, resume, connect, fork),
+ * e2b_network.c (network options), e2b_envd.c (envd) and e2b_interp.c (the code interpreter);
+ * the Connect RPC in e2b_rpc.c.
  */
 #include <stdio.h>
 #include <string.h>
@@ -171,10 +172,10 @@ void e2b_register(rb_server *s)
         {"GET", "/e2b/sandboxes/{id}", e2b__get},
         {"DELETE", "/e2b/sandboxes/{id}", e2b__kill},
         {"POST", "/e2b/sandboxes/{id}/timeout", e2b__set_timeout},
-        {"POST", "/e2b/sandboxes/{id}/pause", e2b__unsupported},
-        {"POST", "/e2b/sandboxes/{id}/resume", e2b__unsupported},
+        {"POST", "/e2b/sandboxes/{id}/pause", e2b__pause},
+        {"POST", "/e2b/sandboxes/{id}/resume", e2b__resume},
         {"POST", "/e2b/sandboxes/{id}/snapshots", e2b__unsupported},
-        {"POST", "/e2b/sandboxes/{id}/fork", e2b__unsupported},
+        {"POST", "/e2b/sandboxes/{id}/fork", e2b__fork},
         {"POST", "/e2b/sandboxes/{id}/refreshes", e2b__unsupported},
         {"GET", "/e2b/sandboxes/{id}/metrics", e2b__unsupported},
         {"GET", "/e2b/sandboxes/{id}/logs", e2b__unsupported},

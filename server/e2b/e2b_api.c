@@ -1,9 +1,11 @@
 /*
- * e2b_api.c: E2B's control plane on runbox sessions: create (POST /v2/sandboxes), connect,
- * list with x-next-token paging, get, kill, set_timeout; what runbox cannot do (pause,
- * resume, snapshots, forks, metrics, logs) answers 400 naming it. A sandbox's template is one
- * of the image's languages; its timeout is the session's deadline; its access token, template
- * and metadata are the session's "e2b" extras; its network options are e2b_network.c's.
+ * e2b_api.c: E2B's control plane on runbox sessions: create (POST /v2/sandboxes), list with
+ * x-next-token paging and its state filter, get, kill, set_timeout; what runbox cannot do
+ * (snapshots, metrics, logs) answers 400 naming it. A sandbox's template is one of the image's
+ * languages; its timeout is the session's deadline, and its autoPause what that deadline does
+ * (suspend or hibernate instead of end); its access token, template, metadata and lifecycle are
+ * the session's "e2b" extras; a paused session (suspended or hibernated) is a "paused" sandbox.
+ * Pause, resume, connect and fork are e2b_pause.c's; the network options e2b_network.c's.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -42,8 +44,7 @@ int e2b__authorised(http_call *call)
     return 1;
 }
 
-/* The timeout field (seconds) of body: 0 when absent, -1 after answering 400. */
-static int64_t timeout_of(http_call *call, json_t *body)
+int64_t e2b__timeout_of(http_call *call, json_t *body)
 {
     json_t *t = json_object_get(body, "timeout");
     if (t == NULL)
@@ -76,9 +77,15 @@ static int64_t megabytes(const char *size)
     return (int64_t)mb;
 }
 
-/* The E2B object of a session: the create/connect answer (detail == 0, with the token) or the
- * listed / detailed sandbox (detail 1: without the token; 2: with it). New reference. */
-static json_t *sandbox_object(json_t *session, json_t *extra, int detail)
+int e2b__state_of(const char *status)
+{
+    return status != NULL && (strcmp(status, "pausing") == 0 || strcmp(status, "suspended") == 0 ||
+                              strcmp(status, "hibernated") == 0)
+               ? E2B_STATE_PAUSED
+               : E2B_STATE_RUNNING;
+}
+
+json_t *e2b__sandbox_object(json_t *session, json_t *extra, int detail)
 {
     const char *id = json_string_value(json_object_get(session, "session_id"));
     const char *template = json_string_value(json_object_get(extra, "template"));
@@ -100,11 +107,24 @@ static json_t *sandbox_object(json_t *session, json_t *extra, int detail)
     json_object_set_new(o, "cpuCount", json_integer(cpus >= 1 ? (json_int_t)(cpus + 0.999) : 1));
     json_object_set_new(o, "memoryMB", json_integer(megabytes(json_string_value(json_object_get(eo, "memory_limit")))));
     json_object_set_new(o, "diskSizeMB", json_integer(0));
-    json_object_set_new(o, "state", json_string("running"));
+    const char *status = json_string_value(json_object_get(session, "status"));
+    int paused = e2b__state_of(status) == E2B_STATE_PAUSED;
+    json_object_set_new(o, "state", json_string(paused ? "paused" : "running"));
     json_t *meta = json_object_get(extra, "metadata");
     json_object_set_new(o, "metadata", json_is_object(meta) ? json_incref(meta) : json_object());
-    if (detail == 2) /* E2B's SandboxDetail has the network; its ListedSandbox has not */
-        e2b__network_info(o, session);
+    if (detail != 2) /* E2B's SandboxDetail has the network, lifecycle and pause mode; its ListedSandbox has not */
+        return o;
+    e2b__network_info(o, session);
+    json_t *life = json_object_get(extra, "lifecycle");
+    if (!json_is_object(life)) /* made through REST or MCP: its timeout ends it */
+        life = json_pack("{s:s, s:b}", "onTimeout", "kill", "autoResume", 0);
+    else
+        json_incref(life);
+    json_object_set_new(o, "lifecycle", life);
+    /* what the pause kept, once it is done: a suspended session's memory goes too once it has
+     * been idle long enough (runboxd hibernates it) */
+    if (paused && strcmp(status, "pausing") != 0)
+        json_object_set_new(o, "pauseMode", json_string(strcmp(status, "suspended") == 0 ? "full" : "filesystem"));
     return o;
 }
 
@@ -140,6 +160,7 @@ typedef struct create_ctx {
     const core_caller *who;
     json_t *extra; /* the E2B data to store once the session is ready */
     int64_t timeout_s;
+    const char *action; /* what its deadline does (e2b_lifecycle_map; static) */
 } create_ctx;
 
 static void create_dispose(void *p)
@@ -167,12 +188,14 @@ static void on_created(void *data, rb_err e, const char *msg, json_t *body)
         e = core_session_set_extra(ctx->core, ctx->who, id, E2B_EXTRA, ctx->extra, err);
         if (e == RB_OK)
             e = core_session_set_deadline(ctx->core, ctx->who, id, rb_now_ms() + ctx->timeout_s * 1000, err);
+        if (e == RB_OK)
+            e = core_session_set_deadline_action(ctx->core, ctx->who, id, ctx->action, err);
         msg = err;
     }
     if (e != RB_OK) {
         e2b__api_fail(ctx->req, e, msg);
     } else {
-        json_t *o = sandbox_object(body, ctx->extra, 0);
+        json_t *o = e2b__sandbox_object(body, ctx->extra, 0);
         http_send_json(ctx->req, 201, o);
         json_decref(o);
     }
@@ -180,10 +203,11 @@ static void on_created(void *data, rb_err e, const char *msg, json_t *body)
 }
 
 /* Fields of the create body runbox cannot honour: answered 400 when set to anything but
- * their "off" value, never ignored. (allow_internet_access and network are e2b_network.c's.) */
+ * their "off" value, never ignored. (allow_internet_access and network are e2b_network.c's,
+ * autoPause, autoPauseMemory and autoResume e2b_lifecycle_map's.) */
 static const char *unsupported_create_field(json_t *body)
 {
-    static const char *const fields[] = {"autoPause", "autoResume", "mcp", "iam", "volumeMounts", "secure", NULL};
+    static const char *const fields[] = {"mcp", "iam", "volumeMounts", "secure", NULL};
     for (size_t i = 0; fields[i] != NULL; i++) {
         json_t *v = json_object_get(body, fields[i]);
         if (v != NULL && !json_is_null(v) && !json_is_false(v) &&
@@ -196,8 +220,7 @@ static const char *unsupported_create_field(json_t *body)
 /* The first field of the create body with the wrong type, or NULL. */
 static const char *mistyped_create_field(json_t *body)
 {
-    static const char *const flags[] = {"autoPause", "autoResume", "allow_internet_access", "allowInternetAccess",
-                                        "secure", NULL};
+    static const char *const flags[] = {"allow_internet_access", "allowInternetAccess", "secure", NULL};
     for (size_t i = 0; flags[i] != NULL; i++) {
         json_t *v = json_object_get(body, flags[i]);
         if (v != NULL && !json_is_boolean(v))
@@ -234,7 +257,9 @@ int e2b__create(http_call *call)
     const char *bad = unsupported_create_field(body), *mistyped = mistyped_create_field(body);
     json_t *meta = json_object_get(body, "metadata");
     json_t *envs = json_object_get(body, "envVars");
-    int64_t timeout = timeout_of(call, body);
+    int64_t timeout = e2b__timeout_of(call, body);
+    const char *action = "end";
+    json_t *lifecycle = NULL;
     if (timeout < 0)
         goto done;
     if (template == NULL) {
@@ -258,21 +283,36 @@ int e2b__create(http_call *call)
         goto done;
     }
     if (bad != NULL) {
-        snprintf(msg, sizeof(msg),
-                 "%s: runboxd does not support this sandbox option (no pause/resume, MCP gateway, IAM or "
-                 "volumes)",
+        snprintf(msg, sizeof(msg), "%s: runboxd does not support this sandbox option (no MCP gateway, IAM or volumes)",
                  bad);
         e2b__api_error(call->req, 400, msg);
         goto done;
     }
-    json_t *network = NULL;
-    if (e2b__network_create(call, body, &network) != 0)
+    if (e2b_lifecycle_map(body, &action, &lifecycle, err) != RB_OK) {
+        e2b__api_error(call->req, 400, err);
         goto done;
+    }
+    /* runboxd's shared folders (docs/data.md): E2B has no such option, so a metadata entry holds
+     * execution_options.mounts as JSON text, which core checks */
+    const char *mounts_text = json_string_value(json_object_get(meta, "runbox.mounts"));
+    json_t *mounts = mounts_text != NULL ? json_loads(mounts_text, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    if (mounts_text != NULL && mounts == NULL) {
+        e2b__api_error(call->req, 400, "metadata[\"runbox.mounts\"]: must be JSON text of a list of mounts, e.g. "
+                                       "[{\"share\": \"data\", \"path\": \"/workspace/data\"}] (docs/data.md)");
+        goto done;
+    }
+    json_t *network = NULL;
+    if (e2b__network_create(call, body, &network) != 0) {
+        json_decref(mounts);
+        goto done;
+    }
     json_t *opts = json_pack("{s:s}", "language", language), *eo = json_object();
     if (json_is_object(envs) && json_object_size(envs) > 0)
         json_object_set(eo, "environment_variables", envs);
     if (network != NULL)
         json_object_set_new(eo, "network", network);
+    if (mounts != NULL)
+        json_object_set_new(eo, "mounts", mounts);
     if (json_object_size(eo) > 0)
         json_object_set(opts, "execution_options", eo);
     json_decref(eo);
@@ -285,8 +325,11 @@ int e2b__create(http_call *call)
     ctx->core = call->core;
     ctx->who = call->who;
     ctx->timeout_s = timeout > 0 ? timeout : 300;
-    ctx->extra = json_pack("{s:s, s:s, s:s, s:o}", "token", token, "owner", call->who ? call->who->owner : "",
-                           "template", template, "metadata", json_is_object(meta) ? json_deep_copy(meta) : json_object());
+    ctx->action = action;
+    ctx->extra = json_pack("{s:s, s:s, s:s, s:o, s:O, s:s}", "token", token, "owner", call->who ? call->who->owner : "",
+                           "template", template, "metadata",
+                           json_is_object(meta) ? json_deep_copy(meta) : json_object(), "lifecycle", lifecycle,
+                           "timeoutAction", action);
     e = core_session_create(call->core, call->who, opts, on_created, ctx, &ctx->op, err);
     json_decref(opts);
     if (e != RB_OK) {
@@ -294,30 +337,30 @@ int e2b__create(http_call *call)
         e2b__api_fail(call->req, e, err);
     }
 done:
+    json_decref(lifecycle);
     json_decref(body);
     return 0;
 }
 
 /* ---- the other calls ------------------------------------------------------------------------ */
 
-/* The live session call->params[0] (new reference) with its E2B data, or -1 after answering
- * 404 (unknown, ended, another key's). */
-static int live_sandbox(http_call *call, json_t **session, json_t **extra)
+int e2b__live_sandbox(http_call *call, json_t **session, json_t **extra)
 {
     char err[RB_ERR_LEN], msg[RB_ERR_LEN];
     const char *id = call->params[0];
+    *session = *extra = NULL;
     rb_err e = core_session_get(call->core, call->who, id, session, err);
     if (e == RB_OK) {
         const char *status = json_string_value(json_object_get(*session, "status"));
-        if (status == NULL || strcmp(status, "ended") == 0 || strcmp(status, "dead") == 0) {
-            json_decref(*session);
+        if (status == NULL || strcmp(status, "ended") == 0 || strcmp(status, "dead") == 0)
             e = RB_ENOTFOUND;
-        }
     }
-    if (e == RB_OK) {
+    if (e == RB_OK)
         *extra = extra_of(call, id, json_string_value(json_object_get(*session, "language")), &e, err);
-        if (e != RB_OK)
-            json_decref(*session);
+    if (e != RB_OK) { /* nothing to hand back */
+        json_decref(*session);
+        json_decref(*extra);
+        *session = *extra = NULL;
     }
     if (e == RB_ENOTFOUND) {
         snprintf(msg, sizeof(msg), "sandbox %.64s not found: it was killed, timed out or never existed", id);
@@ -331,41 +374,12 @@ static int live_sandbox(http_call *call, json_t **session, json_t **extra)
     return 0;
 }
 
-int e2b__connect(http_call *call)
-{
-    char err[RB_ERR_LEN];
-    json_t *body = NULL, *session = NULL, *extra = NULL;
-    if (!e2b__authorised(call))
-        return 0;
-    rb_err e = http_read_json(call->req, call->cfg->max_body, 1, &body, err);
-    if (e != RB_OK) {
-        e2b__api_fail(call->req, e, err);
-        return 0;
-    }
-    int64_t timeout = timeout_of(call, body);
-    if (timeout >= 0 && live_sandbox(call, &session, &extra) == 0) {
-        /* Connecting extends the sandbox's life to at least timeout from now, as E2B does. */
-        int64_t deadline = 0;
-        core_session_deadline(call->core, call->who, call->params[0], &deadline, err);
-        int64_t want = rb_now_ms() + (timeout > 0 ? timeout : 300) * 1000;
-        if (deadline < want)
-            core_session_set_deadline(call->core, call->who, call->params[0], want, err);
-        json_t *o = sandbox_object(session, extra, 0);
-        http_send_json(call->req, 200, o);
-        json_decref(o);
-        json_decref(session);
-        json_decref(extra);
-    }
-    json_decref(body);
-    return 0;
-}
-
 int e2b__get(http_call *call)
 {
     json_t *session = NULL, *extra = NULL;
-    if (!e2b__authorised(call) || live_sandbox(call, &session, &extra) != 0)
+    if (!e2b__authorised(call) || e2b__live_sandbox(call, &session, &extra) != 0)
         return 0;
-    json_t *o = sandbox_object(session, extra, 2);
+    json_t *o = e2b__sandbox_object(session, extra, 2);
     http_send_json(call->req, 200, o);
     json_decref(o);
     json_decref(session);
@@ -405,10 +419,10 @@ int e2b__set_timeout(http_call *call)
         e2b__api_fail(call->req, e, err);
         return 0;
     }
-    int64_t timeout = timeout_of(call, body);
+    int64_t timeout = e2b__timeout_of(call, body);
     if (timeout == 0)
         e2b__api_error(call->req, 400, "timeout: required, in seconds");
-    else if (timeout > 0 && live_sandbox(call, &session, &extra) == 0) {
+    else if (timeout > 0 && e2b__live_sandbox(call, &session, &extra) == 0) {
         e = core_session_set_deadline(call->core, call->who, call->params[0], rb_now_ms() + timeout * 1000, err);
         if (e != RB_OK) {
             e2b__api_fail(call->req, e, err);
@@ -429,12 +443,9 @@ int e2b__unsupported(http_call *call)
     char msg[RB_ERR_LEN];
     h2o_iovec_t p = call->req->path_normalized;
     const char *what = "this call";
-    if (h2o_strstr(p.base, p.len, H2O_STRLIT("/pause")) != SIZE_MAX ||
-        h2o_strstr(p.base, p.len, H2O_STRLIT("/resume")) != SIZE_MAX)
-        what = "pausing and resuming sandboxes";
-    else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/snapshots")) != SIZE_MAX ||
-             h2o_strstr(p.base, p.len, H2O_STRLIT("/fork")) != SIZE_MAX)
-        what = "snapshots and forks";
+    if (h2o_strstr(p.base, p.len, H2O_STRLIT("/snapshots")) != SIZE_MAX)
+        what = "snapshots (pause() and fork() are offered: a paused sandbox resumes with connect, a fork copies "
+               "its files)";
     else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/metrics")) != SIZE_MAX)
         what = "sandbox metrics (runboxd's own are at GET /metrics)";
     else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/logs")) != SIZE_MAX)
@@ -470,6 +481,11 @@ int e2b__list(http_call *call)
         e2b__api_error(call->req, 400, "startedAfter: an RFC 3339 time such as 2026-11-21T23:59:01Z");
         return 0;
     }
+    int states = state != NULL ? e2b_state_filter(state, strlen(state)) : E2B_STATE_RUNNING | E2B_STATE_PAUSED;
+    if (states < 0) {
+        e2b__api_error(call->req, 400, "state: running and/or paused, separated by a comma");
+        return 0;
+    }
     if (order != NULL && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
         e2b__api_error(call->req, 400, "order: asc or desc");
         return 0;
@@ -496,18 +512,20 @@ int e2b__list(http_call *call)
         e2b__api_fail(call->req, e, err);
         return 0;
     }
-    /* Only running sandboxes exist here: a state filter without "running" lists none. */
-    int running = state == NULL || strstr(state, "running") != NULL;
     json_t *sessions = json_object_get(list, "sessions");
     size_t n = json_array_size(sessions), kept = 0;
     json_t **all = xcalloc(n + 1, sizeof(*all));
-    for (size_t i = 0; i < n && running; i++) {
+    for (size_t i = 0; i < n; i++) {
         json_t *s = json_array_get(sessions, i);
         const char *id = json_string_value(json_object_get(s, "session_id"));
         json_t *extra = NULL;
         if (id == NULL || core_session_extra(call->core, call->who, id, E2B_EXTRA, &extra, err) != RB_OK)
             continue;
-        json_t *o = sandbox_object(s, extra, 1);
+        if (!(states & e2b__state_of(json_string_value(json_object_get(s, "status"))))) {
+            json_decref(extra);
+            continue;
+        }
+        json_t *o = e2b__sandbox_object(s, extra, 1);
         if (extra == NULL) /* not yet connected through E2B: its template is its language */
             json_object_set(o, "templateID", json_object_get(s, "language"));
         json_decref(extra);

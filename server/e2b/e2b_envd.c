@@ -2,13 +2,16 @@
  * e2b_envd.c: envd's HTTP side on a runbox session (E2B's port 49983): GET /health, and
  * GET/POST /files, which map /home/user onto the session's /workspace through core's file
  * calls. The Connect RPC paths (/process.Process/..., /filesystem.Filesystem/...) go to
- * e2b_rpc_handle once the sandbox and its access token are checked.
+ * e2b_rpc_handle once the sandbox and its access token are checked. A paused sandbox is not
+ * running here (health 502) and its files and commands are refused until it is resumed.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/e2b/connect.h"
 #include "server/e2b/e2b_internal.h"
+#include "server/e2b/e2b_wire.h"
 #include "server/query.h"
 #include "server/rest/multipart.h"
 #include "server/transfer.h"
@@ -29,11 +32,35 @@ static int envd_status(rb_err e)
     }
 }
 
+/* Whether the sandbox is paused (pausing, suspended or hibernated): 1 with msg saying so. runbox
+ * resumes a paused session for an execution (run_code), not for files or commands. */
+static int paused(const e2b_sandbox *sbx, char *msg)
+{
+    char err[RB_ERR_LEN];
+    json_t *session = NULL;
+    if (core_session_get(sbx->core, NULL, sbx->session_id, &session, err) != RB_OK)
+        return 0;
+    int p = e2b__state_of(json_string_value(json_object_get(session, "status"))) == E2B_STATE_PAUSED;
+    json_decref(session);
+    if (p)
+        snprintf(msg, RB_ERR_LEN,
+                 "sandbox %.64s is paused: Sandbox.connect() resumes it (runboxd resumes a paused sandbox for "
+                 "run_code, not for files or commands)",
+                 sbx->session_id);
+    return p;
+}
+
 int e2b__health(http_call *call)
 {
+    char msg[RB_ERR_LEN];
     e2b_sandbox sbx;
     if (e2b__sandbox_of(call, 1, &sbx) != 0)
         return 0;
+    /* A paused sandbox does not run: 502, as E2B's proxy answers, which is_running() reads as False. */
+    if (paused(&sbx, msg)) {
+        e2b__sandbox_error(call->req, 502, msg);
+        return 0;
+    }
     call->req->res.status = 204;
     call->req->res.reason = "No Content";
     h2o_send_inline(call->req, NULL, 0);
@@ -42,9 +69,16 @@ int e2b__health(http_call *call)
 
 int e2b__rpc(http_call *call)
 {
+    char msg[RB_ERR_LEN];
     e2b_sandbox sbx;
     if (e2b__sandbox_of(call, 1, &sbx) != 0)
         return 0;
+    if (paused(&sbx, msg)) { /* a Connect error, before any stream has started */
+        json_t *doc = json_pack("{s:s, s:s}", "code", "failed_precondition", "message", msg);
+        http_send_json(call->req, connect_http_status("failed_precondition"), doc);
+        json_decref(doc);
+        return 0;
+    }
     h2o_iovec_t p = call->req->path_normalized;
     size_t np = strlen(E2B_PREFIX) + 1;
     const char *method = http_pool_strdup(call->req, p.base + np, p.len - np);
@@ -95,6 +129,10 @@ int e2b__files_read(http_call *call)
     e2b_sandbox sbx;
     if (e2b__sandbox_of(call, 1, &sbx) != 0)
         return 0;
+    if (paused(&sbx, err)) {
+        e2b__sandbox_error(call->req, 400, err);
+        return 0;
+    }
     const char *path = query_path(call, 1);
     if (path == NULL)
         return 0;
@@ -174,6 +212,10 @@ int e2b__files_write(http_call *call)
     ctx->req = req;
     if (e2b__sandbox_of(call, 1, &ctx->sbx) != 0)
         return 0;
+    if (paused(&ctx->sbx, err)) {
+        e2b__sandbox_error(req, 400, err);
+        return 0;
+    }
     const char *qpath = http_query_param(req, "path");
     if (qpath != NULL && query_path(call, 0) == NULL)
         return 0;

@@ -40,11 +40,36 @@ int e2b__authorised(http_call *call);
 /* Control plane (e2b_api.c). */
 int e2b__create(http_call *call);
 int e2b__list(http_call *call);
-int e2b__connect(http_call *call);
 int e2b__get(http_call *call);
 int e2b__kill(http_call *call);
 int e2b__set_timeout(http_call *call);
 int e2b__unsupported(http_call *call);
+
+/** The timeout field (seconds) of body (borrowed): 0 when absent, -1 after answering 400 (not a
+ * whole number from 1 to E2B_TIMEOUT_MAX). */
+int64_t e2b__timeout_of(http_call *call, json_t *body);
+/** The live session call->params[0] (*session a new reference) with its E2B data (*extra a new
+ * reference, minted for a session made through REST or MCP): 0, or -1 with both NULL after
+ * answering 404 (unknown, ended, another key's) or the core error. */
+int e2b__live_sandbox(http_call *call, json_t **session, json_t **extra);
+/** The E2B object of a runbox session object (borrowed) and its E2B data (borrowed): detail 0 the
+ * create/connect answer (E2B's Sandbox, with the access token), 1 a listed sandbox, 2 a detailed
+ * one (with the token and network). New reference. */
+json_t *e2b__sandbox_object(json_t *session, json_t *extra, int detail);
+/** E2B's state of a runbox session status: E2B_STATE_PAUSED while it is pausing, suspended or
+ * hibernated, else E2B_STATE_RUNNING. */
+int e2b__state_of(const char *status);
+
+/* Pause, resume, connect and fork (e2b_pause.c). */
+/** POST /sandboxes/{id}/pause (Sandbox.pause): 204 once paused, 409 when it is paused already. */
+int e2b__pause(http_call *call);
+/** POST /sandboxes/{id}/resume (older SDKs): 201 once resumed, 409 when it runs. */
+int e2b__resume(http_call *call);
+/** POST /v2/sandboxes/{id}/connect and /sandboxes/{id}/connect (Sandbox.connect): resumes a
+ * paused sandbox (201), extends a running one's timeout (200). */
+int e2b__connect(http_call *call);
+/** POST /sandboxes/{id}/fork (Sandbox.fork): 201 with one SandboxForkResult per fork. */
+int e2b__fork(http_call *call);
 
 /* Network options (e2b_network.c). */
 /** The runbox network of a create body (its allow_internet_access and network, e2b_network_map):

@@ -328,3 +328,97 @@ done:
     json_decref(deny);
     return e;
 }
+
+/* ---- states, pause and lifecycle ------------------------------------------------------------ */
+
+int e2b_state_filter(const char *s, size_t n)
+{
+    int mask = 0;
+    size_t start = 0;
+    if (n == 0)
+        return -1;
+    while (start <= n) {
+        size_t stop = start;
+        while (stop < n && s[stop] != ',')
+            stop++;
+        size_t len = stop - start;
+        if (len == 7 && memcmp(s + start, "running", 7) == 0)
+            mask |= E2B_STATE_RUNNING;
+        else if (len == 6 && memcmp(s + start, "paused", 6) == 0)
+            mask |= E2B_STATE_PAUSED;
+        else
+            return -1;
+        start = stop + 1;
+    }
+    return mask;
+}
+
+/* A boolean field of body: 0 absent, 1 set (*v its value), -1 another type (null too: E2B's
+ * schema has no null for these). */
+static int flag_of(json_t *body, const char *key, int *v)
+{
+    json_t *f = json_object_get(body, key);
+    if (f == NULL)
+        return 0;
+    if (!json_is_boolean(f))
+        return -1;
+    *v = json_is_true(f);
+    return 1;
+}
+
+rb_err e2b_pause_mode(json_t *body, const char **mode, char *err)
+{
+    const char *key;
+    json_t *v;
+    int memory = 1, healthy = 0;
+    *mode = "suspend";
+    if (body == NULL || json_is_null(body))
+        return RB_OK;
+    if (!json_is_object(body))
+        return rb_fail(RB_EINVAL, err, "the pause request must be an object such as {\"memory\": false}");
+    json_object_foreach (body, key, v) {
+        if (strcmp(key, "memory") != 0 && strcmp(key, "requireHealthyGuest") != 0)
+            return rb_fail(RB_EINVAL, err,
+                           "\"%.60s\": not an option of E2B's pause (memory: false pauses the files only, "
+                           "requireHealthyGuest)",
+                           key);
+    }
+    if (flag_of(body, "memory", &memory) < 0)
+        return rb_fail(RB_EINVAL, err,
+                       "memory: must be true (keep memory and files: the sandbox resumes where it was) or false (keep "
+                       "the files only: the sandbox boots fresh on resume)");
+    if (flag_of(body, "requireHealthyGuest", &healthy) < 0)
+        return rb_fail(RB_EINVAL, err, "requireHealthyGuest: must be true or false");
+    *mode = memory ? "suspend" : "hibernate";
+    return RB_OK;
+}
+
+rb_err e2b_lifecycle_map(json_t *body, const char **action, json_t **lifecycle, char *err)
+{
+    int pause = 0, memory = 1, resume = 0;
+    *action = "end";
+    *lifecycle = NULL;
+    if (flag_of(body, "autoPause", &pause) < 0)
+        return rb_fail(RB_EINVAL, err, "autoPause: must be true or false");
+    if (flag_of(body, "autoPauseMemory", &memory) < 0)
+        return rb_fail(RB_EINVAL, err, "autoPauseMemory: must be true or false");
+    json_t *r = json_object_get(body, "autoResume");
+    if (json_is_object(r)) { /* the SDK's SandboxAutoResumeConfig */
+        const char *key;
+        json_t *v;
+        json_object_foreach (r, key, v)
+            if (strcmp(key, "enabled") != 0)
+                return rb_fail(RB_EINVAL, err, "autoResume.%.60s: not an option of E2B's auto-resume (enabled)", key);
+        if (flag_of(r, "enabled", &resume) <= 0)
+            return rb_fail(RB_EINVAL, err, "autoResume.enabled: required, true or false");
+    } else if (flag_of(body, "autoResume", &resume) < 0) {
+        return rb_fail(RB_EINVAL, err, "autoResume: must be {\"enabled\": true | false} or a boolean");
+    }
+    if (resume && !pause)
+        return rb_fail(RB_EINVAL, err,
+                       "autoResume: only with autoPause true (a sandbox killed at its timeout has nothing to resume)");
+    if (pause)
+        *action = memory ? "suspend" : "hibernate";
+    *lifecycle = json_pack("{s:s, s:b}", "onTimeout", pause ? "pause" : "kill", "autoResume", resume);
+    return RB_OK;
+}

@@ -1,7 +1,8 @@
 /*
  * e2b_wire: the pure parts of E2B's requests that runboxd reads from untrusted bytes: a file
- * path of the E2B user mapped onto the session's workspace, the metadata filter of
- * GET /v2/sandboxes, and E2B's network options translated into a runbox network policy. No h2o,
+ * path of the E2B user mapped onto the session's workspace, the metadata and state filters of
+ * GET /v2/sandboxes, E2B's network options translated into a runbox network policy, and its pause
+ * and lifecycle options translated into runbox's pause modes and deadline actions. No h2o,
  * no core: tests/fuzz/fuzz_e2b.c drives the byte parsers directly, tests/server/test_e2b_wire.c
  * all of them.
  */
@@ -54,5 +55,32 @@ const char *e2b_language(const char *name);
  * runbox has no equivalent of set to anything but its "off" value (egressProxy, rules,
  * dnsServers, and the inbound allowPublicTraffic: true, maskRequestHost, httpsPorts). */
 rb_err e2b_network_map(json_t *internet, json_t *net, int update, json_t **out, char *err);
+
+/** E2B's sandbox states (SandboxState), as bits of a state filter. */
+#define E2B_STATE_RUNNING 1
+#define E2B_STATE_PAUSED 2
+
+/** The states named by s[0..n), the state query of GET /v2/sandboxes: "running" and "paused"
+ * separated by commas, as the SDK sends them ("running,paused"). Returns a mask of E2B_STATE_*,
+ * or -1 for an empty value or an entry that is neither. */
+int e2b_state_filter(const char *s, size_t n);
+
+/** The runbox pause mode of E2B's SandboxPauseRequest body (borrowed; NULL or JSON null: no body):
+ * "suspend" when memory is true or absent (E2B's full snapshot: memory and files), "hibernate"
+ * when it is false (E2B's filesystem snapshot: the sandbox boots fresh on resume).
+ * requireHealthyGuest (a boolean) is accepted: runbox pauses only a sandbox that is ready.
+ * *mode is a static string. RB_EINVAL naming the field: not an object, a wrong type, a key E2B's
+ * request does not have; a field's null is a wrong type. */
+rb_err e2b_pause_mode(json_t *body, const char **mode, char *err);
+
+/** What a create body's autoPause, autoPauseMemory and autoResume (E2B's lifecycle; body
+ * borrowed) make of the sandbox's timeout: *action "end" (no autoPause: the sandbox is killed),
+ * "suspend" (autoPause with memory) or "hibernate" (autoPause with autoPauseMemory false), a
+ * static string for core_session_set_deadline_action; *lifecycle a new {"onTimeout": "kill" |
+ * "pause", "autoResume": bool}, E2B's SandboxLifecycle as get_info shows it. autoResume is a
+ * boolean or {"enabled": bool} (the SDK's SandboxAutoResumeConfig). RB_EINVAL naming the
+ * field: a wrong type (null included), or autoResume true without autoPause (nothing would be
+ * paused to resume). */
+rb_err e2b_lifecycle_map(json_t *body, const char **action, json_t **lifecycle, char *err);
 
 #endif

@@ -224,8 +224,8 @@ def test_what_runbox_cannot_do_fails_readably(e2b_env):
         Sandbox.create(timeout=10**9)
     with Sandbox.create(timeout=600) as sbx:
         e2b_env.session_ids.add(sbx.sandbox_id)
-        with pytest.raises(SandboxException, match="pausing"):
-            sbx.pause()
+        with pytest.raises(SandboxException, match="snapshots"):
+            sbx.create_snapshot()
         with pytest.raises(SandboxException, match="metrics"):
             sbx.get_metrics()
         with pytest.raises(SandboxException, match="one context"):

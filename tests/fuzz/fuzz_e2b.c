@@ -12,7 +12,13 @@
  *     (from the input's first 8 bytes) parses back to its milliseconds;
  *   - as JSON {"allow_internet_access": ..., "network": ...}: e2b_network_map, both as a create
  *     body and as an update, answers RB_OK with NULL, true or {"allow": [strings], "deny":
- *     [strings]} (ALL_TRAFFIC dropped), or RB_EINVAL with a message.
+ *     [strings]} (ALL_TRAFFIC dropped), or RB_EINVAL with a message;
+ *   - as JSON, a pause request and a create body's lifecycle: e2b_pause_mode answers "suspend" or
+ *     "hibernate" (hibernate exactly when memory is false) or RB_EINVAL with a message, and
+ *     e2b_lifecycle_map an action and a lifecycle that agree ("end" exactly when onTimeout is
+ *     "kill") or RB_EINVAL with a message and no lifecycle;
+ *   - as the list's state filter: e2b_state_filter agrees with a reference (comma-separated
+ *     "running" and "paused" only) and reads no byte past the input.
  * Built only with clang and -DRUNBOX_FUZZ=ON. The seed corpus (tests/fuzz/corpus/e2b/) is
  * replayed through these same checks by tests/server/test_e2b_wire.c, which includes this file.
  */
@@ -56,6 +62,61 @@ static void check_network(const char *s, size_t len)
         json_decref(out);
     }
     json_decref(doc);
+}
+
+static void check_pause_and_lifecycle(const char *s, size_t len)
+{
+    json_t *doc = json_loadb(s, len, JSON_DECODE_ANY, NULL);
+    if (doc == NULL)
+        return;
+    const char *mode = NULL, *action = NULL;
+    char err[RB_ERR_LEN] = "";
+    rb_err e = e2b_pause_mode(doc, &mode, err);
+    if (e == RB_OK) {
+        json_t *memory = json_is_object(doc) ? json_object_get(doc, "memory") : NULL;
+        FUZZ_CHECK(strcmp(mode, json_is_false(memory) ? "hibernate" : "suspend") == 0);
+        FUZZ_CHECK(json_is_object(doc) || json_is_null(doc));
+    } else {
+        FUZZ_CHECK(e == RB_EINVAL && err[0] != '\0');
+    }
+    if (json_is_object(doc)) {
+        json_t *life = NULL;
+        err[0] = '\0';
+        e = e2b_lifecycle_map(doc, &action, &life, err);
+        if (e == RB_OK) {
+            const char *on = json_string_value(json_object_get(life, "onTimeout"));
+            FUZZ_CHECK(json_is_object(life) && json_object_size(life) == 2 && on != NULL);
+            FUZZ_CHECK(json_is_boolean(json_object_get(life, "autoResume")));
+            FUZZ_CHECK((strcmp(action, "end") == 0) == (strcmp(on, "kill") == 0));
+            FUZZ_CHECK(strcmp(action, "end") == 0 || strcmp(action, "suspend") == 0 ||
+                       strcmp(action, "hibernate") == 0);
+            FUZZ_CHECK(strcmp(on, "kill") == 0 || strcmp(on, "pause") == 0);
+        } else {
+            FUZZ_CHECK(e == RB_EINVAL && life == NULL && err[0] != '\0');
+        }
+        json_decref(life);
+    }
+    json_decref(doc);
+}
+
+static int reference_states(const char *s, size_t n)
+{
+    int mask = 0;
+    if (n == 0)
+        return -1;
+    for (size_t start = 0; start <= n;) {
+        size_t stop = start;
+        while (stop < n && s[stop] != ',')
+            stop++;
+        if (stop - start == 7 && strncmp(s + start, "running", 7) == 0)
+            mask |= E2B_STATE_RUNNING;
+        else if (stop - start == 6 && strncmp(s + start, "paused", 6) == 0)
+            mask |= E2B_STATE_PAUSED;
+        else
+            return -1;
+        start = stop + 1;
+    }
+    return mask;
 }
 
 static void check_path(const char *path)
@@ -118,6 +179,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
     s[len] = '\0';
     check_path(s);
     check_network(s, len);
+    check_pause_and_lifecycle(s, len);
 
     char *f = malloc(len > 0 ? len : 1); /* exact size: a read past the end is caught */
     memcpy(f, in, len);
@@ -126,6 +188,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
     static const char own[] = "k=v%20w&a=1";
     FUZZ_CHECK(e2b_metadata_match(own, sizeof(own) - 1, meta));
     json_decref(meta);
+    FUZZ_CHECK(e2b_state_filter(f, len) == reference_states(f, len));
     free(f);
 
     int64_t ms = 0;

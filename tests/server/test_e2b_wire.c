@@ -176,3 +176,86 @@ Test(e2b_wire, network_options_runbox_cannot_honour_are_refused)
     cr_expect_str_eq(net_map(NULL, "{\"egressProxy\": null, \"allowPublicTraffic\": null}", 0), "null");
     cr_expect(strstr(net_map(NULL, "[]", 0), "must be an object") != NULL);
 }
+
+/* e2b_pause_mode on a JSON text (NULL: no body): the mode, or "error: <message>". */
+static char *pause_mode(const char *body)
+{
+    static char text[RB_ERR_LEN + 16];
+    json_t *b = body ? json_loads(body, JSON_DECODE_ANY, NULL) : NULL;
+    const char *mode = NULL;
+    char err[RB_ERR_LEN] = "";
+    if (e2b_pause_mode(b, &mode, err) != RB_OK)
+        snprintf(text, sizeof(text), "error: %s", err);
+    else
+        snprintf(text, sizeof(text), "%s", mode);
+    json_decref(b);
+    return text;
+}
+
+Test(e2b_wire, pause_requests_map_onto_suspend_and_hibernate)
+{
+    cr_expect_str_eq(pause_mode(NULL), "suspend");
+    cr_expect_str_eq(pause_mode("null"), "suspend");
+    cr_expect_str_eq(pause_mode("{}"), "suspend");
+    cr_expect_str_eq(pause_mode("{\"memory\": true}"), "suspend");
+    cr_expect_str_eq(pause_mode("{\"memory\": true, \"requireHealthyGuest\": true}"), "suspend");
+    cr_expect(strstr(pause_mode("{\"memory\": null}"), "error: memory:") != NULL);
+    cr_expect_str_eq(pause_mode("{\"memory\": false}"), "hibernate");
+    cr_expect(strstr(pause_mode("{\"memory\": \"false\"}"), "error: memory:") != NULL);
+    cr_expect(strstr(pause_mode("{\"requireHealthyGuest\": 1}"), "error: requireHealthyGuest") != NULL);
+    cr_expect(strstr(pause_mode("{\"mode\": \"filesystem\"}"), "not an option of E2B's pause") != NULL);
+    cr_expect(strstr(pause_mode("[]"), "must be an object") != NULL);
+}
+
+/* e2b_lifecycle_map on a create body: "action onTimeout autoResume", or "error: <message>". */
+static char *lifecycle(const char *body)
+{
+    static char text[RB_ERR_LEN + 16];
+    json_t *b = json_loads(body, 0, NULL), *life = (json_t *)1;
+    const char *action = NULL;
+    char err[RB_ERR_LEN] = "";
+    cr_assert_not_null(b, "%s", body);
+    if (e2b_lifecycle_map(b, &action, &life, err) != RB_OK) {
+        cr_expect_null(life, "no lifecycle with an error");
+        snprintf(text, sizeof(text), "error: %s", err);
+    } else {
+        snprintf(text, sizeof(text), "%s %s %s", action, json_string_value(json_object_get(life, "onTimeout")),
+                 json_is_true(json_object_get(life, "autoResume")) ? "true" : "false");
+    }
+    json_decref(life);
+    json_decref(b);
+    return text;
+}
+
+Test(e2b_wire, auto_pause_is_what_the_deadline_does)
+{
+    cr_expect_str_eq(lifecycle("{\"templateID\": \"base\"}"), "end kill false");
+    cr_expect_str_eq(lifecycle("{\"autoPause\": false, \"autoResume\": {\"enabled\": false}}"), "end kill false");
+    cr_expect_str_eq(lifecycle("{\"autoPause\": true}"), "suspend pause false");
+    cr_expect_str_eq(lifecycle("{\"autoPause\": true, \"autoPauseMemory\": true, \"autoResume\": true}"),
+                     "suspend pause true");
+    cr_expect_str_eq(lifecycle("{\"autoPause\": true, \"autoPauseMemory\": false}"), "hibernate pause false");
+    cr_expect_str_eq(lifecycle("{\"autoPause\": true, \"autoResume\": {\"enabled\": true}}"), "suspend pause true");
+    cr_expect_str_eq(lifecycle("{\"autoPause\": false, \"autoPauseMemory\": false}"), "end kill false");
+    cr_expect(strstr(lifecycle("{\"autoPause\": null}"), "error: autoPause:") != NULL);
+    cr_expect(strstr(lifecycle("{\"autoPause\": true, \"autoResume\": null}"), "error: autoResume:") != NULL);
+    cr_expect(strstr(lifecycle("{\"autoPause\": \"yes\"}"), "error: autoPause:") != NULL);
+    cr_expect(strstr(lifecycle("{\"autoPauseMemory\": 0}"), "error: autoPauseMemory:") != NULL);
+    cr_expect(strstr(lifecycle("{\"autoResume\": {\"enabled\": true}}"), "only with autoPause") != NULL);
+    cr_expect(strstr(lifecycle("{\"autoPause\": true, \"autoResume\": {}}"), "autoResume.enabled: required") != NULL);
+    cr_expect(strstr(lifecycle("{\"autoPause\": true, \"autoResume\": {\"on\": 1}}"), "autoResume.on") != NULL);
+    cr_expect(strstr(lifecycle("{\"autoResume\": \"on\"}"), "error: autoResume:") != NULL);
+}
+
+Test(e2b_wire, state_filters)
+{
+    cr_expect_eq(e2b_state_filter("running", 7), E2B_STATE_RUNNING);
+    cr_expect_eq(e2b_state_filter("paused", 6), E2B_STATE_PAUSED);
+    cr_expect_eq(e2b_state_filter("running,paused", 14), E2B_STATE_RUNNING | E2B_STATE_PAUSED);
+    cr_expect_eq(e2b_state_filter("paused,paused", 13), E2B_STATE_PAUSED);
+    cr_expect_eq(e2b_state_filter("", 0), -1);
+    cr_expect_eq(e2b_state_filter("paused,", 7), -1);
+    cr_expect_eq(e2b_state_filter("Running", 7), -1);
+    cr_expect_eq(e2b_state_filter("running paused", 14), -1);
+    cr_expect_eq(e2b_state_filter("runningX", 7), E2B_STATE_RUNNING); /* n bytes only */
+}
