@@ -45,6 +45,10 @@ typedef enum stats_live {
     STATS_LIVE_STARTING,
     STATS_LIVE_READY,
     STATS_LIVE_BUSY,
+    STATS_LIVE_PAUSING,
+    STATS_LIVE_SUSPENDED,
+    STATS_LIVE_HIBERNATED,
+    STATS_LIVE_RESUMING,
     STATS_LIVE_MAX
 } stats_live;
 
@@ -71,7 +75,8 @@ static inline const char *stats_exec_name(stats_exec x)
 }
 static inline const char *stats_live_name(stats_live l)
 {
-    static const char *const names[STATS_LIVE_MAX] = {"starting", "ready", "busy"};
+    static const char *const names[STATS_LIVE_MAX] = {"starting", "ready", "busy", "pausing", "suspended",
+                                                              "hibernated", "resuming"};
     return (unsigned)l < STATS_LIVE_MAX ? names[l] : "";
 }
 

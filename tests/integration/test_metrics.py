@@ -14,7 +14,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # The fixed set of every label runboxd uses.
 LABELS = {
-    "status": {"starting", "ready", "busy", "completed", "error", "timeout", "cancelled"},
+    "status": {"starting", "ready", "busy", "pausing", "suspended", "hibernated", "resuming", "completed", "error",
+               "timeout", "cancelled"},
     "reason": {"deleted", "idle", "dead", "error", "host", "origin", "stopping", "too_many_streams",
                "body_too_large", "bad_request", "unauthorized", "rate_limited", "too_many_connections",
                "timeout", "unreachable", "connection", "http_4xx", "http_5xx"},
@@ -113,7 +114,8 @@ def test_metrics_count_what_happened(sandbox_image, make_server):
     assert val(m1, "runbox_sessions_created_total") == 2
     ended = {r: val(m1, "runbox_sessions_ended_total", reason=r) for r in ("deleted", "idle", "dead", "error")}
     assert ended == {"deleted": 1, "idle": 1, "dead": 0, "error": 0}, ended
-    assert sum(val(m1, "runbox_sessions_live", status=st) for st in ("starting", "ready", "busy")) == 0
+    assert sum(val(m1, "runbox_sessions_live", status=st)
+               for st in ("starting", "ready", "busy", "pausing", "suspended", "hibernated", "resuming")) == 0
     assert val(m1, "runbox_executions_running") == 0 and val(m1, "runbox_executions_queued") == 0
     assert val(m1, "runbox_http_refusals_total", reason="host") == 1
     assert val(m1, "runbox_http_refusals_total", reason="origin") == 1

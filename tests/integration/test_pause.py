@@ -154,6 +154,8 @@ def test_hibernate_releases_the_sandbox_and_keeps_every_file(sandbox_image, make
 
     p = _pause(srv, sid, "hibernate")
     assert p["status"] == "hibernated" and p["container_id"] is None
+    metrics = srv.get("/metrics").text
+    assert 'runbox_sessions_live{status="hibernated"} 1' in metrics, metrics
     assert p["pause"]["memory"] == "released" and p["pause"]["workspace_bytes"] >= 5 * 1024 * 1024, p
     rbtest.wait_until(lambda: not rbtest.container_exists(cid), "the hibernated sandbox to be removed")
     assert len(_kept_volumes(srv)) == 1
