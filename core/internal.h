@@ -341,6 +341,10 @@ int core__whole_number(json_t *v, double *out);
  * for sizes of 9e18 bytes or more: the caller's range check refuses them), or -1 for anything
  * else. */
 int core__parse_size(json_t *v, int64_t *out);
+/** Sets s's sandbox limits (memory, CPUs, processes, workspace and /tmp sizes) from its stored
+ * options after a restart, the server's defaults for what is missing: a sandbox made for it again
+ * (a resume from hibernation) has the limits it was created with. */
+void core__session_limits_restore(rb_core *c, session *s);
 /** Fills s's language, options and limits from a POST /sessions body. */
 rb_err core__parse_session_opts(rb_core *c, const core_caller *who, session *s, json_t *opts, char *err);
 

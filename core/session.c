@@ -74,6 +74,7 @@ session *session_from_doc(rb_core *c, json_t *doc)
     s->deadline = json_integer_value(json_object_get(doc, "deadline"));
     json_t *net = json_object_get(s->options, "network");
     s->net_policy = json_is_object(net) ? json_deep_copy(net) : NULL;
+    core__session_limits_restore(c, s);
     const char *enet = json_string_value(json_object_get(doc, "egress_network"));
     s->egress_net = enet ? xstrdup(enet) : NULL;
     const char *pause = json_string_value(json_object_get(doc, "pause"));

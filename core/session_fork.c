@@ -99,9 +99,9 @@ static void copy_start(fork_call *fc)
         return;
     }
     if (src->pause == PAUSE_HIBERNATED && src->kept_volume != NULL)
-        e = workspace_restore(fc->c, src->kept_volume, dst->container_id, copied_cb, fc, e2);
+        e = workspace_restore(fc->c, src->kept_volume, dst->container_id, dst->workspace_bytes, copied_cb, fc, e2);
     else if (src->container_id != NULL)
-        e = workspace_copy(fc->c, src->container_id, dst->container_id, copied_cb, fc, e2);
+        e = workspace_copy(fc->c, src->container_id, dst->container_id, dst->workspace_bytes, copied_cb, fc, e2);
     else
         e = rb_fail(RB_ECONFLICT, e2, "the source session has no sandbox");
     if (e != RB_OK)

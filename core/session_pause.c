@@ -377,7 +377,7 @@ static void new_sandbox_cb(session *s, rb_err err, const char *msg)
         free(pc);
         return;
     }
-    if (workspace_restore(s->core, s->kept_volume, s->container_id, restored_cb, pc, e2) != RB_OK)
+    if (workspace_restore(s->core, s->kept_volume, s->container_id, s->workspace_bytes, restored_cb, pc, e2) != RB_OK)
         restored_cb(pc, RB_ECANCELED, e2, NULL, -1);
 }
 

@@ -307,3 +307,27 @@ fail:
     return e;
 }
 
+
+/* A stored size ("512m", "1g", a number): its bytes, or dflt when missing or unreadable. */
+static int64_t stored_size(json_t *v, int64_t dflt)
+{
+    int64_t n;
+    return v != NULL && core__parse_size(v, &n) == 0 && n > 0 && n < INT64_MAX ? n : dflt;
+}
+
+void core__session_limits_restore(rb_core *c, session *s)
+{
+    const core_settings *cfg = c->cfg;
+    json_t *o = s->options;
+    s->memory_bytes = stored_size(json_object_get(o, "memory_limit"), core_default_memory(c));
+    double cpus = json_number_value(json_object_get(o, "cpu_limit"));
+    s->cpus = cpus >= 0.01 ? cpus : cfg->cpus;
+    json_int_t pids = json_integer_value(json_object_get(o, "pids_limit"));
+    s->pids_limit = pids >= 16 && pids <= INT32_MAX ? (int)pids : cfg->pids_limit;
+    s->workspace_bytes = stored_size(json_object_get(o, "workspace_size"), (int64_t)cfg->workspace_size);
+    s->tmp_bytes = stored_size(json_object_get(o, "tmp_size"), (int64_t)cfg->tmp_size);
+    s->custom_sandbox = s->memory_bytes != core_default_memory(c) || s->cpus != cfg->cpus ||
+                        s->pids_limit != cfg->pids_limit || s->workspace_bytes != (int64_t)cfg->workspace_size ||
+                        s->tmp_bytes != (int64_t)cfg->tmp_size || s->net_policy != NULL ||
+                        json_object_get(o, "mounts") != NULL;
+}

@@ -24,6 +24,8 @@
 /* A copy of a 1 GB workspace takes seconds; more than this is an engine that stopped answering. */
 #define COPY_TIMEOUT_MS (10L * 60 * 1000)
 #define WORKSPACE_PATH "/workspace"
+/* The copier's own memory beside the files it writes into a memory-backed workspace. */
+#define COPY_MEMORY_MARGIN (256LL * 1024 * 1024)
 
 typedef enum { COPY_KEEP, COPY_RESTORE, COPY_FORK } copy_kind;
 
@@ -36,6 +38,7 @@ typedef struct copy {
     char *from, *to;          /* containers (KEEP: from; RESTORE: to; FORK: both) */
     char *from_vol, *to_vol;  /* the volumes the copier mounts */
     int made_volume;          /* KEEP: the kept volume exists (removed on failure) */
+    int64_t room;             /* RESTORE, FORK: what the destination workspace holds at most */
 } copy;
 
 static void copy_free(copy *cp)
@@ -101,8 +104,8 @@ static void copied_cb(void *data, rb_err err, const char *msg, const backend_exe
     }
     if (r->exit_code != 0) {
         char text[RB_ERR_LEN];
-        snprintf(text, sizeof(text), "cp exited with %d: %.300s", r->exit_code,
-                 r->err_len > 0 ? r->err : "no message");
+        snprintf(text, sizeof(text), "cp exited with %d%s: %.300s", r->exit_code,
+                 r->exit_code == 137 ? " (killed: out of its memory?)" : "", r->err_len > 0 ? r->err : "no message");
         failed(cp, RB_EIO, "copy the workspace", text);
         return;
     }
@@ -129,6 +132,9 @@ static void run_copier(copy *cp)
     spec.n_labels = 3;
     spec.volumes = vols;
     spec.n_volumes = 2;
+    /* a memory-backed destination's pages are charged to the copier: room for all of it */
+    if (cp->room > 0 && cp->room + COPY_MEMORY_MARGIN > spec.memory)
+        spec.memory = cp->room + COPY_MEMORY_MARGIN;
     rb_err e = oneshot_run(cp->c, "copy", &spec, COPY_TIMEOUT_MS, copied_cb, cp, e2);
     if (e != RB_OK)
         failed(cp, e, "start the copier", e2);
@@ -192,7 +198,7 @@ static void next_step(copy *cp)
 }
 
 static rb_err start(rb_core *c, copy_kind kind, const char *sid, const char *from, const char *from_vol,
-                    const char *to, workspace_cb cb, void *data, char *err)
+                    const char *to, int64_t room, workspace_cb cb, void *data, char *err)
 {
     if (core_heart_closing(c))
         return rb_fail(RB_ECANCELED, err, "runboxd is stopping");
@@ -205,6 +211,7 @@ static rb_err start(rb_core *c, copy_kind kind, const char *sid, const char *fro
     cp->from = from ? xstrdup(from) : NULL;
     cp->from_vol = from_vol ? xstrdup(from_vol) : NULL;
     cp->to = to ? xstrdup(to) : NULL;
+    cp->room = room;
     core_heart_hold(c, 1);
     next_step(cp); /* reports through cb, also a failure of its first call */
     return RB_OK;
@@ -213,18 +220,19 @@ static rb_err start(rb_core *c, copy_kind kind, const char *sid, const char *fro
 rb_err workspace_keep(rb_core *c, const char *session_id, const char *container, workspace_cb cb, void *data,
                       char *err)
 {
-    return start(c, COPY_KEEP, session_id, container, NULL, NULL, cb, data, err);
+    return start(c, COPY_KEEP, session_id, container, NULL, NULL, 0, cb, data, err);
 }
 
-rb_err workspace_restore(rb_core *c, const char *volume, const char *container, workspace_cb cb, void *data,
-                         char *err)
+rb_err workspace_restore(rb_core *c, const char *volume, const char *container, int64_t room, workspace_cb cb,
+                         void *data, char *err)
 {
-    return start(c, COPY_RESTORE, "", NULL, volume, container, cb, data, err);
+    return start(c, COPY_RESTORE, "", NULL, volume, container, room, cb, data, err);
 }
 
-rb_err workspace_copy(rb_core *c, const char *from, const char *to, workspace_cb cb, void *data, char *err)
+rb_err workspace_copy(rb_core *c, const char *from, const char *to, int64_t room, workspace_cb cb, void *data,
+                      char *err)
 {
-    return start(c, COPY_FORK, "", from, NULL, to, cb, data, err);
+    return start(c, COPY_FORK, "", from, NULL, to, room, cb, data, err);
 }
 
 /* ---- the sweep of kept volumes no session needs -------------------------------------------- */

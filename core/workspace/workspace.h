@@ -29,12 +29,16 @@ rb_err workspace_keep(rb_core *c, const char *session_id, const char *container,
                       char *err);
 
 /** Copies the kept volume into the workspace of container (a new sandbox on the volume's
- * engine: backend_pin). The volume stays; workspace_drop removes it. */
-rb_err workspace_restore(rb_core *c, const char *volume, const char *container, workspace_cb cb, void *data,
-                         char *err);
+ * engine: backend_pin), which holds room bytes at most. The volume stays; workspace_drop removes
+ * it. (The files written into a memory-backed workspace are charged to the copier's memory:
+ * it may use room bytes and a margin.) */
+rb_err workspace_restore(rb_core *c, const char *volume, const char *container, int64_t room, workspace_cb cb,
+                         void *data, char *err);
 
-/** Copies the workspace of container from into that of container to (same engine). */
-rb_err workspace_copy(rb_core *c, const char *from, const char *to, workspace_cb cb, void *data, char *err);
+/** Copies the workspace of container from into that of container to (same engine), which holds
+ * room bytes at most. */
+rb_err workspace_copy(rb_core *c, const char *from, const char *to, int64_t room, workspace_cb cb, void *data,
+                      char *err);
 
 /** Removes a kept volume in the background (a failure is logged; workspace_sweep removes it
  * at the next start). */

@@ -35,9 +35,7 @@ def run(Runboxd, Client, create_session, delete_session, binary, n, log):
     data_fork_small / _1g, data_create_cold, data_read_share_1g, data_read_workspace_1g."""
     F = {}
     work = tempfile.mkdtemp(prefix="runbox-bench-data-")
-    share = os.path.join(work, "share")
-    os.makedirs(share)
-    os.chmod(work, 0o755)
+    share = tempfile.mkdtemp(prefix="runbox-bench-share-")  # never under runboxd's data (refused)
     os.chmod(share, 0o755)
     with open(os.path.join(share, "big.bin"), "wb") as f:  # 1 GB on the host, for the share's read
         chunk = os.urandom(8 << 20)
@@ -130,6 +128,7 @@ def run(Runboxd, Client, create_session, delete_session, binary, n, log):
         if rb is not None:
             rb.stop()
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(share, ignore_errors=True)
     return F
 
 

@@ -184,7 +184,10 @@ def test_hibernate_releases_the_sandbox_and_keeps_every_file(sandbox_image, make
 def test_pauses_survive_kill9_of_runboxd(sandbox_image, make_server):
     srv = make_server()
     a = srv.create_session()["session_id"]
-    b = srv.create_session()["session_id"]
+    sb = srv.create_session({"execution_options": {"memory_limit": "300m", "workspace_size": "64m",
+                                                   "pids_limit": 100}})
+    b = sb["session_id"]
+    limits = {k: rbtest.inspect(sb["container_id"])["HostConfig"][k] for k in ("Memory", "NanoCpus", "PidsLimit")}
     _out(srv, a, "v = 'frozen variable'\n" + WRITE_FILES)
     _out(srv, b, WRITE_FILES)
     da, db = _out(srv, a, DIGEST), _out(srv, b, DIGEST)
@@ -199,8 +202,14 @@ def test_pauses_survive_kill9_of_runboxd(sandbox_image, make_server):
     assert ra["resume"]["interpreter"] == "kept"
     assert _out(srv, a, "print(v)") == "frozen variable\n"
     assert _out(srv, a, DIGEST) == da
-    assert _resume(srv, b)["resume"]["interpreter"] == "restarted"
+    rb = _resume(srv, b)
+    assert rb["resume"]["interpreter"] == "restarted"
     assert _out(srv, b, DIGEST) == db
+    # the new sandbox, made after the restart, has the limits the session was created with
+    hc = rbtest.inspect(rb["container_id"])["HostConfig"]
+    assert {k: hc[k] for k in limits} == limits and hc["PidsLimit"] == 100, hc
+    assert _out(srv, b, "import os\ns = os.statvfs('/workspace')\nprint(s.f_blocks * s.f_frsize)") == \
+        f"{64 * 1024 * 1024}\n"
 
     # kill -9 while hibernated, then resume through an execution after the restart
     _pause(srv, b, "hibernate")
