@@ -53,6 +53,8 @@ rb_err core_session_set_deadline(rb_core *c, const core_caller *who, const char 
     if (s == NULL)
         return RB_ENOTFOUND;
     s->deadline = deadline_ms > 0 ? deadline_ms : 0;
+    /* what a resume gives it again (session_pause.c: E2B resumes with the sandbox's timeout) */
+    s->deadline_span = s->deadline > 0 ? s->deadline - rb_now_ms() : 0;
     session_persist(s);
     return RB_OK;
 }

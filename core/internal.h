@@ -125,6 +125,7 @@ struct session {
     char *kept_volume;    /* hibernated: the volume that keeps its workspace (core/workspace/), or NULL */
     int incarnation;      /* sandboxes made for it after the first (each resumed hibernation): names them */
     char *place_with;     /* a new sandbox goes on the engine of this container or volume, or NULL */
+    int64_t deadline_span;/* ms from when its deadline was last set to it: a resume sets it again so far ahead */
     int deadline_pause;   /* what its deadline does: PAUSE_NONE ends it, else pauses it so (E2B's autoPause) */
     int forking;          /* forks copying its workspace (session_fork.c): no pause meanwhile */
     int fresh_interpreter;/* resumed from hibernation: its next execution says the interpreter was reset */

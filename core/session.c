@@ -43,6 +43,8 @@ json_t *session_to_doc(const session *s)
         json_object_set_new(doc, "fresh_interpreter", json_true());
     if (s->deadline_pause != PAUSE_NONE)
         json_object_set_new(doc, "deadline_pause", json_integer(s->deadline_pause));
+    if (s->deadline_span > 0)
+        json_object_set_new(doc, "deadline_span", json_integer(s->deadline_span));
     return doc;
 }
 
@@ -83,6 +85,7 @@ session *session_from_doc(rb_core *c, json_t *doc)
     s->paused_at = json_integer_value(json_object_get(doc, "paused_at"));
     s->fresh_interpreter = json_is_true(json_object_get(doc, "fresh_interpreter"));
     s->deadline_pause = (int)json_integer_value(json_object_get(doc, "deadline_pause"));
+    s->deadline_span = json_integer_value(json_object_get(doc, "deadline_span"));
     if (s->deadline_pause != PAUSE_SUSPENDED && s->deadline_pause != PAUSE_HIBERNATED)
         s->deadline_pause = PAUSE_NONE;
     if (pause != NULL && strcmp(pause, "hibernated") == 0 && kept != NULL) {

@@ -320,6 +320,8 @@ static void resumed(session *s, pause_call *pc)
     s->pause = PAUSE_NONE;
     s->status = "ready";
     s->last_used_at = rb_now_ms();
+    if (s->deadline == 0 && s->deadline_span > 0) /* its timeout runs again from now (E2B's auto-resume) */
+        s->deadline = s->last_used_at + s->deadline_span;
     session_persist(s);
     rb_info("session %s resumed from %s in %lld ms", s->id, pause_name(was), (long long)(rb_now_ms() - pc->started));
     json_t *extra = json_pack("{s:{s:s, s:s, s:I}}", "resume", "from", was == PAUSE_SUSPENDED ? "suspend" : "hibernate",

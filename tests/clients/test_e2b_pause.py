@@ -8,6 +8,8 @@ sandboxes.
 
 from __future__ import annotations
 
+import datetime
+
 import threading
 import time
 
@@ -128,7 +130,11 @@ def test_run_code_resumes_a_paused_sandbox(e2b_env):
         sbx.run_code("z = 3")
         assert sbx.pause() is True
         assert sbx.run_code("z * 2", timeout=120).text == "6"
-        assert Sandbox.get_info(sbx.sandbox_id).state == SandboxState.RUNNING
+        info = Sandbox.get_info(sbx.sandbox_id)
+        assert info.state == SandboxState.RUNNING
+        # its timeout runs again from the resume, as E2B's auto-resume does
+        left = (info.end_at - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+        assert 500 < left <= 600, info.end_at
         assert sbx.pause(mode="filesystem") is True
         ex = sbx.run_code("z", timeout=120)
         assert ex.error is not None and ex.error.name == "NameError", ex
