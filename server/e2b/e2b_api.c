@@ -44,6 +44,73 @@ int e2b__authorised(http_call *call)
     return 1;
 }
 
+int e2b__authorised_body(http_call *call, json_t **body)
+{
+    char err[RB_ERR_LEN];
+    *body = NULL;
+    if (!e2b__authorised(call))
+        return 0;
+    rb_err e = http_read_json(call->req, call->cfg->max_body, 1, body, err);
+    if (e != RB_OK) {
+        e2b__api_fail(call->req, e, err);
+        return 0;
+    }
+    return 1;
+}
+
+void e2b__no_content(h2o_req_t *req)
+{
+    req->res.status = 204;
+    req->res.reason = "No Content";
+    h2o_send_inline(req, NULL, 0);
+}
+
+/* A core call answered 204 (or by fail) while its client waits; its pool's dispose cancels the
+ * answer if the client goes, not the call. */
+typedef struct nc_ctx {
+    h2o_req_t *req;
+    core_op *op;
+    const char *id; /* pool memory */
+    e2b_fail_fn fail;
+} nc_ctx;
+
+static void nc_dispose(void *p)
+{
+    nc_ctx *ctx = p;
+    if (ctx->op != NULL)
+        core_cancel(ctx->op); /* the call goes on; nobody waits for its answer */
+    ctx->op = NULL;
+    ctx->req = NULL;
+}
+
+static void nc_done(void *data, rb_err e, const char *msg, json_t *body)
+{
+    nc_ctx *ctx = data;
+    ctx->op = NULL;
+    json_decref(body);
+    if (ctx->req == NULL)
+        return;
+    if (e != RB_OK)
+        ctx->fail(ctx->req, ctx->id, e, msg);
+    else
+        e2b__no_content(ctx->req);
+}
+
+void e2b__call_no_content(http_call *call, const char *id, json_t *change, e2b_session_call fn, e2b_fail_fn fail)
+{
+    char err[RB_ERR_LEN];
+    nc_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), nc_dispose);
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->req = call->req;
+    ctx->id = http_pool_strdup(call->req, id, strlen(id));
+    ctx->fail = fail;
+    rb_err e = fn(call->core, call->who, id, change, nc_done, ctx, &ctx->op, err);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        fail(call->req, id, e, err);
+    }
+}
+
 int64_t e2b__timeout_of(http_call *call, json_t *body)
 {
     json_t *t = json_object_get(body, "timeout");

@@ -36,6 +36,19 @@ const char *e2b__path(const char *path, char *err);
 /** Whether a control-plane call may go on: 1, or 0 after answering 401 (runboxd checks keys and
  * the call has no caller). */
 int e2b__authorised(http_call *call);
+/** e2b__authorised, then the body read as JSON into *body (NULL when empty; a new reference):
+ * 1, or 0 after answering (401, or the body's 4xx). */
+int e2b__authorised_body(http_call *call, json_t **body);
+/** Answers 204 No Content. */
+void e2b__no_content(h2o_req_t *req);
+/** A core call on a session as core_session_network's (core/core.h). */
+typedef rb_err (*e2b_session_call)(rb_core *c, const core_caller *who, const char *session_id, json_t *body,
+                                   core_cb cb, void *data, core_op **handle, char *err);
+/** How such a call's failure is answered (the sandbox id, the error and its message). */
+typedef void (*e2b_fail_fn)(h2o_req_t *req, const char *id, rb_err e, const char *msg);
+/** Makes fn(id, change) (change borrowed) and answers 204 when it succeeds, else fail: now or
+ * when it ends. A client that goes away cancels the answer, not the call. */
+void e2b__call_no_content(http_call *call, const char *id, json_t *change, e2b_session_call fn, e2b_fail_fn fail);
 
 /* Control plane (e2b_api.c). */
 int e2b__create(http_call *call);

@@ -59,28 +59,6 @@ void e2b__network_info(json_t *o, json_t *session)
 
 /* ---- PUT /sandboxes/{id}/network ------------------------------------------------------------ */
 
-typedef struct network_ctx {
-    h2o_req_t *req;
-    core_op *op;
-    const char *id; /* pool memory */
-} network_ctx;
-
-static void network_dispose(void *p)
-{
-    network_ctx *ctx = p;
-    if (ctx->op != NULL)
-        core_cancel(ctx->op);
-    ctx->op = NULL;
-    ctx->req = NULL;
-}
-
-static void no_content(h2o_req_t *req)
-{
-    req->res.status = 204;
-    req->res.reason = "No Content";
-    h2o_send_inline(req, NULL, 0);
-}
-
 /* Answers core's refusal of a network change in E2B's terms where they differ from REST's. */
 static void network_fail(h2o_req_t *req, const char *id, rb_err e, const char *msg)
 {
@@ -98,19 +76,6 @@ static void network_fail(h2o_req_t *req, const char *id, rb_err e, const char *m
     } else {
         e2b__api_fail(req, e, msg);
     }
-}
-
-static void on_network(void *data, rb_err e, const char *msg, json_t *body)
-{
-    network_ctx *ctx = data;
-    ctx->op = NULL;
-    json_decref(body);
-    if (ctx->req == NULL)
-        return;
-    if (e != RB_OK)
-        network_fail(ctx->req, ctx->id, e, msg);
-    else
-        no_content(ctx->req); /* E2B answers the update 204 */
 }
 
 /* Whether session id has a network (its execution_options.network is a policy): 1, 0, or -1
@@ -140,13 +105,8 @@ int e2b__network_update(http_call *call)
     char err[RB_ERR_LEN];
     const char *id = call->params[0];
     json_t *body = NULL, *internet = NULL, *policy = NULL, *change = NULL;
-    if (!e2b__authorised(call))
+    if (!e2b__authorised_body(call, &body))
         return 0;
-    rb_err e = http_read_json(call->req, call->cfg->max_body, 1, &body, err);
-    if (e != RB_OK) {
-        e2b__api_fail(call->req, e, err);
-        return 0;
-    }
     if (body == NULL)
         body = json_object(); /* E2B: an omitted field is cleared */
     if (internet_of(call, body, &internet) != 0)
@@ -162,21 +122,13 @@ int e2b__network_update(http_call *call)
         if (has < 0)
             goto done;
         if (has == 0) {
-            no_content(call->req);
+            e2b__no_content(call->req);
             goto done;
         }
         policy = json_false();
     }
     change = json_pack("{s:o}", "network", policy);
-    network_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), network_dispose);
-    memset(ctx, 0, sizeof(*ctx));
-    ctx->req = call->req;
-    ctx->id = http_pool_strdup(call->req, id, strlen(id));
-    e = core_session_network(call->core, call->who, id, change, on_network, ctx, &ctx->op, err);
-    if (e != RB_OK) {
-        ctx->op = NULL;
-        network_fail(call->req, id, e, err);
-    }
+    e2b__call_no_content(call, id, change, core_session_network, network_fail);
 done:
     json_decref(change);
     json_decref(body);

@@ -33,13 +33,6 @@
 /* How often connect resumes a sandbox that a pause in flight paused again before it gives up. */
 #define E2B_WAKE_TRIES 4
 
-static void no_content(h2o_req_t *req)
-{
-    req->res.status = 204;
-    req->res.reason = "No Content";
-    h2o_send_inline(req, NULL, 0);
-}
-
 /* ---- a call that outlives its request ------------------------------------------------------- */
 
 /* The first member of a call's heap context: the request while its client waits. The request's
@@ -104,21 +97,6 @@ static void not_found(h2o_req_t *req, const char *id)
 
 /* ---- pause ---------------------------------------------------------------------------------- */
 
-typedef struct pause_ctx {
-    h2o_req_t *req;
-    core_op *op;
-    const char *id; /* pool memory */
-} pause_ctx;
-
-static void pause_dispose(void *p)
-{
-    pause_ctx *ctx = p;
-    if (ctx->op != NULL)
-        core_cancel(ctx->op); /* the pause goes on; nobody waits for its answer */
-    ctx->op = NULL;
-    ctx->req = NULL;
-}
-
 /* A pause core refused or could not finish: the sandbox keeps running (or is as it was). E2B
  * answers 503 for a sandbox it cannot pause right now, which the SDK raises as
  * ServiceBusyException; 409 would read as "paused already". */
@@ -135,31 +113,13 @@ static void pause_fail(h2o_req_t *req, const char *id, rb_err e, const char *msg
     }
 }
 
-static void on_paused(void *data, rb_err e, const char *msg, json_t *body)
-{
-    pause_ctx *ctx = data;
-    ctx->op = NULL;
-    json_decref(body);
-    if (ctx->req == NULL)
-        return;
-    if (e != RB_OK)
-        pause_fail(ctx->req, ctx->id, e, msg);
-    else
-        no_content(ctx->req);
-}
-
 int e2b__pause(http_call *call)
 {
     char err[RB_ERR_LEN], msg[RB_ERR_LEN];
     const char *id = call->params[0], *mode = NULL;
     json_t *body = NULL, *session = NULL, *extra = NULL, *change = NULL;
-    if (!e2b__authorised(call))
+    if (!e2b__authorised_body(call, &body))
         return 0;
-    rb_err e = http_read_json(call->req, call->cfg->max_body, 1, &body, err);
-    if (e != RB_OK) {
-        e2b__api_fail(call->req, e, err);
-        return 0;
-    }
     if (e2b_pause_mode(body, &mode, err) != RB_OK) {
         e2b__api_error(call->req, 400, err);
         goto done;
@@ -179,15 +139,7 @@ int e2b__pause(http_call *call)
         goto done;
     }
     change = json_pack("{s:s}", "mode", mode);
-    pause_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), pause_dispose);
-    memset(ctx, 0, sizeof(*ctx));
-    ctx->req = call->req;
-    ctx->id = http_pool_strdup(call->req, id, strlen(id));
-    e = core_session_pause(call->core, call->who, id, change, on_paused, ctx, &ctx->op, err);
-    if (e != RB_OK) {
-        ctx->op = NULL;
-        pause_fail(call->req, id, e, err);
-    }
+    e2b__call_no_content(call, id, change, core_session_pause, pause_fail);
 done:
     json_decref(change);
     json_decref(session);
@@ -330,15 +282,10 @@ static int memory_of(http_call *call, json_t *body)
 /* Connect (resume 0) or the older resume (1) of call->params[0]. */
 static int wake(http_call *call, int resume)
 {
-    char err[RB_ERR_LEN], msg[RB_ERR_LEN];
+    char msg[RB_ERR_LEN];
     json_t *body = NULL, *session = NULL, *extra = NULL;
-    if (!e2b__authorised(call))
+    if (!e2b__authorised_body(call, &body))
         return 0;
-    rb_err e = http_read_json(call->req, call->cfg->max_body, 1, &body, err);
-    if (e != RB_OK) {
-        e2b__api_fail(call->req, e, err);
-        return 0;
-    }
     int64_t timeout = e2b__timeout_of(call, body);
     int memory = timeout >= 0 ? memory_of(call, body) : -1;
     json_t *ap = json_object_get(body, "autoPause");
@@ -478,15 +425,10 @@ static void fork_next(fork_ctx *ctx)
 
 int e2b__fork(http_call *call)
 {
-    char err[RB_ERR_LEN], msg[RB_ERR_LEN];
+    char msg[RB_ERR_LEN];
     json_t *body = NULL, *session = NULL, *extra = NULL;
-    if (!e2b__authorised(call))
+    if (!e2b__authorised_body(call, &body))
         return 0;
-    rb_err e = http_read_json(call->req, call->cfg->max_body, 1, &body, err);
-    if (e != RB_OK) {
-        e2b__api_fail(call->req, e, err);
-        return 0;
-    }
     int64_t timeout = e2b__timeout_of(call, body);
     json_t *count = json_object_get(body, "count");
     if (timeout < 0)
