@@ -580,9 +580,12 @@ static rb_err mcp_server_new(rb_server *s, rb_core *core, const server_settings 
     rb_err e = mcp__tools_load(&tools, err);
     if (e != RB_OK)
         return e;
-    /* the tools of optional features, when the operator turned them on */
-    const char *optional[2];
+    /* the tools of the sessions' data, and of optional features when the operator turned them on */
+    const char *optional[5];
     size_t nopt = 0;
+    optional[nopt++] = mcp__pause_def; /* pausing and forking sessions (docs/data.md) */
+    optional[nopt++] = mcp__resume_def;
+    optional[nopt++] = mcp__fork_def;
     if (core_page_text_enabled(core))
         optional[nopt++] = mcp__page_text_def;
     if (core_shares_enabled(core))

@@ -299,6 +299,10 @@ extern const char mcp__page_text_def[];
 json_t *mcp__tool_page_text(mcp_call *call);
 /* mcp_mounts.c: list_mounts (offered only when core_shares_enabled). The tool checks its
  * arguments and finds the session (mcp__with_session); mcp__mounts_start lists it once known. */
+/* mcp_pause.c: pause_session, resume_session and fork_session (core_session_pause, ...). */
+extern const char mcp__pause_def[], mcp__resume_def[], mcp__fork_def[];
+/** Runs one of them: NULL when it answers later (or has answered), else the tool's error. */
+json_t *mcp__tool_pause(mcp_call *call);
 extern const char mcp__mounts_def[];
 json_t *mcp__tool_mounts(mcp_call *call);
 void mcp__mounts_start(mcp_call *call, const char *session_id);

@@ -365,6 +365,8 @@ json_t *mcp__run_tool(mcp_call *call)
         return mcp__tool_page_text(call);
     if (strcmp(t, "list_mounts") == 0)
         return mcp__tool_mounts(call);
+    if (strcmp(t, "pause_session") == 0 || strcmp(t, "resume_session") == 0 || strcmp(t, "fork_session") == 0)
+        return mcp__tool_pause(call);
     if (strcmp(t, "create_session") == 0) {
         json_t *opts = json_object();
         json_t *v;

@@ -33,7 +33,8 @@ SCRIPT = [
     f"{TOTAL} units sold; month 6 was the best. The chart is units.png.",
 ]
 MCP_TOOLS = {"execute_code", "upload_file", "download_file", "list_files", "create_session", "list_sessions",
-             "get_session_info", "close_session", "get_health", "get_packages", "install_dependencies"}
+             "get_session_info", "close_session", "get_health", "get_packages", "install_dependencies",
+             "pause_session", "resume_session", "fork_session"}
 
 
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])

@@ -292,9 +292,10 @@ Test(mcp, tools_list_has_schemas)
     mcp_post(sid, "2025-06-18", NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", &r);
     cr_assert_eq(r.status, 200, "%s", r.body);
     json_t *tools = json_object_get(json_object_get(r.json, "result"), "tools");
-    static const char *const names[] = {"execute_code", "create_session", "list_sessions",        "get_session_info",
-                                        "close_session", "get_health",     "upload_file",          "download_file",
-                                        "list_files",    "get_packages",   "install_dependencies", "get_page_text"};
+    static const char *const names[] = {"execute_code",   "create_session",       "list_sessions",  "get_session_info",
+                                        "close_session",  "get_health",           "upload_file",    "download_file",
+                                        "list_files",     "get_packages",         "install_dependencies",
+                                        "pause_session",  "resume_session",       "fork_session",   "get_page_text"};
     size_t count = sizeof(names) / sizeof(names[0]);
     cr_assert_eq(json_array_size(tools), count);
     for (size_t k = 0; k < count; k++) {

@@ -52,8 +52,9 @@ static int in_set(const char *v, const char *const *set)
 /* Whether a label value is in the fixed set of its label name. */
 static int label_ok(const char *name, const char *value)
 {
-    static const char *const status[] = {"starting", "ready", "busy", "completed", "error", "timeout", "cancelled",
-                                         NULL};
+    static const char *const status[] = {"starting",  "ready",    "busy",      "pausing", "suspended",
+                                         "hibernated", "resuming", "completed", "error",   "timeout",
+                                         "cancelled",  NULL};
     static const char *const reason[] = {"deleted",        "idle",         "dead",        "error",
                                          "host",           "origin",       "stopping",    "too_many_streams",
                                          "body_too_large", "bad_request",  "unauthorized", "rate_limited",
