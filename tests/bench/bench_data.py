@@ -84,6 +84,7 @@ def run(Runboxd, Client, create_session, delete_session, binary, n, log):
             dp.append((t1 - t0) * 1000)
             du.append((time.perf_counter() - t1) * 1000)
         F["data_docker_pause"], F["data_docker_unpause"] = _summary(dp), _summary(du)
+        delete_session(c, sid)
 
         log("data: cold session create x%d (the baseline of a resume from hibernation)" % n)
         cold = []
@@ -126,6 +127,12 @@ def run(Runboxd, Client, create_session, delete_session, binary, n, log):
     finally:
         subprocess.run(["docker", "rm", "-f", plain], capture_output=True, timeout=120)
         if rb is not None:
+            try:  # a failed run leaves no session (nor kept volume) behind
+                st, live = Client(rb.port).json("GET", "/sessions")
+                for x in (live or {}).get("sessions", []):
+                    delete_session(Client(rb.port), x["session_id"])
+            except Exception:
+                pass
             rb.stop()
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(share, ignore_errors=True)
