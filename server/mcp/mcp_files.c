@@ -83,8 +83,7 @@ static void file_call_fail(mcp_call *call, rb_err e, const char *msg)
         return;
     }
     json_t *res = mcp__tool_core_error(e, msg);
-    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-    json_decref(res);
+    mcp__tool_finish(call, res);
 }
 
 /* Answers of upload_file, list_files, install_dependencies, get_packages and the listing
@@ -126,8 +125,7 @@ static void on_file_json(void *data, rb_err e, const char *msg, json_t *body)
     }
     json_t *res = mcp__tool_object(body);
     json_decref(body);
-    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-    json_decref(res);
+    mcp__tool_finish(call, res);
 }
 
 /* Answers of download_file and of a file resource read (file owned: freed here once encoded). */
@@ -196,8 +194,7 @@ static void on_file_bytes(void *data, rb_err e, const char *msg, core_file *file
     free(b64);
     free(uri);
     core_file_free(file); /* the answer holds its own copies now */
-    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-    json_decref(res);
+    mcp__tool_finish(call, res);
 }
 
 /* ---- tools and resources --------------------------------------------------------------- */

@@ -203,6 +203,8 @@ void mcp__post_answer(mcp_post *post, json_t *response);
 mcp_call *mcp__call_new(mcp_rt *rt, mcp_post *post, json_t *id);
 /** Delivers call's final response (stolen) on its stream or post, then frees call. */
 void mcp__call_finish(mcp_call *call, json_t *response);
+/** Finishes call with the tool result res (taken: a new reference, released here). */
+void mcp__tool_finish(mcp_call *call, json_t *res);
 /** Unlinks and frees call without answering it: stops its watch, cancels its pending operation. */
 void mcp__call_drop(mcp_call *call);
 /** Switches call's answer to an SSE stream now (a no-op when it is one already). Returns 0 when

@@ -185,8 +185,7 @@ static void on_new_session(void *data, rb_err e, const char *msg, json_t *body)
     call->op = NULL;
     if (e != RB_OK) {
         json_t *res = mcp__tool_core_error(e, msg);
-        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-        json_decref(res);
+        mcp__tool_finish(call, res);
         json_decref(body);
         return;
     }

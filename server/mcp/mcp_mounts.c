@@ -90,22 +90,22 @@ static char *mounts_text(json_t *body)
     return out;
 }
 
+/* The tool result of a listing: one text block and the listing as structured content. */
+static json_t *mounts_result(json_t *body)
+{
+    char *text = mounts_text(body);
+    json_t *res = json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", text,
+                            "structuredContent", body, "isError", 0);
+    free(text);
+    return res;
+}
+
 static void on_mounts(void *data, rb_err e, const char *msg, json_t *body)
 {
     mcp_call *call = data;
     call->op = NULL;
-    json_t *res;
-    if (e != RB_OK) {
-        res = mcp__tool_core_error(e, msg);
-    } else {
-        char *text = mounts_text(body);
-        res = json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", text, "structuredContent",
-                        body, "isError", 0);
-        free(text);
-    }
+    mcp__tool_finish(call, e != RB_OK ? mcp__tool_core_error(e, msg) : mounts_result(body));
     json_decref(body);
-    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-    json_decref(res);
 }
 
 void mcp__mounts_start(mcp_call *call, const char *session_id)
@@ -115,8 +115,7 @@ void mcp__mounts_start(mcp_call *call, const char *session_id)
     if (e != RB_OK) {
         call->op = NULL;
         json_t *res = mcp__tool_core_error(e, err);
-        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-        json_decref(res);
+        mcp__tool_finish(call, res);
     }
 }
 

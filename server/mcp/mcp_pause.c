@@ -73,24 +73,24 @@ static char *summary(const char *tool, json_t *body)
     return xasprintf("session %s is %s", sid ? sid : "?", json_string_value(json_object_get(body, "status")));
 }
 
+/* The tool result: the summary line, then the session object, also as structured content. */
+static json_t *pause_result(const char *tool, json_t *body)
+{
+    char *text = summary(tool, body);
+    char *doc = json_dumps(body, JSON_COMPACT);
+    json_t *res = json_pack("{s:[{s:s, s:s}, {s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", text, "type",
+                            "text", "text", doc ? doc : "{}", "structuredContent", body, "isError", 0);
+    free(doc);
+    free(text);
+    return res;
+}
+
 static void on_done(void *data, rb_err e, const char *msg, json_t *body)
 {
     mcp_call *call = data;
     call->op = NULL;
-    json_t *res;
-    if (e != RB_OK) {
-        res = mcp__tool_core_error(e, msg);
-    } else {
-        char *text = summary(call->tool, body);
-        char *doc = json_dumps(body, JSON_COMPACT);
-        res = json_pack("{s:[{s:s, s:s}, {s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", text, "type",
-                        "text", "text", doc ? doc : "{}", "structuredContent", body, "isError", 0);
-        free(doc);
-        free(text);
-    }
+    mcp__tool_finish(call, e != RB_OK ? mcp__tool_core_error(e, msg) : pause_result(call->tool, body));
     json_decref(body);
-    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-    json_decref(res);
 }
 
 json_t *mcp__tool_pause(mcp_call *call)

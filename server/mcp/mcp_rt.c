@@ -283,6 +283,12 @@ void mcp__call_drop(mcp_call *call)
         mcp__modern_unref(rt);
 }
 
+void mcp__tool_finish(mcp_call *call, json_t *res)
+{
+    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
+    json_decref(res);
+}
+
 void mcp__call_finish(mcp_call *call, json_t *response)
 {
     if (call->rt->modern && call->post == NULL)

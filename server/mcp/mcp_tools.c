@@ -190,8 +190,7 @@ static void on_exec_event(void *data, const char *event, json_t *payload)
     if (strcmp(event, "done") == 0) {
         call->watch = NULL;
         json_t *res = execution_tool_result(call, payload);
-        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-        json_decref(res);
+        mcp__tool_finish(call, res);
         return;
     }
     if (strcmp(event, "output") == 0 && call->progress_token != NULL && !call->cancelled) {
@@ -227,8 +226,7 @@ static void execute_in(mcp_call *call, const char *session_id)
     json_decref(req);
     if (e != RB_OK) {
         json_t *res = mcp__tool_core_error(e, err);
-        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-        json_decref(res);
+        mcp__tool_finish(call, res);
         return;
     }
     const char *rid = json_string_value(json_object_get(out, "request_id"));
@@ -239,8 +237,7 @@ static void execute_in(mcp_call *call, const char *session_id)
     if (e != RB_OK) {
         call->watch = NULL;
         json_t *res = mcp__tool_core_error(e, err);
-        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-        json_decref(res);
+        mcp__tool_finish(call, res);
     }
 }
 
@@ -263,8 +260,7 @@ static void on_bound(void *data, rb_err e, const char *msg, json_t *body)
     call->op = NULL;
     if (e != RB_OK) {
         json_t *res = mcp__tool_core_error(e, msg);
-        mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-        json_decref(res);
+        mcp__tool_finish(call, res);
         return;
     }
     call->replaced = json_is_true(json_object_get(body, "replaced"));
@@ -338,8 +334,7 @@ static void on_session_created(void *data, rb_err e, const char *msg, json_t *bo
     call->op = NULL;
     json_t *res = e == RB_OK ? mcp__tool_object(body) : mcp__tool_core_error(e, msg);
     json_decref(body);
-    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-    json_decref(res);
+    mcp__tool_finish(call, res);
 }
 
 static const char *arg_session_id(json_t *args)

@@ -68,8 +68,7 @@ static void on_page(void *data, rb_err e, const char *msg, json_t *body)
         res = json_pack("{s:o, s:O, s:b}", "content", content, "structuredContent", body, "isError", 0);
     }
     json_decref(body);
-    mcp__call_finish(call, mcp__rpc_result_of(call->id, res));
-    json_decref(res);
+    mcp__tool_finish(call, res);
 }
 
 json_t *mcp__tool_page_text(mcp_call *call)
