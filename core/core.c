@@ -305,6 +305,7 @@ void core_free(rb_core *c)
     deps_dispose(c); /* installs waiting for a slot end with RB_ECANCELED */
     removal_drop_all(c);
     files_dispose(c); /* the budget itself lives on while cancelled downloads or held files count on it */
+    volumes_dispose(c); /* after the backend: its cancelled measurements have ended */
     web_dispose(c);
     core__pause_dispose(c);
     egress_dispose(c); /* after the backend: its cancelled calls may still come back */
@@ -611,6 +612,9 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
                        "session '%s' is unavailable: its %s. Its sandbox keeps its state and the session comes "
                        "back when the engine answers again; retry later",
                        s->id, s->engine_down);
+    /* a read-write volume past its quota takes no more writes (core/volumes/volumes.h) */
+    if ((e = volumes_exec_check(c, json_object_get(s->options, "mounts"), err)) != RB_OK)
+        return e;
     double timeout = s->timeout;
     json_t *t = json_object_get(req, "timeout");
     if (t != NULL && !json_is_null(t) && (e = core__check_timeout(c, t, "timeout", &timeout, err)) != RB_OK)

@@ -267,6 +267,23 @@ int core_page_text_enabled(const rb_core *c);
  * mode), or by the operator's --default-mounts when the request has no mounts. The session object
  * shows them as execution_options.mounts [{share, path, readonly}].
  */
+/*
+ * Volumes (core/volumes/volumes.h, docs/data.md): named disk volumes owned by a key, kept until
+ * it deletes them, mounted by sessions (execution_options.mounts items {volume, path?, readonly?}).
+ * A volume object: {volume_id, name, quota_bytes, used_bytes, over_quota, created_at, measured_at
+ * (null before the first measurement), mounted_by: [session ids], engine (several engines only)}.
+ */
+/** Creates a volume for who from body {name, quota_bytes?}; cb gets its object. RB_EINVAL for a
+ * bad name or quota, RB_ECONFLICT for a name who has already, RB_EQUOTA past --max-volumes. */
+rb_err core_volume_create(rb_core *c, const core_caller *who, json_t *body, core_cb cb, void *data, char *err);
+/** {volumes: [...]}: who's volumes, oldest first (new reference). */
+rb_err core_volume_list(rb_core *c, const core_caller *who, json_t **out, char *err);
+/** The object of who's volume ref (its id or name); RB_ENOTFOUND otherwise. */
+rb_err core_volume_get(rb_core *c, const core_caller *who, const char *ref, json_t **out, char *err);
+/** Deletes who's volume ref with its files; cb gets RB_OK and no body once the engine removed it.
+ * RB_ECONFLICT naming the sessions while live (or paused) sessions mount it. */
+rb_err core_volume_delete(rb_core *c, const core_caller *who, const char *ref, core_cb cb, void *data, char *err);
+
 /** Whether the operator declared shares. */
 int core_shares_enabled(const rb_core *c);
 /** {shares: [{name, readonly, default_path?}]}: the shares who may mount (new reference). */

@@ -418,6 +418,7 @@ void execution_finish(execution *ex, const char *status, const char *reset_reaso
         if (s->running == ex)
             s->running = NULL;
         s->last_used_at = ex->completed_at;
+        volumes_touched(c, json_object_get(s->options, "mounts"), NULL); /* what the code wrote, measured */
         if (s->egress_net != NULL && ex->network == NULL) /* what its egress proxy saw meanwhile */
             ex->network = egress_take_report(c, s->id);
         if (strcmp(s->status, "busy") == 0)

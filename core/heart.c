@@ -5,14 +5,19 @@
  */
 #include "core/heart.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/log.h"
+#include "base/mem.h"
 
 #include "core/internal.h"
 
 void core__session_view(const session *s, core_session_view *out)
 {
     *out = (core_session_view){s->id, s->status, s->container_id, json_object_get(s->options, "environment_variables"),
-                               s->language};
+                               s->language, json_object_get(s->options, "mounts")};
 }
 
 rb_err core_heart_lookup(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
@@ -50,6 +55,31 @@ void core_heart_touch(rb_core *c, const char *session_id)
     session *s = map_get(&c->sessions, session_id);
     if (s != NULL)
         s->last_used_at = rb_now_ms();
+}
+
+struct store *core_heart_store(rb_core *c)
+{
+    return c->st;
+}
+
+json_t *core_heart_mounting(rb_core *c, const char *volume_id)
+{
+    json_t *out = json_array();
+    size_t pos = 0;
+    session *s;
+    while ((s = map_next(&c->sessions, &pos)) != NULL) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(s->options, "mounts"), i, m)
+        {
+            const char *v = json_string_value(json_object_get(m, "volume_id"));
+            if (v != NULL && strcmp(v, volume_id) == 0) {
+                json_array_append_new(out, json_string(s->id));
+                break;
+            }
+        }
+    }
+    return out;
 }
 
 backend *core_heart_backend(rb_core *c)
@@ -92,4 +122,35 @@ void core_heart_hold(rb_core *c, int delta)
 void core_heart_remove(rb_core *c, const char *id)
 {
     removal_start(c, id, 0);
+}
+
+typedef struct drop {
+    rb_core *c;
+    const char *what;
+    char name[];
+} drop;
+
+static void dropped_cb(void *data, rb_err err, const char *msg)
+{
+    drop *d = data;
+    core_heart_hold(d->c, -1);
+    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
+        rb_warn("%s %.64s: could not remove it (the next start does): %s", d->what, d->name, msg);
+    free(d);
+}
+
+void core_heart_drop_volume(rb_core *c, const char *volume, const char *what)
+{
+    char e2[RB_ERR_LEN];
+    size_t n = strlen(volume);
+    drop *d = xmalloc(sizeof(*d) + n + 1);
+    d->c = c;
+    d->what = what;
+    memcpy(d->name, volume, n + 1);
+    core_heart_hold(c, 1);
+    if (backend_volume_remove(c->be, volume, dropped_cb, d, e2) != RB_OK) {
+        core_heart_hold(c, -1);
+        rb_warn("%s %.64s: could not remove it (the next start does): %s", what, volume, e2);
+        free(d);
+    }
 }

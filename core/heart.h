@@ -32,6 +32,7 @@ typedef struct core_session_view {
     const char *container_id; /* its sandbox (the backend's id; NULL before it exists: core_heart_lookup) */
     json_t *env;              /* its execution_options.environment_variables (an object), or NULL */
     const char *language;     /* "python", "javascript", ... (core/core.h, CORE_LANGUAGES_TEXT) */
+    json_t *mounts;           /* its canonical mounts (shares and volumes: execution_options.mounts), or NULL */
 } core_session_view;
 
 /** The live session session_id as who may see it, ready for work in its sandbox: RB_OK with
@@ -62,11 +63,22 @@ int core_heart_engine_ok(const rb_core *c, const char **why);
  * heart removes a session's sandbox. */
 void core_heart_remove(rb_core *c, const char *id);
 
+/** Removes the engine's volume in the background; a failure is logged, naming it as what (a
+ * static text: "kept workspace", "volume"), for the next start's sweep to retry. */
+void core_heart_drop_volume(rb_core *c, const char *volume, const char *what);
+
 /** This runboxd's instance id, the label (runbox.instance) of everything it makes (borrowed). */
 const char *core_heart_instance(const rb_core *c);
 
 /** Holds (delta 1) or lets go (-1) of the graceful stop: core_close waits for Docker work held. */
 void core_heart_hold(rb_core *c, int delta);
+
+/** The store of c (borrowed, for c's lifetime): for a room that keeps rows of its own (volumes). */
+struct store *core_heart_store(rb_core *c);
+
+/** The ids of the live sessions (paused ones too) whose mounts name the volume volume_id: a new
+ * array of strings, possibly empty. */
+json_t *core_heart_mounting(rb_core *c, const char *volume_id);
 
 /** The sandbox backend and the settings of c (borrowed, for c's lifetime). */
 backend *core_heart_backend(rb_core *c);
@@ -87,6 +99,7 @@ typedef enum core_room {
     CORE_ROOM_DEPS,  /* core/deps/: installs holding a slot and waiting for one, the package listing */
     CORE_ROOM_NET,   /* core/network/: the operator's limits, the sessions' egress proxies and networks */
     CORE_ROOM_PAUSE, /* core/session_pause.c: resumes of hibernated sessions waiting for their new sandbox */
+    CORE_ROOM_VOLUMES, /* core/volumes/: measurements in flight */
     CORE_ROOMS
 } core_room;
 

@@ -18,6 +18,7 @@
 #include "core/policy/policy.h"
 #include "core/network/egress.h"
 #include "core/shares/shares.h"
+#include "core/volumes/volumes.h"
 #include "core/workspace/workspace.h"
 #include "core/web/web.h"
 #include "core/stats.h"

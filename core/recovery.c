@@ -112,6 +112,7 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
             egress_recover(c, s->id, s->egress_net, s->net_policy);
     egress_recovered(c);
     workspace_sweep(c, core__kept_wanted); /* kept files no hibernated session needs */
+    volumes_sweep(c); /* volumes whose creation a restart cut short */
     /* Only now: a pool container created before the listing could be taken for an orphan. */
     pool_start(c->pool);
 }

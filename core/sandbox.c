@@ -497,9 +497,16 @@ rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
     /* its shared folders (core/shares/), bound read-only unless mounted rw; each checked again */
     backend_volume *binds = NULL;
     size_t nbinds = 0;
-    rb_err e = shares_volumes(s->core->cfg, json_object_get(s->options, "mounts"), &binds, &nbinds, err);
-    if (e != RB_OK)
+    json_t *mounts = json_object_get(s->options, "mounts"), *share_mounts = volumes_split(mounts, 0);
+    rb_err e = shares_volumes(s->core->cfg, share_mounts, &binds, &nbinds, err);
+    json_decref(share_mounts);
+    /* and its volumes (core/volumes/): the binds name them pinned, so the sandbox goes where they are */
+    if (e == RB_OK)
+        e = volumes_binds(s->core, mounts, &binds, &nbinds, err);
+    if (e != RB_OK) {
+        shares_volumes_free(binds, nbinds);
         return e;
+    }
     sandbox *sb = sandbox_alloc(s->core, s, cb);
     sandbox_spec ss;
     sandbox_spec_init(&ss, s->core, s->id, s->language, s->memory_bytes, s->cpus,

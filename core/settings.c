@@ -33,6 +33,9 @@ void core_settings_init(core_settings *s)
     s->max_queue = RB_DEFAULT_MAX_QUEUE;
     s->max_mcp_sessions = RB_DEFAULT_MAX_MCP_SESSIONS;
     s->max_upload = RB_DEFAULT_MAX_UPLOAD;
+    s->volume_quota = (size_t)1 << 30;
+    s->volume_quota_max = (size_t)10 << 30;
+    s->max_volumes = 20;
     s->deps_network = xstrdup("bridge");
     s->deps_npm_registry = xstrdup(RB_DEFAULT_DEPS_NPM_REGISTRY);
     s->max_installs = RB_DEFAULT_MAX_INSTALLS;

@@ -132,6 +132,9 @@ typedef struct core_settings {
     char *deps_ca_file;    /* --deps-ca-file / RUNBOX_DEPS_CA_FILE: CA bundle on the Docker host for pip (PIP_CERT) */
     int max_installs;      /* --max-installs / RUNBOX_MAX_INSTALLS: dependency installs running at once; more wait
                               their turn (FIFO) */
+    size_t volume_quota;   /* --volume-quota / RUNBOX_VOLUME_QUOTA: a new volume's quota unless it asks (bytes) */
+    size_t volume_quota_max; /* --volume-quota-max / RUNBOX_VOLUME_QUOTA_MAX: the largest quota a volume may ask */
+    int max_volumes;       /* --max-volumes / RUNBOX_MAX_VOLUMES: volumes one key keeps at once (0: no limit) */
     size_t max_upload;     /* --max-upload / RUNBOX_MAX_UPLOAD: bytes of one uploaded file (413 beyond) */
     size_t max_download;   /* --max-download / RUNBOX_MAX_DOWNLOAD: bytes of one downloaded file (413 beyond) */
     size_t max_download_memory; /* --max-download-memory / RUNBOX_MAX_DOWNLOAD_MEMORY: bytes that downloads in

@@ -288,16 +288,39 @@ rb_err core__parse_session_opts(rb_core *c, const core_caller *who, session *s, 
     if ((e = parse_sandbox_limits(c, who, s, eo != NULL && json_is_object(eo) ? eo : NULL, err)) != RB_OK)
         goto fail;
     /* shared folders (core/shares/): the ones asked for, else the operator's default mounts */
-    json_t *mounts = NULL;
-    if ((e = shares_mounts(c->cfg, who, json_object_get(eo, "mounts"), &mounts, err)) != RB_OK)
+    json_t *mounts = NULL, *asked = json_object_get(eo, "mounts");
+    if (asked != NULL && !json_is_null(asked) && !json_is_array(asked)) {
+        e = rb_fail(RB_EINVAL, err, "'execution_options.mounts' must be an array of {share|volume, path, readonly}");
         goto fail;
+    }
+    /* ... and volumes (core/volumes/): items with "volume", beside the shares */
+    json_t *share_items = asked != NULL && !json_is_null(asked) ? volumes_split(asked, 0) : NULL;
+    e = shares_mounts(c->cfg, who, share_items, &mounts, err);
+    json_decref(share_items);
+    if (e != RB_OK)
+        goto fail;
+    if (asked != NULL && !json_is_null(asked)) {
+        json_t *vol_items = volumes_split(asked, 1), *vols = NULL;
+        e = volumes_mounts(c, who, vol_items, mounts, &vols, err);
+        json_decref(vol_items);
+        if (e != RB_OK) {
+            json_decref(mounts);
+            goto fail;
+        }
+        if (vols != NULL) {
+            if (mounts == NULL)
+                mounts = json_array();
+            json_array_extend(mounts, vols);
+            json_decref(vols);
+        }
+    }
     s->options = json_pack("{s:f, s:s, s:f, s:o}", "timeout", s->timeout, "memory_limit", mem, "cpu_limit", s->cpus,
                            "environment_variables", env);
     json_object_set_new(s->options, "pids_limit", json_integer(s->pids_limit));
     json_object_set_new(s->options, "workspace_size", size_text(s->workspace_bytes));
     json_object_set_new(s->options, "tmp_size", size_text(s->tmp_bytes));
     json_object_set_new(s->options, "network", s->net_policy ? json_incref(s->net_policy) : json_false());
-    if (mounts != NULL) { /* binds of host folders: no warm pool container has them */
+    if (mounts != NULL) { /* binds of host folders and volumes: no warm pool container has them */
         json_object_set_new(s->options, "mounts", mounts);
         s->custom_sandbox = 1;
     }

@@ -126,6 +126,12 @@ static const key_def keys[] = {
     {"max-installs", "RUNBOX_MAX_INSTALLS", K_INT, OFF(core.max_installs),
      "dependency installs running at once (each holds one of the Docker client's 16 long connections); more wait "
      "their turn, oldest first"},
+    {"volume-quota", "RUNBOX_VOLUME_QUOTA", K_SIZE, OFF(core.volume_quota),
+     "quota of a new volume that asks for none (bytes, or k/m/g suffix; docs/data.md)"},
+    {"volume-quota-max", "RUNBOX_VOLUME_QUOTA_MAX", K_SIZE, OFF(core.volume_quota_max),
+     "the largest quota a volume may ask for (bytes, or k/m/g suffix)"},
+    {"max-volumes", "RUNBOX_MAX_VOLUMES", K_INT, OFF(core.max_volumes),
+     "volumes one API key keeps at once (0 = no limit)"},
     {"max-upload", "RUNBOX_MAX_UPLOAD", K_SIZE, OFF(core.max_upload),
      "largest file upload to a session's /workspace (bytes, or k/m/g suffix)"},
     {"max-download", "RUNBOX_MAX_DOWNLOAD", K_SIZE, OFF(core.max_download),
@@ -586,6 +592,11 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "retention: must not be negative");
     if (cfg->core.hibernate_retention < 0)
         return rb_fail(RB_EINVAL, err, "hibernate-retention: must not be negative");
+    if (cfg->core.volume_quota == 0 || cfg->core.volume_quota > cfg->core.volume_quota_max)
+        return rb_fail(RB_EINVAL, err, "volume-quota: must be at least 1 byte and at most volume-quota-max (%zu)",
+                       cfg->core.volume_quota_max);
+    if (cfg->core.max_volumes < 0)
+        return rb_fail(RB_EINVAL, err, "max-volumes: must not be negative");
     if (cfg->core.idle_action == NULL || (strcmp(cfg->core.idle_action, "end") != 0 &&
                                           strcmp(cfg->core.idle_action, "suspend") != 0 &&
                                           strcmp(cfg->core.idle_action, "hibernate") != 0))

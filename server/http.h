@@ -115,6 +115,8 @@ int http_status_of(rb_err e);
 /** Answers with status and body encoded compactly as application/json, with a Content-Length.
  * body is borrowed. */
 void http_send_json(h2o_req_t *req, int status, json_t *body);
+/** Answers 204 No Content. */
+void http_send_no_content(h2o_req_t *req);
 /** Answers with status and one Server-Sent Event carrying body (borrowed, compact JSON):
  * "event: message\ndata: <body>\n\n" as a complete text/event-stream response with a
  * Content-Length (MCP's answer to a client that asked for an event stream). */

@@ -128,6 +128,13 @@ void http_send_json(h2o_req_t *req, int status, json_t *body)
     send_body(req, status, "application/json", http__encode(req, body));
 }
 
+void http_send_no_content(h2o_req_t *req)
+{
+    req->res.status = 204;
+    req->res.reason = "No Content";
+    h2o_send_inline(req, NULL, 0);
+}
+
 void http_send_event(h2o_req_t *req, int status, json_t *body)
 {
     char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);

@@ -70,6 +70,14 @@ static const char *const migrations[] = {
     "  ended_at INTEGER,"
     "  doc TEXT NOT NULL);"
     "CREATE INDEX mcp_sessions_by_ended ON mcp_sessions(ended_at) WHERE ended_at IS NOT NULL;",
+    /* 3: volumes (core/volumes/): one name per owner */
+    "CREATE TABLE volumes ("
+    "  volume_id TEXT PRIMARY KEY NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  doc TEXT NOT NULL);"
+    "CREATE UNIQUE INDEX volumes_by_owner ON volumes(owner, name);",
 };
 #define STORE_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -124,6 +132,13 @@ static const char *const stmt_sql[STORE__STMT_COUNT] = {
         "SELECT doc FROM mcp_sessions WHERE ended_at IS NULL ORDER BY created_at DESC, rowid DESC",
     [STORE__STMT_MCP_DELETE] = "DELETE FROM mcp_sessions WHERE mcp_session_id = ?1",
     [STORE__STMT_PRUNE_MCP] = "DELETE FROM mcp_sessions WHERE ended_at IS NOT NULL AND ended_at < ?1",
+    [STORE__STMT_VOLUME_PUT] = "INSERT INTO volumes (volume_id, owner, name, created_at, doc) VALUES (?1, ?2, ?3, ?4, ?5)"
+                               " ON CONFLICT (volume_id) DO UPDATE SET doc = excluded.doc"
+                               " WHERE volumes.owner = excluded.owner AND volumes.name = excluded.name"
+                               " AND volumes.created_at = excluded.created_at",
+    [STORE__STMT_VOLUME_GET] = "SELECT doc FROM volumes WHERE volume_id = ?1",
+    [STORE__STMT_VOLUME_LIST] = "SELECT doc FROM volumes ORDER BY created_at, rowid",
+    [STORE__STMT_VOLUME_DELETE] = "DELETE FROM volumes WHERE volume_id = ?1",
 };
 
 /* ---- errors and statements ---- */

@@ -95,4 +95,19 @@ rb_err store_meta_put(store *st, const char *key, const char *value, char *err);
 /** Runs a passive WAL checkpoint (call from a timer so autocheckpoint never stalls a request). */
 void store_checkpoint(store *st);
 
+/*
+ * Volumes (core/volumes/). A document must have string "volume_id", "owner" and "name" and
+ * integer "created_at" (epoch ms); the owner's names are unique. All other members (quota, use)
+ * are kept verbatim.
+ */
+/** Inserts or replaces the volume with doc's volume_id: RB_ECONFLICT when its owner has another
+ * volume of that name; its owner, name and created_at cannot change once stored (RB_EINVAL). */
+rb_err store_volume_put(store *st, json_t *doc, char *err);
+/** RB_ENOTFOUND when there is no such volume. */
+rb_err store_volume_get(store *st, const char *volume_id, json_t **out, char *err);
+/** Every volume, oldest first (an array of documents). */
+rb_err store_volume_list(store *st, json_t **out, char *err);
+/** Removes the volume's row (nothing if there is none). */
+rb_err store_volume_delete(store *st, const char *volume_id, char *err);
+
 #endif

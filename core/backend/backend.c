@@ -239,6 +239,14 @@ char *backend_pin(backend *b, const char *ref, const char *name)
     return b->ops->pin(b->self, ref, name);
 }
 
+char *backend_place(backend *b, const char *name, char *err)
+{
+    assert(name != NULL);
+    if (b->ops->place == NULL)
+        return xstrdup(name);
+    return b->ops->place(b->self, name, err);
+}
+
 json_t *backend_engines(backend *b)
 {
     return b->ops->engines != NULL ? b->ops->engines(b->self) : NULL;

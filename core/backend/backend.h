@@ -274,6 +274,8 @@ typedef struct backend_ops {
     rb_err (*volume_list_unused)(void *self, const char *label, backend_list_cb cb, void *data, char *err);
     /* Optional (NULL: name as it is): backend_pin. */
     char *(*pin)(void *self, const char *ref, const char *name);
+    /* Optional (NULL: name as it is): backend_place. */
+    char *(*place)(void *self, const char *name, char *err);
     /* Optional (NULL: none): backend_engines and backend_drain, for backends over several engines. */
     json_t *(*engines)(void *self);
     rb_err (*drain)(void *self, const char *engine, int on, char *err);
@@ -464,6 +466,11 @@ rb_err backend_network_list(backend *b, const char *label, backend_list_cb cb, v
  * (a sandbox id, or an already pinned name): a new heap string (free() it). A backend of one
  * engine returns name as it is. */
 char *backend_pin(backend *b, const char *ref, const char *name);
+/** The name for name on the engine a new sandbox would be placed on now (the least loaded that
+ * can take one): a new heap string, or NULL with err (RB_EUNAVAILABLE: no engine can) . A backend
+ * of one engine returns name as it is. For something placed first that sandboxes follow later (a
+ * volume). */
+char *backend_place(backend *b, const char *name, char *err);
 /** The engines, for GET /health: [{name, url, reachable, error?, sandboxes, capacity, draining,
  * image_id?, image_ok}] (new reference), or NULL for a backend of one engine. */
 json_t *backend_engines(backend *b);

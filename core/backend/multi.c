@@ -548,6 +548,12 @@ static char *m_pin(void *self, const char *ref, const char *name)
     return multi__pin_name(e != NULL ? e : &m->e[0], name);
 }
 
+static char *m_place(void *self, const char *name, char *err)
+{
+    engine *e = place(M(self), err);
+    return e != NULL ? multi__pin_name(e, name) : NULL;
+}
+
 static json_t *m_engines(void *self)
 {
     multi *m = M(self);
@@ -641,6 +647,7 @@ static const backend_ops multi_ops = {
     .network_list = multi__network_list,
     .volume_list_unused = multi__volume_list_unused,
     .pin = m_pin,
+    .place = m_place,
     .engines = m_engines,
     .drain = m_drain,
     .engine_down = m_engine_down,

@@ -42,6 +42,7 @@
 #include "base/tar.h"
 #include "core/files/file_helper.h"
 #include "core/heart.h"
+#include "core/volumes/volumes.h"
 
 #define WORKSPACE "/workspace"
 #define HELPER_OUTPUT_MAX (8u * 1024 * 1024)
@@ -98,6 +99,7 @@ typedef struct file_op {
     char *session_id;
     char *container;
     json_t *session_env; /* the session's variables, which every helper run removes */
+    json_t *mounts;      /* the session's canonical mounts (its volumes are measured after a change) */
     char *rel;   /* path relative to /workspace in name form ("" = the workspace) */
     char *data;  /* upload bytes */
     size_t len;
@@ -121,6 +123,7 @@ static void file_op_free(file_op *f)
         budget_release(f->budget, f->reserved);
     json_decref(f->info);
     json_decref(f->session_env);
+    json_decref(f->mounts);
     free(f->container);
     free(f->session_id);
     free(f->rel);
@@ -134,6 +137,8 @@ static void file_op_free(file_op *f)
 
 static void finish(file_op *f, rb_err e, const char *msg, json_t *body)
 {
+    if (f->kind == OP_UPLOAD || f->kind == OP_DELETE) /* a volume's use changed: measured again */
+        volumes_touched(f->c, f->mounts, f->rel);
     if (!f->op->cancelled && f->cb != NULL)
         f->cb(f->cbdata, e, e == RB_OK ? NULL : msg, body);
     else
@@ -646,7 +651,7 @@ static rb_err run_helper(file_op *f, file_helper_op step, const char *rel, const
  * the helper's exec. Its answer goes to cb (JSON answers) or fcb (downloads) with cbdata. On
  * success *handle (if not NULL) is the cancel handle and *out (if not NULL) the operation. */
 static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, const char *session_id, const char *path,
-                    rb_err root, size_t max, core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle,
+                    rb_err root, size_t max, size_t upload_len, core_cb cb, core_file_cb fcb, void *cbdata, core_op **handle,
                     file_op **out, char *err)
 {
     core_session_view s;
@@ -657,9 +662,15 @@ static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, cons
     e = files_normalize_path(path, root, &rel, err);
     if (e != RB_OK)
         return e;
+    /* an upload into a volume stays within its quota (core/volumes/volumes.h) */
+    if (kind == OP_UPLOAD && (e = volumes_upload_check(c, s.mounts, rel, upload_len, err)) != RB_OK) {
+        free(rel);
+        return e;
+    }
     file_op *f = xcalloc(1, sizeof(*f));
     f->c = c;
     f->kind = kind;
+    f->mounts = json_incref(s.mounts);
     f->op = xcalloc(1, sizeof(*f->op));
     f->session_id = xstrdup(s.id);
     f->container = xstrdup(s.container_id);
@@ -705,7 +716,7 @@ rb_err core_file_upload(rb_core *c, const core_caller *who, const char *session_
         return rb_fail(RB_ETOOBIG, err, "the file is %zu bytes; the upload limit is %zu bytes (max-upload)", len,
                        max_upload);
     file_op *f = NULL;
-    rb_err e = start(c, who, OP_UPLOAD, session_id, path, RB_ECONFLICT, 0, cb, NULL, cbdata, handle, &f, err);
+    rb_err e = start(c, who, OP_UPLOAD, session_id, path, RB_ECONFLICT, 0, len, cb, NULL, cbdata, handle, &f, err);
     if (e != RB_OK)
         return e;
     f->data = xmalloc(len > 0 ? len : 1);
@@ -719,26 +730,26 @@ rb_err core_file_list(rb_core *c, const core_caller *who, const char *session_id
                       core_op **handle, char *err)
 {
     /* max (size_t)-1: the whole tree; core_file_list_dir gives one folder's max */
-    return start(c, who, OP_LIST, session_id, "/workspace", RB_OK, (size_t)-1, cb, NULL, cbdata, handle, NULL, err);
+    return start(c, who, OP_LIST, session_id, "/workspace", RB_OK, (size_t)-1, 0, cb, NULL, cbdata, handle, NULL, err);
 }
 
 rb_err core_file_list_dir(rb_core *c, const core_caller *who, const char *session_id, const char *path, size_t max,
                           core_cb cb, void *cbdata, core_op **handle, char *err)
 {
-    return start(c, who, OP_LIST, session_id, path, RB_OK, max < LIST_MAX_ENTRIES ? max : LIST_MAX_ENTRIES, cb, NULL,
+    return start(c, who, OP_LIST, session_id, path, RB_OK, max < LIST_MAX_ENTRIES ? max : LIST_MAX_ENTRIES, 0, cb, NULL,
                  cbdata, handle, NULL, err);
 }
 
 rb_err core_file_download(rb_core *c, const core_caller *who, const char *session_id, const char *path, size_t max,
                           core_file_cb cb, void *cbdata, core_op **handle, char *err)
 {
-    return start(c, who, OP_DOWNLOAD, session_id, path, RB_ECONFLICT, max, NULL, cb, cbdata, handle, NULL, err);
+    return start(c, who, OP_DOWNLOAD, session_id, path, RB_ECONFLICT, max, 0, NULL, cb, cbdata, handle, NULL, err);
 }
 
 rb_err core_file_delete(rb_core *c, const core_caller *who, const char *session_id, const char *path, core_cb cb,
                         void *cbdata, core_op **handle, char *err)
 {
-    return start(c, who, OP_DELETE, session_id, path, RB_EFORBIDDEN, 0, cb, NULL, cbdata, handle, NULL, err);
+    return start(c, who, OP_DELETE, session_id, path, RB_EFORBIDDEN, 0, 0, cb, NULL, cbdata, handle, NULL, err);
 }
 
 /* ---- files written by an execution -------------------------------------------------------- */
@@ -782,5 +793,5 @@ json_t *files_written_api(json_t *list)
 rb_err core_file_mkdir(rb_core *c, const core_caller *who, const char *session_id, const char *path, core_cb cb,
                        void *cbdata, core_op **handle, char *err)
 {
-    return start(c, who, OP_MKDIR, session_id, path, RB_ECONFLICT, 0, cb, NULL, cbdata, handle, NULL, err);
+    return start(c, who, OP_MKDIR, session_id, path, RB_ECONFLICT, 0, 0, cb, NULL, cbdata, handle, NULL, err);
 }

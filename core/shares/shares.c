@@ -213,6 +213,7 @@ rb_err shares_volumes(const core_settings *cfg, json_t *mounts, backend_volume *
 void shares_volumes_free(backend_volume *v, size_t n)
 {
     for (size_t i = 0; v != NULL && i < n; i++) {
+        free((char *)v[i].name);
         free((char *)v[i].host_path);
         free((char *)v[i].path);
     }

@@ -49,7 +49,8 @@ rb_err shares_mounts(const core_settings *cfg, const core_caller *who, json_t *v
  * *n backend_volume (free with shares_volumes_free), the host folders checked again. RB_EUNAVAILABLE
  * naming the share when it is no longer declared or its folder fails the checks. */
 rb_err shares_volumes(const core_settings *cfg, json_t *mounts, backend_volume **out, size_t *n, char *err);
-/** Frees what shares_volumes made. Accepts NULL. */
+/** Frees what shares_volumes made (and volumes_binds added: each entry's name, host_path and
+ * path). Accepts NULL. */
 void shares_volumes_free(backend_volume *v, size_t n);
 
 #endif

@@ -260,9 +260,7 @@ static void available(const sharespec_list *l, const core_caller *who, char *buf
         snprintf(buf, size, "none");
 }
 
-/* RB_EINVAL when a path of the list mounts is given twice or lies inside another's; what names
- * the list. */
-static rb_err check_paths(json_t *mounts, const char *what, char *err)
+rb_err sharespec_check_paths(json_t *mounts, const char *what, char *err)
 {
     size_t i, j;
     json_t *a, *b;
@@ -359,7 +357,7 @@ rb_err sharespec_mounts(const sharespec_list *l, const core_caller *who, json_t 
         json_array_append_new(list, json_pack("{s:s, s:s, s:b}", "share", name, "path", canon, "readonly", readonly));
         free(canon);
     }
-    if ((e = check_paths(list, what, err)) != RB_OK)
+    if ((e = sharespec_check_paths(list, what, err)) != RB_OK)
         goto fail;
     *out = list;
     return RB_OK;
@@ -417,7 +415,7 @@ rb_err sharespec_defaults(const sharespec_list *l, const char *text, const core_
             goto fail;
         }
     }
-    if ((e = check_paths(*out, "default-mounts", err)) != RB_OK)
+    if ((e = sharespec_check_paths(*out, "default-mounts", err)) != RB_OK)
         goto fail;
     return RB_OK;
 fail:

@@ -77,6 +77,10 @@ rb_err sharespec_mount_path(const char *path, size_t len, const char *what, char
  * may mount), and for readonly: false on a read-only share. */
 rb_err sharespec_mounts(const sharespec_list *l, const core_caller *who, json_t *v, json_t **out, char *err);
 
+/** RB_EINVAL when a path of the list mounts (an array of {path, ...}: shares and volumes alike)
+ * is given twice or lies inside another's; what names the list. */
+rb_err sharespec_check_paths(json_t *mounts, const char *what, char *err);
+
 /** The operator's default mounts text (SHARE[:/workspace/PATH][:ro] separated by commas; NULL
  * or "": none) for who: *out a new array as sharespec_mounts makes, of the shares who may mount
  * (the others are left out). RB_EINVAL naming the item for bad syntax, an undeclared share, a

@@ -50,33 +50,9 @@ static void copy_free(copy *cp)
     free(cp);
 }
 
-typedef struct drop {
-    rb_core *c;
-    char name[];
-} drop;
-
-static void dropped_cb(void *data, rb_err err, const char *msg)
-{
-    drop *d = data;
-    core_heart_hold(d->c, -1);
-    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
-        rb_warn("kept workspace %.64s: could not remove it (the next start does): %s", d->name, msg);
-    free(d);
-}
-
 void workspace_drop(rb_core *c, const char *volume)
 {
-    char e2[RB_ERR_LEN];
-    size_t n = strlen(volume);
-    drop *d = xmalloc(sizeof(*d) + n + 1);
-    d->c = c;
-    memcpy(d->name, volume, n + 1);
-    core_heart_hold(c, 1);
-    if (backend_volume_remove(core_heart_backend(c), volume, dropped_cb, d, e2) != RB_OK) {
-        core_heart_hold(c, -1);
-        rb_warn("kept workspace %.64s: could not remove it (the next start does): %s", volume, e2);
-        free(d);
-    }
+    core_heart_drop_volume(c, volume, "kept workspace");
 }
 
 static void finish(copy *cp, rb_err err, const char *msg, int64_t bytes)

@@ -60,9 +60,7 @@ int e2b__authorised_body(http_call *call, json_t **body)
 
 void e2b__no_content(h2o_req_t *req)
 {
-    req->res.status = 204;
-    req->res.reason = "No Content";
-    h2o_send_inline(req, NULL, 0);
+    http_send_no_content(req);
 }
 
 /* A core call answered 204 (or by fail) while its client waits; its pool's dispose cancels the

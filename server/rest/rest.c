@@ -12,6 +12,7 @@
 #include "base/codec.h"
 #include "server/query.h"
 #include "server/rest/multipart.h"
+#include "server/rest/rest_volumes.h"
 #include "server/transfer.h"
 #include "server/sse.h"
 
@@ -674,6 +675,10 @@ static const http_route routes[] = {
     {"GET", "/health", health},
     {"GET", "/policy", code_policy},
     {"GET", "/shares", shares_list},
+    {"POST", "/volumes", rest_volume_create},
+    {"GET", "/volumes", rest_volume_list},
+    {"GET", "/volumes/{id}", rest_volume_get},
+    {"DELETE", "/volumes/{id}", rest_volume_delete},
     {"POST", "/sessions/{id}/files", file_upload},
     {"PUT", "/sessions/{id}/files", file_upload},
     {"GET", "/sessions/{id}/files", file_list},

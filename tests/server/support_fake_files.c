@@ -310,3 +310,41 @@ rb_err core_file_list_dir(rb_core *c, const core_caller *who, const char *sessio
     (void)path;
     return core_file_list(c, who, session_id, cb, cbdata, handle, err);
 }
+
+/* Volumes (core/volumes/): the fake keeps none; a get or delete names an unknown volume, a
+ * creation is refused as the real one refuses a bad name. */
+rb_err core_volume_create(rb_core *c, const core_caller *who, json_t *body, core_cb cb, void *data, char *err)
+{
+    (void)c;
+    (void)who;
+    (void)body;
+    (void)cb;
+    (void)data;
+    return rb_fail(RB_EINVAL, err, "'name' must be 1 to 63 of a-z, 0-9, '_' and '-'");
+}
+
+rb_err core_volume_list(rb_core *c, const core_caller *who, json_t **out, char *err)
+{
+    (void)c;
+    (void)who;
+    (void)err;
+    *out = json_pack("{s:[]}", "volumes");
+    return RB_OK;
+}
+
+rb_err core_volume_get(rb_core *c, const core_caller *who, const char *ref, json_t **out, char *err)
+{
+    (void)c;
+    (void)who;
+    *out = NULL;
+    return rb_fail(RB_ENOTFOUND, err, "no volume '%.80s'", ref);
+}
+
+rb_err core_volume_delete(rb_core *c, const core_caller *who, const char *ref, core_cb cb, void *data, char *err)
+{
+    (void)c;
+    (void)who;
+    (void)cb;
+    (void)data;
+    return rb_fail(RB_ENOTFOUND, err, "no volume '%.80s'", ref);
+}

@@ -1,0 +1,477 @@
+/*
+ * volumes.c: named volumes as callers see them (core/core.h, "Volumes": create, list, get,
+ * delete) and their measurement against the quota (core/volumes/volumes.h). The mounts of
+ * sessions are volumes_mount.c's.
+ */
+#include "core/volumes/volumes_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/map.h"
+#include "base/mem.h"
+#include "core/deps/oneshot.h"
+#include "core/shares/sharespec.h"
+
+/* du over a large tree takes seconds; more is an engine that stopped answering */
+#define MEASURE_TIMEOUT_MS (2L * 60 * 1000)
+
+/* ---- the rows ---------------------------------------------------------------------------- */
+
+rb_err volumes__find(rb_core *c, const core_caller *who, const char *ref, json_t **out, char *err)
+{
+    *out = NULL;
+    json_t *all = NULL;
+    rb_err e = store_volume_list(core_heart_store(c), &all, err);
+    if (e != RB_OK)
+        return e;
+    size_t i;
+    json_t *d;
+    json_array_foreach(all, i, d)
+    {
+        const char *id = json_string_value(json_object_get(d, "volume_id"));
+        const char *name = json_string_value(json_object_get(d, "name"));
+        if (!core_caller_owns(who, json_string_value(json_object_get(d, "owner"))))
+            continue;
+        if ((id != NULL && strcmp(id, ref) == 0) || (name != NULL && strcmp(name, ref) == 0)) {
+            *out = json_incref(d);
+            break;
+        }
+    }
+    json_decref(all);
+    if (*out == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "no volume '%.80s'; GET /volumes lists yours, POST /volumes makes one", ref);
+    return RB_OK;
+}
+
+const char *volumes__engine(const char *docker_name, char *buf, size_t len)
+{
+    /* a volume on one of several engines has a pinned name, "ENGINE@runbox-vol-..." */
+    const char *at = docker_name != NULL ? strchr(docker_name, '@') : NULL;
+    if (at == NULL || (size_t)(at - docker_name) >= len)
+        return NULL;
+    memcpy(buf, docker_name, (size_t)(at - docker_name));
+    buf[at - docker_name] = '\0';
+    return buf;
+}
+
+json_t *volumes__api(rb_core *c, json_t *doc)
+{
+    json_t *o = json_pack("{s:O, s:O, s:O, s:O, s:b}", "volume_id", json_object_get(doc, "volume_id"), "name",
+                          json_object_get(doc, "name"), "quota_bytes", json_object_get(doc, "quota_bytes"),
+                          "used_bytes", json_object_get(doc, "used_bytes"), "over_quota",
+                          json_is_true(json_object_get(doc, "over_quota")));
+    core_json_time(o, "created_at", json_integer_value(json_object_get(doc, "created_at")));
+    json_t *m = json_object_get(doc, "measured_at");
+    if (json_is_integer(m))
+        core_json_time(o, "measured_at", json_integer_value(m));
+    else
+        json_object_set_new(o, "measured_at", json_null());
+    json_object_set_new(o, "mounted_by",
+                        core_heart_mounting(c, json_string_value(json_object_get(doc, "volume_id"))));
+    char engine[80];
+    if (volumes__engine(json_string_value(json_object_get(doc, "docker")), engine, sizeof(engine)) != NULL)
+        json_object_set_new(o, "engine", json_string(engine));
+    return o;
+}
+
+/* ---- create ------------------------------------------------------------------------------ */
+
+typedef struct vcreate {
+    rb_core *c;
+    json_t *doc;
+    core_cb cb;
+    void *data;
+    int made; /* the engine made the volume (removed if a later step fails) */
+} vcreate;
+
+/* The end of a creation: the answer, or the row and the volume undone. */
+static void create_end(vcreate *v, rb_err err, const char *step, const char *msg)
+{
+    rb_core *c = v->c;
+    const char *id = json_string_value(json_object_get(v->doc, "volume_id"));
+    if (err != RB_OK) {
+        char e2[RB_ERR_LEN], text[RB_ERR_LEN];
+        if (store_volume_delete(core_heart_store(c), id, e2) != RB_OK)
+            rb_warn("volume %s: could not forget it: %s", id, e2);
+        if (v->made)
+            core_heart_drop_volume(c, json_string_value(json_object_get(v->doc, "docker")), "volume");
+        snprintf(text, sizeof(text), "could not %s: %.400s", step, msg ? msg : "no reason given");
+        v->cb(v->data, err, text, NULL);
+    } else {
+        rb_info("volume %s (%.63s) created for key '%.64s', quota %lld bytes", id,
+                json_string_value(json_object_get(v->doc, "name")),
+                json_string_value(json_object_get(v->doc, "owner")),
+                (long long)json_integer_value(json_object_get(v->doc, "quota_bytes")));
+        v->cb(v->data, RB_OK, NULL, volumes__api(c, v->doc));
+    }
+    json_decref(v->doc);
+    free(v);
+}
+
+static void owned_cb(void *data, rb_err err, const char *msg, const backend_exec_result *r)
+{
+    vcreate *v = data;
+    core_heart_hold(v->c, -1);
+    if (err == RB_OK && r->exit_code != 0) {
+        err = RB_EIO;
+        msg = r->err_len > 0 ? r->err : "chown failed";
+    }
+    create_end(v, err, "give the new volume to the sandbox user", msg);
+}
+
+static void created_cb(void *data, rb_err err, const char *msg)
+{
+    vcreate *v = data;
+    core_heart_hold(v->c, -1);
+    if (err != RB_OK) {
+        create_end(v, err, "create the volume", msg);
+        return;
+    }
+    v->made = 1;
+    /* a new volume's root belongs to root: the sandbox user (uid 1000) gets it, as its workspace */
+    static const char *const cmd[] = {"chown", "1000:1000", "/v", NULL};
+    static const char *const caps[] = {"CHOWN", NULL};
+    backend_volume vol = {json_string_value(json_object_get(v->doc, "docker")), NULL, "/v", 0};
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(v->c)}, {"runbox.managed", "1"}};
+    backend_spec spec;
+    oneshot_spec_init(&spec, core_heart_settings(v->c)->image, NULL);
+    spec.cmd = cmd;
+    spec.user = "0:0";
+    spec.cap_add = caps;
+    spec.working_dir = "/tmp";
+    spec.labels = labels;
+    spec.n_labels = 2;
+    spec.volumes = &vol;
+    spec.n_volumes = 1;
+    spec.memory = 64LL * 1024 * 1024;
+    char e2[RB_ERR_LEN];
+    core_heart_hold(v->c, 1);
+    rb_err e = oneshot_run(v->c, "volume", &spec, MEASURE_TIMEOUT_MS, owned_cb, v, e2);
+    if (e != RB_OK) {
+        core_heart_hold(v->c, -1);
+        create_end(v, e, "give the new volume to the sandbox user", e2);
+    }
+}
+
+static rb_err check_request(const core_settings *cfg, json_t *body, const char **name, int64_t *quota, char *err)
+{
+    static const char *const allowed[] = {"name", "quota_bytes", NULL};
+    if (!json_is_object(body))
+        return rb_fail(RB_EINVAL, err, "the body must be a JSON object: {\"name\": \"data\", \"quota_bytes\": N}");
+    rb_err e = core__check_keys(body, "the volume", allowed, err);
+    if (e != RB_OK)
+        return e;
+    json_t *n = json_object_get(body, "name");
+    if (!json_is_string(n) || !sharespec_name_ok(json_string_value(n), json_string_length(n)) ||
+        strncmp(json_string_value(n), "vol_", 4) == 0)
+        return rb_fail(RB_EINVAL, err,
+                       "'name' must be 1 to 63 of a-z, 0-9, '_' and '-', starting with a letter or digit, and not "
+                       "starting with 'vol_' (the ids' prefix)");
+    *name = json_string_value(n);
+    json_t *q = json_object_get(body, "quota_bytes");
+    *quota = (int64_t)cfg->volume_quota;
+    if (q != NULL && !json_is_null(q)) {
+        if (!json_is_integer(q) || json_integer_value(q) < 1)
+            return rb_fail(RB_EINVAL, err, "'quota_bytes' must be a positive integer (bytes)");
+        *quota = json_integer_value(q);
+    }
+    if (*quota > (int64_t)cfg->volume_quota_max)
+        return rb_fail(RB_EINVAL, err, "'quota_bytes' is %lld; the most a volume may hold is %zu bytes (--volume-quota-max)",
+                       (long long)*quota, cfg->volume_quota_max);
+    return RB_OK;
+}
+
+rb_err core_volume_create(rb_core *c, const core_caller *who, json_t *body, core_cb cb, void *data, char *err)
+{
+    const core_settings *cfg = core_heart_settings(c);
+    const char *name = NULL;
+    int64_t quota = 0;
+    rb_err e = check_request(cfg, body, &name, &quota, err);
+    if (e != RB_OK)
+        return e;
+    if (core_heart_closing(c))
+        return rb_fail(RB_EUNAVAILABLE, err, "runboxd is stopping");
+    const char *owner = who != NULL ? who->owner : "";
+    json_t *all = NULL;
+    if ((e = store_volume_list(core_heart_store(c), &all, err)) != RB_OK)
+        return e;
+    int mine = 0;
+    size_t i;
+    json_t *d;
+    json_array_foreach(all, i, d) mine += strcmp(json_string_value(json_object_get(d, "owner")), owner) == 0;
+    json_decref(all);
+    if (cfg->max_volumes > 0 && mine >= cfg->max_volumes)
+        return rb_fail(RB_EQUOTA, err, "this key has %d volumes, the most it may keep (--max-volumes); delete one first",
+                       mine);
+    char id[RB_ID_LEN], raw[RB_ID_LEN + 16];
+    rb_random_id("vol_", id, sizeof(id));
+    snprintf(raw, sizeof(raw), "runbox-vol-%s", id);
+    backend *be = core_heart_backend(c);
+    char *docker = backend_place(be, raw, err);
+    if (docker == NULL)
+        return RB_EUNAVAILABLE;
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:n, s:b, s:s}", "volume_id", id, "owner", owner, "name",
+                            name, "created_at", (json_int_t)rb_now_ms(), "quota_bytes", (json_int_t)quota,
+                            "used_bytes", 0, "measured_at", "over_quota", 0, "docker", docker);
+    free(docker);
+    /* the row first: the owner's names stay unique, and a restart during the creation leaves a
+     * row whose volume the engine makes when it is first mounted */
+    if ((e = store_volume_put(core_heart_store(c), doc, err)) != RB_OK) {
+        json_decref(doc);
+        return e;
+    }
+    vcreate *v = xcalloc(1, sizeof(*v));
+    *v = (vcreate){c, doc, cb, data, 0};
+    const backend_label labels[] = {{VOLUMES_LABEL, id}, {"runbox.instance", core_heart_instance(c)},
+                                    {"runbox.managed", "1"}};
+    core_heart_hold(c, 1);
+    e = backend_volume_create(be, json_string_value(json_object_get(doc, "docker")), labels, 3, created_cb, v, err);
+    if (e != RB_OK) {
+        core_heart_hold(c, -1);
+        char e2[RB_ERR_LEN];
+        store_volume_delete(core_heart_store(c), id, e2);
+        json_decref(doc);
+        free(v);
+    }
+    return e;
+}
+
+/* ---- list, get --------------------------------------------------------------------------- */
+
+rb_err core_volume_list(rb_core *c, const core_caller *who, json_t **out, char *err)
+{
+    json_t *all = NULL;
+    rb_err e = store_volume_list(core_heart_store(c), &all, err);
+    if (e != RB_OK)
+        return e;
+    json_t *list = json_array();
+    size_t i;
+    json_t *d;
+    json_array_foreach(all, i, d) if (core_caller_owns(who, json_string_value(json_object_get(d, "owner"))))
+        json_array_append_new(list, volumes__api(c, d));
+    json_decref(all);
+    *out = json_pack("{s:o}", "volumes", list);
+    return RB_OK;
+}
+
+rb_err core_volume_get(rb_core *c, const core_caller *who, const char *ref, json_t **out, char *err)
+{
+    json_t *doc = NULL;
+    rb_err e = volumes__find(c, who, ref, &doc, err);
+    if (e != RB_OK)
+        return e;
+    *out = volumes__api(c, doc);
+    json_decref(doc);
+    return RB_OK;
+}
+
+/* ---- delete ------------------------------------------------------------------------------ */
+
+typedef struct vdelete {
+    rb_core *c;
+    char id[RB_ID_LEN];
+    char name[VOLUMES_NAME_MAX + 1];
+    core_cb cb;
+    void *data;
+} vdelete;
+
+static void removed_cb(void *data, rb_err err, const char *msg)
+{
+    vdelete *v = data;
+    core_heart_hold(v->c, -1);
+    char e2[RB_ERR_LEN];
+    if (err == RB_OK || err == RB_ENOTFOUND) {
+        rb_err e = store_volume_delete(core_heart_store(v->c), v->id, e2);
+        if (e == RB_OK)
+            rb_info("volume %s (%s) deleted", v->id, v->name);
+        v->cb(v->data, e, e2, NULL);
+    } else if (err == RB_ECONFLICT) {
+        snprintf(e2, sizeof(e2),
+                 "volume '%s' is still used by a sandbox (one of a session that ended is being removed); try again "
+                 "in a moment",
+                 v->name);
+        v->cb(v->data, RB_ECONFLICT, e2, NULL);
+    } else {
+        snprintf(e2, sizeof(e2), "could not remove volume '%s': %.400s", v->name, msg ? msg : "no reason given");
+        v->cb(v->data, err, e2, NULL);
+    }
+    free(v);
+}
+
+rb_err core_volume_delete(rb_core *c, const core_caller *who, const char *ref, core_cb cb, void *data, char *err)
+{
+    json_t *doc = NULL;
+    rb_err e = volumes__find(c, who, ref, &doc, err);
+    if (e != RB_OK)
+        return e;
+    const char *id = json_string_value(json_object_get(doc, "volume_id"));
+    json_t *users = core_heart_mounting(c, id);
+    if (json_array_size(users) > 0) {
+        char list[256] = "";
+        size_t i, at = 0;
+        json_t *u;
+        json_array_foreach(users, i, u) if (at < sizeof(list) - 1) at +=
+            (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", i ? ", " : "", json_string_value(u));
+        e = rb_fail(RB_ECONFLICT, err, "volume '%s' is mounted by session %s; end %s first (DELETE /sessions/{id})",
+                    json_string_value(json_object_get(doc, "name")), list, json_array_size(users) > 1 ? "them" : "it");
+        json_decref(users);
+        json_decref(doc);
+        return e;
+    }
+    json_decref(users);
+    vdelete *v = xcalloc(1, sizeof(*v));
+    v->c = c;
+    snprintf(v->id, sizeof(v->id), "%s", id);
+    snprintf(v->name, sizeof(v->name), "%s", json_string_value(json_object_get(doc, "name")));
+    v->cb = cb;
+    v->data = data;
+    core_heart_hold(c, 1);
+    e = backend_volume_remove(core_heart_backend(c), json_string_value(json_object_get(doc, "docker")), removed_cb, v,
+                              err);
+    json_decref(doc);
+    if (e != RB_OK) {
+        core_heart_hold(c, -1);
+        free(v);
+    }
+    return e;
+}
+
+/* ---- measurement ------------------------------------------------------------------------- */
+
+typedef struct vroom {
+    rb_map busy; /* volume id -> measure in flight */
+} vroom;
+
+typedef struct measure {
+    rb_core *c;
+    char id[RB_ID_LEN];
+    int again; /* touched again while measured: once more when done */
+} measure;
+
+static vroom *room(rb_core *c)
+{
+    void **slot = core_heart_room(c, CORE_ROOM_VOLUMES);
+    if (*slot == NULL) {
+        vroom *r = xcalloc(1, sizeof(*r));
+        map_init(&r->busy);
+        *slot = r;
+    }
+    return *slot;
+}
+
+static void run_measure(measure *m);
+
+static void measure_end(measure *m)
+{
+    vroom *r = room(m->c);
+    if (m->again && !core_heart_closing(m->c)) {
+        m->again = 0;
+        run_measure(m);
+        return;
+    }
+    map_del(&r->busy, m->id);
+    free(m);
+}
+
+static void measured_cb(void *data, rb_err err, const char *msg, const backend_exec_result *r)
+{
+    measure *m = data;
+    core_heart_hold(m->c, -1);
+    char e2[RB_ERR_LEN];
+    json_t *doc = NULL;
+    if (err != RB_OK || r->exit_code != 0 || r->out_len == 0) {
+        if (err != RB_ECANCELED)
+            rb_warn("volume %s: could not measure it: %.300s", m->id,
+                    err != RB_OK ? msg : (r->err_len > 0 ? r->err : "du failed"));
+    } else if (store_volume_get(core_heart_store(m->c), m->id, &doc, e2) == RB_OK) { /* else deleted meanwhile */
+        int64_t used = strtoll(r->out, NULL, 10);
+        int64_t quota = json_integer_value(json_object_get(doc, "quota_bytes"));
+        int was = json_is_true(json_object_get(doc, "over_quota")), over = used > quota;
+        json_object_set_new(doc, "used_bytes", json_integer(used));
+        json_object_set_new(doc, "measured_at", json_integer(rb_now_ms()));
+        json_object_set_new(doc, "over_quota", json_boolean(over));
+        if (store_volume_put(core_heart_store(m->c), doc, e2) != RB_OK)
+            rb_warn("volume %s: could not save its measurement: %s", m->id, e2);
+        if (over != was)
+            rb_info("volume %s (%s) %s its quota: %lld of %lld bytes", m->id,
+                    json_string_value(json_object_get(doc, "name")), over ? "is over" : "is back under",
+                    (long long)used, (long long)quota);
+        json_decref(doc);
+    }
+    measure_end(m);
+}
+
+static void run_measure(measure *m)
+{
+    static const char *const cmd[] = {"sh", "-c", "du -sb /v | cut -f1", NULL};
+    /* root that may read every folder (code may have made one unreadable), and nothing else */
+    static const char *const caps[] = {"DAC_READ_SEARCH", NULL};
+    char e2[RB_ERR_LEN];
+    json_t *doc = NULL;
+    if (store_volume_get(core_heart_store(m->c), m->id, &doc, e2) != RB_OK) {
+        measure_end(m);
+        return;
+    }
+    backend_volume vol = {json_string_value(json_object_get(doc, "docker")), NULL, "/v", 1};
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(m->c)},
+                                    {"runbox.managed", "1"},
+                                    {"runbox.measure-for", m->id}};
+    backend_spec spec;
+    oneshot_spec_init(&spec, core_heart_settings(m->c)->image, NULL);
+    spec.cmd = cmd;
+    spec.user = "0:0";
+    spec.cap_add = caps;
+    spec.working_dir = "/tmp";
+    spec.labels = labels;
+    spec.n_labels = 3;
+    spec.volumes = &vol;
+    spec.n_volumes = 1;
+    spec.memory = 128LL * 1024 * 1024;
+    core_heart_hold(m->c, 1);
+    rb_err e = oneshot_run(m->c, "measure", &spec, MEASURE_TIMEOUT_MS, measured_cb, m, e2);
+    json_decref(doc);
+    if (e != RB_OK) {
+        core_heart_hold(m->c, -1);
+        rb_warn("volume %s: could not measure it: %s", m->id, e2);
+        m->again = 0;
+        measure_end(m);
+    }
+}
+
+void volumes__measure(rb_core *c, const char *volume_id)
+{
+    if (core_heart_closing(c))
+        return;
+    vroom *r = room(c);
+    measure *m = map_get(&r->busy, volume_id);
+    if (m != NULL) {
+        m->again = 1;
+        return;
+    }
+    m = xcalloc(1, sizeof(*m));
+    m->c = c;
+    snprintf(m->id, sizeof(m->id), "%s", volume_id);
+    map_put(&r->busy, m->id, m);
+    run_measure(m);
+}
+
+void volumes_dispose(rb_core *c)
+{
+    void **slot = core_heart_room(c, CORE_ROOM_VOLUMES);
+    vroom *r = *slot;
+    if (r == NULL)
+        return;
+    /* measurements still in flight were cancelled with the backend; they free themselves only if
+     * their callbacks run, which they did before this (core_free closes the backend first) */
+    size_t pos = 0;
+    measure *m;
+    while ((m = map_next(&r->busy, &pos)) != NULL)
+        free(m);
+    map_dispose(&r->busy);
+    free(r);
+    *slot = NULL;
+}
