@@ -82,6 +82,11 @@ json_t *core_heart_mounting(rb_core *c, const char *volume_id)
     return out;
 }
 
+struct uv_loop_s *core_heart_loop(rb_core *c)
+{
+    return c->loop;
+}
+
 backend *core_heart_backend(rb_core *c)
 {
     return c->be;

@@ -80,6 +80,9 @@ struct store *core_heart_store(rb_core *c);
  * array of strings, possibly empty. */
 json_t *core_heart_mounting(rb_core *c, const char *volume_id);
 
+/** The loop c runs on (borrowed): for a room's own timers, closed in its dispose call. */
+struct uv_loop_s *core_heart_loop(rb_core *c);
+
 /** The sandbox backend and the settings of c (borrowed, for c's lifetime). */
 backend *core_heart_backend(rb_core *c);
 const core_settings *core_heart_settings(const rb_core *c);

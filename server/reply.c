@@ -59,6 +59,7 @@ static const char *reason_of(int status)
     case 415: return "Unsupported Media Type";
     case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";

@@ -304,8 +304,11 @@ static void listed_cb(void *data, rb_err e, const char *msg, json_t *body)
         mounts_finish(m, e, msg);
         return;
     }
-    json_t *o = json_pack("{s:O, s:O, s:O}", "share", json_object_get(mount, "share"), "path",
-                          json_object_get(mount, "path"), "readonly", json_object_get(mount, "readonly"));
+    /* a shared folder's mount, or a volume's (core/volumes/) */
+    json_t *o = json_pack("{s:O, s:O}", "path", json_object_get(mount, "path"), "readonly",
+                          json_object_get(mount, "readonly"));
+    const char *kind = json_object_get(mount, "volume") != NULL ? "volume" : "share";
+    json_object_set(o, kind, json_object_get(mount, kind));
     if (e != RB_OK) {
         json_object_set_new(o, "error", json_string(msg));
     } else {

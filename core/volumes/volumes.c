@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -269,15 +270,76 @@ rb_err core_volume_get(rb_core *c, const core_caller *who, const char *ref, json
     return RB_OK;
 }
 
+/* ---- the room's state ---------------------------------------------------------------------- */
+
+typedef struct vdelete vdelete;
+
+typedef struct vroom {
+    rb_map busy;       /* volume id -> measure in flight */
+    vdelete *retrying; /* deletions waiting to try again, linked by next */
+} vroom;
+
+static vroom *room(rb_core *c)
+{
+    void **slot = core_heart_room(c, CORE_ROOM_VOLUMES);
+    if (*slot == NULL) {
+        vroom *r = xcalloc(1, sizeof(*r));
+        map_init(&r->busy);
+        *slot = r;
+    }
+    return *slot;
+}
+
 /* ---- delete ------------------------------------------------------------------------------ */
 
-typedef struct vdelete {
+/* A sandbox of a session that just ended may still hold the volume while the heart removes it:
+ * the removal is tried again every RETRY_MS, RETRIES times, before the caller hears 409. */
+#define RETRY_MS 250
+#define RETRIES 40
+
+struct vdelete {
     rb_core *c;
     char id[RB_ID_LEN];
     char name[VOLUMES_NAME_MAX + 1];
+    char *docker;
     core_cb cb;
     void *data;
-} vdelete;
+    int tries;
+    uv_timer_t *timer; /* while waiting to try again */
+    vdelete *next;
+};
+
+static void vdelete_free(vdelete *v)
+{
+    free(v->docker);
+    free(v);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void unlink_retry(vdelete *v)
+{
+    vroom *r = room(v->c);
+    for (vdelete **p = &r->retrying; *p != NULL; p = &(*p)->next)
+        if (*p == v) {
+            *p = v->next;
+            break;
+        }
+    uv_close((uv_handle_t *)v->timer, timer_closed);
+    v->timer = NULL;
+}
+
+static void remove_volume(vdelete *v);
+
+static void retry_tick(uv_timer_t *t)
+{
+    vdelete *v = t->data;
+    unlink_retry(v);
+    remove_volume(v);
+}
 
 static void removed_cb(void *data, rb_err err, const char *msg)
 {
@@ -289,6 +351,15 @@ static void removed_cb(void *data, rb_err err, const char *msg)
         if (e == RB_OK)
             rb_info("volume %s (%s) deleted", v->id, v->name);
         v->cb(v->data, e, e2, NULL);
+    } else if (err == RB_ECONFLICT && v->tries < RETRIES && !core_heart_closing(v->c)) {
+        vroom *r = room(v->c);
+        v->timer = xcalloc(1, sizeof(*v->timer));
+        uv_timer_init(core_heart_loop(v->c), v->timer);
+        v->timer->data = v;
+        v->next = r->retrying;
+        r->retrying = v;
+        uv_timer_start(v->timer, retry_tick, RETRY_MS, 0);
+        return;
     } else if (err == RB_ECONFLICT) {
         snprintf(e2, sizeof(e2),
                  "volume '%s' is still used by a sandbox (one of a session that ended is being removed); try again "
@@ -299,7 +370,20 @@ static void removed_cb(void *data, rb_err err, const char *msg)
         snprintf(e2, sizeof(e2), "could not remove volume '%s': %.400s", v->name, msg ? msg : "no reason given");
         v->cb(v->data, err, e2, NULL);
     }
-    free(v);
+    vdelete_free(v);
+}
+
+static void remove_volume(vdelete *v)
+{
+    char e2[RB_ERR_LEN];
+    v->tries++;
+    core_heart_hold(v->c, 1);
+    rb_err e = backend_volume_remove(core_heart_backend(v->c), v->docker, removed_cb, v, e2);
+    if (e != RB_OK) {
+        core_heart_hold(v->c, -1);
+        v->cb(v->data, e, e2, NULL);
+        vdelete_free(v);
+    }
 }
 
 rb_err core_volume_delete(rb_core *c, const core_caller *who, const char *ref, core_cb cb, void *data, char *err)
@@ -327,41 +411,28 @@ rb_err core_volume_delete(rb_core *c, const core_caller *who, const char *ref, c
     v->c = c;
     snprintf(v->id, sizeof(v->id), "%s", id);
     snprintf(v->name, sizeof(v->name), "%s", json_string_value(json_object_get(doc, "name")));
+    v->docker = xstrdup(json_string_value(json_object_get(doc, "docker")));
     v->cb = cb;
     v->data = data;
-    core_heart_hold(c, 1);
-    e = backend_volume_remove(core_heart_backend(c), json_string_value(json_object_get(doc, "docker")), removed_cb, v,
-                              err);
     json_decref(doc);
+    v->tries++;
+    core_heart_hold(c, 1);
+    e = backend_volume_remove(core_heart_backend(c), v->docker, removed_cb, v, err);
     if (e != RB_OK) {
         core_heart_hold(c, -1);
-        free(v);
+        vdelete_free(v);
     }
     return e;
 }
 
 /* ---- measurement ------------------------------------------------------------------------- */
 
-typedef struct vroom {
-    rb_map busy; /* volume id -> measure in flight */
-} vroom;
 
 typedef struct measure {
     rb_core *c;
     char id[RB_ID_LEN];
     int again; /* touched again while measured: once more when done */
 } measure;
-
-static vroom *room(rb_core *c)
-{
-    void **slot = core_heart_room(c, CORE_ROOM_VOLUMES);
-    if (*slot == NULL) {
-        vroom *r = xcalloc(1, sizeof(*r));
-        map_init(&r->busy);
-        *slot = r;
-    }
-    return *slot;
-}
 
 static void run_measure(measure *m);
 
@@ -471,6 +542,13 @@ void volumes_dispose(rb_core *c)
     measure *m;
     while ((m = map_next(&r->busy, &pos)) != NULL)
         free(m);
+    while (r->retrying != NULL) { /* deletions waiting to try again end unanswered by the engine */
+        vdelete *v = r->retrying;
+        r->retrying = v->next;
+        uv_close((uv_handle_t *)v->timer, timer_closed);
+        v->cb(v->data, RB_ECANCELED, "runboxd is stopping; delete the volume again once it is back", NULL);
+        vdelete_free(v);
+    }
     map_dispose(&r->busy);
     free(r);
     *slot = NULL;

@@ -42,6 +42,11 @@ static rb_err one_mount(rb_core *c, const core_caller *who, json_t *item, size_t
         return e;
     json_t *ref = json_object_get(item, "volume"), *path = json_object_get(item, "path"),
            *ro = json_object_get(item, "readonly");
+    /* null means the same as an absent member, as in the share items and the rest of the request */
+    if (json_is_null(path))
+        path = NULL;
+    if (json_is_null(ro))
+        ro = NULL;
     if (!json_is_string(ref) || json_string_length(ref) == 0 || json_string_length(ref) > 80)
         return rb_fail(RB_EINVAL, err, "%s: 'volume' must be a volume's name or id", what);
     if (path != NULL && !json_is_string(path))
@@ -55,10 +60,12 @@ static rb_err one_mount(rb_core *c, const core_caller *who, json_t *item, size_t
     char dflt[VOLUMES_NAME_MAX + 16];
     snprintf(dflt, sizeof(dflt), "/workspace/%s", name);
     const char *p = path != NULL ? json_string_value(path) : dflt;
+    /* the length, not the NUL: a NUL inside the string is a control character, refused */
+    size_t plen = path != NULL ? json_string_length(path) : strlen(dflt);
     char *canon = NULL;
     char pwhat[128];
     snprintf(pwhat, sizeof(pwhat), "%s.path", what);
-    if ((e = sharespec_mount_path(p, strlen(p), pwhat, &canon, err)) != RB_OK) {
+    if ((e = sharespec_mount_path(p, plen, pwhat, &canon, err)) != RB_OK) {
         json_decref(doc);
         return e;
     }

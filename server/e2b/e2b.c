@@ -3,7 +3,8 @@
  * with the sandbox's access token instead of an API key (sandbox traffic), the error shapes
  * E2B's SDK reads, the sandbox a request addresses, and the /home/user path mapping. The
  * handlers are in e2b_api.c (control plane), e2b_pause.c (pause, resume, connect, fork),
- * e2b_network.c (network options), e2b_envd.c (envd) and e2b_interp.c (the code interpreter);
+ * e2b_network.c (network options), e2b_volumes.c (volumes), e2b_envd.c (envd) and e2b_interp.c
+ * (the code interpreter);
  * the Connect RPC in e2b_rpc.c.
  */
 #include <stdio.h>
@@ -65,11 +66,15 @@ static int is_sandbox_path(h2o_iovec_t path)
     return 0;
 }
 
-/* Sandbox traffic carries no API key: its handlers check the sandbox's access token. */
+/* Sandbox traffic carries no API key: its handlers check the sandbox's access token. Nor does
+ * the volume content API (the token of a VolumeAndToken instead), which answers 501 to anyone. */
 static int own_auth(h2o_req_t *req)
 {
-    return is_sandbox_path(req->path_normalized) &&
-           h2o_find_header_by_str(&req->headers, H2O_STRLIT("e2b-sandbox-id"), -1) >= 0;
+    h2o_iovec_t p = req->path_normalized;
+    if (p.len > strlen(E2B_PREFIX "/volumecontent/") &&
+        memcmp(p.base, H2O_STRLIT(E2B_PREFIX "/volumecontent/")) == 0)
+        return 1;
+    return is_sandbox_path(p) && h2o_find_header_by_str(&req->headers, H2O_STRLIT("e2b-sandbox-id"), -1) >= 0;
 }
 
 static const char *header(h2o_req_t *req, const char *name, size_t len)
@@ -181,6 +186,18 @@ void e2b_register(rb_server *s)
         {"GET", "/e2b/sandboxes/{id}/logs", e2b__unsupported},
         {"GET", "/e2b/v2/sandboxes/{id}/logs", e2b__unsupported},
         {"PUT", "/e2b/sandboxes/{id}/network", e2b__network_update},
+        {"POST", "/e2b/volumes", e2b__volume_create},
+        {"GET", "/e2b/volumes", e2b__volume_list},
+        {"GET", "/e2b/volumes/{id}", e2b__volume_get},
+        {"DELETE", "/e2b/volumes/{id}", e2b__volume_delete},
+        /* the volume content API (a bearer token of its own; not served: 501) */
+        {"GET", "/e2b/volumecontent/{id}/file", e2b__volume_content},
+        {"PUT", "/e2b/volumecontent/{id}/file", e2b__volume_content},
+        {"GET", "/e2b/volumecontent/{id}/dir", e2b__volume_content},
+        {"POST", "/e2b/volumecontent/{id}/dir", e2b__volume_content},
+        {"GET", "/e2b/volumecontent/{id}/path", e2b__volume_content},
+        {"PATCH", "/e2b/volumecontent/{id}/path", e2b__volume_content},
+        {"DELETE", "/e2b/volumecontent/{id}/path", e2b__volume_content},
         /* envd (port 49983; access token) */
         {"GET", "/e2b/health", e2b__health},
         {"GET", "/e2b/files", e2b__files_read},

@@ -5,7 +5,8 @@
  * languages; its timeout is the session's deadline, and its autoPause what that deadline does
  * (suspend or hibernate instead of end); its access token, template, metadata and lifecycle are
  * the session's "e2b" extras; a paused session (suspended or hibernated) is a "paused" sandbox.
- * Pause, resume, connect and fork are e2b_pause.c's; the network options e2b_network.c's.
+ * Pause, resume, connect and fork are e2b_pause.c's; the network options e2b_network.c's; volumes
+ * and the mounts of a create e2b_volumes.c's.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -180,6 +181,7 @@ json_t *e2b__sandbox_object(json_t *session, json_t *extra, int detail)
     if (detail != 2) /* E2B's SandboxDetail has the network, lifecycle and pause mode; its ListedSandbox has not */
         return o;
     e2b__network_info(o, session);
+    e2b__mounts_info(o, session);
     json_t *life = json_object_get(extra, "lifecycle");
     if (!json_is_object(life)) /* made through REST or MCP: its timeout ends it */
         life = json_pack("{s:s, s:b}", "onTimeout", "kill", "autoResume", 0);
@@ -269,10 +271,10 @@ static void on_created(void *data, rb_err e, const char *msg, json_t *body)
 
 /* Fields of the create body runbox cannot honour: answered 400 when set to anything but
  * their "off" value, never ignored. (allow_internet_access and network are e2b_network.c's,
- * autoPause, autoPauseMemory and autoResume e2b_lifecycle_map's.) */
+ * volumeMounts e2b_volumes.c's, autoPause, autoPauseMemory and autoResume e2b_lifecycle_map's.) */
 static const char *unsupported_create_field(json_t *body)
 {
-    static const char *const fields[] = {"mcp", "iam", "volumeMounts", "secure", NULL};
+    static const char *const fields[] = {"mcp", "iam", "secure", NULL};
     for (size_t i = 0; fields[i] != NULL; i++) {
         json_t *v = json_object_get(body, fields[i]);
         if (v != NULL && !json_is_null(v) && !json_is_false(v) &&
@@ -348,7 +350,7 @@ int e2b__create(http_call *call)
         goto done;
     }
     if (bad != NULL) {
-        snprintf(msg, sizeof(msg), "%s: runboxd does not support this sandbox option (no MCP gateway, IAM or volumes)",
+        snprintf(msg, sizeof(msg), "%s: runboxd does not support this sandbox option (no MCP gateway or IAM)",
                  bad);
         e2b__api_error(call->req, 400, msg);
         goto done;
@@ -357,16 +359,9 @@ int e2b__create(http_call *call)
         e2b__api_error(call->req, 400, err);
         goto done;
     }
-    /* runboxd's shared folders (docs/data.md): E2B has no such option, so a metadata entry holds
-     * execution_options.mounts as JSON text, which core checks */
-    const char *mounts_text = json_string_value(json_object_get(meta, "runbox.mounts"));
-    json_t *mounts = mounts_text != NULL ? json_loads(mounts_text, JSON_REJECT_DUPLICATES, NULL) : NULL;
-    if (mounts_text != NULL && mounts == NULL) {
-        e2b__api_error(call->req, 400, "metadata[\"runbox.mounts\"]: must be JSON text of a list of mounts, e.g. "
-                                       "[{\"share\": \"data\", \"path\": \"/workspace/data\"}] (docs/data.md)");
+    json_t *mounts = NULL, *network = NULL;
+    if (e2b__mounts_create(call, body, &mounts) != 0)
         goto done;
-    }
-    json_t *network = NULL;
     if (e2b__network_create(call, body, &network) != 0) {
         json_decref(mounts);
         goto done;

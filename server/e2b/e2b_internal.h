@@ -96,6 +96,25 @@ void e2b__network_info(json_t *o, json_t *session);
  * proxy obeys the new policy. */
 int e2b__network_update(http_call *call);
 
+/* Volumes (e2b_volumes.c). */
+/** POST /volumes (Volume.create): 201 with E2B's VolumeAndToken. */
+int e2b__volume_create(http_call *call);
+/** GET /volumes (Volume.list): the key's volumes as E2B's Volume, oldest first. */
+int e2b__volume_list(http_call *call);
+/** GET /volumes/{id} (Volume.get_info, Volume.connect; an id or a name): VolumeAndToken, or 404. */
+int e2b__volume_get(http_call *call);
+/** DELETE /volumes/{id} (Volume.destroy): 204 once removed; 404, 409 while a sandbox mounts it. */
+int e2b__volume_delete(http_call *call);
+/** The volume content API (/volumecontent/{id}/...): 501 naming the alternative. */
+int e2b__volume_content(http_call *call);
+/** The execution_options.mounts of a create body (borrowed): the shares of metadata["runbox.mounts"]
+ * and the volumes of volumeMounts (e2b_volume_mounts_map) in one list: 0 with *out NULL (no
+ * mounts) or a new reference, or -1 after answering 400. */
+int e2b__mounts_create(http_call *call, json_t *body, json_t **out);
+/** Adds a detailed sandbox's volumeMounts (E2B's SandboxVolumeMount: name, path) to o, from
+ * session's execution_options.mounts (borrowed). */
+void e2b__mounts_info(json_t *o, json_t *session);
+
 /* envd (e2b_envd.c). */
 int e2b__health(http_call *call);
 int e2b__files_read(http_call *call);

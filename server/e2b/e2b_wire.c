@@ -1,10 +1,11 @@
 /*
- * e2b_wire.c: E2B paths, the list's metadata filter and the network options' mapping
- * (server/e2b/e2b_wire.h), pure functions over untrusted input; the byte parsers are fuzzed by
- * tests/fuzz/fuzz_e2b.c.
+ * e2b_wire.c: E2B paths, the list's metadata filter, the network, pause, lifecycle and volume
+ * mount options' mapping (server/e2b/e2b_wire.h), pure functions over untrusted input; the byte
+ * parsers are fuzzed by tests/fuzz/fuzz_e2b.c.
  */
 #include "server/e2b/e2b_wire.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -420,5 +421,64 @@ rb_err e2b_lifecycle_map(json_t *body, const char **action, json_t **lifecycle, 
     if (pause)
         *action = memory ? "suspend" : "hibernate";
     *lifecycle = json_pack("{s:s, s:b}", "onTimeout", pause ? "pause" : "kill", "autoResume", resume);
+    return RB_OK;
+}
+
+/* The rest of path after root ("" for root itself, else from its '/'), or NULL when path is
+ * neither root nor under it. */
+static const char *under(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+    if (strncmp(path, root, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+        return NULL;
+    return path + n;
+}
+
+rb_err e2b_volume_mounts_map(json_t *mounts, json_t **out, char *err)
+{
+    *out = NULL;
+    if (mounts == NULL || json_is_null(mounts))
+        return RB_OK;
+    if (!json_is_array(mounts))
+        return rb_fail(RB_EINVAL, err, "volumeMounts: must be a list of {\"name\": a volume's name, \"path\"}");
+    json_t *list = json_array(), *m;
+    size_t i;
+    json_array_foreach(mounts, i, m)
+    {
+        json_t *name = json_object_get(m, "name"), *path = json_object_get(m, "path");
+        const char *key, *p, *rest;
+        json_t *v;
+        if (!json_is_object(m) || !json_is_string(name) || !json_is_string(path)) {
+            json_decref(list);
+            return rb_fail(RB_EINVAL, err,
+                           "volumeMounts[%zu]: must be {\"name\": a volume's name, \"path\": where the sandbox sees it}",
+                           i);
+        }
+        json_object_foreach (m, key, v)
+            if (strcmp(key, "name") != 0 && strcmp(key, "path") != 0) {
+                json_decref(list);
+                return rb_fail(RB_EINVAL, err, "volumeMounts[%zu].%.60s: not a field of E2B's volume mount (name, path)",
+                               i, key);
+            }
+        p = json_string_value(path);
+        if ((rest = under(p, E2B_WORKDIR)) == NULL && (rest = under(p, E2B_HOME)) == NULL) {
+            json_decref(list);
+            return rb_fail(RB_EINVAL, err,
+                           "volumeMounts[%zu].path '%.200s' is outside /workspace: runbox mounts volumes only in the "
+                           "sandbox's workspace, /workspace (which /home/user is too), e.g. "
+                           "volume_mounts={\"/workspace/data\": volume}",
+                           i, p);
+        }
+        size_t len = strlen(E2B_WORKDIR) + strlen(rest) + 1;
+        char *canon = xmalloc(len);
+        snprintf(canon, len, "%s%s", E2B_WORKDIR, rest);
+        json_array_append_new(list, json_pack("{s:O, s:s}", "volume", name, "path", canon));
+        free(canon);
+    }
+    if (json_array_size(list) == 0) {
+        json_decref(list);
+        list = NULL;
+    }
+    *out = list;
     return RB_OK;
 }

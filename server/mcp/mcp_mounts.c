@@ -20,15 +20,17 @@ const char mcp__mounts_def[] =
     "instead of uploading their content; a read-only mount cannot be written to. Up to 200 entries per mount are "
     "listed (more: how many are not shown; list deeper folders with execute_code). Without session_id it lists "
     "this connection's own sandbox. Sessions get mounts at creation (create_session's execution_options.mounts: "
-    "[{\\\"share\\\": NAME, \\\"path\\\": \\\"/workspace/NAME\\\"}]) or from the server's defaults.\","
+    "[{\\\"share\\\": NAME, \\\"path\\\": \\\"/workspace/NAME\\\"}], or {\\\"volume\\\": NAME} for a volume of the "
+    "user's) or from the server's defaults.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\",\"description\":"
     "\"Session to look at; omit for this connection's own sandbox\"}}},"
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"mounts\":{\"type\":"
-    "\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"share\":{\"type\":\"string\"},\"path\":{\"type\":"
+    "\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"share\":{\"type\":\"string\"},\"volume\":{\"type\":"
+    "\"string\"},\"path\":{\"type\":"
     "\"string\"},\"readonly\":{\"type\":\"boolean\"},\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{\"name\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},"
     "\"size\":{\"type\":\"integer\"}}}},\"total\":{\"type\":\"integer\"},\"more\":{\"type\":\"integer\"},"
-    "\"error\":{\"type\":\"string\"}},\"required\":[\"share\",\"path\",\"readonly\"]}}},"
+    "\"error\":{\"type\":\"string\"}},\"required\":[\"path\",\"readonly\"]}}},"
     "\"required\":[\"session_id\",\"mounts\"]},"
     "\"annotations\":{\"title\":\"List mounted folders\",\"readOnlyHint\":true,\"destructiveHint\":false,"
     "\"idempotentHint\":true,\"openWorldHint\":false}}";
@@ -50,9 +52,10 @@ static char *mounts_text(json_t *body)
     {
         const char *path = json_string_value(json_object_get(m, "path"));
         const char *share = json_string_value(json_object_get(m, "share"));
+        const char *volume = json_string_value(json_object_get(m, "volume"));
         const char *error = json_string_value(json_object_get(m, "error"));
-        char *head = xasprintf("%s%s (shared folder %s, %s)", i > 0 ? "\n\n" : "", path ? path : "?",
-                               share ? share : "?",
+        char *head = xasprintf("%s%s (%s %s, %s)", i > 0 ? "\n\n" : "", path ? path : "?",
+                               volume != NULL ? "volume" : "shared folder", volume ? volume : share ? share : "?",
                                json_is_true(json_object_get(m, "readonly")) ? "read-only" : "read-write");
         rb_buf_append(&b, head, strlen(head));
         free(head);

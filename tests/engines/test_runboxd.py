@@ -242,3 +242,57 @@ def test_hibernate_resume_and_fork_stay_on_the_engine_that_holds_the_files(runbo
     assert engine_of(f.json()) == "n3", "a fork goes where its source's files are"
     for x in (sid, f.json()["session_id"]):
         assert srv.execute(x, "print(open('/workspace/f.txt').read())")["stdout"] == "on n3\n"
+
+
+def delete_volume(srv, ref: str) -> None:
+    """DELETE /volumes/{ref}, again while a sandbox that mounted it is still being removed (409)."""
+    last = {}
+
+    def gone() -> bool:
+        r = srv.delete(f"/volumes/{ref}")
+        last["r"] = r
+        return r.status_code == 204
+
+    rbtest.wait_until(gone, f"volume {ref} deleted (last: {last.get('r') and last['r'].text})", 30)
+
+
+def test_a_volume_lives_on_one_engine_and_its_sessions_are_placed_there(runboxd, cluster):
+    srv = runboxd()
+    wait_placing(srv, ["n1", "n2", "n3"])
+    srv.post("/engines/n1/drain")
+    srv.post("/engines/n3/drain")
+    r = srv.post("/volumes", {"name": "data"})
+    assert r.status_code == 201, r.text
+    assert r.json()["engine"] == "n2", r.json()
+    # new sessions would go to n1 now; one that mounts the volume goes to n2, where its files are
+    srv.delete("/engines/n1/drain")
+    srv.post("/engines/n2/drain")
+    wait_placing(srv, ["n1"])
+    r = srv.post("/volumes", {"name": "other"})
+    assert r.status_code == 201 and r.json()["engine"] == "n1", r.text
+    a = srv.create_session({"language": "python", "execution_options": {"mounts": [{"volume": "data"}]}},
+                           timeout=rbtest.DEADLINE_S)
+    b = srv.create_session(timeout=rbtest.DEADLINE_S)
+    assert engine_of(a) == "n2", "a session goes where its volume is"
+    assert engine_of(b) == "n1"
+    assert srv.execute(a["session_id"], "open('/workspace/data/f.txt', 'w').write('on n2')")["status"] == "completed"
+    on_n2 = cluster.api(1, "GET", "/volumes?filters=" + json.dumps({"label": ["runbox.volume"]})).json()["Volumes"]
+    assert [v["Labels"]["runbox.volume"] for v in on_n2] == [srv.get("/volumes/data").json()["volume_id"]], on_n2
+    # two volumes on two engines cannot be mounted together
+    r = srv.post("/sessions", {"language": "python",
+                               "execution_options": {"mounts": [{"volume": "data"}, {"volume": "other"}]}})
+    assert r.status_code == 409 and "another engine" in r.text, r.text
+    for s in (a, b):
+        srv.delete(f"/sessions/{s['session_id']}")
+    c = srv.create_session({"language": "python", "execution_options": {"mounts": [{"volume": "data"}]}},
+                           timeout=rbtest.DEADLINE_S)
+    assert engine_of(c) == "n2"
+    assert srv.execute(c["session_id"], "print(open('/workspace/data/f.txt').read())")["stdout"] == "on n2\n"
+    srv.delete(f"/sessions/{c['session_id']}")
+    srv.delete("/engines/n2/drain")
+    srv.delete("/engines/n3/drain")
+    for name in ("data", "other"):
+        delete_volume(srv, name)
+    for i in range(3):
+        left = cluster.api(i, "GET", "/volumes?filters=" + json.dumps({"label": ["runbox.volume"]})).json()["Volumes"]
+        assert not left, f"n{i + 1} keeps {left}"
