@@ -456,7 +456,8 @@ static core_op *wait_join(bind_wait *w, core_cb cb, void *data)
 }
 
 rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const core_caller *who, const char *id, const char *language,
-                                  char *session_id, core_cb cb, void *data, core_op **handle, char *err)
+                                  json_t *mounts, char *session_id, core_cb cb, void *data, core_op **handle,
+                                  char *err)
 {
     session_id[0] = '\0';
     if (handle != NULL)
@@ -489,6 +490,8 @@ rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const core_caller *who, const
     w->lang = li;
     w->replaced = replaced;
     json_t *opts = json_pack("{s:s}", "language", langs[li]);
+    if (mounts != NULL && !json_is_null(mounts))
+        json_object_set_new(opts, "execution_options", json_pack("{s:O}", "mounts", mounts));
     rb_err e = core_session_create(m->core, who, opts, bound_created_cb, w, &w->create_op, err);
     json_decref(opts);
     if (e != RB_OK) {

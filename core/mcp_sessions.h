@@ -76,9 +76,12 @@ rb_err mcp_sessions_end(mcp_sessions *m, const core_caller *who, const char *id,
  *   joined): cb runs exactly once, later, with body {session_id, replaced: bool} (replaced:
  *   an earlier bound sandbox had ended, so its state is gone) or an error. *handle (may be
  *   NULL) lets the caller detach with core_cancel.
+ * mounts (borrowed, may be NULL): execution_options.mounts of a sandbox this call creates
+ *   (shares and volumes); a live one keeps those it was made with.
  * Errors returned directly: RB_ENOTFOUND (MCP session), RB_EINVAL (language), and those of
  * core_session_create (RB_EUNAVAILABLE, RB_EBUSY, ...); then cb never runs. */
 rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const core_caller *who, const char *id, const char *language,
-                                  char *session_id, core_cb cb, void *data, core_op **handle, char *err);
+                                  json_t *mounts, char *session_id, core_cb cb, void *data, core_op **handle,
+                                  char *err);
 
 #endif

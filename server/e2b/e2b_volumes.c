@@ -42,12 +42,18 @@ static json_t *volume_object(json_t *v, int token)
     return o;
 }
 
-static void volume_fail(h2o_req_t *req, const char *ref, rb_err e, const char *msg)
+/* Answers core's refusal of a call on volume ref (deleting: of its deletion). */
+static void volume_fail(h2o_req_t *req, const char *ref, int deleting, rb_err e, const char *msg)
 {
     char text[RB_ERR_LEN];
     if (e == RB_ENOTFOUND) {
         snprintf(text, sizeof(text), "volume %.80s not found", ref);
         e2b__api_error(req, 404, text);
+    } else if (e == RB_ECONFLICT && deleting) { /* sessions mount it: what that means to E2B's user */
+        snprintf(text, sizeof(text), "%.380s; through E2B: kill the sandboxes that mount it (a sandbox's id is its "
+                                     "session's)",
+                 msg);
+        e2b__api_error(req, 409, text);
     } else {
         e2b__api_fail(req, e, msg);
     }
@@ -101,7 +107,7 @@ static void on_done(void *data, rb_err e, const char *msg, json_t *body)
     vol_wait *w = data;
     if (w->req != NULL) {
         if (e != RB_OK) {
-            volume_fail(w->req, w->ref, e, msg);
+            volume_fail(w->req, w->ref, w->status == 204, e, msg);
         } else if (w->status == 204) {
             e2b__no_content(w->req);
         } else {
@@ -173,7 +179,7 @@ int e2b__volume_get(http_call *call)
         return 0;
     rb_err e = core_volume_get(call->core, call->who, call->params[0], &out, err);
     if (e != RB_OK) {
-        volume_fail(call->req, call->params[0], e, err);
+        volume_fail(call->req, call->params[0], 0, e, err);
         return 0;
     }
     json_t *o = volume_object(out, 1);
@@ -192,7 +198,7 @@ int e2b__volume_delete(http_call *call)
     rb_err e = core_volume_delete(call->core, call->who, call->params[0], on_done, w, err);
     if (e != RB_OK) {
         wait_free(w);
-        volume_fail(call->req, call->params[0], e, err);
+        volume_fail(call->req, call->params[0], 1, e, err);
     }
     return 0;
 }

@@ -469,6 +469,13 @@ rb_err e2b_volume_mounts_map(json_t *mounts, json_t **out, char *err)
                            "volume_mounts={\"/workspace/data\": volume}",
                            i, p);
         }
+        if (rest[strspn(rest, "/")] == '\0') {
+            json_decref(list);
+            return rb_fail(RB_EINVAL, err,
+                           "volumeMounts[%zu].path '%.200s' is the whole workspace: mount a volume in a folder of it, "
+                           "e.g. /workspace/data",
+                           i, p);
+        }
         size_t len = strlen(E2B_WORKDIR) + strlen(rest) + 1;
         char *canon = xmalloc(len);
         snprintf(canon, len, "%s%s", E2B_WORKDIR, rest);

@@ -86,10 +86,10 @@ rb_err e2b_lifecycle_map(json_t *body, const char **action, json_t **lifecycle, 
 /** The runbox mount items of a create body's volumeMounts (E2B's list of SandboxVolumeMount;
  * borrowed; NULL or JSON null: none): *out a new array of {"volume": name, "path": path}, NULL
  * when there are none. A path under /home/user is given as the same place under /workspace (the
- * sandbox's /home/user is its workspace); the name and the rest of the path are left for core to
- * check. RB_EINVAL naming the item: not a list of objects {name, path} of strings, an unknown key,
- * or a path that is neither /workspace nor /home/user nor under them (runbox mounts volumes in
- * the workspace only). */
+ * sandbox's /home/user is its workspace); the name and the rest of the path ('..', length) are
+ * left for core to check. RB_EINVAL naming the item: not a list of objects {name, path} of strings, an unknown key,
+ * a path that is not under /workspace or /home/user (runbox mounts volumes in the workspace
+ * only), or one of those two itself. */
 rb_err e2b_volume_mounts_map(json_t *mounts, json_t **out, char *err);
 
 #endif

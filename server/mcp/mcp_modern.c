@@ -210,7 +210,9 @@ json_t *mcp__modern_without_session(mcp_call *call, const char *language)
     if (strcmp(call->tool, "execute_code") != 0)
         return mcp__tool_error("'session_id' is required: MCP 2026-07-28 has no MCP session with a sandbox of its own; "
                                "pass the session_id that execute_code or create_session returned");
-    json_t *opts = json_pack("{s:s}", "language", language);
+    json_t *opts = json_pack("{s:s}", "language", language), *mounts = json_object_get(call->args, "mounts");
+    if (mounts != NULL && !json_is_null(mounts)) /* shares and volumes of the new sandbox */
+        json_object_set_new(opts, "execution_options", json_pack("{s:O}", "mounts", mounts));
     rb_err e = core_session_create(call->ms->core, call->rt->who, opts, on_new_session, call, &call->op, err);
     json_decref(opts);
     if (e != RB_OK) {

@@ -290,7 +290,9 @@ json_t *mcp__with_session(mcp_call *call, const char *language)
     if (call->rt->modern)
         return mcp__modern_without_session(call, language);
     char bound[MCP_SESSIONS_ID_LEN];
-    rb_err e = mcp_sessions_bound_sandbox(call->ms->cm, call->rt->who, call->rt->id, language, bound, on_bound, call, &call->op, err);
+    json_t *mounts = strcmp(call->tool, "execute_code") == 0 ? json_object_get(call->args, "mounts") : NULL;
+    rb_err e = mcp_sessions_bound_sandbox(call->ms->cm, call->rt->who, call->rt->id, language, mounts, bound, on_bound,
+                                          call, &call->op, err);
     if (e != RB_OK) {
         call->op = NULL;
         return mcp__tool_core_error(e, err);
@@ -322,6 +324,14 @@ static json_t *tool_execute(mcp_call *call)
         if (!json_is_number(t) || !(json_number_value(t) > 0))
             return mcp__tool_error("'timeout' must be a number of seconds greater than 0");
         call->timeout = json_incref(t);
+    }
+    json_t *mounts = json_object_get(args, "mounts"), *sid = json_object_get(args, "session_id");
+    if (mounts != NULL && !json_is_null(mounts)) { /* checked by core when the sandbox is made */
+        if (!json_is_array(mounts))
+            return mcp__tool_error("'mounts' must be an array of {\"share\": NAME} or {\"volume\": NAME} items");
+        if (json_is_string(sid) && json_string_length(sid) > 0)
+            return mcp__tool_error("'mounts' apply to a sandbox this call starts: omit session_id, or give the "
+                                   "mounts to create_session (execution_options.mounts)");
     }
     return mcp__with_session(call, call->language[0] ? call->language : "python");
 }
@@ -452,7 +462,11 @@ static const char *const tool_defs[] = {
     "interrupted (default: the session's timeout)\"},"
     "\"disabled_rules\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Code policy "
     "rules to turn off for this call (e.g. [\\\"import:os\\\"], or [\\\"all\\\"]), when the server's optional code "
-    "policy refused the code with PolicyViolation and the operator lets callers turn that rule off\"}},"
+    "policy refused the code with PolicyViolation and the operator lets callers turn that rule off\"},"
+    "\"mounts\":{\"type\":\"array\",\"items\":{\"type\":\"object\"},\"description\":\"Without session_id: "
+    "folders to mount into the sandbox this call starts, under /workspace: shared folders of the user's machine "
+    "([{\\\"share\\\": \\\"photos\\\"}], see list_mounts) or the user's volumes ([{\\\"volume\\\": \\\"data\\\"}]), "
+    "each with an optional path and readonly. A sandbox that exists already keeps the mounts it was made with\"}},"
     "\"required\":[\"code\"]},"
     "\"outputSchema\":" RESULT_SCHEMA ","
     "\"annotations\":{\"title\":\"Execute code\",\"readOnlyHint\":false,\"destructiveHint\":false,"

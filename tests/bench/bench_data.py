@@ -6,7 +6,8 @@ same run:
 - hibernate + resume, and fork, of a small workspace and of a 1 GB one, beside a cold session
   create (what a caller pays without them) and E2B's documented figures (about 4 s per GB to
   pause, about 1 s to resume: not measured here);
-- reading a 1 GB file from a read-only shared folder beside reading it from the workspace
+- reading a 1 GB file from a read-only shared folder beside reading it from the workspace, and
+  from a volume; creating a volume, a session that mounts one (beside a cold create) and deleting it
   (tmpfs), inside the sandbox with its own clock.
 
 Times are the client's (the HTTP call from start to answer).
@@ -122,15 +123,42 @@ def run(Runboxd, Client, create_session, delete_session, binary, n, log):
                     rs.append(a), rw.append(b)
                 F["data_read_share_1g"], F["data_read_workspace_1g"] = _summary(rs[1:]), _summary(rw[1:])
                 delete_session(c, s3["session_id"])
+                log("data: volumes: create, a session mounting one, reading 1 GB from it x%d" % reps)
+                vc, vs, vd = [], [], []
+                for i in range(n):
+                    vc.append(call("/volumes", {"name": "bench%d" % i}, 201)[0])
+                    dt, s4 = create_session(c, {"language": "python",
+                                                "execution_options": {"mounts": [{"volume": "bench%d" % i}]}})
+                    vs.append(dt * 1000)
+                    delete_session(c, s4["session_id"])
+                    t0 = time.perf_counter()
+                    st, _ = c.json("DELETE", "/volumes/bench%d" % i)
+                    if st != 204:
+                        raise RuntimeError("DELETE /volumes: %s" % st)
+                    vd.append((time.perf_counter() - t0) * 1000)
+                F["data_volume_create"], F["data_volume_session"] = _summary(vc), _summary(vs)
+                F["data_volume_delete"] = _summary(vd)
+                call("/volumes", {"name": "big", "quota_bytes": 2 * GB}, 201)
+                _, s4 = create_session(c, {"language": "python", "execution_options": {"mounts": [{"volume": "big"}]}})
+                cell(s4["session_id"], "import os\nf = open('/workspace/big/big.bin', 'wb')\n"
+                     "for _ in range(%d): f.write(os.urandom(8 << 20))\nf.close()" % (GB // (8 << 20)))
+                rv = [float(cell(s4["session_id"], READ % ("/workspace/big/big.bin", GB)).split()[-1])
+                      for _ in range(reps + 1)]
+                F["data_read_volume_1g"] = _summary(rv[1:])
+                delete_session(c, s4["session_id"])
+                c.json("DELETE", "/volumes/big")
             delete_session(c, sid)
         c.close()
     finally:
         subprocess.run(["docker", "rm", "-f", plain], capture_output=True, timeout=120)
         if rb is not None:
-            try:  # a failed run leaves no session (nor kept volume) behind
+            try:  # a failed run leaves no session (nor kept volume, nor volume) behind
                 st, live = Client(rb.port).json("GET", "/sessions")
                 for x in (live or {}).get("sessions", []):
                     delete_session(Client(rb.port), x["session_id"])
+                st, vols = Client(rb.port).json("GET", "/volumes")
+                for v in (vols or {}).get("volumes", []):
+                    Client(rb.port).json("DELETE", "/volumes/%s" % v["volume_id"])
             except Exception:
                 pass
             rb.stop()
@@ -161,4 +189,9 @@ def rows(F, fmt):
     lat("fork, 1 GB workspace", "data_fork_1g")
     lat("read 1 GB from a read-only share", "data_read_share_1g")
     lat("  baseline: read 1 GB from the workspace", "data_read_workspace_1g")
+    lat("read 1 GB from a volume", "data_read_volume_1g")
+    lat("create a volume (POST /volumes)", "data_volume_create")
+    lat("create a session that mounts a volume", "data_volume_session")
+    lat("  baseline: cold session create", "data_create_cold")
+    lat("delete a volume right after its session", "data_volume_delete")
     return out

@@ -176,3 +176,45 @@ def test_list_mounts_is_offered_only_with_shares(server):
             assert "list_mounts" not in {t.name for t in (await c.list_tools()).tools}
 
     anyio.run(main)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_execute_code_without_a_session_mounts_a_share_and_a_volume(make_server, folders, mode):
+    """execute_code's mounts: the sandbox it starts sees a shared folder and one of the key's
+    volumes; list_mounts names both; a second sandbox with the same volume reads what the first
+    wrote; mounts beside a session_id are refused with the way to do it."""
+    server = make_server(["--pool-size", "0", "--share", f"data={folders / 'data'}"])
+    r = server.post("/volumes", {"name": "notes"})
+    assert r.status_code == 201, r.text
+    mounts = [{"share": "data"}, {"volume": "notes", "path": "/workspace/notes"}]
+    code = ("rows = open('/workspace/data/sales.csv').read().splitlines()\n"
+            "open('/workspace/notes/n.txt', 'w').write(str(len(rows)))\nprint('rows', len(rows))")
+
+    async def main():
+        async with Client(url(server), mode=mode) as c:
+            r = await c.call_tool("execute_code", {"code": code, "mounts": mounts})
+            assert not r.is_error, texts(r)
+            assert "rows 4" in texts(r)
+            sid = r.structured_content["session_id"]
+            server.session_ids.add(sid)
+            r = await c.call_tool("list_mounts", {"session_id": sid})
+            assert not r.is_error, texts(r)
+            notes = next(m for m in r.structured_content["mounts"] if m.get("volume") == "notes")
+            assert (notes["path"], notes["readonly"], [e["name"] for e in notes["entries"]]) == (
+                "/workspace/notes", False, ["n.txt"]), notes
+            assert "/workspace/notes (volume notes, read-write)" in texts(r)
+            r = await c.call_tool("execute_code", {"code": "1", "session_id": sid, "mounts": mounts})
+            assert r.is_error and "omit session_id" in texts(r), texts(r)
+            r = await c.call_tool("create_session", {"execution_options": {"mounts": [{"volume": "notes"}]}})
+            assert not r.is_error, texts(r)
+            other = r.structured_content["session_id"]
+            server.session_ids.add(other)
+            r = await c.call_tool("execute_code", {"code": "print(open('/workspace/notes/n.txt').read())",
+                                                   "session_id": other})
+            assert not r.is_error and "4" in texts(r), texts(r)
+            for s in (sid, other):
+                await c.call_tool("close_session", {"session_id": s})
+
+    anyio.run(main)
+    r = server.delete("/volumes/notes")
+    assert r.status_code == 204, r.text

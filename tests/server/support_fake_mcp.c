@@ -186,10 +186,11 @@ static void bound_cb(void *data, rb_err e, const char *msg, json_t *body)
     free(b);
 }
 
-rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const core_caller *who, const char *id, const char *language, char *session_id, core_cb cb,
-                              void *data, core_op **handle, char *err)
+rb_err mcp_sessions_bound_sandbox(mcp_sessions *m, const core_caller *who, const char *id, const char *language,
+                                  json_t *mounts, char *session_id, core_cb cb, void *data, core_op **handle, char *err)
 {
     (void)who;
+    (void)mounts;
     session_id[0] = '\0';
     fake_rec *r = find(m, id, err);
     if (r == NULL)

@@ -259,3 +259,74 @@ Test(e2b_wire, state_filters)
     cr_expect_eq(e2b_state_filter("running paused", 14), -1);
     cr_expect_eq(e2b_state_filter("runningX", 7), E2B_STATE_RUNNING); /* n bytes only */
 }
+
+/* The mounts of volumeMounts: one {"volume", "path"} per item, /home/user read as /workspace. */
+static json_t *volume_mounts(const char *text, char *err)
+{
+    json_t *in = json_loads(text, JSON_DECODE_ANY, NULL), *out = NULL;
+    cr_assert(in != NULL, "%s", text);
+    rb_err e = e2b_volume_mounts_map(in, &out, err);
+    json_decref(in);
+    if (e != RB_OK) {
+        cr_expect_null(out);
+        return NULL;
+    }
+    return out;
+}
+
+Test(e2b_wire, volume_mounts_become_volume_items)
+{
+    char err[RB_ERR_LEN];
+    json_t *out = volume_mounts("[{\"name\": \"data\", \"path\": \"/workspace/data\"},"
+                                " {\"name\": \"vol_ab\", \"path\": \"/home/user/in/x\"}]",
+                                err);
+    cr_assert(out != NULL, "%s", err);
+    json_t *want = json_loads("[{\"volume\": \"data\", \"path\": \"/workspace/data\"}, {\"volume\": \"vol_ab\", "
+                              "\"path\": \"/workspace/in/x\"}]",
+                              0, NULL);
+    cr_expect(json_equal(out, want));
+    json_decref(want);
+    json_decref(out);
+    /* none: nothing to mount */
+    json_t *none = NULL;
+    cr_expect_eq(e2b_volume_mounts_map(NULL, &none, err), RB_OK);
+    cr_expect_null(none);
+    cr_expect_null(volume_mounts("[]", err));
+    cr_expect_null(volume_mounts("null", err));
+}
+
+Test(e2b_wire, volume_mounts_outside_the_workspace_are_refused)
+{
+    char err[RB_ERR_LEN];
+    static const char *const bad[] = {
+        "[{\"name\": \"d\", \"path\": \"/mnt/data\"}]",
+        "[{\"name\": \"d\", \"path\": \"/workspaces/x\"}]",
+        "[{\"name\": \"d\", \"path\": \"/home/username\"}]",
+        "[{\"name\": \"d\", \"path\": \"data\"}]",
+        NULL,
+    };
+    for (size_t i = 0; bad[i] != NULL; i++) {
+        cr_expect_null(volume_mounts(bad[i], err), "%s", bad[i]);
+        cr_expect(strstr(err, "is outside /workspace") != NULL, "%s: %s", bad[i], err);
+    }
+    static const char *const whole[] = {"/workspace", "/home/user/", "/workspace//", NULL};
+    for (size_t i = 0; whole[i] != NULL; i++) {
+        char text[128];
+        snprintf(text, sizeof(text), "[{\"name\": \"d\", \"path\": \"%s\"}]", whole[i]);
+        cr_expect_null(volume_mounts(text, err), "%s", text);
+        cr_expect(strstr(err, "is the whole workspace") != NULL, "%s: %s", text, err);
+    }
+    static const char *const malformed[] = {
+        "{\"name\": \"d\", \"path\": \"/workspace/d\"}",
+        "[{\"name\": \"d\"}]",
+        "[{\"name\": 1, \"path\": \"/workspace/d\"}]",
+        "[\"d\"]",
+        "[{\"name\": \"d\", \"path\": \"/workspace/d\", \"readOnly\": true}]",
+        NULL,
+    };
+    for (size_t i = 0; malformed[i] != NULL; i++) {
+        cr_expect_null(volume_mounts(malformed[i], err), "%s", malformed[i]);
+        cr_expect(strstr(err, "volumeMounts") != NULL, "%s: %s", malformed[i], err);
+    }
+    cr_expect(strstr(err, "readOnly") != NULL, "%s", err);
+}
