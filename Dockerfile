@@ -16,7 +16,7 @@ FROM ${BASE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         gcc make cmake pkg-config libc6-dev \
-        libh2o-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libjansson-dev \
+        libh2o-dev libwslay-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libjansson-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -31,7 +31,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DRUNBOX_TESTS=OFF \
 FROM ${BASE}
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libh2o0.13 libuv1 libsqlite3-0 libcurl4 libssl3 libjansson4 \
+        libh2o0.13 libwslay1 libuv1 libsqlite3-0 libcurl4 libssl3 libjansson4 \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /var/lib/runbox
 COPY --from=build /out/ /

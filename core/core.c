@@ -568,7 +568,8 @@ rb_err core_session_delete(rb_core *c, const core_caller *who, const char *sessi
 
 rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **out, char *err)
 {
-    static const char *const keys[] = {"session_id", "code", "timeout", "wait", "language", "disabled_rules", NULL};
+    static const char *const keys[] = {"session_id", "code", "timeout", "wait", "language", "disabled_rules",
+                                       "restart", NULL};
     rb_err e;
     if (!json_is_object(req))
         return rb_fail(RB_EINVAL, err, "the request body must be a JSON object like {\"session_id\": \"...\", \"code\": \"print(1)\"}");
@@ -582,6 +583,9 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
         return rb_fail(RB_EINVAL, err, "'code' is required and must be a string");
     if (memchr(json_string_value(code), '\0', json_string_length(code)) != NULL)
         return rb_fail(RB_EINVAL, err, "'code' must not contain NUL characters");
+    json_t *rs = json_object_get(req, "restart");
+    if (rs != NULL && !json_is_boolean(rs))
+        return rb_fail(RB_EINVAL, err, "'restart' must be true or false");
     json_t *w = json_object_get(req, "wait");
     if (w != NULL && !json_is_boolean(w) && !json_is_null(w))
         return rb_fail(RB_EINVAL, err, "'wait' must be true or false");
@@ -639,6 +643,7 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
 
     execution *ex = execution_new(c, s, json_string_value(code), timeout);
     ex->policy_rules = rules;
+    ex->restart = json_is_true(json_object_get(req, "restart")); /* the code is then ignored */
     if (s->queue_tail)
         s->queue_tail->next = ex;
     else

@@ -82,6 +82,7 @@ struct execution {
     json_t *network;      /* {reached, refused} of its session's egress proxy while it ran, or NULL (core/network/) */
     json_t *files_written;/* [{path, size, modified (ms)}] from the runner's done event, or NULL (files.c) */
     json_t *policy_rules; /* code policy rule names the runner checks the cell against, or NULL (core/policy/) */
+    int restart;          /* not code: a fresh interpreter in place of the session's (Jupyter's restart) */
     uv_timer_t *backstop;
     core_watch *watches;
     execution *next;      /* session queue */

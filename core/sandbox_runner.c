@@ -228,6 +228,8 @@ rb_err sandbox_execute(sandbox *sb, execution *ex, char *err)
         return rb_fail(RB_ECONFLICT, err, "the sandbox is not ready");
     json_t *req = json_pack("{s:s, s:s, s:s, s:f, s:I}", "op", "execute", "id", ex->id, "code", ex->code, "timeout",
                             ex->timeout, "max_output", (json_int_t)sb->c->cfg->output_limit);
+    if (ex->restart) /* no code: the runner puts a fresh interpreter in place of the session's */
+        json_object_set_new(req, "restart", json_true());
     if (ex->policy_rules != NULL) /* the runner checks the cell first (docker/runner/runbox_policy.py) */
         json_object_set_new(req, "policy", json_pack("{s:O}", "rules", ex->policy_rules));
     rb_err e = sandbox__send_line(sb, req, err);

@@ -71,7 +71,7 @@ typedef struct http_protocol {
 /** Adds a protocol's routes after those registered before (the first matching route wins); p
  * and its route table are copied, the route strings and data are borrowed. Call after
  * server_start and before the loop runs, at most HTTP_MAX_PROTOCOLS times. */
-#define HTTP_MAX_PROTOCOLS 8
+#define HTTP_MAX_PROTOCOLS 12
 void server_register(rb_server *s, const http_protocol *p);
 
 /** Starts listening on cfg->listen ("host:port", port 0 = any) on loop, with no routes until

@@ -117,6 +117,36 @@ def test_state_persists_and_last_expression(py):
     assert py.execute("x = 1; x").result == "1"
 
 
+def restart(runner):
+    rid = uuid.uuid4().hex
+    runner.send({"op": "execute", "id": rid, "code": "", "restart": True})
+    ev = runner.event()
+    assert ev["id"] == rid and ev["type"] == "done", ev
+    return ev
+
+
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_a_restart_gives_a_fresh_interpreter_and_says_so(language):
+    """op execute with restart: true (Jupyter's restart_request): the variables are gone, the
+    next cell runs in a new interpreter, and the answer says it was reset."""
+    r = Runner(language)
+    try:
+        setv, getv = ("x = 41", "x + 1") if language == "python" else ("X=41", "echo ${X:-unset}")
+        r.execute(setv)
+        assert (r.execute(getv).result or r.execute(getv).text("stdout")).strip() in ("42", "41")
+        ev = restart(r)
+        assert (ev["status"], ev["reset"]) == ("completed", True), ev
+        assert "restarted on request" in ev["reset_reason"]
+        after = r.execute(getv)
+        if language == "python":
+            assert after.status == "error" and after.error["ename"] == "NameError", after.events
+        else:
+            assert after.text("stdout") == "unset\n", after.events
+        assert r.execute("1 + 1" if language == "python" else "echo ok").status == "completed"
+    finally:
+        r.close()
+
+
 def test_stdout_stderr_split_and_ordered(py):
     r = py.execute("import sys\nprint('a')\nprint('b', file=sys.stderr)\nprint('c')\n"
                    "import subprocess\nsubprocess.run(['echo', 'from-child'])\n'end'")

@@ -250,6 +250,16 @@ class Supervisor(WorkerKeeper):
             self.emit({"type": "done", "id": rid, "status": "error", "reset": False, "reset_reason": None,
                        "duration_ms": 0, "dropped": 0})
             return
+        if req.get("restart") is True:
+            # Not code: a fresh interpreter in place of this one, its variables gone (Jupyter's
+            # restart). Cells that follow wait for it as they wait after a timeout's reset.
+            started = time.monotonic()
+            self.replace_worker()
+            self.emit({"type": "done", "id": rid, "status": "completed", "reset": True,
+                       "reset_reason": "the interpreter was restarted on request; its variables are gone",
+                       "duration_ms": int((time.monotonic() - started) * 1000), "dropped": 0,
+                       "files_written": []})
+            return
         if self.language == "python" and not self.policy_allows(rid, code, req.get("policy")):
             return
         self.n += 1
