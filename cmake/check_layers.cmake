@@ -5,7 +5,8 @@
 # Arrows point down: daemon -> server -> core -> store, docker -> base; inside core, a concern's
 # folder (core/backend) includes nothing of the session manager's heart; inside server, one
 # protocol family does not reach into another's private header, and no protocol sees core's
-# internals (core/internal.h) or the engines' clients.
+# internals (core/internal.h) or the engines' clients. server/dify, a translation of Dify's API
+# and nothing else, sees only the HTTP layer's public header and core's.
 #
 #   cmake -DROOT=<source dir> -DSTAMP=<file written on success> -P check_layers.cmake
 cmake_minimum_required(VERSION 3.18)
@@ -25,6 +26,7 @@ set(RULES
     "core/shares|base/,core/shares/,core/heart.h,core/core.h,core/settings.h"
     "core/volumes|base/,core/volumes/,core/heart.h,core/core.h,core/settings.h,core/deps/oneshot.h,core/shares/sharespec.h,store/store.h"
     "core|base/,store/,core/"
+    "server/dify|base/,server/dify/,server/http.h,server/settings.h,core/core.h,core/settings.h"
     "server|base/,server/,core/core.h,core/mcp_sessions.h,core/process.h,core/deps/requirements.h,core/settings.h,core/stats.h,core/web/web_wire.h"
     "daemon|base/,server/,daemon/,core/")
 # Private headers of a folder: only files of that folder may include them.
@@ -42,6 +44,7 @@ set(PRIVATE_HEADERS
     "server/http_private.h|server/"
     "server/mcp/mcp_internal.h|server/mcp/"
     "server/e2b/e2b_internal.h|server/e2b/"
+    "server/jupyter/jupyter_internal.h|server/jupyter/"
     "server/agentrun/agentrun_internal.h|server/agentrun/")
 
 set(folders "")

@@ -12,7 +12,9 @@
 #include "core/core.h"
 #include "daemon/config.h"
 #include "server/agentrun/agentrun.h"
+#include "server/dify/dify.h"
 #include "server/e2b/e2b.h"
+#include "server/jupyter/jupyter.h"
 #include "server/http.h"
 #include "server/mcp/mcp.h"
 #include "server/metrics/metrics.h"
@@ -240,6 +242,8 @@ int main(int argc, char **argv)
     rest_register(d.server);
     metrics_register(d.server, d.core);
     e2b_register(d.server);
+    dify_register(d.server);
+    jupyter_register(d.server, d.core);
     mcp_server *mcp = NULL;
     const char *what = "MCP";
     int failed = mcp_register(d.server, d.core, &cfg.server, &mcp, err) != RB_OK;

@@ -244,10 +244,12 @@ int auth_bearer_token(const char *value, size_t len, const char **tok, size_t *t
         value++;
         len--;
     }
-    if (len < 7 || strncasecmp(value, "bearer", 6) != 0 || (value[6] != ' ' && value[6] != '\t'))
+    /* "Bearer KEY", or Jupyter's "token KEY" (its clients: server/jupyter/) */
+    size_t scheme = len >= 7 && strncasecmp(value, "bearer", 6) == 0 ? 6 : len >= 6 && strncasecmp(value, "token", 5) == 0 ? 5 : 0;
+    if (scheme == 0 || (value[scheme] != ' ' && value[scheme] != '\t'))
         return 0;
-    value += 7;
-    len -= 7;
+    value += scheme + 1;
+    len -= scheme + 1;
     while (len > 0 && (*value == ' ' || *value == '\t')) {
         value++;
         len--;

@@ -62,8 +62,8 @@ void auth_set_shares_check(rb_err (*check)(const char *list, char *err));
  * key) is RB_EINVAL: it would lock everyone out. */
 rb_err auth_parse(const char *text, size_t len, auth_key **keys, size_t *n, char *err);
 
-/** The token of an Authorization header value ("Bearer <token>", scheme case-insensitive) in
- * tok and toklen (pointing into value); 0 when value is not a Bearer credential. */
+/** The token of an Authorization header value ("Bearer <token>", or Jupyter's "token <token>";
+ * scheme case-insensitive) in tok and toklen (pointing into value); 0 when value is neither. */
 int auth_bearer_token(const char *value, size_t len, const char **tok, size_t *toklen);
 
 /** Reads path (at most 1 MiB) and builds the key table. RB_EIO when it cannot be read,

@@ -52,7 +52,8 @@ typedef struct http_route {
  * h2o raises itself before any handler runs (413 over the body limit, 400 for broken framing)
  * on a path under error_prefix, error_doc (when set) gives the body to send instead of the
  * JSON error document (a new reference; code is the error document's code word); MCP answers in
- * JSON-RPC's error shape that way. */
+ * JSON-RPC's error shape that way. For the router's own refusals (401, 403, 429, 503) it may
+ * return NULL: the answer then has no body (Dify's bare 401). */
 typedef struct http_protocol {
     const char *name;
     const http_route *routes;
@@ -66,6 +67,10 @@ typedef struct http_protocol {
      * protocol's handler authenticates it itself (E2B's sandbox traffic carries a per-sandbox
      * access token instead) and call->who is NULL. */
     int (*own_auth)(h2o_req_t *req);
+    /* When set: for a request under error_prefix that carries no Authorization or X-API-Key
+     * header, where else its API key may be (Jupyter's ?token= and login cookie): 1 with
+     * *tok[0..*len) (valid during the request), else 0. */
+    int (*credential)(void *data, h2o_req_t *req, const char **tok, size_t *len);
 } http_protocol;
 
 /** Adds a protocol's routes after those registered before (the first matching route wins); p
@@ -84,6 +89,9 @@ rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, 
 rb_err server_reload_keys(rb_server *s, size_t *nkeys, char *err);
 /** Whether runboxd checks API keys (--api-keys-file). */
 int server_has_keys(const rb_server *s);
+/** Whether tok[0..len) is an API key of s's key file (always, without keys): for a protocol that
+ * takes a key in its own way first (Jupyter's password login). Spends one of the key's rps=. */
+int server_key_valid(rb_server *s, const char *tok, size_t len);
 /** The caller of the enabled API key named owner (valid until server_free), or NULL when there
  * is none (also without API keys, where NULL is the one trusted caller). */
 const core_caller *server_caller(rb_server *s, const char *owner);
@@ -113,7 +121,7 @@ void server_free(rb_server *s);
 int http_status_of(rb_err e);
 
 /** Answers with status and body encoded compactly as application/json, with a Content-Length.
- * body is borrowed. */
+ * body is borrowed; NULL answers with no body (Content-Length: 0, no Content-Type). */
 void http_send_json(h2o_req_t *req, int status, json_t *body);
 /** Answers 204 No Content. */
 void http_send_no_content(h2o_req_t *req);

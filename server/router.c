@@ -48,15 +48,23 @@ static int match_route(h2o_req_t *req, const char *pattern, h2o_iovec_t path, co
 
 /* The error document for an error answered outside any handler: in the shape of the protocol
  * whose error_prefix the path starts with, else the JSON error document. New reference. */
-json_t *http__protocol_error_doc(rb_server *s, h2o_req_t *req, int status, const char *code, const char *msg)
+/* The protocol whose error_prefix req's path starts with, or NULL. */
+static const http_protocol *protocol_of(rb_server *s, h2o_req_t *req)
 {
     for (size_t i = 0; i < s->nprotocols; i++) {
         const http_protocol *p = &s->protocols[i];
         size_t n = p->error_prefix != NULL ? strlen(p->error_prefix) : 0;
-        if (p->error_doc != NULL && n > 0 && req->input.path.len >= n &&
-            memcmp(req->input.path.base, p->error_prefix, n) == 0)
-            return p->error_doc(status, code, msg);
+        if (n > 0 && req->input.path.len >= n && memcmp(req->input.path.base, p->error_prefix, n) == 0)
+            return p;
     }
+    return NULL;
+}
+
+json_t *http__protocol_error_doc(rb_server *s, h2o_req_t *req, int status, const char *code, const char *msg)
+{
+    const http_protocol *p = protocol_of(s, req);
+    if (p != NULL && p->error_doc != NULL)
+        return p->error_doc(status, code, msg);
     return http__error_doc(code, msg);
 }
 
@@ -86,6 +94,10 @@ static int authenticate(rb_server *s, h2o_req_t *req, const core_caller **who)
         presented = 1;
         tok = req->headers.entries[i].value.base;
         toklen = req->headers.entries[i].value.len;
+    } else {
+        const http_protocol *p = protocol_of(s, req);
+        if (p != NULL && p->credential != NULL && p->credential(p->data, req, &tok, &toklen))
+            presented = 1;
     }
     int retry = 0;
     auth_result r = auth_check(s->keys, tok, toklen, (uint64_t)rb_now_ms(), who, &retry);
@@ -124,6 +136,13 @@ static int own_auth(rb_server *s, h2o_req_t *req)
         if (s->protocols[i].own_auth != NULL && s->protocols[i].own_auth(req))
             return 1;
     return 0;
+}
+
+int server_key_valid(rb_server *s, const char *tok, size_t len)
+{
+    const core_caller *who = NULL;
+    int retry = 0;
+    return s->keys == NULL || auth_check(s->keys, tok, len, (uint64_t)rb_now_ms(), &who, &retry) == AUTH_OK;
 }
 
 int server_has_keys(const rb_server *s)

@@ -133,6 +133,11 @@ Test(auth, bearer_tokens)
     cr_assert(!auth_bearer_token("Bearer   ", 9, &t, &len));
     cr_assert(!auth_bearer_token("Bearerabc", 9, &t, &len));
     cr_assert(!auth_bearer_token("Basic YWxpY2U6", 14, &t, &len));
+    /* Jupyter's scheme (server/jupyter/) */
+    cr_assert(auth_bearer_token("token abc", 9, &t, &len));
+    cr_assert(len == 3 && memcmp(t, "abc", 3) == 0);
+    cr_assert(!auth_bearer_token("tokenabc", 8, &t, &len));
+    cr_assert(!auth_bearer_token("token ", 6, &t, &len));
     cr_assert(!auth_bearer_token("", 0, &t, &len));
 }
 

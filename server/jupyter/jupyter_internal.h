@@ -1,0 +1,76 @@
+/*
+ * jupyter_internal.h: what the files of server/jupyter/ share: the protocol's state (kernels as
+ * runbox sessions, the websockets open on them, the logins of password mode) and the helpers
+ * every handler uses. Private to server/jupyter/.
+ */
+#ifndef RB_SERVER_JUPYTER_INTERNAL_H
+#define RB_SERVER_JUPYTER_INTERNAL_H
+
+#include <h2o.h>
+#include <h2o/websocket.h>
+
+#include "base/map.h"
+#include "server/http.h"
+#include "server/jupyter/jupyter.h"
+#include "server/jupyter/jupyter_msg.h"
+
+#define JUPYTER_PREFIX "/jupyter"
+/* Bytes one websocket may have queued for a client that does not read before it is closed. */
+#define JUPYTER_WS_QUEUE_MAX ((size_t)64 * 1024 * 1024)
+/* Logins (password mode) remembered at once; the oldest goes first. */
+#define JUPYTER_LOGINS_MAX 1024
+#define JUPYTER_COOKIE "runbox-jupyter"
+
+typedef struct jconn jconn;
+
+/* One login of password mode: the cookie's value and the API key it stands for. */
+typedef struct jlogin {
+    char cookie[48];
+    char *key;
+    int64_t at;
+} jlogin;
+
+/* What the kernels' REST and websocket handlers share (call->data). */
+typedef struct jupyter {
+    rb_server *server;
+    rb_core *core;
+    rb_map counts;        /* kernel id -> (execution count, as intptr_t): Jupyter's execution_count */
+    jconn *conns;         /* the websockets open, linked by next */
+    jlogin logins[JUPYTER_LOGINS_MAX];
+    int stopping;
+} jupyter;
+
+/** Answers Jupyter's error shape {"message", "reason"} with status (http_status_of(e)). */
+void jupyter__fail(h2o_req_t *req, rb_err e, const char *msg);
+
+/** The kernel model of a session object (borrowed): {id, name, last_activity, execution_state,
+ * connections} (new reference). */
+json_t *jupyter__kernel_model(jupyter *j, json_t *session);
+
+/** The next execution_count of kernel id (1, 2, ...). */
+int64_t jupyter__next_count(jupyter *j, const char *id);
+/** Forgets kernel id's count (its session ended or restarted). */
+void jupyter__forget(jupyter *j, const char *id);
+
+/** Websockets open on kernel id. */
+int jupyter__connections(jupyter *j, const char *id);
+/** Interrupts the executions the websockets of kernel id started: 1 if one was running. */
+int jupyter__interrupt(jupyter *j, const core_caller *who, const char *id);
+
+/** Restarts kernel id's interpreter: what runs is interrupted, then an execution with restart
+ * (core_execute) is watched with cb (its "done" says it is over). */
+rb_err jupyter__restart(jupyter *j, const core_caller *who, const char *id, core_event_cb cb, void *data,
+                        core_watch **watch, char *err);
+
+/** GET /api/kernels/{id}/channels: the websocket (jupyter_ws.c). */
+int jupyter__channels(http_call *call);
+/** Closes every websocket (server_stop). */
+void jupyter__close_all(jupyter *j);
+
+/** Password mode's login (jupyter_login.c): GET and POST /login; the API key a request's cookie
+ * stands for. */
+int jupyter__login_page(http_call *call);
+int jupyter__login(http_call *call);
+int jupyter__credential(void *data, h2o_req_t *req, const char **tok, size_t *len);
+
+#endif
