@@ -126,6 +126,15 @@ h2o_iovec_t http__encode(h2o_req_t *req, json_t *body)
 
 void http_send_json(h2o_req_t *req, int status, json_t *body)
 {
+    if (body == NULL) { /* no body at all (a protocol's error_doc may ask for it: Dify's bare 401) */
+        static h2o_generator_t generator = {NULL, NULL};
+        req->res.status = status;
+        req->res.reason = reason_of(status);
+        req->res.content_length = 0;
+        h2o_start_response(req, &generator);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+        return;
+    }
     send_body(req, status, "application/json", http__encode(req, body));
 }
 

@@ -451,14 +451,15 @@ rb_err e2b_volume_mounts_map(json_t *mounts, json_t **out, char *err)
         if (!json_is_object(m) || !json_is_string(name) || !json_is_string(path)) {
             json_decref(list);
             return rb_fail(RB_EINVAL, err,
-                           "volumeMounts[%zu]: must be {\"name\": a volume's name, \"path\": where the sandbox sees it}",
+                           "volumeMounts[%zu]: must be {\"name\": a volume's name, \"path\": where the sandbox sees "
+                           "it}",
                            i);
         }
         json_object_foreach (m, key, v)
             if (strcmp(key, "name") != 0 && strcmp(key, "path") != 0) {
                 json_decref(list);
-                return rb_fail(RB_EINVAL, err, "volumeMounts[%zu].%.60s: not a field of E2B's volume mount (name, path)",
-                               i, key);
+                return rb_fail(RB_EINVAL, err,
+                               "volumeMounts[%zu].%.60s: not a field of E2B's volume mount (name, path)", i, key);
             }
         p = json_string_value(path);
         if ((rest = under(p, E2B_WORKDIR)) == NULL && (rest = under(p, E2B_HOME)) == NULL) {

@@ -344,18 +344,18 @@ static int kernel_restart(http_call *call)
 /* ---- registration ----------------------------------------------------------------------------- */
 
 static const http_route routes[] = {
-    {"GET", JUPYTER_PREFIX "/api", api_version},
-    {"GET", JUPYTER_PREFIX "/api/kernelspecs", kernelspecs},
-    {"GET", JUPYTER_PREFIX "/api/kernelspecs/{name}", kernelspec_get},
-    {"GET", JUPYTER_PREFIX "/api/kernels", kernels_list},
-    {"POST", JUPYTER_PREFIX "/api/kernels", kernel_start},
-    {"GET", JUPYTER_PREFIX "/api/kernels/{id}", kernel_get},
-    {"DELETE", JUPYTER_PREFIX "/api/kernels/{id}", kernel_delete},
-    {"POST", JUPYTER_PREFIX "/api/kernels/{id}/interrupt", kernel_interrupt},
-    {"POST", JUPYTER_PREFIX "/api/kernels/{id}/restart", kernel_restart},
-    {"GET", JUPYTER_PREFIX "/api/kernels/{id}/channels", jupyter__channels},
-    {"GET", JUPYTER_PREFIX "/login", jupyter__login_page},
-    {"POST", JUPYTER_PREFIX "/login", jupyter__login},
+    {"GET", "/jupyter/api", api_version},
+    {"GET", "/jupyter/api/kernelspecs", kernelspecs},
+    {"GET", "/jupyter/api/kernelspecs/{name}", kernelspec_get},
+    {"GET", "/jupyter/api/kernels", kernels_list},
+    {"POST", "/jupyter/api/kernels", kernel_start},
+    {"GET", "/jupyter/api/kernels/{id}", kernel_get},
+    {"DELETE", "/jupyter/api/kernels/{id}", kernel_delete},
+    {"POST", "/jupyter/api/kernels/{id}/interrupt", kernel_interrupt},
+    {"POST", "/jupyter/api/kernels/{id}/restart", kernel_restart},
+    {"GET", "/jupyter/api/kernels/{id}/channels", jupyter__channels},
+    {"GET", "/jupyter/login", jupyter__login_page},
+    {"POST", "/jupyter/login", jupyter__login},
 };
 
 static void on_stop(void *data)
