@@ -211,13 +211,13 @@ rb_err sharespec_mount_path(const char *path, size_t len, const char *what, char
     size_t rlen = len;
     if (len > 0 && path[0] == '/') {
         if (len < rl || memcmp(path, root, rl) != 0 || (len > rl && path[rl] != '/'))
-            return rb_fail(RB_EINVAL, err, "%s: '%.*s' is not under /workspace; mount shares in /workspace/NAME",
+            return rb_fail(RB_EINVAL, err, "%s: '%.*s' is not under /workspace; mounts go in /workspace/NAME",
                            what, shown, path);
         rel = path + rl + (len > rl);
         rlen = len - rl - (len > rl);
     }
     if (rlen == 0)
-        return rb_fail(RB_EINVAL, err, "%s: a share cannot be mounted over /workspace itself; give /workspace/NAME",
+        return rb_fail(RB_EINVAL, err, "%s: nothing can be mounted over /workspace itself; give /workspace/NAME",
                        what);
     if (len > SHARESPEC_PATH_MAX)
         return rb_fail(RB_EINVAL, err, "%s: longer than %d bytes", what, SHARESPEC_PATH_MAX);
