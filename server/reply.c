@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/codec.h"
+#include "base/mem.h"
 #include "server/http_private.h"
 #include "server/query.h"
 
@@ -213,9 +214,39 @@ void http_send_download(h2o_req_t *req, rb_err e, const char *msg, const core_fi
                          name != NULL ? name : file->name);
 }
 
+/* message with each byte that is not part of valid UTF-8 replaced by '?' (heap), or NULL when it
+ * is valid: a message quoting the caller's text cut at a byte count ('%.200s') can end that text
+ * inside a character, and jansson refuses a whole string that is not UTF-8 (the answer would be
+ * sent without its body). */
+static char *utf8_marked(const char *s)
+{
+    size_t n = strlen(s);
+    if (codec_utf8_text(s, n))
+        return NULL;
+    char *out = xmalloc(n + 1), *o = out;
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = (unsigned char)s[i];
+        size_t len = ch < 0x80 ? 1 : ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : 2;
+        if (i + len <= n && codec_utf8_text(s + i, len)) {
+            memcpy(o, s + i, len);
+            o += len;
+            i += len;
+        } else {
+            *o++ = '?';
+            i++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 json_t *http__error_doc(const char *code, const char *message)
 {
-    return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message ? message : "");
+    char *marked = message != NULL ? utf8_marked(message) : NULL;
+    json_t *doc = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message",
+                            marked != NULL ? marked : message != NULL ? message : "");
+    free(marked);
+    return doc;
 }
 
 void http_send_error_as(h2o_req_t *req, int status, const char *code, const char *message)

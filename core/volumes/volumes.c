@@ -5,6 +5,8 @@
  */
 #include "core/volumes/volumes_internal.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,8 @@
 
 /* du over a large tree takes seconds; more is an engine that stopped answering */
 #define MEASURE_TIMEOUT_MS (2L * 60 * 1000)
+/* the label of the one-shot containers that hold a volume (its id): the chown of a new one, du */
+#define HOLDER_LABEL "runbox.volume-for"
 
 /* ---- the rows ---------------------------------------------------------------------------- */
 
@@ -137,7 +141,9 @@ static void created_cb(void *data, rb_err err, const char *msg)
     static const char *const cmd[] = {"chown", "1000:1000", "/v", NULL};
     static const char *const caps[] = {"CHOWN", NULL};
     backend_volume vol = {json_string_value(json_object_get(v->doc, "docker")), NULL, "/v", 0};
-    const backend_label labels[] = {{"runbox.instance", core_heart_instance(v->c)}, {"runbox.managed", "1"}};
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(v->c)},
+                                    {"runbox.managed", "1"},
+                                    {HOLDER_LABEL, json_string_value(json_object_get(v->doc, "volume_id"))}};
     backend_spec spec;
     oneshot_spec_init(&spec, core_heart_settings(v->c)->image, NULL);
     spec.cmd = cmd;
@@ -145,7 +151,7 @@ static void created_cb(void *data, rb_err err, const char *msg)
     spec.cap_add = caps;
     spec.working_dir = "/tmp";
     spec.labels = labels;
-    spec.n_labels = 2;
+    spec.n_labels = 3;
     spec.volumes = &vol;
     spec.n_volumes = 1;
     spec.memory = 64LL * 1024 * 1024;
@@ -176,9 +182,11 @@ static rb_err check_request(const core_settings *cfg, json_t *body, const char *
     json_t *q = json_object_get(body, "quota_bytes");
     *quota = (int64_t)cfg->volume_quota;
     if (q != NULL && !json_is_null(q)) {
-        if (!json_is_integer(q) || json_integer_value(q) < 1)
+        /* a whole number, written 100 or 100.0 (JSON does not tell them apart; nor does the schema) */
+        double d = json_number_value(q);
+        if (!json_is_number(q) || !(d >= 1) || d != floor(d))
             return rb_fail(RB_EINVAL, err, "'quota_bytes' must be a positive integer (bytes)");
-        *quota = json_integer_value(q);
+        *quota = json_is_integer(q) ? json_integer_value(q) : d >= 9.0e18 ? INT64_MAX : (int64_t)d;
     }
     if (*quota > (int64_t)cfg->volume_quota_max)
         return rb_fail(RB_EINVAL, err, "'quota_bytes' is %lld; the most a volume may hold is %zu bytes (--volume-quota-max)",
@@ -334,6 +342,40 @@ static void unlink_retry(vdelete *v)
 
 static void remove_volume(vdelete *v);
 
+static void holders_listed_cb(void *data, rb_err err, const char *msg, const backend_sandbox_info *items, size_t n)
+{
+    rb_core *c = data;
+    core_heart_hold(c, -1);
+    if (err != RB_OK) {
+        if (err != RB_ECANCELED)
+            rb_warn("cannot list the containers that hold a volume: %s", msg);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *id = json_string_value(json_object_get(items[i].labels, HOLDER_LABEL));
+        rb_info("volume %s: removing container %.80s, a one-shot of an earlier runboxd that holds it",
+                id != NULL ? id : "?", items[i].id);
+        core_heart_remove(c, items[i].id);
+    }
+}
+
+/* A one-shot container (chown, du) that a runboxd killed around its start left behind can
+ * escape the recovery that removes such containers (the engine registered it after the
+ * listing) and hold the volume for good: at a deletion's first conflict, the volume's one-shot
+ * containers go, unless this process measures it now (that one ends by itself). */
+static void remove_holders(vdelete *v)
+{
+    char label[96], e2[RB_ERR_LEN];
+    if (map_get(&room(v->c)->busy, v->id) != NULL)
+        return;
+    snprintf(label, sizeof(label), "%s=%s", HOLDER_LABEL, v->id);
+    core_heart_hold(v->c, 1);
+    if (backend_list(core_heart_backend(v->c), label, holders_listed_cb, v->c, e2) != RB_OK) {
+        core_heart_hold(v->c, -1);
+        rb_warn("volume %s: cannot list the containers that hold it: %s", v->id, e2);
+    }
+}
+
 static void retry_tick(uv_timer_t *t)
 {
     vdelete *v = t->data;
@@ -352,6 +394,8 @@ static void removed_cb(void *data, rb_err err, const char *msg)
             rb_info("volume %s (%s) deleted", v->id, v->name);
         v->cb(v->data, e, e2, NULL);
     } else if (err == RB_ECONFLICT && v->tries < RETRIES && !core_heart_closing(v->c)) {
+        if (v->tries == 1)
+            remove_holders(v);
         vroom *r = room(v->c);
         v->timer = xcalloc(1, sizeof(*v->timer));
         uv_timer_init(core_heart_loop(v->c), v->timer);
@@ -490,7 +534,7 @@ static void run_measure(measure *m)
     backend_volume vol = {json_string_value(json_object_get(doc, "docker")), NULL, "/v", 1};
     const backend_label labels[] = {{"runbox.instance", core_heart_instance(m->c)},
                                     {"runbox.managed", "1"},
-                                    {"runbox.measure-for", m->id}};
+                                    {HOLDER_LABEL, m->id}};
     backend_spec spec;
     oneshot_spec_init(&spec, core_heart_settings(m->c)->image, NULL);
     spec.cmd = cmd;

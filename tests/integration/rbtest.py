@@ -50,6 +50,7 @@ ERROR_CODES = {
     502: {"upstream_error"},
     503: {"docker_unavailable", "shutting_down"},
     504: {"timeout"},
+    507: {"insufficient_storage"},
 }
 
 # ---- openapi.yaml as JSON Schema -------------------------------------------------------------
@@ -419,6 +420,18 @@ class Server:
         check_schema(r.json(), "Session")
         return r.json()
 
+    def db_volume_ids(self) -> set[str] | None:
+        """The ids of the named volumes runboxd's database holds (core/volumes/), or None if it
+        cannot be read."""
+        try:
+            con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5)
+            try:
+                return {row[0] for row in con.execute("SELECT volume_id FROM volumes")}
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return None
+
     def db_instance(self) -> str | None:
         """The instance id runboxd keeps in its database (label runbox.instance of every container
         it creates, warm-pool ones included), or None if it cannot be read."""
@@ -478,6 +491,21 @@ class Server:
             vols = docker("volume", "ls", "-q", "--filter", f"label=runbox.workspace={inst}", check=False).split()
             if vols:
                 subprocess.run(["docker", "volume", "rm", *vols], capture_output=True, timeout=120)
+        # named volumes outlive their sessions and runboxd by design: the test's are removed
+        # here; one the database no longer names was deleted through the API, and runboxd
+        # answered only once the engine had removed it: left behind, it is a problem
+        known = self.db_volume_ids()
+        for inst in self.instances:
+            out = docker("volume", "ls", "--filter", "label=runbox.volume", "--filter", f"label=runbox.instance={inst}",
+                         "--format", '{{.Name}} {{.Label "runbox.volume"}}', check=False)
+            named = [line.split() for line in out.splitlines() if len(line.split()) == 2]
+            deleted = [name for name, vid in named if known is not None and vid not in known]
+            if deleted:
+                problems.append(f"volumes deleted through the API (or whose creation failed) left in the engine: "
+                                f"{deleted}")
+            if named:
+                subprocess.run(["docker", "volume", "rm", "-f", *(name for name, _ in named)], capture_output=True,
+                               timeout=120)
         # kept workspaces (hibernated sessions) go with their session, before runboxd stops
         for inst in self.instances:
             kept = docker("volume", "ls", "-q", "--filter", f"label=runbox.keep={inst}", check=False).split()

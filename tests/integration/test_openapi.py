@@ -14,6 +14,7 @@ import rbtest
 T = "2026-11-21T23:59:01.123Z"
 SID = "s_" + "ab" * 16
 RID = "e_" + "cd" * 16
+VID = "vol_" + "ef" * 16
 
 
 def test_openapi_document_is_valid():
@@ -23,7 +24,7 @@ def test_openapi_document_is_valid():
 
 
 # Every route runboxd serves (the route tables of the protocol folders of server/: rest, mcp,
-# metrics, agentrun, e2b), as (path, method).
+# metrics, agentrun, e2b, dify), as (path, method).
 ROUTES = {
     ("/sessions", "post"), ("/sessions", "get"),
     ("/sessions/{session_id}", "get"), ("/sessions/{session_id}", "delete"),
@@ -36,6 +37,7 @@ ROUTES = {
     ("/execute", "post"), ("/execute/{request_id}/status", "get"), ("/execute/{request_id}/results", "get"),
     ("/execute/{request_id}/events", "get"), ("/execute/{request_id}", "delete"),
     ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"), ("/shares", "get"),
+    ("/volumes", "post"), ("/volumes", "get"), ("/volumes/{volume}", "get"), ("/volumes/{volume}", "delete"),
     ("/web/page-text", "post"), ("/engines/{name}/drain", "post"), ("/engines/{name}/drain", "delete"),
     ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"), ("/sse", "get"), ("/messages", "post"),
     # the AgentRun-compatible surface (server/agentrun/rest.c, server/agentrun/mcp.c)
@@ -59,6 +61,9 @@ ROUTES = {
     ("/e2b/process.Process/{method}", "post"), ("/e2b/filesystem.Filesystem/{method}", "post"),
     ("/e2b/execute", "post"), ("/e2b/contexts", "get"), ("/e2b/contexts", "post"),
     ("/e2b/contexts/{contextID}", "delete"), ("/e2b/contexts/{contextID}/restart", "post"),
+    # dify-sandbox's API (server/dify/dify.c)
+    ("/v1/sandbox/run", "post"), ("/v1/sandbox/dependencies", "get"), ("/v1/sandbox/dependencies/refresh", "get"),
+    ("/v1/sandbox/dependencies/update", "post"),
 }
 
 
@@ -155,6 +160,21 @@ def test_schemas_accept_contract_examples():
                                     {"name": "out", "readonly": False}]}, "ShareList")
     rbtest.check_schema({"dependencies": ["requests"]}, "DependenciesRequest")
     rbtest.check_schema({"dependencies": ["requests"]}, "CreateSessionRequest")
+    # named volumes
+    vol = {"volume_id": VID, "name": "data", "quota_bytes": 1 << 30, "used_bytes": 0, "over_quota": False,
+           "created_at": T, "measured_at": None, "mounted_by": [SID]}
+    rbtest.check_schema(vol, "Volume")
+    rbtest.check_schema({**vol, "measured_at": T, "engine": "b", "mounted_by": []}, "Volume")
+    rbtest.check_schema({"volumes": [vol]}, "VolumeList")
+    rbtest.check_schema({"name": "data", "quota_bytes": 104857600}, "CreateVolumeRequest")
+    rbtest.check_schema({"name": "0-a_b", "quota_bytes": None}, "CreateVolumeRequest")
+    rbtest.check_schema({"execution_options": {"mounts": [
+        {"volume": "data"}, {"volume": VID, "path": "/workspace/d2", "readonly": True},
+        {"share": "photos", "path": None, "readonly": None}]}}, "CreateSessionRequest")
+    rbtest.check_schema(session_doc(execution_options={
+        "timeout": 30, "memory_limit": "512m", "cpu_limit": 1.0, "environment_variables": {},
+        "mounts": [{"volume": "data", "volume_id": VID, "path": "/workspace/data", "readonly": False},
+                   {"share": "photos", "path": "/workspace/photos", "readonly": True}]}), "Session")
     # npm packages of javascript and typescript sessions
     rbtest.check_schema({"session_id": SID, "dependencies": ["left-pad@1.3.0"], "cached": True,
                          "node_modules": "/workspace/.runbox/node_modules", "duration_ms": 900,
@@ -190,6 +210,19 @@ def test_schemas_accept_contract_examples():
     ("CreateSessionRequest", {"execution_options": {"mounts": [{"share": "p", "path": "/workspace/a:b"}]}}),
     ("CreateSessionRequest", {"execution_options": {"mounts": [{"path": "/workspace/a"}]}}),
     ("ShareList", {"shares": [{"name": "p", "readonly": True, "path": "/srv/p"}]}),
+    ("CreateSessionRequest", {"execution_options": {"mounts": [{"volume": "data", "share": "photos"}]}}),
+    ("CreateSessionRequest", {"execution_options": {"mounts": [{"volume": "Data"}]}}),
+    ("CreateSessionRequest", {"execution_options": {"mounts": [{"volume": "data", "size": 1}]}}),
+    ("CreateVolumeRequest", {"name": "vol_data"}),
+    ("CreateVolumeRequest", {"name": "-data"}),
+    ("CreateVolumeRequest", {"quota_bytes": 1}),
+    ("CreateVolumeRequest", {"name": "data", "quota_bytes": 0}),
+    ("Volume", {"volume_id": "v_1", "name": "data", "quota_bytes": 1, "used_bytes": 0, "over_quota": False,
+                "created_at": T, "measured_at": None, "mounted_by": []}),
+    ("Session", session_doc(execution_options={"timeout": 30, "memory_limit": "512m", "cpu_limit": 1.0,
+                                               "environment_variables": {},
+                                               "mounts": [{"volume": "data", "path": "/workspace/data",
+                                                           "readonly": False}]})),
 ])
 def test_schemas_reject_what_the_contract_forbids(name, doc):
     with pytest.raises(AssertionError):
