@@ -61,6 +61,18 @@ ROUTES = {
     ("/e2b/process.Process/{method}", "post"), ("/e2b/filesystem.Filesystem/{method}", "post"),
     ("/e2b/execute", "post"), ("/e2b/contexts", "get"), ("/e2b/contexts", "post"),
     ("/e2b/contexts/{contextID}", "delete"), ("/e2b/contexts/{contextID}/restart", "post"),
+    # E2B's volumes (server/e2b/e2b_volumes.c): the control plane, and the content API answered 501
+    ("/e2b/volumes", "post"), ("/e2b/volumes", "get"), ("/e2b/volumes/{volumeID}", "get"),
+    ("/e2b/volumes/{volumeID}", "delete"), ("/e2b/volumecontent/{volumeID}/file", "get"),
+    ("/e2b/volumecontent/{volumeID}/file", "put"), ("/e2b/volumecontent/{volumeID}/dir", "get"),
+    ("/e2b/volumecontent/{volumeID}/dir", "post"), ("/e2b/volumecontent/{volumeID}/path", "get"),
+    ("/e2b/volumecontent/{volumeID}/path", "patch"), ("/e2b/volumecontent/{volumeID}/path", "delete"),
+    # the Jupyter Kernel Gateway (server/jupyter/jupyter.c)
+    ("/jupyter/api", "get"), ("/jupyter/api/kernelspecs", "get"), ("/jupyter/api/kernelspecs/{name}", "get"),
+    ("/jupyter/api/kernels", "get"), ("/jupyter/api/kernels", "post"), ("/jupyter/api/kernels/{kernel_id}", "get"),
+    ("/jupyter/api/kernels/{kernel_id}", "delete"), ("/jupyter/api/kernels/{kernel_id}/interrupt", "post"),
+    ("/jupyter/api/kernels/{kernel_id}/restart", "post"), ("/jupyter/api/kernels/{kernel_id}/channels", "get"),
+    ("/jupyter/login", "get"), ("/jupyter/login", "post"),
     # dify-sandbox's API (server/dify/dify.c)
     ("/v1/sandbox/run", "post"), ("/v1/sandbox/dependencies", "get"), ("/v1/sandbox/dependencies/refresh", "get"),
     ("/v1/sandbox/dependencies/update", "post"),
