@@ -139,6 +139,9 @@ static const key_def keys[] = {
     {"max-download-memory", "RUNBOX_MAX_DOWNLOAD_MEMORY", K_SIZE, OFF(core.max_download_memory),
      "memory that file downloads in flight hold together (each holds its file until it is sent); one more gets "
      "429 (bytes, or k/m/g suffix; at least max-download)"},
+    {"dify-timeout", "RUNBOX_DIFY_TIMEOUT", K_SECS, OFF(server.dify_timeout),
+     "seconds a Dify code node's run (POST /v1/sandbox/run) may take, preload and code together: dify-sandbox's "
+     "WORKER_TIMEOUT (docs/dify.md); at most max-timeout"},
     {"mcp-image-limit", "RUNBOX_MCP_IMAGE_LIMIT", K_SIZE, OFF(server.mcp_image_limit),
      "PNG size above which MCP results link to the image instead of inlining it (bytes, or k/m/g suffix)"},
     {"pool-size", "RUNBOX_POOL_SIZE", K_INT, OFF(core.pool_size),
@@ -586,6 +589,9 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "max-timeout: must be more than 0 seconds");
     if (!(cfg->core.default_timeout > 0) || cfg->core.default_timeout > cfg->core.max_timeout)
         return rb_fail(RB_EINVAL, err, "timeout: must be more than 0 and at most max-timeout (%g s)", cfg->core.max_timeout);
+    if (!(cfg->server.dify_timeout > 0) || cfg->server.dify_timeout > cfg->core.max_timeout)
+        return rb_fail(RB_EINVAL, err, "dify-timeout: must be more than 0 and at most max-timeout (%g s)",
+                       cfg->core.max_timeout);
     if (cfg->core.idle_timeout < 0)
         return rb_fail(RB_EINVAL, err, "idle-timeout: must not be negative");
     if (cfg->core.retention < 0)

@@ -19,6 +19,7 @@ void server_settings_init(server_settings *s)
     s->max_streams = RB_DEFAULT_MAX_STREAMS;
     s->max_connections = RB_DEFAULT_MAX_CONNECTIONS;
     s->max_stream_memory = RB_DEFAULT_MAX_STREAM_MEMORY;
+    s->dify_timeout = RB_DEFAULT_DIFY_TIMEOUT_S;
 }
 
 void server_settings_dispose(server_settings *s)

@@ -16,6 +16,7 @@
 #define RB_DEFAULT_MAX_STREAMS 64
 #define RB_DEFAULT_MAX_CONNECTIONS 256
 #define RB_DEFAULT_MAX_STREAM_MEMORY (256 * 1024 * 1024)
+#define RB_DEFAULT_DIFY_TIMEOUT_S 15.0
 
 /* Field comments name the daemon's flag and environment variable that set each one. */
 typedef struct server_settings {
@@ -40,6 +41,8 @@ typedef struct server_settings {
                               without API keys (anyone who reaches the port controls every session) */
     size_t mcp_image_limit;/* --mcp-image-limit / RUNBOX_MCP_IMAGE_LIMIT: PNG bytes above which MCP sends a
                               resource_link instead of inline image content */
+    double dify_timeout;   /* --dify-timeout / RUNBOX_DIFY_TIMEOUT: seconds a Dify run (POST /v1/sandbox/run,
+                              preload and code together) may take: dify-sandbox's WORKER_TIMEOUT */
 } server_settings;
 
 /** Fills s with the defaults above; the string fields are heap copies owned by s (or NULL). */

@@ -207,7 +207,8 @@ EXEC_OK = "1\n"
 ROOM_BENCHES = (("bench_network", "network by policy: a networked session beside a sealed one, the proxy beside a "
                                   "plain network"),
                 ("bench_data", "data: suspend, hibernate and fork beside their baselines; a share beside the "
-                               "workspace"))
+                               "workspace"),
+                ("bench_dify", "Dify: a code node's run beside a REST execute of the same code"))
 
 
 def execute(c, sid, code="print(1)"):
