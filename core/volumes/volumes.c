@@ -93,6 +93,31 @@ typedef struct vcreate {
     int made; /* the engine made the volume (removed if a later step fails) */
 } vcreate;
 
+/* Runs a one-shot container of the volume docker (mounted at /v, read-only unless rw) as root
+ * with only the capabilities caps, with no network: the chown of a new volume and its
+ * measurement. cb as oneshot_run's; the hold of the graceful stop is the caller's. */
+static rb_err run_holder(rb_core *c, const char *kind, const char *docker, const char *volume_id, int rw,
+                         const char *const *cmd, const char *const *caps, int64_t memory, oneshot_done_cb cb,
+                         void *data, char *err)
+{
+    backend_volume vol = {docker, NULL, "/v", !rw};
+    const backend_label labels[] = {{"runbox.instance", core_heart_instance(c)},
+                                    {"runbox.managed", "1"},
+                                    {HOLDER_LABEL, volume_id}};
+    backend_spec spec;
+    oneshot_spec_init(&spec, core_heart_settings(c)->image, NULL);
+    spec.cmd = cmd;
+    spec.user = "0:0";
+    spec.cap_add = caps;
+    spec.working_dir = "/tmp";
+    spec.labels = labels;
+    spec.n_labels = 3;
+    spec.volumes = &vol;
+    spec.n_volumes = 1;
+    spec.memory = memory;
+    return oneshot_run(c, kind, &spec, MEASURE_TIMEOUT_MS, cb, data, err);
+}
+
 /* The end of a creation: the answer, or the row and the volume undone. */
 static void create_end(vcreate *v, rb_err err, const char *step, const char *msg)
 {
@@ -140,24 +165,11 @@ static void created_cb(void *data, rb_err err, const char *msg)
     /* a new volume's root belongs to root: the sandbox user (uid 1000) gets it, as its workspace */
     static const char *const cmd[] = {"chown", "1000:1000", "/v", NULL};
     static const char *const caps[] = {"CHOWN", NULL};
-    backend_volume vol = {json_string_value(json_object_get(v->doc, "docker")), NULL, "/v", 0};
-    const backend_label labels[] = {{"runbox.instance", core_heart_instance(v->c)},
-                                    {"runbox.managed", "1"},
-                                    {HOLDER_LABEL, json_string_value(json_object_get(v->doc, "volume_id"))}};
-    backend_spec spec;
-    oneshot_spec_init(&spec, core_heart_settings(v->c)->image, NULL);
-    spec.cmd = cmd;
-    spec.user = "0:0";
-    spec.cap_add = caps;
-    spec.working_dir = "/tmp";
-    spec.labels = labels;
-    spec.n_labels = 3;
-    spec.volumes = &vol;
-    spec.n_volumes = 1;
-    spec.memory = 64LL * 1024 * 1024;
     char e2[RB_ERR_LEN];
     core_heart_hold(v->c, 1);
-    rb_err e = oneshot_run(v->c, "volume", &spec, MEASURE_TIMEOUT_MS, owned_cb, v, e2);
+    rb_err e = run_holder(v->c, "volume", json_string_value(json_object_get(v->doc, "docker")),
+                          json_string_value(json_object_get(v->doc, "volume_id")), 1, cmd, caps, 64LL * 1024 * 1024,
+                          owned_cb, v, e2);
     if (e != RB_OK) {
         core_heart_hold(v->c, -1);
         create_end(v, e, "give the new volume to the sandbox user", e2);
@@ -531,23 +543,9 @@ static void run_measure(measure *m)
         measure_end(m);
         return;
     }
-    backend_volume vol = {json_string_value(json_object_get(doc, "docker")), NULL, "/v", 1};
-    const backend_label labels[] = {{"runbox.instance", core_heart_instance(m->c)},
-                                    {"runbox.managed", "1"},
-                                    {HOLDER_LABEL, m->id}};
-    backend_spec spec;
-    oneshot_spec_init(&spec, core_heart_settings(m->c)->image, NULL);
-    spec.cmd = cmd;
-    spec.user = "0:0";
-    spec.cap_add = caps;
-    spec.working_dir = "/tmp";
-    spec.labels = labels;
-    spec.n_labels = 3;
-    spec.volumes = &vol;
-    spec.n_volumes = 1;
-    spec.memory = 128LL * 1024 * 1024;
     core_heart_hold(m->c, 1);
-    rb_err e = oneshot_run(m->c, "measure", &spec, MEASURE_TIMEOUT_MS, measured_cb, m, e2);
+    rb_err e = run_holder(m->c, "measure", json_string_value(json_object_get(doc, "docker")), m->id, 0, cmd, caps,
+                          128LL * 1024 * 1024, measured_cb, m, e2);
     json_decref(doc);
     if (e != RB_OK) {
         core_heart_hold(m->c, -1);
