@@ -69,8 +69,42 @@ void jupyter__forget(jupyter *j, const char *id)
     map_del(&j->counts, id);
 }
 
+/* ---- kernel ids ---------------------------------------------------------------------------- */
+
+static int is_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+const char *jupyter__kernel_id(const char *sid, char *buf)
+{
+    if (strlen(sid) == 34 && sid[0] == 's' && sid[1] == '_' && is_hex(sid + 2, 32))
+        snprintf(buf, JUPYTER_ID_MAX, "%.8s-%.4s-%.4s-%.4s-%.12s", sid + 2, sid + 10, sid + 14, sid + 18, sid + 22);
+    else
+        snprintf(buf, JUPYTER_ID_MAX, "%s", sid);
+    return buf;
+}
+
+const char *jupyter__session_id(const char *kid, char *buf)
+{
+    static const size_t DASHES[] = {8, 13, 18, 23};
+    int uuid = strlen(kid) == 36;
+    for (size_t i = 0; uuid && i < 4; i++)
+        uuid = kid[DASHES[i]] == '-';
+    if (uuid && is_hex(kid, 8) && is_hex(kid + 9, 4) && is_hex(kid + 14, 4) && is_hex(kid + 19, 4) &&
+        is_hex(kid + 24, 12))
+        snprintf(buf, JUPYTER_ID_MAX, "s_%.8s%.4s%.4s%.4s%.12s", kid, kid + 9, kid + 14, kid + 19, kid + 24);
+    else
+        snprintf(buf, JUPYTER_ID_MAX, "%s", kid);
+    return buf;
+}
+
 json_t *jupyter__kernel_model(jupyter *j, json_t *session)
 {
+    char kid[JUPYTER_ID_MAX];
     const char *id = json_string_value(json_object_get(session, "session_id"));
     const char *status = json_string_value(json_object_get(session, "status"));
     const char *state = status == NULL ? "unknown"
@@ -79,7 +113,7 @@ json_t *jupyter__kernel_model(jupyter *j, json_t *session)
                         : strcmp(status, "ended") == 0 || strcmp(status, "dead") == 0 ? "dead"
                                                                                        : "idle";
     json_t *last = json_object_get(session, "last_used_at");
-    return json_pack("{s:s, s:s, s:O, s:s, s:i}", "id", id ? id : "", "name",
+    return json_pack("{s:s, s:s, s:O, s:s, s:i}", "id", id ? jupyter__kernel_id(id, kid) : "", "name",
                      jmsg_kernel_name(json_string_value(json_object_get(session, "language"))), "last_activity",
                      last != NULL ? last : json_null(), "execution_state", state, "connections",
                      id ? jupyter__connections(j, id) : 0);
@@ -157,9 +191,9 @@ static int kernels_list(http_call *call)
 static int kernel_get(http_call *call)
 {
     jupyter *j = call->data;
-    char err[RB_ERR_LEN];
+    char err[RB_ERR_LEN], sid[JUPYTER_ID_MAX];
     json_t *s = NULL;
-    rb_err e = core_session_get(call->core, call->who, call->params[0], &s, err);
+    rb_err e = core_session_get(call->core, call->who, jupyter__session_id(call->params[0], sid), &s, err);
     const char *st = e == RB_OK ? json_string_value(json_object_get(s, "status")) : NULL;
     if (e == RB_OK && st != NULL && (strcmp(st, "ended") == 0 || strcmp(st, "dead") == 0)) {
         snprintf(err, sizeof(err), "Kernel does not exist: %.64s (its session has ended)", call->params[0]);
@@ -244,26 +278,27 @@ static int kernel_start(http_call *call)
 static int kernel_delete(http_call *call)
 {
     jupyter *j = call->data;
-    char err[RB_ERR_LEN];
+    char err[RB_ERR_LEN], sid[JUPYTER_ID_MAX];
     json_t *out = NULL;
-    rb_err e = core_session_delete(call->core, call->who, call->params[0], &out, err);
+    rb_err e = core_session_delete(call->core, call->who, jupyter__session_id(call->params[0], sid), &out, err);
     json_decref(out);
     if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
-    jupyter__forget(j, call->params[0]);
+    jupyter__forget(j, sid);
+    jupyter__end_kernel(j, sid, NULL);
     http_send_no_content(call->req);
     return 0;
 }
 
 static int kernel_interrupt(http_call *call)
 {
-    char err[RB_ERR_LEN];
+    char err[RB_ERR_LEN], sid[JUPYTER_ID_MAX];
     json_t *s = NULL;
-    rb_err e = core_session_get(call->core, call->who, call->params[0], &s, err);
+    rb_err e = core_session_get(call->core, call->who, jupyter__session_id(call->params[0], sid), &s, err);
     json_decref(s);
     if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
-    jupyter__interrupt(call->data, call->who, call->params[0]);
+    jupyter__interrupt(call->data, call->who, sid);
     http_send_no_content(call->req);
     return 0;
 }
@@ -275,7 +310,7 @@ typedef struct restart_ctx {
     core_watch *watch;
     jupyter *j;
     const core_caller *who;
-    char id[64];
+    char id[JUPYTER_ID_MAX]; /* the session's */
 } restart_ctx;
 
 static void restart_dispose(void *p)
@@ -332,8 +367,8 @@ static int kernel_restart(http_call *call)
     char err[RB_ERR_LEN];
     restart_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), restart_dispose);
     *ctx = (restart_ctx){call->req, NULL, call->data, call->who, ""};
-    snprintf(ctx->id, sizeof(ctx->id), "%s", call->params[0]);
-    rb_err e = jupyter__restart(call->data, call->who, call->params[0], on_restarted, ctx, &ctx->watch, err);
+    jupyter__session_id(call->params[0], ctx->id);
+    rb_err e = jupyter__restart(call->data, call->who, ctx->id, on_restarted, ctx, &ctx->watch, err);
     if (e != RB_OK) {
         ctx->watch = NULL;
         return answer(call, e, err, NULL, 0);

@@ -23,12 +23,25 @@
 
 typedef struct jconn jconn;
 
+/* Executions whose websocket closed before they ended, remembered (a ring, the oldest forgotten
+ * first) so that an interrupt or restart of their kernel from a new socket still stops them. */
+#define JUPYTER_ORPHANS_MAX 256
+
 /* One login of password mode: the cookie's value and the API key it stands for. */
 typedef struct jlogin {
     char cookie[48];
     char *key;
     int64_t at;
 } jlogin;
+
+/* Bytes of a kernel or session id kept (a runbox session id is s_ and 32 hex digits). */
+#define JUPYTER_ID_MAX 64
+
+/* An execution of kernel (its session id) whose websocket closed: request id rid ("" once done). */
+typedef struct jorphan {
+    char kernel[JUPYTER_ID_MAX];
+    char rid[64];
+} jorphan;
 
 /* What the kernels' REST and websocket handlers share (call->data). */
 typedef struct jupyter {
@@ -37,14 +50,24 @@ typedef struct jupyter {
     rb_map counts;        /* kernel id -> (execution count, as intptr_t): Jupyter's execution_count */
     jconn *conns;         /* the websockets open, linked by next */
     jlogin logins[JUPYTER_LOGINS_MAX];
+    jorphan orphans[JUPYTER_ORPHANS_MAX];
+    size_t next_orphan; /* the slot the next orphan takes */
     int stopping;
 } jupyter;
 
 /** Answers Jupyter's error shape {"message", "reason"} with status (http_status_of(e)). */
 void jupyter__fail(h2o_req_t *req, rb_err e, const char *msg);
 
-/** The kernel model of a session object (borrowed): {id, name, last_activity, execution_state,
- * connections} (new reference). */
+/** The kernel id of session id sid, into buf (JUPYTER_ID_MAX bytes): a session id's 32 hex digits
+ * as a UUID (8-4-4-4-12), since Jupyter Server routes only kernel ids of that shape
+ * (\w+-\w+-\w+-\w+-\w+); any other id as it is. Returns buf. */
+const char *jupyter__kernel_id(const char *sid, char *buf);
+/** The session id of kernel id kid (the UUID form above, or a session id as it is), into buf
+ * (JUPYTER_ID_MAX bytes). Returns buf. */
+const char *jupyter__session_id(const char *kid, char *buf);
+
+/** The kernel model of a session object (borrowed): {id (jupyter__kernel_id), name,
+ * last_activity, execution_state, connections} (new reference). */
 json_t *jupyter__kernel_model(jupyter *j, json_t *session);
 
 /** The next execution_count of kernel id (1, 2, ...). */
@@ -54,7 +77,8 @@ void jupyter__forget(jupyter *j, const char *id);
 
 /** Websockets open on kernel id. */
 int jupyter__connections(jupyter *j, const char *id);
-/** Interrupts the executions the websockets of kernel id started: 1 if one was running. */
+/** Interrupts the executions the websockets of kernel id started, those open and those closed
+ * since (orphans): 1 if one was running. */
 int jupyter__interrupt(jupyter *j, const core_caller *who, const char *id);
 
 /** Restarts kernel id's interpreter: what runs is interrupted, then an execution with restart
@@ -64,6 +88,9 @@ rb_err jupyter__restart(jupyter *j, const core_caller *who, const char *id, core
 
 /** GET /api/kernels/{id}/channels: the websocket (jupyter_ws.c). */
 int jupyter__channels(http_call *call);
+/** Closes the websockets of kernel id (its session ended) but except (NULL: all) with a close
+ * frame (1000), as a kernel gateway does when its kernel goes. */
+void jupyter__end_kernel(jupyter *j, const char *id, const jconn *except);
 /** Closes every websocket (server_stop). */
 void jupyter__close_all(jupyter *j);
 

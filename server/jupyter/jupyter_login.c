@@ -85,11 +85,14 @@ int jupyter__credential(void *data, h2o_req_t *req, const char **tok, size_t *le
     return 0;
 }
 
+/* Path=/, as Jupyter Server's own (its base_url): aiohttp's jar, whose update_cookies() Open WebUI
+ * calls without the response's URL, sends a cookie of another path to no IP-address host (it
+ * keeps only Path=/ ones as shared), so Path=/jupyter broke password mode against
+ * http://127.0.0.1:PORT/jupyter. The cookie is honoured under /jupyter/ only (jupyter__credential). */
 static void set_cookie(h2o_req_t *req, const char *name, const char *value, int http_only)
 {
     char *v = h2o_mem_alloc_pool(&req->pool, 256);
-    int n = snprintf(v, 256, "%s=%s; Path=%s; SameSite=Strict%s", name, value, JUPYTER_PREFIX,
-                     http_only ? "; HttpOnly" : "");
+    int n = snprintf(v, 256, "%s=%s; Path=/; SameSite=Strict%s", name, value, http_only ? "; HttpOnly" : "");
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_SET_COOKIE, NULL, v, (size_t)n);
 }
 

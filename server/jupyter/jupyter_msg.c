@@ -103,8 +103,11 @@ json_t *jmsg_make(json_t *parent, const char *channel, const char *msg_type, jso
     json_t *header = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "msg_type", msg_type, "session",
                                session, "username", user != NULL ? user : "runbox", "date", date, "version",
                                JMSG_PROTOCOL);
-    return json_pack("{s:o, s:O, s:{}, s:o, s:s, s:[]}", "header", header, "parent_header",
-                     json_is_object(ph) ? ph : json_object(), "metadata", "content",
+    /* msg_id and msg_type beside the header too: Jupyter Server's websocket JSON carries them
+     * (jupyter_client's Session.msg), and clients read them there (Open WebUI, AutoGen) */
+    json_t *parent_header = json_is_object(ph) ? json_incref(ph) : json_object();
+    return json_pack("{s:o, s:s, s:s, s:o, s:{}, s:o, s:s, s:[]}", "header", header, "msg_id", id, "msg_type",
+                     msg_type, "parent_header", parent_header, "metadata", "content",
                      content != NULL ? content : json_object(), "channel", channel, "buffers");
 }
 

@@ -31,8 +31,9 @@ rb_err jmsg_parse(const char *buf, size_t len, json_t **out, char *err);
 
 /** The kernel's message of msg_type on channel with content (stolen), answering parent (a
  * message from jmsg_parse, borrowed; NULL: none) in session (the kernel's session name): a new
- * header (msg_id a fresh id, date now, version JMSG_PROTOCOL), parent's header as parent_header
- * ({} without parent), metadata {}, buffers []. New reference. */
+ * header (msg_id a fresh id, date now, version JMSG_PROTOCOL), its msg_id and msg_type also at the
+ * top level (as Jupyter Server's websocket sends them), parent's header as parent_header ({}
+ * without parent), metadata {}, buffers []. New reference. */
 json_t *jmsg_make(json_t *parent, const char *channel, const char *msg_type, json_t *content, const char *session);
 
 /** The msg_type of a message (borrowed), or "". */

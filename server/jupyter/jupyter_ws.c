@@ -8,7 +8,9 @@
  * interpreter); interrupt stops what runs.
  *
  * The kernel is the session, not the socket: a socket that drops leaves the session and what
- * runs in it as they are, and a new socket on the same id finds it with its variables.
+ * runs in it as they are, and a new socket on the same id finds it with its variables (and can
+ * interrupt what the dropped one started: jupyter__interrupt's orphans). A kernel that ends
+ * (DELETE, shutdown_request) closes the other sockets on it (1000).
  *
  * Bounds: a message over the server's body limit closes the socket (1009, wslay); a client that
  * does not read what it is sent is closed past JUPYTER_WS_QUEUE_MAX bytes queued (1008); one
@@ -43,13 +45,14 @@ struct jconn {
     h2o_websocket_conn_t *ws; /* NULL once closed */
     http_stream_link link;
     const core_caller *who;
-    char kernel[64];
+    char kernel[JUPYTER_ID_MAX]; /* the session's id */
     char language[16];
     jexec *execs;
     int nexecs;
     int refs;     /* calls of this file on the stack that use it */
     int in_recv;  /* inside on_message (h2o's proceed): no proceed now */
     int closed;
+    int ending;   /* its kernel ended: a close frame was queued */
     jconn *next;
 };
 
@@ -73,10 +76,10 @@ static void conn_free_if_done(jconn *c)
 
 static void conn_close(jconn *c);
 
-/* Sends msg (stolen) to the client, unless the socket is closed. */
+/* Sends msg (stolen) to the client, unless the socket is closed or closing. */
 static void send_msg(jconn *c, json_t *msg)
 {
-    if (c->closed || c->ws == NULL) {
+    if (c->closed || c->ws == NULL || c->ending) {
         json_decref(msg);
         return;
     }
@@ -189,9 +192,11 @@ static json_t *execute_reply(jexec *x, json_t *doc)
                          "user_expressions", "payload");
     const char *ename = json_string_value(json_object_get(err, "ename"));
     json_t *tb = json_object_get(err, "traceback");
-    return json_pack("{s:s, s:I, s:s, s:s, s:o}", "status", st != NULL && strcmp(st, "cancelled") == 0 ? "aborted"
-                                                                                                       : "error",
-                     "execution_count", (json_int_t)x->count, "ename", ename ? ename : st ? st : "Error", "evalue",
+    /* "aborted" is a request that never ran (cancelled in the queue); one interrupted while it ran
+     * ended in an error (KeyboardInterrupt), as ipykernel answers it */
+    int aborted = st != NULL && strcmp(st, "cancelled") == 0 && !json_is_object(err);
+    return json_pack("{s:s, s:I, s:s, s:s, s:o}", "status", aborted ? "aborted" : "error", "execution_count",
+                     (json_int_t)x->count, "ename", ename ? ename : st ? st : "Error", "evalue",
                      str_or(json_object_get(err, "evalue"), ""), "traceback", traceback_of(tb));
 }
 
@@ -279,19 +284,39 @@ static void execute(jconn *c, json_t *msg)
     }
 }
 
+static int cancel(jupyter *j, const core_caller *who, const char *rid)
+{
+    char err[RB_ERR_LEN];
+    json_t *out = NULL;
+    int ok = core_execution_cancel(j->core, who, rid, &out, err) == RB_OK;
+    json_decref(out);
+    return ok;
+}
+
 int jupyter__interrupt(jupyter *j, const core_caller *who, const char *id)
 {
     int any = 0;
     for (jconn *c = j->conns; c != NULL; c = c->next)
         for (jexec *x = c->execs; x != NULL; x = x->next)
-            if (strcmp(c->kernel, id) == 0 && !x->restart) {
-                char err[RB_ERR_LEN];
-                json_t *out = NULL;
-                if (core_execution_cancel(j->core, who, x->rid, &out, err) == RB_OK)
-                    any = 1;
-                json_decref(out);
-            }
+            if (strcmp(c->kernel, id) == 0 && !x->restart)
+                any |= cancel(j, who, x->rid);
+    /* a socket that dropped while its cell ran: the client reconnected and asks to stop it (an
+     * execution that has ended since is not cancelled: core answers a conflict) */
+    for (size_t i = 0; i < JUPYTER_ORPHANS_MAX; i++)
+        if (j->orphans[i].rid[0] != '\0' && strcmp(j->orphans[i].kernel, id) == 0) {
+            any |= cancel(j, who, j->orphans[i].rid);
+            j->orphans[i].rid[0] = '\0';
+        }
     return any;
+}
+
+/* Remembers an execution of c's kernel still in flight as its socket closes. */
+static void orphan(jconn *c, jexec *x)
+{
+    jorphan *o = &c->j->orphans[c->j->next_orphan];
+    c->j->next_orphan = (c->j->next_orphan + 1) % JUPYTER_ORPHANS_MAX;
+    snprintf(o->kernel, sizeof(o->kernel), "%s", c->kernel);
+    snprintf(o->rid, sizeof(o->rid), "%s", x->rid);
 }
 
 int jupyter__connections(jupyter *j, const char *id)
@@ -300,6 +325,26 @@ int jupyter__connections(jupyter *j, const char *id)
     for (jconn *c = j->conns; c != NULL; c = c->next)
         n += !c->closed && strcmp(c->kernel, id) == 0;
     return n;
+}
+
+void jupyter__end_kernel(jupyter *j, const char *id, const jconn *except)
+{
+    for (;;) { /* from the head each time: a proceed may close and unlink a socket */
+        jconn *c = j->conns;
+        while (c != NULL && (c == except || c->ending || c->closed || c->ws == NULL || strcmp(c->kernel, id) != 0))
+            c = c->next;
+        if (c == NULL)
+            return;
+        c->ending = 1;
+        static const char why[] = "the kernel was shut down";
+        wslay_event_queue_close(c->ws->ws_ctx, 1000, (const uint8_t *)why, sizeof(why) - 1);
+        if (!c->in_recv && c->ws->sock != NULL) {
+            c->refs++;
+            h2o_websocket_proceed(c->ws); /* may close it: on_message(NULL) */
+            c->refs--;
+            conn_free_if_done(c);
+        }
+    }
 }
 
 /* shutdown_request: the session ends, or its interpreter restarts (content.restart). */
@@ -331,6 +376,8 @@ static void kernel_shutdown(jconn *c, json_t *msg)
     rb_err e = core_session_delete(c->j->core, c->who, c->kernel, &out, err);
     json_decref(out);
     jupyter__forget(c->j, c->kernel);
+    if (e == RB_OK) /* the others on the kernel; this one gets its replies, then the client closes it */
+        jupyter__end_kernel(c->j, c->kernel, c);
     send_msg(c, jmsg_make(msg, "control", "shutdown_reply",
                           e == RB_OK ? json_pack("{s:s, s:b}", "status", "ok", "restart", 0)
                                      : json_pack("{s:s, s:b, s:s}", "status", "error", "restart", 0, "evalue", err),
@@ -379,6 +426,8 @@ static void conn_close(jconn *c)
     while (c->execs != NULL) { /* what runs goes on in the session; its messages go nowhere */
         jexec *x = c->execs;
         c->execs = x->next;
+        if (x->watch != NULL && !x->restart)
+            orphan(c, x);
         if (x->watch != NULL)
             core_watch_stop(x->watch);
         exec_free(x);
@@ -432,9 +481,9 @@ void jupyter__close_all(jupyter *j)
 int jupyter__channels(http_call *call)
 {
     jupyter *j = call->data;
-    char err[RB_ERR_LEN];
+    char err[RB_ERR_LEN], sid[JUPYTER_ID_MAX];
     json_t *s = NULL;
-    rb_err e = core_session_get(call->core, call->who, call->params[0], &s, err);
+    rb_err e = core_session_get(call->core, call->who, jupyter__session_id(call->params[0], sid), &s, err);
     const char *st = e == RB_OK ? json_string_value(json_object_get(s, "status")) : NULL;
     if (e == RB_OK && st != NULL && (strcmp(st, "ended") == 0 || strcmp(st, "dead") == 0)) {
         snprintf(err, sizeof(err), "Kernel does not exist: %.64s (its session has ended)", call->params[0]);
@@ -456,7 +505,7 @@ int jupyter__channels(http_call *call)
     jconn *c = xcalloc(1, sizeof(*c));
     c->j = j;
     c->who = call->who;
-    snprintf(c->kernel, sizeof(c->kernel), "%s", call->params[0]);
+    snprintf(c->kernel, sizeof(c->kernel), "%s", sid);
     snprintf(c->language, sizeof(c->language), "%s", str_or(json_object_get(s, "language"), "python"));
     json_decref(s);
     c->link.shutdown = shutdown_link;

@@ -69,6 +69,9 @@ Test(jupyter_msg, a_reply_answers_its_request)
     cr_assert_str_eq(json_string_value(json_object_get(ha, "session")), "k1");
     cr_assert_str_eq(json_string_value(json_object_get(ha, "version")), "5.3");
     cr_assert_str_eq(json_string_value(json_object_get(a, "channel")), "shell");
+    /* Open WebUI and AutoGen read msg_type at the top level, as Jupyter Server sends it */
+    cr_assert_str_eq(json_string_value(json_object_get(a, "msg_type")), "kernel_info_reply");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "msg_id")), json_string_value(json_object_get(ha, "msg_id")));
     json_t *c = json_object_get(a, "content");
     cr_assert_str_eq(json_string_value(json_object_get(c, "protocol_version")), "5.3");
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(c, "language_info"), "name")), "python");
