@@ -278,6 +278,18 @@ def test_pip_refusal_only_for_an_index_without_a_network(monkeypatch, tmp_path):
     assert magics.pip_refusal(["install", "requests"], "pip") is None
 
 
+def test_pip_install_of_what_is_installed_needs_no_index():
+    """Agents send `pip install numpy pillow` before their code (smolagents always does): with
+    every name installed already, the answer is pip's own, not a refusal."""
+    lines = magics.pip_satisfied(["install", "-q", "pytest", "pluggy"])
+    assert lines and lines[0].startswith("Requirement already satisfied: pytest in "), lines
+    assert len(lines) == 2 and "(%s)" % pytest.__version__ in lines[0], lines
+    for argv in (["install", "pytest>=1"], ["install", "-U", "pytest"], ["install", "no-such-package-rb"],
+                 ["install", "pytest", "no-such-package-rb"], ["install", "-r", "req.txt"], ["install"],
+                 ["download", "pytest"], []):
+        assert magics.pip_satisfied(argv) is None, argv
+
+
 def test_pip_installs_go_into_the_session_unless_a_place_is_named(monkeypatch, tmp_path):
     site = tmp_path / "site"
     monkeypatch.setattr(magics, "DEPS_SITE", str(site))
@@ -314,6 +326,12 @@ def test_pip_in_a_sealed_sandbox_says_how_to_install_and_installs_local_wheels(t
         res = r.execute("!pip install requests\n_exit_code", timeout=60)
         assert res.result == "1" and "ERROR: pip install needs a package index" in res.text("stderr"), res.events
         assert time.monotonic() - started < 10
+        # what the image has already: pip's own answer, in both forms
+        res = r.execute("%pip install numpy", timeout=60)
+        assert res.status == "completed", res.events
+        assert "Requirement already satisfied: numpy" in res.text("stdout"), res.events
+        res = r.execute("!pip install -qqq pillow numpy\n_exit_code", timeout=60)
+        assert res.result == "0" and res.text("stderr") == "", res.events
         res = r.execute("!pip3 download -d /tmp/d requests; python3 -m pip --version", timeout=60)
         assert "pip3 download needs a package index" in res.text("stderr"), res.events
         assert res.text("stdout").startswith("pip "), res.events

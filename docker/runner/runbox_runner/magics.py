@@ -298,6 +298,39 @@ def pip_refusal(argv, what):
             "wheels install without one (--no-index --find-links DIR)" % (what, command))
 
 
+_REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9,._ -]*\])?$")
+
+
+def pip_satisfied(argv):
+    """The lines pip prints for an install whose every requirement is already installed ("pip
+    install numpy pillow", as agents send before their code), or None. Only bare names (extras
+    allowed) count: a version constraint, a file, -r or -U needs pip itself. Without a network
+    pip cannot even check the index, so this answer, real pip's own, is what lets such a line
+    succeed in a sealed sandbox instead of being refused."""
+    if not argv or argv[0] != "install":
+        return None
+    names = []
+    for a in argv[1:]:
+        if a in ("-q", "-qq", "-qqq", "--quiet", "--no-cache-dir", "--disable-pip-version-check", "--user"):
+            continue
+        m = _REQ.match(a)
+        if m is None:
+            return None
+        names.append(m.group(1))
+    if not names:
+        return None
+    from importlib import metadata
+    lines = []
+    for n in names:
+        try:
+            dist = metadata.distribution(n)
+        except metadata.PackageNotFoundError:
+            return None
+        where = os.path.dirname(str(dist.locate_file(""))).rstrip("/") or "/"
+        lines.append("Requirement already satisfied: %s in %s (%s)" % (n, where, dist.version))
+    return lines
+
+
 def pip_into_session(argv):
     """ARGV with `--target DEPS_SITE` added to an install that names no place of its own: the
     image's site-packages are read-only, and the session's folder is on every interpreter's
@@ -414,6 +447,11 @@ class Shell:
         import shlex
         argv = shlex.split(args)
         refusal = pip_refusal(argv, "%pip")
+        satisfied = pip_satisfied(argv) if refusal is not None else None
+        if satisfied is not None:
+            if not any(a.startswith("-q") or a == "--quiet" for a in argv):
+                print("\n".join(satisfied))
+            return
         if refusal is not None:
             raise UsageError(refusal)
         self._run([sys.executable, "-m", "pip", "--disable-pip-version-check", *pip_into_session(argv)])
