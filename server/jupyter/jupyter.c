@@ -188,17 +188,30 @@ static int kernels_list(http_call *call)
     return answer(call, RB_OK, NULL, out, 200);
 }
 
-static int kernel_get(http_call *call)
+rb_err jupyter__live_session(http_call *call, json_t **out, char *err)
 {
-    jupyter *j = call->data;
-    char err[RB_ERR_LEN], sid[JUPYTER_ID_MAX];
+    char sid[JUPYTER_ID_MAX];
     json_t *s = NULL;
+    *out = NULL;
     rb_err e = core_session_get(call->core, call->who, jupyter__session_id(call->params[0], sid), &s, err);
     const char *st = e == RB_OK ? json_string_value(json_object_get(s, "status")) : NULL;
     if (e == RB_OK && st != NULL && (strcmp(st, "ended") == 0 || strcmp(st, "dead") == 0)) {
-        snprintf(err, sizeof(err), "Kernel does not exist: %.64s (its session has ended)", call->params[0]);
+        snprintf(err, RB_ERR_LEN, "Kernel does not exist: %.64s (its session has ended)", call->params[0]);
         e = RB_ENOTFOUND;
     }
+    if (e != RB_OK)
+        json_decref(s);
+    else
+        *out = s;
+    return e;
+}
+
+static int kernel_get(http_call *call)
+{
+    jupyter *j = call->data;
+    char err[RB_ERR_LEN];
+    json_t *s = NULL;
+    rb_err e = jupyter__live_session(call, &s, err);
     if (e != RB_OK) {
         json_decref(s);
         return answer(call, e, err, NULL, 0);

@@ -86,6 +86,11 @@ int jupyter__interrupt(jupyter *j, const core_caller *who, const char *id);
 rb_err jupyter__restart(jupyter *j, const core_caller *who, const char *id, core_event_cb cb, void *data,
                         core_watch **watch, char *err);
 
+/** The session of the kernel call->params[0] (a UUID or a session id) as call->who may see it,
+ * live (*out a new reference): RB_ENOTFOUND, in Jupyter's words, for an unknown, ended or another
+ * key's kernel. */
+rb_err jupyter__live_session(http_call *call, json_t **out, char *err);
+
 /** GET /api/kernels/{id}/channels: the websocket (jupyter_ws.c). */
 int jupyter__channels(http_call *call);
 /** Closes the websockets of kernel id (its session ended) but except (NULL: all) with a close

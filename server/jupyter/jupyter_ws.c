@@ -481,14 +481,9 @@ void jupyter__close_all(jupyter *j)
 int jupyter__channels(http_call *call)
 {
     jupyter *j = call->data;
-    char err[RB_ERR_LEN], sid[JUPYTER_ID_MAX];
+    char err[RB_ERR_LEN];
     json_t *s = NULL;
-    rb_err e = core_session_get(call->core, call->who, jupyter__session_id(call->params[0], sid), &s, err);
-    const char *st = e == RB_OK ? json_string_value(json_object_get(s, "status")) : NULL;
-    if (e == RB_OK && st != NULL && (strcmp(st, "ended") == 0 || strcmp(st, "dead") == 0)) {
-        snprintf(err, sizeof(err), "Kernel does not exist: %.64s (its session has ended)", call->params[0]);
-        e = RB_ENOTFOUND;
-    }
+    rb_err e = jupyter__live_session(call, &s, err);
     const char *client_key = NULL;
     if (e == RB_OK && (h2o_is_websocket_handshake(call->req, &client_key) != 0 || client_key == NULL ||
                        call->req->version >= 0x200)) {
@@ -505,7 +500,7 @@ int jupyter__channels(http_call *call)
     jconn *c = xcalloc(1, sizeof(*c));
     c->j = j;
     c->who = call->who;
-    snprintf(c->kernel, sizeof(c->kernel), "%s", sid);
+    snprintf(c->kernel, sizeof(c->kernel), "%s", str_or(json_object_get(s, "session_id"), ""));
     snprintf(c->language, sizeof(c->language), "%s", str_or(json_object_get(s, "language"), "python"));
     json_decref(s);
     c->link.shutdown = shutdown_link;
