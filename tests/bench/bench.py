@@ -208,7 +208,9 @@ ROOM_BENCHES = (("bench_network", "network by policy: a networked session beside
                                   "plain network"),
                 ("bench_data", "data: suspend, hibernate and fork beside their baselines; a share beside the "
                                "workspace"),
-                ("bench_dify", "Dify: a code node's run beside a REST execute of the same code"))
+                ("bench_dify", "Dify: a code node's run beside a REST execute of the same code"),
+                ("bench_jupyter", "Jupyter: /jupyter's kernels beside the real jupyter_kernel_gateway on the same "
+                                  "image"))
 
 
 def execute(c, sid, code="print(1)"):
