@@ -395,6 +395,18 @@ static void retry_tick(uv_timer_t *t)
     remove_volume(v);
 }
 
+/* Tries v's removal again in RETRY_MS. */
+static void retry_later(vdelete *v)
+{
+    vroom *r = room(v->c);
+    v->timer = xcalloc(1, sizeof(*v->timer));
+    uv_timer_init(core_heart_loop(v->c), v->timer);
+    v->timer->data = v;
+    v->next = r->retrying;
+    r->retrying = v;
+    uv_timer_start(v->timer, retry_tick, RETRY_MS, 0);
+}
+
 static void removed_cb(void *data, rb_err err, const char *msg)
 {
     vdelete *v = data;
@@ -408,13 +420,7 @@ static void removed_cb(void *data, rb_err err, const char *msg)
     } else if (err == RB_ECONFLICT && v->tries < RETRIES && !core_heart_closing(v->c)) {
         if (v->tries == 1)
             remove_holders(v);
-        vroom *r = room(v->c);
-        v->timer = xcalloc(1, sizeof(*v->timer));
-        uv_timer_init(core_heart_loop(v->c), v->timer);
-        v->timer->data = v;
-        v->next = r->retrying;
-        r->retrying = v;
-        uv_timer_start(v->timer, retry_tick, RETRY_MS, 0);
+        retry_later(v);
         return;
     } else if (err == RB_ECONFLICT) {
         snprintf(e2, sizeof(e2),
@@ -429,14 +435,28 @@ static void removed_cb(void *data, rb_err err, const char *msg)
     vdelete_free(v);
 }
 
+/* Removes v's volume once no measurement of it is in flight: a measuring container made after
+ * the removal would have the engine make the volume again, empty (a named volume is created by
+ * the first container that mounts it). RB_OK, or the engine's error (v is then the caller's). */
+static rb_err try_remove(vdelete *v, char *err)
+{
+    v->tries++;
+    if (map_get(&room(v->c)->busy, v->id) != NULL && v->tries < RETRIES && !core_heart_closing(v->c)) {
+        retry_later(v);
+        return RB_OK;
+    }
+    core_heart_hold(v->c, 1);
+    rb_err e = backend_volume_remove(core_heart_backend(v->c), v->docker, removed_cb, v, err);
+    if (e != RB_OK)
+        core_heart_hold(v->c, -1);
+    return e;
+}
+
 static void remove_volume(vdelete *v)
 {
     char e2[RB_ERR_LEN];
-    v->tries++;
-    core_heart_hold(v->c, 1);
-    rb_err e = backend_volume_remove(core_heart_backend(v->c), v->docker, removed_cb, v, e2);
+    rb_err e = try_remove(v, e2);
     if (e != RB_OK) {
-        core_heart_hold(v->c, -1);
         v->cb(v->data, e, e2, NULL);
         vdelete_free(v);
     }
@@ -471,13 +491,9 @@ rb_err core_volume_delete(rb_core *c, const core_caller *who, const char *ref, c
     v->cb = cb;
     v->data = data;
     json_decref(doc);
-    v->tries++;
-    core_heart_hold(c, 1);
-    e = backend_volume_remove(core_heart_backend(c), v->docker, removed_cb, v, err);
-    if (e != RB_OK) {
-        core_heart_hold(c, -1);
+    e = try_remove(v, err);
+    if (e != RB_OK)
         vdelete_free(v);
-    }
     return e;
 }
 

@@ -256,7 +256,15 @@ def delete_volume(srv, ref: str) -> None:
     rbtest.wait_until(gone, f"volume {ref} deleted (last: {last.get('r') and last['r'].text})", 30)
 
 
+def engine_volumes(cluster, i: int) -> list:
+    return cluster.api(i, "GET", "/volumes?filters=" + json.dumps({"label": ["runbox.volume"]})).json()["Volumes"]
+
+
 def test_a_volume_lives_on_one_engine_and_its_sessions_are_placed_there(runboxd, cluster):
+    # the nodes' data outlives a run (their volumes are kept): what a failed run left goes first
+    for i in range(3):
+        for v in engine_volumes(cluster, i):
+            cluster.api(i, "DELETE", f"/volumes/{v['Name']}")
     srv = runboxd()
     wait_placing(srv, ["n1", "n2", "n3"])
     srv.post("/engines/n1/drain")
@@ -276,7 +284,7 @@ def test_a_volume_lives_on_one_engine_and_its_sessions_are_placed_there(runboxd,
     assert engine_of(a) == "n2", "a session goes where its volume is"
     assert engine_of(b) == "n1"
     assert srv.execute(a["session_id"], "open('/workspace/data/f.txt', 'w').write('on n2')")["status"] == "completed"
-    on_n2 = cluster.api(1, "GET", "/volumes?filters=" + json.dumps({"label": ["runbox.volume"]})).json()["Volumes"]
+    on_n2 = engine_volumes(cluster, 1)
     assert [v["Labels"]["runbox.volume"] for v in on_n2] == [srv.get("/volumes/data").json()["volume_id"]], on_n2
     # two volumes on two engines cannot be mounted together
     r = srv.post("/sessions", {"language": "python",
@@ -294,5 +302,5 @@ def test_a_volume_lives_on_one_engine_and_its_sessions_are_placed_there(runboxd,
     for name in ("data", "other"):
         delete_volume(srv, name)
     for i in range(3):
-        left = cluster.api(i, "GET", "/volumes?filters=" + json.dumps({"label": ["runbox.volume"]})).json()["Volumes"]
+        left = engine_volumes(cluster, i)
         assert not left, f"n{i + 1} keeps {left}"
