@@ -135,10 +135,7 @@ def run(Runboxd, Client, create_session, delete_session, binary, n, log):
 def rows(F, fmt):
     """The report's rows for these figures (name, n, min, median, p99, unit, load, target)."""
     out = []
-
-    def lat(name, key, target=""):
-        out.append(roomlib.lat_row(F, fmt, name, key, target))
-
+    lat = roomlib.row_adder(F, fmt, out)
     if not F:
         return out
     lat("session create, sealed (no pool)", "net_create_sealed")

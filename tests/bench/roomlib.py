@@ -1,5 +1,5 @@
-"""What the benchmarks of core's rooms (bench_network.py, bench_data.py) share: a summary of
-samples and the report's latency row."""
+"""What the benchmarks of core's rooms (bench_network.py, bench_data.py, bench_dify.py) share: a
+summary of samples and the report's latency rows."""
 
 import statistics
 
@@ -14,3 +14,10 @@ def lat_row(F, fmt, name, key, target=""):
     """The report's row (name, n, min, median, p99, unit, load, target) of the summary F[key]."""
     v = F.get(key) or {}
     return (name, v.get("n"), fmt(v.get("min_ms")), fmt(v.get("median_ms")), fmt(v.get("p99_ms")), "ms", "", target)
+
+
+def row_adder(F, fmt, out):
+    """lat(name, key, target=""): appends the latency row of F[key] to out (a bench's rows())."""
+    def lat(name, key, target=""):
+        out.append(lat_row(F, fmt, name, key, target))
+    return lat
