@@ -71,3 +71,11 @@ void oneshot_spec_init(backend_spec *spec, const char *image, const char *networ
         .log_driver = "json-file",
     };
 }
+
+void oneshot_spec_root(backend_spec *spec, const char *image, const char *const *caps)
+{
+    oneshot_spec_init(spec, image, NULL);
+    spec->user = "0:0";
+    spec->cap_add = caps;
+    spec->working_dir = "/tmp";
+}

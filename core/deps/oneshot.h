@@ -40,4 +40,9 @@ rb_err oneshot_run(rb_core *c, const char *kind, const backend_spec *spec, long 
  * the caller sets the command, user, environment, labels and volumes. */
 void oneshot_spec_init(backend_spec *spec, const char *image, const char *network);
 
+/** oneshot_spec_init without a network, run as root (0:0) in /tmp with only the capabilities caps
+ * (a static NULL-terminated list) added back: a helper that must reach every file of a volume
+ * (the workspace's copier, a volume's chown and measurement). */
+void oneshot_spec_root(backend_spec *spec, const char *image, const char *const *caps);
+
 #endif

@@ -105,11 +105,8 @@ static rb_err run_holder(rb_core *c, const char *kind, const char *docker, const
                                     {"runbox.managed", "1"},
                                     {HOLDER_LABEL, volume_id}};
     backend_spec spec;
-    oneshot_spec_init(&spec, core_heart_settings(c)->image, NULL);
+    oneshot_spec_root(&spec, core_heart_settings(c)->image, caps);
     spec.cmd = cmd;
-    spec.user = "0:0";
-    spec.cap_add = caps;
-    spec.working_dir = "/tmp";
     spec.labels = labels;
     spec.n_labels = 3;
     spec.volumes = &vol;

@@ -99,11 +99,8 @@ static void run_copier(copy *cp)
                                     {"runbox.managed", "1"},
                                     {"runbox.copy-for", cp->session_id}};
     backend_spec spec;
-    oneshot_spec_init(&spec, core_heart_settings(cp->c)->image, NULL);
+    oneshot_spec_root(&spec, core_heart_settings(cp->c)->image, caps);
     spec.cmd = cmd;
-    spec.user = "0:0";
-    spec.cap_add = caps;
-    spec.working_dir = "/tmp";
     spec.labels = labels;
     spec.n_labels = 3;
     spec.volumes = vols;

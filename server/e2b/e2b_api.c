@@ -59,10 +59,6 @@ int e2b__authorised_body(http_call *call, json_t **body)
     return 1;
 }
 
-void e2b__no_content(h2o_req_t *req)
-{
-    http_send_no_content(req);
-}
 
 /* A core call answered 204 (or by fail) while its client waits; its pool's dispose cancels the
  * answer if the client goes, not the call. */
@@ -92,7 +88,7 @@ static void nc_done(void *data, rb_err e, const char *msg, json_t *body)
     if (e != RB_OK)
         ctx->fail(ctx->req, ctx->id, e, msg);
     else
-        e2b__no_content(ctx->req);
+        http_send_no_content(ctx->req);
 }
 
 void e2b__call_no_content(http_call *call, const char *id, json_t *change, e2b_session_call fn, e2b_fail_fn fail)
@@ -461,9 +457,7 @@ int e2b__kill(http_call *call)
     } else if (e != RB_OK) {
         e2b__api_fail(call->req, e, err);
     } else {
-        call->req->res.status = 204;
-        call->req->res.reason = "No Content";
-        h2o_send_inline(call->req, NULL, 0);
+        http_send_no_content(call->req);
     }
     return 0;
 }
@@ -487,9 +481,7 @@ int e2b__set_timeout(http_call *call)
         if (e != RB_OK) {
             e2b__api_fail(call->req, e, err);
         } else {
-            call->req->res.status = 204;
-            call->req->res.reason = "No Content";
-            h2o_send_inline(call->req, NULL, 0);
+            http_send_no_content(call->req);
         }
         json_decref(session);
         json_decref(extra);

@@ -61,9 +61,7 @@ int e2b__health(http_call *call)
         e2b__sandbox_error(call->req, 502, msg);
         return 0;
     }
-    call->req->res.status = 204;
-    call->req->res.reason = "No Content";
-    h2o_send_inline(call->req, NULL, 0);
+    http_send_no_content(call->req);
     return 0;
 }
 

@@ -39,8 +39,6 @@ int e2b__authorised(http_call *call);
 /** e2b__authorised, then the body read as JSON into *body (NULL when empty; a new reference):
  * 1, or 0 after answering (401, or the body's 4xx). */
 int e2b__authorised_body(http_call *call, json_t **body);
-/** Answers 204 No Content. */
-void e2b__no_content(h2o_req_t *req);
 /** A core call on a session as core_session_network's (core/core.h). */
 typedef rb_err (*e2b_session_call)(rb_core *c, const core_caller *who, const char *session_id, json_t *body,
                                    core_cb cb, void *data, core_op **handle, char *err);

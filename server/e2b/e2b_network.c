@@ -122,7 +122,7 @@ int e2b__network_update(http_call *call)
         if (has < 0)
             goto done;
         if (has == 0) {
-            e2b__no_content(call->req);
+            http_send_no_content(call->req);
             goto done;
         }
         policy = json_false();

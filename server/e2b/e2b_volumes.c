@@ -109,7 +109,7 @@ static void on_done(void *data, rb_err e, const char *msg, json_t *body)
         if (e != RB_OK) {
             volume_fail(w->req, w->ref, w->status == 204, e, msg);
         } else if (w->status == 204) {
-            e2b__no_content(w->req);
+            http_send_no_content(w->req);
         } else {
             json_t *o = volume_object(body, 1);
             http_send_json(w->req, w->status, o);
