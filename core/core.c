@@ -211,7 +211,7 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
         (e = engines_backend(loop, cfg, &be, err)) != RB_OK)
         goto fail_sessions;
     const backend_docker_engine eng = {cfg->docker_socket, cfg->docker_tls_ca, cfg->docker_tls_cert,
-                                       cfg->docker_tls_key};
+                                       cfg->docker_tls_key, cfg->docker_runtimes};
     if (be == NULL && (e = backend_docker_new_at(loop, &eng, (long)(cfg->docker_timeout * 1000),
                                               (long)(cfg->docker_transfer_timeout * 1000), &be, err)) != RB_OK)
         goto fail_sessions;
@@ -770,6 +770,10 @@ json_t *core_health(rb_core *c)
     json_t *engines = backend_engines(c->be); /* several engines: each one's state */
     if (engines != NULL)
         json_object_set_new(json_object_get(h, "docker"), "engines", engines);
+    /* the runtimes the engines offer (several engines: each one's too) and the default isolation */
+    json_object_set_new(json_object_get(h, "docker"), "runtimes", backend_runtimes(c->be));
+    json_object_set_new(h, "isolation", json_pack("{s:s, s:s}", "default", c->cfg->isolation, "gvisor_runtime",
+                                                  c->cfg->gvisor_runtime));
     return h;
 }
 

@@ -68,6 +68,8 @@ typedef struct core_caller {
                            "none": no network), or NULL/"": the server's --egress-max */
     const char *shares; /* the shared folders this key's sessions may mount (core/shares/): names,
                            comma-separated, or "*" (all); NULL, "" or "none": none */
+    const char *isolation; /* the isolations this key's sessions may have (core/isolation/):
+                              "container,gvisor", "*"; NULL or "": every one */
 } core_caller;
 
 /** Checks a key's egress limit (core_caller.egress): "none", "*" or host patterns. RB_EINVAL
@@ -77,6 +79,10 @@ rb_err core_egress_limit_check(const char *list, char *err);
 /** Checks a key's shares= value (core_caller.shares): "none", "*" or share names. RB_EINVAL
  * naming the bad name otherwise. */
 rb_err core_shares_key_check(const char *list, char *err);
+
+/** Checks a key's isolation= value (core_caller.isolation): "*" or isolations joined by ','.
+ * RB_EINVAL naming the bad word otherwise. */
+rb_err core_isolation_key_check(const char *list, char *err);
 
 /** Whether who may see something that belongs to owner (NULL owner: ""). */
 int core_caller_owns(const core_caller *who, const char *owner);

@@ -105,6 +105,7 @@ struct session {
     json_t *net_policy;   /* its network policy {"allow", "deny"} (core/network/), or NULL: no network at all */
     char *egress_net;     /* the internal network its sandbox joins (core/network/egress.h), or NULL */
     int custom_sandbox;   /* a limit above differs from the server's default: no warm pool container fits */
+    char isolation[16];   /* "container" or "gvisor" (core/isolation/), in options too */
     int executions;
     int dirty;            /* changed since last stored: execution_finish leaves the write to the sweep */
     json_t *dependencies; /* normalised requirement list asked at creation, or NULL (core/deps/) */
@@ -289,7 +290,7 @@ typedef void (*sandbox_pool_cb)(void *data, sandbox *sb, rb_err err, const char 
 /** Creates and starts a container of the default profile for language, labelled
  * runbox.session=pool, attaches and handshakes; reports through cb. *out is owned by the caller
  * (close it with sandbox_close). */
-rb_err sandbox_create_pooled(rb_core *c, const char *language, sandbox_pool_cb cb, void *data, sandbox **out,
+rb_err sandbox_create_pooled(rb_core *c, const char *language, const char *isolation, sandbox_pool_cb cb, void *data, sandbox **out,
                              char *err);
 /** Binds a ready pool sandbox to s (sets s->sb and s->container_id) and pings its runner; cb(s)
  * runs once with the outcome, like sandbox_create's. On a synchronous error nothing changed

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/isolation/isolation.h"
 #include "core/pool.h"
 
 #define FILL_PARALLEL 2
@@ -27,6 +28,7 @@ struct entry {
 
 struct profile {
     const char *language;
+    const char *isolation; /* core/isolation/ */
     int size;
     int ready, starting;
     entry *head;
@@ -34,7 +36,7 @@ struct profile {
 
 struct pool {
     rb_core *c;
-    profile prof[2];
+    profile prof[3];
     int started, stopped;
     int64_t hits, misses;
     uv_timer_t *retry;    /* back-off before the next fill after a failure */
@@ -86,7 +88,8 @@ static void entry_cb(void *data, sandbox *sb, rb_err err, const char *msg)
         e->prof->ready++;
         e->ready = 1;
         p->backoff_ms = 0;
-        rb_debug("pool: warm %s sandbox ready (container %.12s)", e->prof->language, sandbox_container_id(sb));
+        rb_debug("pool: warm %s sandbox ready (%s, container %.12s)", e->prof->language, e->prof->isolation,
+                 sandbox_container_id(sb));
         return;
     }
     int was_ready = e->ready;
@@ -102,7 +105,10 @@ static void entry_cb(void *data, sandbox *sb, rb_err err, const char *msg)
 
 static int total_starting(const pool *p)
 {
-    return p->prof[0].starting + p->prof[1].starting;
+    int n = 0;
+    for (size_t i = 0; i < sizeof(p->prof) / sizeof(p->prof[0]); i++)
+        n += p->prof[i].starting;
+    return n;
 }
 
 static void fill(pool *p)
@@ -116,8 +122,8 @@ static void fill(pool *p)
             entry *e = xcalloc(1, sizeof(*e));
             e->p = p;
             e->prof = prof;
-            if (sandbox_create_pooled(p->c, prof->language, entry_cb, e, &e->sb, err) != RB_OK) {
-                rb_warn("pool: cannot start a warm %s sandbox: %s", prof->language, err);
+            if (sandbox_create_pooled(p->c, prof->language, prof->isolation, entry_cb, e, &e->sb, err) != RB_OK) {
+                rb_warn("pool: cannot start a warm %s sandbox (%s): %s", prof->language, prof->isolation, err);
                 free(e);
                 schedule_retry(p);
                 return;
@@ -133,10 +139,13 @@ pool *pool_new(rb_core *c)
 {
     pool *p = xcalloc(1, sizeof(*p));
     p->c = c;
-    p->prof[0].language = "python";
-    p->prof[0].size = c->cfg->pool_size;
-    p->prof[1].language = "bash";
-    p->prof[1].size = c->cfg->pool_bash_size;
+    const char *dflt = c->cfg->isolation, *other = strcmp(dflt, "gvisor") == 0 ? "container" : "gvisor";
+    p->prof[0] = (profile){.language = "python", .isolation = dflt, .size = c->cfg->pool_size};
+    p->prof[1] = (profile){.language = "bash", .isolation = dflt, .size = c->cfg->pool_bash_size};
+    /* the other isolation's, only where some engine offers it */
+    p->prof[2] = (profile){.language = "python", .isolation = other, .size = c->cfg->pool_other_size};
+    if (!backend_offers(c->be, isolation_runtime(other, c->cfg->gvisor_runtime)))
+        p->prof[2].size = 0;
     p->retry = xmalloc(sizeof(*p->retry));
     uv_timer_init(c->loop, p->retry);
     p->retry->data = p;
@@ -202,7 +211,7 @@ static profile *profile_for(pool *p, const session *s)
     if (json_object_size(json_object_get(s->options, "environment_variables")) != 0)
         return NULL;
     for (size_t i = 0; i < sizeof(p->prof) / sizeof(p->prof[0]); i++)
-        if (strcmp(p->prof[i].language, s->language) == 0)
+        if (strcmp(p->prof[i].language, s->language) == 0 && strcmp(p->prof[i].isolation, s->isolation) == 0)
             return p->prof[i].size > 0 ? &p->prof[i] : NULL;
     return NULL;
 }
@@ -249,11 +258,17 @@ int pool_owns(const pool *p, const char *container_id)
 json_t *pool_health(const pool *p)
 {
     int size = 0, ready = 0, starting = 0;
+    json_t *profiles = json_array();
     for (size_t i = 0; i < sizeof(p->prof) / sizeof(p->prof[0]); i++) {
-        size += p->prof[i].size;
-        ready += p->prof[i].ready;
-        starting += p->prof[i].starting;
+        const profile *pr = &p->prof[i];
+        size += pr->size;
+        ready += pr->ready;
+        starting += pr->starting;
+        if (pr->size > 0)
+            json_array_append_new(profiles, json_pack("{s:s, s:s, s:i, s:i, s:i}", "language", pr->language,
+                                                      "isolation", pr->isolation, "size", pr->size, "ready",
+                                                      pr->ready, "starting", pr->starting));
     }
-    return json_pack("{s:i, s:i, s:i, s:I, s:I}", "size", size, "ready", ready, "starting", starting, "hits",
-                     (json_int_t)p->hits, "misses", (json_int_t)p->misses);
+    return json_pack("{s:i, s:i, s:i, s:I, s:I, s:o}", "size", size, "ready", ready, "starting", starting, "hits",
+                     (json_int_t)p->hits, "misses", (json_int_t)p->misses, "profiles", profiles);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/isolation/isolation.h"
 #include "core/sandbox_private.h"
 
 /* Rounds (successful Docker probes, recovery.c) in which a container whose create failed is
@@ -365,11 +366,12 @@ typedef struct sandbox_spec {
     backend_label labels[3];
     backend_label volume_labels[2];
     backend_mount tmp;
-    backend_ulimit ulimits[3];
+    backend_ulimit ulimits[4];
 } sandbox_spec;
 
 static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, const char *language,
-                              int64_t memory_bytes, double cpus, json_t *env_vars, const session *s)
+                              int64_t memory_bytes, double cpus, json_t *env_vars, const session *s,
+                              const char *isolation)
 {
     static const char *const cap_drop[] = {"ALL", NULL};
     static const char *const cap_add[] = {"KILL", "SETGID", "SETUID", NULL}; /* the runner's, see above */
@@ -446,6 +448,7 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
         .n_workspace_labels = 2,
         .ulimits = ss->ulimits,
         .n_ulimits = 3,
+        .runtime = isolation_runtime(isolation, cfg->gvisor_runtime),
         .cap_drop = cap_drop,
         .cap_add = cap_add,
         .security_opt = security_opt,
@@ -453,6 +456,19 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
         .network = network,
         .log_driver = "none",
     };
+    if (strcmp(isolation, "gvisor") == 0) {
+        /* core/isolation/isolation.h: the host's pids cgroup also counts gVisor's own threads and
+         * stubs, so it gets room for them; the session's limit becomes RLIMIT_NPROC, which gVisor's
+         * kernel holds per sandbox */
+        int64_t nproc = isolation_gvisor_nproc(pids, ss->spec.memory);
+        ss->ulimits[3] = (backend_ulimit){"nproc", nproc, nproc};
+        ss->spec.n_ulimits = 4;
+        ss->spec.pids_limit = (int64_t)pids * ISOLATION_GVISOR_PIDS_ROOM;
+        /* no docker-init: the supervisor is PID 1, so orphans (the workers the zygote forks from a
+         * child that exits) become its children, which PR_SET_CHILD_SUBREAPER does elsewhere but
+         * this gVisor refuses (EINVAL) */
+        ss->spec.init = 0;
+    }
 }
 
 static void sandbox_spec_dispose(sandbox_spec *ss)
@@ -510,7 +526,7 @@ rb_err sandbox_create(session *s, sandbox_ready_cb cb, char *err)
     sandbox *sb = sandbox_alloc(s->core, s, cb);
     sandbox_spec ss;
     sandbox_spec_init(&ss, s->core, s->id, s->language, s->memory_bytes, s->cpus,
-                      json_object_get(s->options, "environment_variables"), s);
+                      json_object_get(s->options, "environment_variables"), s, s->isolation);
     ss.spec.volumes = binds;
     ss.spec.n_volumes = nbinds;
     char name[80];
@@ -553,14 +569,14 @@ rb_err sandbox_reattach(session *s, sandbox_ready_cb cb, char *err)
     return RB_OK;
 }
 
-rb_err sandbox_create_pooled(rb_core *c, const char *language, sandbox_pool_cb cb, void *data, sandbox **out,
-                             char *err)
+rb_err sandbox_create_pooled(rb_core *c, const char *language, const char *isolation, sandbox_pool_cb cb, void *data,
+                             sandbox **out, char *err)
 {
     sandbox *sb = sandbox_alloc(c, NULL, NULL);
     sb->pool_cb = cb;
     sb->pool_data = data;
     sandbox_spec ss;
-    sandbox_spec_init(&ss, c, "pool", language, core_default_memory(c), c->cfg->cpus, NULL, NULL);
+    sandbox_spec_init(&ss, c, "pool", language, core_default_memory(c), c->cfg->cpus, NULL, NULL, isolation);
     char name[64], rnd[RB_ID_LEN];
     rb_random_id("", rnd, sizeof(rnd));
     snprintf(name, sizeof(name), "runbox-pool-%.16s", rnd);

@@ -71,6 +71,12 @@ typedef struct core_settings {
     char *docker_tls_key;  /* --docker-tls-key / RUNBOX_DOCKER_TLS_KEY: its key */
     char *engines;         /* --engine (repeated) / RUNBOX_ENGINES: engines to place sessions on, one
                               "NAME=URL[,capacity=N][,ca=..,cert=..,key=..]" a line; NULL: the one of docker_socket */
+    char *docker_runtimes; /* --docker-runtimes / RUNBOX_DOCKER_RUNTIMES: the OCI runtimes the engine of docker_socket
+                              offers, "runc+runsc" (engines of --engine say runtimes=) */
+    char *isolation;       /* --isolation / RUNBOX_ISOLATION: a session's isolation unless it or its key says
+                              otherwise: "container" (runc) or "gvisor" (core/isolation/) */
+    char *gvisor_runtime;  /* --gvisor-runtime / RUNBOX_GVISOR_RUNTIME: the runtime name gVisor is registered under
+                              in the engines' daemon.json ("runsc") */
     char *engine_tls_ca;   /* --engine-tls-ca / RUNBOX_ENGINE_TLS_CA: shared TLS files of tcp:// engines */
     char *engine_tls_cert; /* --engine-tls-cert / RUNBOX_ENGINE_TLS_CERT */
     char *engine_tls_key;  /* --engine-tls-key / RUNBOX_ENGINE_TLS_KEY */
@@ -98,6 +104,8 @@ typedef struct core_settings {
     int max_queue;         /* --max-queue / RUNBOX_MAX_QUEUE: queued executions per session */
     int pool_size;         /* --pool-size / RUNBOX_POOL_SIZE: warm python sandboxes (default profile) kept ready; 0 = no pool */
     int pool_bash_size;    /* --pool-bash-size / RUNBOX_POOL_BASH_SIZE: warm bash sandboxes kept ready */
+    int pool_other_size;   /* --pool-other-isolation-size / RUNBOX_POOL_OTHER_ISOLATION_SIZE: warm python sandboxes
+                              of the isolation that is not the default (gvisor when --isolation is container) */
     char *preload;         /* --preload / RUNBOX_PRELOAD: "module,module.sub,..." imported by every python sandbox
                               before its first cell (docker/runner: the zygote); "" = none */
     /* Sandbox limits (each session may ask for less, or more up to the max-* value). /workspace

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "core/internal.h"
+#include "core/isolation/isolation.h"
 
 
 int core__whole_number(json_t *v, double *out)
@@ -155,6 +156,32 @@ static rb_err parse_size_opt(json_t *eo, const char *key, int64_t min, int64_t m
     return check_size(v, key, min, max, flag, out, err);
 }
 
+/* execution_options.isolation (v: NULL when not asked) into s->isolation: the key's default unless
+ * asked; one the key may use and some engine offers. */
+static rb_err parse_isolation(rb_core *c, const core_caller *who, session *s, json_t *v, char *err)
+{
+    const char *keys = who != NULL ? who->isolation : NULL;
+    const char *want = isolation_key_default(keys, c->cfg->isolation);
+    if (v != NULL && !json_is_null(v)) {
+        want = json_string_value(v);
+        if (!isolation_known(want))
+            return rb_fail(RB_EINVAL, err, "'execution_options.isolation' must be " ISOLATION_TEXT);
+        if (!isolation_key_allows(keys, want))
+            return rb_fail(RB_EFORBIDDEN, err,
+                           "this API key may not use the isolation %s (the keys file allows it isolation=%.100s)",
+                           want, keys);
+    }
+    const char *runtime = isolation_runtime(want, c->cfg->gvisor_runtime);
+    if (!backend_offers(c->be, runtime))
+        return rb_fail(RB_EUNAVAILABLE, err,
+                       "no Docker engine of this server offers the isolation %s (the runtime %.64s): the operator "
+                       "registers it in an engine's daemon.json and declares it with --docker-runtimes or runtimes= "
+                       "on --engine (docs/security.md)",
+                       want, runtime);
+    snprintf(s->isolation, sizeof(s->isolation), "%s", want);
+    return RB_OK;
+}
+
 /* The sandbox limits of execution_options (eo may be NULL): pids_limit, workspace_size,
  * tmp_size within the server's maxima, and network only when the operator allows it. */
 static rb_err parse_sandbox_limits(rb_core *c, const core_caller *who, session *s, json_t *eo, char *err)
@@ -183,6 +210,8 @@ static rb_err parse_sandbox_limits(rb_core *c, const core_caller *who, session *
     if ((e = parse_size_opt(eo, "tmp_size", 4 * 1024 * 1024, (int64_t)cfg->max_tmp_size, "--max-tmp-size",
                             &s->tmp_bytes, err)) != RB_OK)
         return e;
+    if ((e = parse_isolation(c, who, s, json_object_get(eo, "isolation"), err)) != RB_OK)
+        return e;
     json_decref(s->net_policy);
     s->net_policy = NULL;
     if ((e = egress_policy(c, who ? who->egress : NULL, json_object_get(eo, "network"), "'execution_options.network'",
@@ -203,7 +232,7 @@ rb_err core__parse_session_opts(rb_core *c, const core_caller *who, session *s, 
     static const char *const top[] = {"language", "execution_options", "dependencies", NULL};
     static const char *const eo_keys[] = {"timeout",    "memory_limit",   "cpu_limit", "environment_variables",
                                           "pids_limit", "workspace_size", "tmp_size",  "network",
-                                          "mounts",     NULL};
+                                          "mounts",     "isolation",      NULL};
     rb_err e;
     if (opts != NULL && !json_is_object(opts))
         return rb_fail(RB_EINVAL, err, "the request body must be a JSON object such as {\"language\": \"python\"}");
@@ -320,6 +349,7 @@ rb_err core__parse_session_opts(rb_core *c, const core_caller *who, session *s, 
     json_object_set_new(s->options, "workspace_size", size_text(s->workspace_bytes));
     json_object_set_new(s->options, "tmp_size", size_text(s->tmp_bytes));
     json_object_set_new(s->options, "network", s->net_policy ? json_incref(s->net_policy) : json_false());
+    json_object_set_new(s->options, "isolation", json_string(s->isolation));
     if (mounts != NULL) { /* binds of host folders and volumes: no warm pool container has them */
         json_object_set_new(s->options, "mounts", mounts);
         s->custom_sandbox = 1;
@@ -349,6 +379,9 @@ void core__session_limits_restore(rb_core *c, session *s)
     s->pids_limit = pids >= 16 && pids <= INT32_MAX ? (int)pids : cfg->pids_limit;
     s->workspace_bytes = stored_size(json_object_get(o, "workspace_size"), (int64_t)cfg->workspace_size);
     s->tmp_bytes = stored_size(json_object_get(o, "tmp_size"), (int64_t)cfg->tmp_size);
+    /* sessions stored before isolations existed ran under runc */
+    const char *iso = json_string_value(json_object_get(o, "isolation"));
+    snprintf(s->isolation, sizeof(s->isolation), "%s", isolation_known(iso) ? iso : "container");
     s->custom_sandbox = s->memory_bytes != core_default_memory(c) || s->cpus != cfg->cpus ||
                         s->pids_limit != cfg->pids_limit || s->workspace_bytes != (int64_t)cfg->workspace_size ||
                         s->tmp_bytes != (int64_t)cfg->tmp_size || s->net_policy != NULL ||

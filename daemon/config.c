@@ -17,6 +17,7 @@
 #include "core/backend/docker.h"
 #include "core/backend/multi.h"
 #include "core/deps/requirements.h"
+#include "core/isolation/isolation.h"
 #include "core/network/egress.h"
 #include "core/shares/shares.h"
 #include "core/web/web_wire.h"
@@ -58,6 +59,15 @@ static const key_def keys[] = {
     {"docker-tls-cert", "RUNBOX_DOCKER_TLS_CERT", K_STR, OFF(core.docker_tls_cert),
      "with a tcp:// engine: runboxd's client certificate (PEM), which dockerd --tlsverify requires"},
     {"docker-tls-key", "RUNBOX_DOCKER_TLS_KEY", K_STR, OFF(core.docker_tls_key), "the key of --docker-tls-cert (PEM)"},
+    {"docker-runtimes", "RUNBOX_DOCKER_RUNTIMES", K_STR, OFF(core.docker_runtimes),
+     "the OCI runtimes the engine of --docker-socket offers, joined by '+' (runc+runsc once gVisor is registered in "
+     "its daemon.json, docs/security.md); engines of --engine say runtimes= instead"},
+    {"isolation", "RUNBOX_ISOLATION", K_STR, OFF(core.isolation),
+     "a session's isolation unless it asks (execution_options.isolation) or its key says (isolation= in the keys "
+     "file): container (runc: namespaces, cgroups, seccomp) or gvisor (a user-space kernel between the code and the "
+     "host's)"},
+    {"gvisor-runtime", "RUNBOX_GVISOR_RUNTIME", K_STR, OFF(core.gvisor_runtime),
+     "the name gVisor's runsc is registered under in the engines' daemon.json"},
     {"docker-timeout", "RUNBOX_DOCKER_TIMEOUT", K_SECS, OFF(core.docker_timeout),
      "deadline of a Docker call that should answer at once (create, start, remove, inspect, exec create, the "
      "attach handshake); seconds"},
@@ -147,6 +157,9 @@ static const key_def keys[] = {
     {"pool-size", "RUNBOX_POOL_SIZE", K_INT, OFF(core.pool_size),
      "warm python sandboxes (default limits) kept started for fast session creation; 0 disables the pool"},
     {"pool-bash-size", "RUNBOX_POOL_BASH_SIZE", K_INT, OFF(core.pool_bash_size), "warm bash sandboxes kept started"},
+    {"pool-other-isolation-size", "RUNBOX_POOL_OTHER_ISOLATION_SIZE", K_INT, OFF(core.pool_other_size),
+     "warm python sandboxes of the isolation that is not --isolation's (gvisor ones when it is container), for keys "
+     "and sessions that ask for it"},
     {"preload", "RUNBOX_PRELOAD", K_LIST, OFF(core.preload),
      "comma-separated Python modules warm pool sandboxes import before their first cell and keep imported across "
      "interpreter resets (a sandbox made for a session: from its first reset on); empty = none"},
@@ -530,6 +543,20 @@ static rb_err check_preload(const char *list, char *err)
     return RB_OK;
 }
 
+/* --isolation, --gvisor-runtime and --docker-runtimes (core/isolation/isolation.h). */
+static rb_err check_isolation(const core_settings *c, char *err)
+{
+    char e2[RB_ERR_LEN];
+    if (c->docker_runtimes == NULL || backend_runtimes_check(c->docker_runtimes, e2) != RB_OK)
+        return rb_fail(RB_EINVAL, err, "docker-runtimes: %s", c->docker_runtimes ? e2 : "a list is required (runc)");
+    if (c->gvisor_runtime == NULL || strchr(c->gvisor_runtime, '+') != NULL ||
+        backend_runtimes_check(c->gvisor_runtime, e2) != RB_OK)
+        return rb_fail(RB_EINVAL, err, "gvisor-runtime: one runtime name, as registered in daemon.json (runsc)");
+    if (!isolation_known(c->isolation))
+        return rb_fail(RB_EINVAL, err, "isolation: must be %s", ISOLATION_TEXT);
+    return RB_OK;
+}
+
 /* Every --engine: its syntax, its address and TLS files, names unique. */
 static rb_err check_engines(const core_settings *c, char *err)
 {
@@ -573,7 +600,7 @@ rb_err config_validate(const rb_config *cfg, char *err)
     if (cfg->core.docker_socket == NULL || cfg->core.docker_socket[0] == '\0')
         return rb_fail(RB_EINVAL, err, "docker-socket: a socket path is required");
     const backend_docker_engine eng = {cfg->core.docker_socket, cfg->core.docker_tls_ca, cfg->core.docker_tls_cert,
-                                       cfg->core.docker_tls_key};
+                                       cfg->core.docker_tls_key, NULL};
     char e2[RB_ERR_LEN];
     if (backend_docker_check(&eng, e2) != RB_OK)
         return rb_fail(RB_EINVAL, err, "docker-socket: %s", e2);
@@ -631,6 +658,10 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "pool-size: must be between 0 and 64");
     if (cfg->core.pool_bash_size < 0 || cfg->core.pool_bash_size > 64)
         return rb_fail(RB_EINVAL, err, "pool-bash-size: must be between 0 and 64");
+    if (cfg->core.pool_other_size < 0 || cfg->core.pool_other_size > 64)
+        return rb_fail(RB_EINVAL, err, "pool-other-isolation-size: must be between 0 and 64");
+    if (check_isolation(&cfg->core, err) != RB_OK)
+        return RB_EINVAL;
     if (cfg->core.max_pids_limit < cfg->core.pids_limit)
         return rb_fail(RB_EINVAL, err, "max-pids-limit: must be at least pids-limit (%d)", cfg->core.pids_limit);
     if (cfg->core.workspace_size < 1024 * 1024 || cfg->core.workspace_size > cfg->core.max_workspace_size)

@@ -25,6 +25,7 @@ typedef struct principal {
     int rps;
     char egress[AUTH_EGRESS_MAX + 1]; /* caller.egress points here */
     char shares[AUTH_SHARES_MAX + 1]; /* caller.shares points here */
+    char isolation[AUTH_ISOLATION_MAX + 1]; /* caller.isolation points here */
     double tokens;    /* the rate budget left */
     uint64_t last_ms; /* when tokens was last topped up */
 } principal;
@@ -86,8 +87,27 @@ void auth_set_shares_check(rb_err (*check)(const char *list, char *err))
     shares_check = check;
 }
 
+/* The check of isolation= values (isolation_key_check, set by the daemon: auth_set_isolation_check). */
+static rb_err (*isolation_check)(const char *list, char *err);
+
+void auth_set_isolation_check(rb_err (*check)(const char *list, char *err))
+{
+    isolation_check = check;
+}
+
 static rb_err parse_quota(const char *f, size_t len, auth_key *k, int lineno, char *err)
 {
+    if (len >= 10 && memcmp(f, "isolation=", 10) == 0) { /* the isolations it may use (docs/security.md) */
+        char why[RB_ERR_LEN];
+        if (len - 10 == 0 || len - 10 > AUTH_ISOLATION_MAX)
+            return rb_fail(RB_EINVAL, err, "line %d: isolation= takes * or isolations joined by ',' "
+                                           "(container,gvisor), at most %d characters", lineno, AUTH_ISOLATION_MAX);
+        memcpy(k->isolation, f + 10, len - 10);
+        k->isolation[len - 10] = '\0';
+        if (isolation_check != NULL && isolation_check(k->isolation, why) != RB_OK)
+            return rb_fail(RB_EINVAL, err, "line %d: %s", lineno, why);
+        return RB_OK;
+    }
     if (len >= 7 && memcmp(f, "shares=", 7) == 0) { /* the shared folders it may mount (docs/data.md) */
         char why[RB_ERR_LEN];
         if (len - 7 == 0 || len - 7 > AUTH_SHARES_MAX)
@@ -134,20 +154,21 @@ static rb_err parse_quota(const char *f, size_t len, auth_key *k, int lineno, ch
         return RB_OK;
     }
     return rb_fail(RB_EINVAL, err,
-                   "line %d: '%.*s' is not a quota; use sessions=N, executions=N or rps=N (0 = no limit), egress=LIST "
-                   "or shares=LIST",
+                   "line %d: '%.*s' is not a quota; use sessions=N, executions=N or rps=N (0 = no limit), egress=LIST, "
+                   "shares=LIST or isolation=LIST",
                    lineno,
                    (int)(len > 64 ? 64 : len), f);
 }
 
 static rb_err parse_line(const char *line, size_t len, auth_key *k, int lineno, char *err)
 {
-    const char *f[8];
-    size_t fl[8];
-    size_t n = fields(line, len, f, fl, 7);
-    if (n > 7)
+    const char *f[9];
+    size_t fl[9];
+    size_t n = fields(line, len, f, fl, 8);
+    if (n > 8)
         return rb_fail(RB_EINVAL, err, "line %d: too many fields; a line is: name sha256:<64 hex digits> "
-                                       "[sessions=N] [executions=N] [rps=N] [egress=LIST] [shares=LIST]", lineno);
+                                       "[sessions=N] [executions=N] [rps=N] [egress=LIST] [shares=LIST] "
+                                       "[isolation=LIST]", lineno);
     if (n < 2)
         return rb_fail(RB_EINVAL, err, "line %d: a line is: name sha256:<64 hex digits> [sessions=N] "
                                        "[executions=N] [rps=N]", lineno);
@@ -326,6 +347,8 @@ rb_err auth_reload(auth *a, size_t *nkeys, char *err)
         p->caller.egress = p->egress;
         memcpy(p->shares, keys[i].shares, sizeof(p->shares));
         p->caller.shares = p->shares;
+        memcpy(p->isolation, keys[i].isolation, sizeof(p->isolation));
+        p->caller.isolation = p->isolation;
         if (p->rps != keys[i].rps)
             p->tokens = keys[i].rps; /* a new budget starts full */
         p->rps = keys[i].rps;

@@ -11,7 +11,9 @@
  * Quotas: sessions (live sessions at once), executions (queued + running at once), rps
  * (requests per second, with a burst of one second's worth); absent or 0 means no limit of its
  * own. shares=NAME,...|*|none names the shared folders (--share) the key's sessions may mount;
- * without it, none. A caller presents the key as `Authorization: Bearer <key>` (or `X-API-Key: <key>`, what
+ * without it, none. isolation=container,gvisor|gvisor|* names the isolations its sessions may have
+ * (docs/security.md); the first it allows of --isolation's and the list's is its default;
+ * without it, every one. A caller presents the key as `Authorization: Bearer <key>` (or `X-API-Key: <key>`, what
  * E2B's SDKs send). The file is read at start and again on SIGHUP (auth_reload); a file that
  * does not parse leaves the keys in force unchanged.
  *
@@ -39,6 +41,8 @@ typedef struct auth auth;
 #define AUTH_EGRESS_MAX 2048
 /* Characters of a key's shares (shares=LIST). */
 #define AUTH_SHARES_MAX 1024
+/* Characters of a key's isolations (isolation=LIST). */
+#define AUTH_ISOLATION_MAX 64
 
 /** One line of a key file, as parsed. */
 typedef struct auth_key {
@@ -47,6 +51,7 @@ typedef struct auth_key {
     int sessions, executions, rps;
     char egress[AUTH_EGRESS_MAX + 1]; /* egress=...: the key's network limit ("" : the server's) */
     char shares[AUTH_SHARES_MAX + 1]; /* shares=...: the shared folders it may mount ("": none) */
+    char isolation[AUTH_ISOLATION_MAX + 1]; /* isolation=...: the isolations it may use ("": every one) */
 } auth_key;
 
 /** The check of a key's egress= value (core_egress_limit_check) the parser applies from now on
@@ -56,6 +61,10 @@ void auth_set_egress_check(rb_err (*check)(const char *list, char *err));
 /** The check of a key's shares= value (core_shares_key_check) the parser applies from now on
  * (NULL: none). The daemon sets it before loading the file. */
 void auth_set_shares_check(rb_err (*check)(const char *list, char *err));
+
+/** The check of a key's isolation= value (isolation_key_check) the parser applies from now on
+ * (NULL: none). The daemon sets it before loading the file. */
+void auth_set_isolation_check(rb_err (*check)(const char *list, char *err));
 
 /** Parses a key file's text (untrusted bytes: NUL, overlong lines and anything unexpected are
  * errors naming the line). On success *keys (heap, free() it) holds *n keys; an empty file (no

@@ -297,6 +297,7 @@ rb_err server_start(uv_loop_t *loop, const server_settings *cfg, rb_core *core, 
     auth *keys = NULL;
     auth_set_egress_check(core_egress_limit_check); /* egress= in the keys file (docs/network.md) */
     auth_set_shares_check(core_shares_key_check);   /* shares= in the keys file (docs/data.md) */
+    auth_set_isolation_check(core_isolation_key_check);  /* isolation= (docs/security.md) */
     if (cfg->api_keys_file != NULL && (e = auth_new(cfg->api_keys_file, &keys, err)) != RB_OK)
         return e;
     if (keys == NULL && !is_loopback(&ss)) {

@@ -267,3 +267,79 @@ const char *backend_engine_down(backend *b, const char *id)
 {
     return b->ops->engine_down != NULL && id != NULL ? b->ops->engine_down(b->self, id) : NULL;
 }
+
+int backend_offers(backend *b, const char *runtime)
+{
+    if (b->ops->offers == NULL) /* a backend that declares nothing offers runc */
+        return backend_runtimes_has(NULL, runtime);
+    return b->ops->offers(b->self, runtime);
+}
+
+json_t *backend_runtimes(backend *b)
+{
+    return b->ops->runtimes != NULL ? b->ops->runtimes(b->self) : backend_runtimes_json(NULL);
+}
+
+#define RUNTIME_NAME_MAX 64
+
+static int runtime_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+           ch == '_' || ch == '-';
+}
+
+rb_err backend_runtimes_check(const char *list, char *err)
+{
+    const char *p = list;
+    if (p == NULL || *p == '\0')
+        return rb_fail(RB_EINVAL, err, "a runtime list names at least one runtime (e.g. runc+runsc)");
+    for (;;) {
+        size_t n = 0;
+        while (p[n] != '\0' && p[n] != '+') {
+            if (!runtime_char(p[n]))
+                return rb_fail(RB_EINVAL, err,
+                               "runtimes '%.100s': a runtime's name is letters, digits, '.', '_' and '-'; join "
+                               "several with '+' (runc+runsc)",
+                               list);
+            n++;
+        }
+        if (n == 0 || n > RUNTIME_NAME_MAX)
+            return rb_fail(RB_EINVAL, err, "runtimes '%.100s': each name is 1 to %d characters, joined by '+'", list,
+                           RUNTIME_NAME_MAX);
+        if (p[n] == '\0')
+            return RB_OK;
+        p += n + 1;
+    }
+}
+
+int backend_runtimes_has(const char *list, const char *runtime)
+{
+    if (runtime == NULL)
+        return 1;
+    const char *p = list != NULL ? list : "runc";
+    size_t want = strlen(runtime);
+    while (*p) {
+        size_t n = strcspn(p, "+");
+        if (n == want && strncmp(p, runtime, n) == 0)
+            return 1;
+        p += n;
+        if (*p == '+')
+            p++;
+    }
+    return 0;
+}
+
+json_t *backend_runtimes_json(const char *list)
+{
+    json_t *a = json_array();
+    const char *p = list != NULL ? list : "runc";
+    while (*p) {
+        size_t n = strcspn(p, "+");
+        if (n > 0)
+            json_array_append_new(a, json_stringn(p, n));
+        p += n;
+        if (*p == '+')
+            p++;
+    }
+    return a;
+}

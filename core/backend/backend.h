@@ -112,6 +112,9 @@ typedef struct backend_spec {
     const char *network;            /* NULL: no network at all; else the network to join */
     const char *log_driver;         /* what happens to the sandbox's output besides attach
                                        ("none": nothing kept); NULL: the engine's default */
+    const char *runtime;            /* the engine's OCI runtime ("runc", "runsc" for gVisor); NULL: its
+                                       default. Only engines that offer it take the sandbox
+                                       (backend_offers); elsewhere RB_EUNAVAILABLE names it. */
 } backend_spec;
 
 /* ---- callbacks ---------------------------------------------------------------------------- */
@@ -281,6 +284,9 @@ typedef struct backend_ops {
     rb_err (*drain)(void *self, const char *engine, int on, char *err);
     /* Optional (NULL: never): backend_engine_down. */
     const char *(*engine_down)(void *self, const char *id);
+    /* Optional (NULL: runc only): backend_offers and backend_runtimes. */
+    int (*offers)(void *self, const char *runtime);
+    json_t *(*runtimes)(void *self);
 } backend_ops;
 
 /** A backend: an implementation's ops and its instance. Read-only after backend_new. */
@@ -477,6 +483,19 @@ json_t *backend_engines(backend *b);
 /** Stops (on != 0) or resumes placing new sandboxes on engine; its sandboxes go on. RB_ENOTFOUND
  * for an unknown engine, and for any name with a backend of one engine (its engine has none). */
 rb_err backend_drain(backend *b, const char *engine, int on, char *err);
+/** Whether some engine of b offers the OCI runtime runtime (NULL, the engine's default: always),
+ * by what the operator declared for it (--docker-runtimes, --engine ...,runtimes=). */
+int backend_offers(backend *b, const char *runtime);
+/** The runtimes b's engines offer, every name once: a new JSON array of strings. */
+json_t *backend_runtimes(backend *b);
+/** Checks a runtime list as an operator writes it ("runc+runsc": names of 1 to 64 of a-z, A-Z,
+ * 0-9, '.', '_', '-', joined by '+'): RB_EINVAL naming the problem. */
+rb_err backend_runtimes_check(const char *list, char *err);
+/** Whether the list (as for backend_runtimes_check; NULL: "runc") names runtime. */
+int backend_runtimes_has(const char *list, const char *runtime);
+/** The list's names as a new JSON array (NULL list: ["runc"]). */
+json_t *backend_runtimes_json(const char *list);
+
 /** Why the engine holding sandbox id did not answer its last probe ("ENGINE: reason", borrowed
  * until the next probe), or NULL while it answers (or for a backend of one engine, whose state
  * is the backend's own). */

@@ -283,6 +283,8 @@ static rb_err d_create(void *self, const char *name, const backend_spec *spec, b
                        char *err)
 {
     rb_err e = backend_docker__volumes_check(spec, err);
+    if (e == RB_OK)
+        e = backend_docker__runtime_check(self, spec, err);
     if (e != RB_OK)
         return e;
     call *c = call_new(DK(self), data);
@@ -570,6 +572,8 @@ static rb_err d_run(void *self, const char *name, const backend_spec *spec, long
                     backend_exec_cb cb, void *data, char *err)
 {
     rb_err e = backend_docker__volumes_check(spec, err);
+    if (e == RB_OK)
+        e = backend_docker__runtime_check(self, spec, err);
     if (e != RB_OK)
         return e;
     run_op *r = xcalloc(1, sizeof(*r));
@@ -601,7 +605,18 @@ static void d_free(void *self)
     backend_docker *bd = self;
     backend_docker__exit_wait_drop(bd);
     docker_free(bd->d);
+    free(bd->runtimes);
     free(bd);
+}
+
+static int d_offers(void *self, const char *runtime)
+{
+    return backend_runtimes_has(((backend_docker *)self)->runtimes, runtime);
+}
+
+static json_t *d_runtimes(void *self)
+{
+    return backend_runtimes_json(((backend_docker *)self)->runtimes);
 }
 
 static const backend_ops docker_ops = {
@@ -637,10 +652,14 @@ static const backend_ops docker_ops = {
     .network_connect = d_network_connect,
     .network_remove = d_network_remove,
     .network_list = d_network_list,
+    .offers = d_offers,
+    .runtimes = d_runtimes,
 };
 
 rb_err backend_docker_check(const backend_docker_engine *eng, char *err)
 {
+    if (eng->runtimes != NULL && backend_runtimes_check(eng->runtimes, err) != RB_OK)
+        return RB_EINVAL;
     docker_endpoint ep = {eng->url, eng->tls_ca, eng->tls_cert, eng->tls_key};
     return docker_endpoint_check(&ep, err);
 }
@@ -648,7 +667,7 @@ rb_err backend_docker_check(const backend_docker_engine *eng, char *err)
 rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, long call_ms, long transfer_ms, backend **out,
                           char *err)
 {
-    backend_docker_engine eng = {socket_path, NULL, NULL, NULL};
+    backend_docker_engine eng = {socket_path, NULL, NULL, NULL, NULL};
     return backend_docker_new_at(loop, &eng, call_ms, transfer_ms, out, err);
 }
 
@@ -658,6 +677,8 @@ rb_err backend_docker_new_at(uv_loop_t *loop, const backend_docker_engine *eng, 
     docker *d;
     if (call_ms < 0 || transfer_ms < 0)
         return rb_fail(RB_EINVAL, err, "Docker deadlines must not be negative");
+    if (eng->runtimes != NULL && backend_runtimes_check(eng->runtimes, err) != RB_OK)
+        return RB_EINVAL;
     docker_endpoint ep = {eng->url, eng->tls_ca, eng->tls_cert, eng->tls_key};
     rb_err e = docker_new_endpoint(loop, &ep, &d, err);
     if (e != RB_OK)
@@ -674,6 +695,7 @@ rb_err backend_docker_new_at(uv_loop_t *loop, const backend_docker_engine *eng, 
     }
     backend_docker *bd = xcalloc(1, sizeof(*bd));
     bd->d = d;
+    bd->runtimes = xstrdup(eng->runtimes != NULL ? eng->runtimes : "runc");
     *out = backend_new(&docker_ops, bd);
     return RB_OK;
 }

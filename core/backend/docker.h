@@ -27,9 +27,10 @@ rb_err backend_docker_new(uv_loop_t *loop, const char *socket_path, long call_ms
 typedef struct backend_docker_engine {
     const char *url;
     const char *tls_ca, *tls_cert, *tls_key;
+    const char *runtimes; /* the OCI runtimes it offers, "runc+runsc" (backend_runtimes_check); NULL: runc */
 } backend_docker_engine;
-/** Checks an engine's address and reads its TLS files, without other I/O: RB_EINVAL naming the
- * problem. */
+/** Checks an engine's address, its runtime list and reads its TLS files, without other I/O:
+ * RB_EINVAL naming the problem. */
 rb_err backend_docker_check(const backend_docker_engine *eng, char *err);
 /** backend_docker_new for the engine eng (a unix socket or a tcp:// address, with TLS). */
 rb_err backend_docker_new_at(uv_loop_t *loop, const backend_docker_engine *eng, long call_ms, long transfer_ms,

@@ -19,6 +19,7 @@ struct exit_wait;
 typedef struct backend_docker {
     struct docker *d;           /* owned */
     struct exit_wait *waiters;  /* the waits for an exec's exit code in progress (docker_exec.c) */
+    char *runtimes;             /* the runtimes it offers ("runc+runsc"), owned */
 } backend_docker;
 
 /** self as the Docker client. */
@@ -30,6 +31,8 @@ json_t *backend_docker__string_list(const char *const *list);
 void backend_docker__set_list(json_t *obj, const char *key, const char *const *list);
 /** A JSON object of the n labels (docker_spec.c). New reference. */
 json_t *backend_docker__label_object(const backend_label *labels, size_t n);
+/** RB_EUNAVAILABLE when the engine does not offer sp's runtime (docker_spec.c). */
+rb_err backend_docker__runtime_check(const backend_docker *bd, const backend_spec *sp, char *err);
 /** RB_EINVAL when a volume of sp names no volume or host path, or holds a ':' (docker_spec.c). */
 rb_err backend_docker__volumes_check(const backend_spec *sp, char *err);
 /** Reports a finished command or run to cb: on success its exit code and out[1], out[2] (stdout,

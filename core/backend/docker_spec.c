@@ -70,6 +70,16 @@ rb_err backend_docker__volumes_check(const backend_spec *sp, char *err)
     return RB_OK;
 }
 
+rb_err backend_docker__runtime_check(const backend_docker *bd, const backend_spec *sp, char *err)
+{
+    if (backend_runtimes_has(bd->runtimes, sp->runtime))
+        return RB_OK;
+    return rb_fail(RB_EUNAVAILABLE, err,
+                   "this Docker engine does not offer the runtime %.64s (it offers %.200s): register it in the "
+                   "engine's daemon.json and declare it (--docker-runtimes, or runtimes= on --engine)",
+                   sp->runtime, bd->runtimes);
+}
+
 static json_t *host_config(const backend_spec *sp)
 {
     json_t *hc = json_pack("{s:s, s:I, s:I, s:I, s:b, s:b}", "NetworkMode", sp->network ? sp->network : "none",
@@ -98,6 +108,8 @@ static json_t *host_config(const backend_spec *sp)
         json_object_set_new(hc, "Binds", binds(sp->volumes, sp->n_volumes));
     if (sp->log_driver != NULL)
         json_object_set_new(hc, "LogConfig", json_pack("{s:s}", "Type", sp->log_driver));
+    if (sp->runtime != NULL)
+        json_object_set_new(hc, "Runtime", json_string(sp->runtime));
     if (sp->n_ulimits > 0) {
         json_t *ul = json_array();
         for (size_t i = 0; i < sp->n_ulimits; i++)

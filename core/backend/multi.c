@@ -60,9 +60,11 @@ char *multi__pin_name(const engine *e, const char *raw)
 
 /* ---- placement ---------------------------------------------------------------------------- */
 
-/* Why e cannot take a new sandbox, or NULL. */
-static const char *left_out(const engine *e)
+/* Why e cannot take a new sandbox (of the runtime runtime, NULL: its default), or NULL. */
+static const char *left_out(const engine *e, const char *runtime)
 {
+    if (!backend_runtimes_has(e->runtimes, runtime))
+        return "does not offer the runtime";
     if (e->pinged && !e->up)
         return "does not answer";
     if (e->image_ok == 0)
@@ -74,13 +76,14 @@ static const char *left_out(const engine *e)
     return NULL;
 }
 
-/* The least loaded engine that can take a sandbox; NULL with the reasons in err. */
-static engine *place(multi *m, char *err)
+/* The least loaded engine that can take a sandbox of runtime (NULL: the default); NULL with the
+ * reasons in err. */
+static engine *place(multi *m, const char *runtime, char *err)
 {
     engine *best = NULL;
     for (size_t i = 0; i < m->n; i++) {
         engine *e = &m->e[i];
-        if (left_out(e) != NULL)
+        if (left_out(e, runtime) != NULL)
             continue;
         /* e->sandboxes / e->capacity < best->sandboxes / best->capacity, without division */
         if (best == NULL || (long long)e->sandboxes * best->capacity < (long long)best->sandboxes * e->capacity)
@@ -92,13 +95,16 @@ static engine *place(multi *m, char *err)
     size_t off = 0;
     for (size_t i = 0; i < m->n && off < sizeof(why) - 1; i++) {
         const engine *e = &m->e[i];
-        int w = snprintf(why + off, sizeof(why) - off, "%s%s %s%s%.120s%s", i ? "; " : "", e->name, left_out(e),
-                         e->error[0] ? " (" : "", e->error, e->error[0] ? ")" : "");
+        int w = snprintf(why + off, sizeof(why) - off, "%s%s %s%s%.120s%s", i ? "; " : "", e->name,
+                         left_out(e, runtime), e->error[0] ? " (" : "", e->error, e->error[0] ? ")" : "");
         if (w < 0)
             break;
         off += (size_t)w;
     }
-    rb_fail(RB_EUNAVAILABLE, err, "no Docker engine can take a new sandbox: %s", why);
+    if (runtime != NULL)
+        rb_fail(RB_EUNAVAILABLE, err, "no Docker engine can take a new sandbox of the runtime %.64s: %s", runtime, why);
+    else
+        rb_fail(RB_EUNAVAILABLE, err, "no Docker engine can take a new sandbox: %s", why);
     return NULL;
 }
 
@@ -112,7 +118,7 @@ static engine *engine_for_spec(multi *m, const char *name, const backend_spec *s
         e = pinned(m, spec->network, &raw);
     for (size_t i = 0; e == NULL && spec != NULL && i < spec->n_volumes; i++)
         e = pinned(m, spec->volumes[i].name, &raw);
-    return e != NULL ? e : place(m, err);
+    return e != NULL ? e : place(m, spec != NULL ? spec->runtime : NULL, err);
 }
 
 /* spec with its pins taken off and a label naming engine e, into *copy (volumes into vols[max],
@@ -326,7 +332,7 @@ static rb_err m_volume_create(void *self, const char *name, const backend_label 
     multi *m = M(self);
     const char *raw;
     engine *e = pinned(m, name, &raw);
-    if (e == NULL && (e = place(m, err)) == NULL)
+    if (e == NULL && (e = place(m, NULL, err)) == NULL)
         return RB_EUNAVAILABLE;
     return backend_volume_create(e->be, raw, labels, n_labels, cb, data, err);
 }
@@ -343,7 +349,7 @@ static rb_err m_network_create(void *self, const char *name, int internal, const
     multi *m = M(self);
     const char *raw;
     engine *e = pinned(m, name, &raw);
-    if (e == NULL && (e = place(m, err)) == NULL)
+    if (e == NULL && (e = place(m, NULL, err)) == NULL)
         return RB_EUNAVAILABLE;
     mcall *c = mcall_new(e, data);
     c->named = cb;
@@ -550,7 +556,7 @@ static char *m_pin(void *self, const char *ref, const char *name)
 
 static char *m_place(void *self, const char *name, char *err)
 {
-    engine *e = place(M(self), err);
+    engine *e = place(M(self), NULL, err);
     return e != NULL ? multi__pin_name(e, name) : NULL;
 }
 
@@ -569,7 +575,8 @@ static json_t *m_engines(void *self)
             json_object_set_new(j, "image_id", json_string(e->image_id));
         if (e->up && e->version[0])
             json_object_set_new(j, "api_version", json_string(e->version));
-        const char *why = left_out(e);
+        json_object_set_new(j, "runtimes", backend_runtimes_json(e->runtimes));
+        const char *why = left_out(e, NULL);
         json_object_set_new(j, "placing", json_boolean(why == NULL));
         if (e->error[0])
             json_object_set_new(j, "error", json_string(e->error));
@@ -599,6 +606,35 @@ static const char *m_engine_down(void *self, const char *id)
     return e->down_text;
 }
 
+static int m_offers(void *self, const char *runtime)
+{
+    multi *m = M(self);
+    for (size_t i = 0; i < m->n; i++)
+        if (backend_runtimes_has(m->e[i].runtimes, runtime))
+            return 1;
+    return 0;
+}
+
+static json_t *m_runtimes(void *self)
+{
+    multi *m = M(self);
+    json_t *out = json_array();
+    for (size_t i = 0; i < m->n; i++) {
+        json_t *mine = backend_runtimes_json(m->e[i].runtimes), *name;
+        size_t k, j;
+        json_array_foreach(mine, k, name)
+        {
+            int seen = 0;
+            json_t *have;
+            json_array_foreach(out, j, have) seen |= json_equal(have, name);
+            if (!seen)
+                json_array_append(out, name);
+        }
+        json_decref(mine);
+    }
+    return out;
+}
+
 static void m_free(void *self)
 {
     multi *m = M(self);
@@ -607,6 +643,7 @@ static void m_free(void *self)
     for (size_t i = 0; i < m->n; i++) {
         free(m->e[i].name);
         free(m->e[i].url);
+        free(m->e[i].runtimes);
     }
     free(m->e);
     free(m->image);
@@ -651,6 +688,8 @@ static const backend_ops multi_ops = {
     .engines = m_engines,
     .drain = m_drain,
     .engine_down = m_engine_down,
+    .offers = m_offers,
+    .runtimes = m_runtimes,
 };
 
 /* ---- construction ----------------------------------------------------------------------------- */
@@ -701,6 +740,14 @@ rb_err backend_multi_parse(const char *text, const char *ca, const char *cert, c
             out->at.tls_cert = v;
         } else if (strcmp(opt, "key") == 0 && *v) {
             out->at.tls_key = v;
+        } else if (strcmp(opt, "runtimes") == 0) {
+            char why[RB_ERR_LEN];
+            if (backend_runtimes_check(v, why) != RB_OK) {
+                rb_fail(RB_EINVAL, err, "engine %.32s: %s", out->name, why);
+                free(copy);
+                return RB_EINVAL;
+            }
+            out->at.runtimes = v;
         } else {
             goto bad;
         }
@@ -712,8 +759,8 @@ rb_err backend_multi_parse(const char *text, const char *ca, const char *cert, c
 bad:
     free(copy);
     return rb_fail(RB_EINVAL, err,
-                   "engine '%.100s': options after the URL are capacity=N, ca=PATH, cert=PATH and key=PATH, each "
-                   "after a comma",
+                   "engine '%.100s': options after the URL are capacity=N, runtimes=runc+runsc, ca=PATH, cert=PATH and "
+                   "key=PATH, each after a comma",
                    text);
 }
 
@@ -743,6 +790,7 @@ rb_err backend_multi_new(uv_loop_t *loop, const backend_multi_engine *engines, s
         e->name = xstrdup(engines[i].name);
         e->url = xstrdup(engines[i].at.url);
         e->capacity = engines[i].capacity > 0 ? engines[i].capacity : 100;
+        e->runtimes = xstrdup(engines[i].at.runtimes != NULL ? engines[i].at.runtimes : "runc");
         e->image_ok = -1;
     }
     *out = backend_new(&multi_ops, m);

@@ -10,6 +10,7 @@
  * capacity (ties to the engine listed first). One runboxd places every sandbox, so its counts
  * are exact and least-loaded needs no sampling (best-of-K exists to spread the choices of many
  * schedulers that each see stale load). An engine is left out while its last probe failed, while
+ * it does not offer the runtime the sandbox asks for (runtimes=, default runc), while
  * it lacks the sandbox image or has another image under its name than the first engine that has
  * it (the message says which, and how to load it), while it is drained (backend_drain), and once
  * it holds its capacity. Nothing placed is ever moved or re-run elsewhere.
@@ -34,7 +35,7 @@ typedef struct backend_multi_engine {
     int capacity;              /* sandboxes it may hold (> 0) */
 } backend_multi_engine;
 
-/** Reads "NAME=URL[,capacity=N][,ca=PATH][,cert=PATH][,key=PATH]" into *out, its strings
+/** Reads "NAME=URL[,capacity=N][,runtimes=runc+runsc][,ca=PATH][,cert=PATH][,key=PATH]" into *out, its strings
  * pointing into the heap copy *own (free() it after use); TLS files not given are taken from
  * the shared ca/cert/key (may be NULL). RB_EINVAL naming what is wrong. No I/O. */
 rb_err backend_multi_parse(const char *text, const char *ca, const char *cert, const char *key,

@@ -17,6 +17,7 @@ typedef struct multi multi;
 typedef struct engine {
     multi *m;
     char *name, *url;
+    char *runtimes; /* the OCI runtimes it offers, "runc+runsc" */
     backend *be;
     int capacity;
     int pinged;   /* a probe has answered (or failed) */

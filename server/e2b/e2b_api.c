@@ -369,6 +369,10 @@ int e2b__create(http_call *call)
         json_object_set_new(eo, "network", network);
     if (mounts != NULL)
         json_object_set_new(eo, "mounts", mounts);
+    /* metadata["runbox.isolation"]: "container" or "gvisor" (docs/e2b.md); core checks the word */
+    json_t *iso = json_object_get(meta, "runbox.isolation");
+    if (json_is_string(iso))
+        json_object_set(eo, "isolation", iso);
     if (json_object_size(eo) > 0)
         json_object_set(opts, "execution_options", eo);
     json_decref(eo);

@@ -207,6 +207,25 @@ static void render_engines(rb_buf *b, rb_core *core)
             put(b, "%s{engine=\"%s\"} %lld\n", g[k].metric, json_string_value(json_object_get(e, "name")), n);
         }
     }
+    /* the runtimes each engine offers (names checked at start: [A-Za-z0-9._-]) */
+    family(b, "runbox_engine_runtime", "gauge",
+           "1 for each OCI runtime an engine offers (--docker-runtimes, --engine ...,runtimes=); engine \"local\" "
+           "with a single engine.");
+    json_t *runtimes = json_object_get(json_object_get(h, "docker"), "runtimes"), *r;
+    size_t i;
+    if (json_is_array(engines)) {
+        json_t *e;
+        json_array_foreach(engines, i, e)
+        {
+            size_t j;
+            json_array_foreach(json_object_get(e, "runtimes"), j, r)
+            put(b, "runbox_engine_runtime{engine=\"%s\",runtime=\"%s\"} 1\n",
+                json_string_value(json_object_get(e, "name")), json_string_value(r));
+        }
+    } else {
+        json_array_foreach(runtimes, i, r)
+        put(b, "runbox_engine_runtime{engine=\"local\",runtime=\"%s\"} 1\n", json_string_value(r));
+    }
     json_decref(h);
 }
 

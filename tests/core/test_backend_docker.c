@@ -448,3 +448,42 @@ Test(backend_docker, mounts_that_would_be_misread_are_refused, .init = engine_op
         cr_assert_not(o.done);
     }
 }
+
+/* Runtimes: the spec's runtime reaches the engine as HostConfig.Runtime; an engine refuses, before
+ * any call, a runtime it was not declared to offer, naming it and the way to declare it. */
+Test(backend_docker, runtimes_reach_the_engine_and_an_undeclared_one_is_refused)
+{
+    backend_spec sp = sandbox_spec();
+    json_t *conf = backend_docker__container_config(&sp);
+    cr_assert_null(json_object_get(host_config(conf), "Runtime"), "no runtime: the engine's default");
+    json_decref(conf);
+    sp.runtime = "runsc";
+    conf = backend_docker__container_config(&sp);
+    cr_assert_str_eq(json_string_value(json_object_get(host_config(conf), "Runtime")), "runsc");
+    json_decref(conf);
+
+    char err[RB_ERR_LEN];
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    backend *b;
+    backend_docker_engine eng = {"/nonexistent/docker.sock", NULL, NULL, NULL, "runc"};
+    cr_assert_eq(backend_docker_new_at(&loop, &eng, 0, 0, &b, err), RB_OK, "%s", err);
+    cr_assert(backend_offers(b, NULL) && backend_offers(b, "runc") && !backend_offers(b, "runsc"));
+    cr_assert_eq(backend_create(b, "runbox-test-runtime", &sp, NULL, NULL, err), RB_EUNAVAILABLE);
+    cr_assert(strstr(err, "runsc") != NULL && strstr(err, "--docker-runtimes") != NULL, "%s", err);
+    json_t *rt = backend_runtimes(b);
+    cr_assert_eq(json_array_size(rt), 1);
+    json_decref(rt);
+    backend_free(b);
+    eng.runtimes = "runc+runsc";
+    cr_assert_eq(backend_docker_new_at(&loop, &eng, 0, 0, &b, err), RB_OK, "%s", err);
+    cr_assert(backend_offers(b, "runsc") && !backend_offers(b, "runs"));
+    backend_free(b);
+    eng.runtimes = "runc+";
+    cr_assert_eq(backend_docker_check(&eng, err), RB_EINVAL);
+    eng.runtimes = "runc runsc";
+    cr_assert_eq(backend_docker_new_at(&loop, &eng, 0, 0, &b, err), RB_EINVAL);
+    cr_assert(strstr(err, "runc+runsc") != NULL, "%s", err);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert_eq(uv_loop_close(&loop), 0);
+}

@@ -156,7 +156,7 @@ class EngineCluster:
 
     def __init__(self, n: int = 3, prefix: str = "runbox-test-engine", image: str = NODE_IMAGE,
                  sandbox_image: str | None = SANDBOX_IMAGE, keep_volumes: bool | None = None,
-                 start_timeout: float = 90, clean: bool = True):
+                 start_timeout: float = 90, clean: bool = True, node_env: dict | None = None):
         if not prefix.startswith("runbox-test-engine"):
             raise ValueError("the prefix must start with runbox-test-engine")
         self.n = n
@@ -169,6 +169,9 @@ class EngineCluster:
         self.keep_volumes = keep_volumes
         self.start_timeout = start_timeout
         self.clean = clean
+        # {index: {NAME: value}}: the environment of node index's entrypoint (RUNBOX_NODE_RUNSC
+        # registers gVisor, docker/engine-node/entrypoint.sh)
+        self.node_env = node_env or {}
         self.run = uuid.uuid4().hex[:8]
         self.network = "%s-%s-net" % (prefix, self.run)
         self.subnet: str | None = None
@@ -366,7 +369,8 @@ class EngineCluster:
         t = time.monotonic()
         with self._lock:
             self._containers.append(node.name)
-        docker("run", "-d", "--name", node.name, "--hostname", node.alias, *self._labels(),
+        env = [x for k, v in self.node_env.get(node.index, {}).items() for x in ("-e", "%s=%s" % (k, v))]
+        docker("run", "-d", "--name", node.name, "--hostname", node.alias, *self._labels(), *env,
                "--network", self.network, "--ip", node.ip, "--network-alias", node.alias,
                *NODE_FLAGS, "-v", "%s:/var/lib/docker" % node.volume, self.image)
         # the entrypoint waits for these files before it starts dockerd

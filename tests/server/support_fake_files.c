@@ -289,6 +289,13 @@ rb_err core_shares_key_check(const char *list, char *err)
     return RB_OK;
 }
 
+rb_err core_isolation_key_check(const char *list, char *err)
+{
+    if (strcmp(list, "BAD") == 0)
+        return rb_fail(RB_EINVAL, err, "isolation= takes * or isolations joined by ','");
+    return RB_OK;
+}
+
 rb_err core_session_mounts(rb_core *c, const core_caller *who, const char *session_id, core_cb cb, void *data,
                            core_op **handle, char *err)
 {

@@ -43,7 +43,7 @@ Test(auth, parses_names_hashes_quotas_comments_and_crlf)
 {
     char text[1024], err[RB_ERR_LEN];
     snprintf(text, sizeof(text), "# comment\n\n  %s", line_for("alice", ALICE_KEY, "sessions=5 executions=2 rps=20 egress=pypi.org,*.example.com "
-                                                                "shares=photos,data"));
+                                                                "shares=photos,data isolation=gvisor"));
     strcat(text, line_for("bob.ci-1", "bob-key", "\r"));
     auth_key *k;
     size_t n;
@@ -55,6 +55,7 @@ Test(auth, parses_names_hashes_quotas_comments_and_crlf)
     cr_assert_eq(k[0].rps, 20);
     cr_assert_str_eq(k[0].egress, "pypi.org,*.example.com");
     cr_assert_str_eq(k[0].shares, "photos,data");
+    cr_assert_str_eq(k[0].isolation, "gvisor");
     cr_assert_str_eq(k[1].name, "bob.ci-1");
     cr_assert_eq(k[1].sessions + k[1].executions + k[1].rps, 0);
     cr_assert_str_eq(k[1].egress, "", "no egress=: the server's limit");
@@ -78,7 +79,8 @@ Test(auth, refuses_what_is_wrong_naming_the_line)
         {"alice " H_ALICE " rps=-1\n", "whole number"},
         {"alice " H_ALICE " rps=\n", "not a quota"},
         {"alice " H_ALICE " rps=99999999999999999999\n", "whole number"},
-        {"alice " H_ALICE " a=1 b=2 c=3 d=4 e=5 f=6\n", "too many fields"},
+        {"alice " H_ALICE " a=1 b=2 c=3 d=4 e=5 f=6 g=7\n", "too many fields"},
+        {"alice " H_ALICE " isolation=\n", "isolation="},
         {"alice " H_ALICE " egress=\n", "egress="},
         {"alice " H_ALICE " shares=\n", "shares="},
         {"alice " H_ALICE "\nalice " H_ALICE "\n", "listed twice"},
@@ -118,6 +120,20 @@ Test(auth, shares_values_are_checked_by_core)
     cr_assert_str_eq(k[0].shares, "*");
     free(k);
     auth_set_shares_check(NULL);
+}
+
+Test(auth, isolation_values_are_checked_by_core)
+{
+    char err[RB_ERR_LEN] = "";
+    auth_key *k = NULL;
+    size_t n = 0;
+    auth_set_isolation_check(core_isolation_key_check); /* the fake refuses "BAD" */
+    cr_assert_eq(parse("alice " H_ALICE " isolation=BAD\n", &k, &n, err), RB_EINVAL);
+    cr_assert(strstr(err, "line 1: isolation=") != NULL, "%s", err);
+    cr_assert_eq(parse("alice " H_ALICE " isolation=container,gvisor\n", &k, &n, err), RB_OK, "%s", err);
+    cr_assert_str_eq(k[0].isolation, "container,gvisor");
+    free(k);
+    auth_set_isolation_check(NULL);
 }
 
 Test(auth, bearer_tokens)
