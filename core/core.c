@@ -11,6 +11,7 @@
 #include "core/backend/docker.h"
 #include "core/backend/multi.h"
 #include "core/internal.h"
+#include "core/isolation/isolation.h"
 #include "core/pool.h"
 
 #define SWEEP_MS 1000
@@ -216,6 +217,16 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
                                               (long)(cfg->docker_transfer_timeout * 1000), &be, err)) != RB_OK)
         goto fail_sessions;
     c->be = be;
+    /* the default isolation must be one an engine offers (core/isolation/isolation.h) */
+    const char *runtime = isolation_runtime(cfg->isolation, cfg->gvisor_runtime);
+    if (!backend_offers(be, runtime)) {
+        e = rb_fail(RB_EINVAL, err,
+                    "isolation: the default isolation %s needs the runtime %s, which no engine offers: register it "
+                    "in the engine's daemon.json and declare it (--docker-runtimes runc+%s, or runtimes=runc+%s on "
+                    "--engine; docs/security.md)",
+                    cfg->isolation, runtime, runtime, runtime);
+        goto fail_sessions;
+    }
     snprintf(c->docker_error, sizeof(c->docker_error), "not probed yet");
     c->pool = pool_new(c);
     c->probe_timer = new_timer(c);
