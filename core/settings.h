@@ -75,6 +75,8 @@ typedef struct core_settings {
                               offers, "runc+runsc" (engines of --engine say runtimes=) */
     char *isolation;       /* --isolation / RUNBOX_ISOLATION: a session's isolation unless it or its key says
                               otherwise: "container" (runc) or "gvisor" (core/isolation/) */
+    int gvisor_network;    /* --gvisor-network / RUNBOX_GVISOR_NETWORK: gVisor sessions may have a network (their runsc
+                              is registered without --network=none, which Debian's needs on recent kernels) */
     char *gvisor_runtime;  /* --gvisor-runtime / RUNBOX_GVISOR_RUNTIME: the runtime name gVisor is registered under
                               in the engines' daemon.json ("runsc") */
     char *engine_tls_ca;   /* --engine-tls-ca / RUNBOX_ENGINE_TLS_CA: shared TLS files of tcp:// engines */

@@ -217,6 +217,14 @@ static rb_err parse_sandbox_limits(rb_core *c, const core_caller *who, session *
     if ((e = egress_policy(c, who ? who->egress : NULL, json_object_get(eo, "network"), "'execution_options.network'",
                            &s->net_policy, err)) != RB_OK)
         return e;
+    if (s->net_policy != NULL && strcmp(s->isolation, "gvisor") == 0 && !c->cfg->gvisor_network) {
+        json_decref(s->net_policy);
+        s->net_policy = NULL;
+        return rb_fail(RB_EINVAL, err,
+                       "a gvisor session has no network on this server: its engines' runsc runs with --network=none "
+                       "(the operator allows it with --gvisor-network once runsc has a network, docs/security.md); "
+                       "ask for isolation \"container\" or no 'execution_options.network'");
+    }
     s->custom_sandbox = s->pids_limit != cfg->pids_limit || s->workspace_bytes != (int64_t)cfg->workspace_size ||
                         s->tmp_bytes != (int64_t)cfg->tmp_size || s->net_policy != NULL;
     return RB_OK;

@@ -66,6 +66,10 @@ static const key_def keys[] = {
      "a session's isolation unless it asks (execution_options.isolation) or its key says (isolation= in the keys "
      "file): container (runc: namespaces, cgroups, seccomp) or gvisor (a user-space kernel between the code and the "
      "host's)"},
+    {"gvisor-network", "RUNBOX_GVISOR_NETWORK", K_BOOL, OFF(core.gvisor_network),
+     "gVisor sessions may have a network by policy (--egress): only when the engines' runsc is registered without "
+     "--network=none, which Debian's runsc needs on recent kernels (docs/security.md); off: a gVisor session that "
+     "asks for a network is refused (400)"},
     {"gvisor-runtime", "RUNBOX_GVISOR_RUNTIME", K_STR, OFF(core.gvisor_runtime),
      "the name gVisor's runsc is registered under in the engines' daemon.json"},
     {"docker-timeout", "RUNBOX_DOCKER_TIMEOUT", K_SECS, OFF(core.docker_timeout),

@@ -220,6 +220,10 @@ def test_refusals_name_the_cause(runboxd, cluster):
     r = srv.post("/sessions", {"execution_options": {"isolation": "gvisor"}})
     assert r.status_code == 503 and "runsc" in r.text and "drained" in r.text, r.text
     assert srv.delete("/engines/n2/drain").status_code == 200
+    # a network under this runsc (--network=none): refused, naming the flag, unless the operator says so
+    srv3 = runboxd(["--pool-size", "0", "--egress"])
+    r = srv3.post("/sessions", {"execution_options": {"isolation": "gvisor", "network": True}})
+    assert r.status_code == 400 and "--gvisor-network" in r.text, r.text
     # no engine declares gVisor: 503 before any Docker call, naming how to declare it
     srv2 = runboxd(["--pool-size", "0"], runtimes="runc")
     r = srv2.post("/sessions", {"execution_options": {"isolation": "gvisor"}})
