@@ -22,7 +22,7 @@ import rbtest
 from rbfixtures import keyed_server_fixture, point_e2b_sdk_at
 
 from e2b import (ALL_TRAFFIC, AuthenticationException, InvalidArgumentException, NotFoundException, SandboxException,
-                 SandboxNetworkOpts, SandboxQuery, SandboxNotFoundException, TimeoutException)
+                 SandboxNetworkOpts, SandboxQuery, SandboxNotFoundException, ServiceBusyException, TimeoutException)
 from e2b_code_interpreter import Sandbox
 
 # E2B keys look like e2b_ + 40 hex digits; some SDKs check the form.
@@ -496,3 +496,18 @@ def test_network_options_runbox_cannot_honour_are_refused(egress_env):
                                                   egress_proxy={"address": "proxy.example.test:1080"}))
     # none of them made a sandbox
     assert Sandbox.list().next_items() == []
+
+
+def test_isolation_by_metadata(e2b_env):
+    """metadata["runbox.isolation"] (docs/e2b.md): the session's execution_options.isolation; a runtime no
+    engine offers (this server's one engine offers runc only) fails the create naming it."""
+    with Sandbox.create(metadata={"runbox.isolation": "container"}) as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        assert e2b_env.session(sbx.sandbox_id)["execution_options"]["isolation"] == "container"
+        assert sbx.run_code("6 * 7").text == "42"
+    with pytest.raises(ServiceBusyException) as e:  # 503: no engine offers it
+        Sandbox.create(metadata={"runbox.isolation": "gvisor"})
+    assert "runsc" in str(e.value) and "gvisor" in str(e.value), e.value
+    with pytest.raises((SandboxException, InvalidArgumentException)) as e:
+        Sandbox.create(metadata={"runbox.isolation": "kata"})
+    assert "isolation" in str(e.value), e.value

@@ -138,6 +138,25 @@ def test_both_kinds_place_right_and_answer_alike(runboxd):
             outs.append(r["stdout"])
             srv.delete_session(s["session_id"])
         assert outs == [want, want], (lang, outs)
+    # MCP's create_session takes it in execution_options too
+    assert mcp_create(srv, {"isolation": "gvisor"})["execution_options"]["isolation"] == "gvisor"
+
+
+def mcp_create(srv, eo: dict) -> dict:
+    """MCP create_session (2025-06-18 over streamable HTTP) with execution_options eo: the session."""
+    h = {"Accept": "application/json, text/event-stream"}
+    r = srv.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}, headers=h)
+    assert r.status_code == 200, r.text
+    h["Mcp-Session-Id"] = r.headers["Mcp-Session-Id"]
+    h["Mcp-Protocol-Version"] = "2025-06-18"
+    srv.post("/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h)
+    r = srv.post("/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "create_session", "arguments": {"execution_options": eo}}}, headers=h)
+    res = rbtest.mcp_answer(r, 2)["result"]
+    assert not res.get("isError"), res
+    srv.track(res["structuredContent"])
+    return res["structuredContent"]
 
 
 def test_timeouts_interrupts_resets_and_restart_under_gvisor(runboxd):
