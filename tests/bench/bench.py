@@ -14,9 +14,11 @@ requests per second with wrk. Then, with the preload (--preload, issue 13) on an
 runboxd, off: a new session's first cell that imports pandas and matplotlib and shows a plot,
 done with its PNG; the cell right after a reset (a hard timeout) that needs the stack; and the
 memory of a warm sandbox, and whether runboxd handed out pool sandboxes before their preload was
-imported (a host too busy for the figures). Last, unless --no-engines, a third runboxd with two
+imported (a host too busy for the figures). Next, unless --no-engines, a third runboxd with two
 engines (--engine): the local one and a nested dockerd over TLS (tests/engines' harness), session
-creation and print(1) on each. Prints one table (min / median / p99 per figure, the 1-minute load
+creation and print(1) on each. Then the benchmarks of core's rooms (ROOM_BENCHES: network, data,
+Dify, Jupyter, gVisor beside runc), each in a file of its own; --room NAME runs only those named,
+without the main runboxd. Prints one table (min / median / p99 per figure, the 1-minute load
 average when it was taken, ratios to the baselines, targets) and writes the figures to
 tests/bench/results/<time>.json.
 
@@ -210,7 +212,8 @@ ROOM_BENCHES = (("bench_network", "network by policy: a networked session beside
                                "workspace"),
                 ("bench_dify", "Dify: a code node's run beside a REST execute of the same code"),
                 ("bench_jupyter", "Jupyter: /jupyter's kernels beside the real jupyter_kernel_gateway on the same "
-                                  "image"))
+                                  "image"),
+                ("bench_gvisor", "gVisor: sandboxes under runsc beside runc, on one nested engine offering both"))
 
 
 def execute(c, sid, code="print(1)"):
@@ -727,6 +730,8 @@ def main():
                     help="leave out the local engine beside a remote one (needs the engine node image)")
     ap.add_argument("--preload-only", action="store_true",
                     help="only the preload figures (first plot cell, reset, warm sandbox memory), on and off")
+    ap.add_argument("--room", action="append", choices=[m for m, _ in ROOM_BENCHES],
+                    help="only this room's benchmark (repeatable), e.g. --room bench_gvisor")
     a = ap.parse_args()
 
     q = a.quick
@@ -737,6 +742,8 @@ def main():
     total_execs = 2000 if q else 10000
     wrk_secs = 3 if q else 10
 
+    if a.room:
+        main_rooms(a)
     work = tempfile.mkdtemp(prefix="runbox-bench-")
     rb = Runboxd(a.runboxd, work, a.pool_size)
     res = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
@@ -878,27 +885,57 @@ def main():
         except Exception as e:  # reported, not fatal: the other figures stand
             log("engines: %s" % e)
             F["engines_error"] = str(e)[:500]
-    for mod, what in ROOM_BENCHES:  # each in its own file; a failure is reported, the other figures stand
-        log(what)
-        try:
-            F.update(__import__(mod).run(Runboxd, Client, create_session, delete_session, a.runboxd, 3 if q else 10,
-                                         log))
-        except Exception as e:
-            log("%s: %s" % (mod, e))
-            F[mod + "_error"] = str(e)[:500]
+    run_rooms(a, F)
     res["load_average_end"] = load_average()
 
     report(res)
-    out = a.out or os.path.join(ROOT, "tests", "bench", "results", time.strftime("%Y%m%d-%H%M%S") + ".json")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out, "w") as f:
-        json.dump(res, f, indent=2)
-    print("results: %s" % out)
+    write_results(a, res)
     log_text = open(rb.log_path).read() + open(off.log_path).read()
     if "Sanitizer" in log_text:
         log("runboxd reported sanitizer errors; its log is in %s" % work)
     else:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_rooms(a, F, names=None):
+    """Runs the benchmarks of core's rooms (those named, or all) into F, each in its own file: a
+    failure is logged and kept as F[<module>_error], the other figures stand. Returns the failures."""
+    failed = 0
+    for mod, what in ROOM_BENCHES:
+        if names and mod not in names:
+            continue
+        log(what)
+        try:
+            F.update(__import__(mod).run(Runboxd, Client, create_session, delete_session, a.runboxd,
+                                         3 if a.quick else 10, log))
+        except Exception as e:
+            log("%s: %s" % (mod, e))
+            F[mod + "_error"] = str(e)[:500]
+            failed += 1
+    return failed
+
+
+def main_rooms(a):
+    """--room: only the named rooms' benchmarks (no main runboxd), their rows and result file; exit
+    status 1 when one failed."""
+    res = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
+           "cpus": os.cpu_count(), "quick": a.quick, "rooms": a.room, "figures": {},
+           "load_average_start": load_average(), "mem_available_mib": mem_available_mib()}
+    failed = run_rooms(a, res["figures"], a.room)
+    res["load_average_end"] = load_average()
+    print_table([r for mod in a.room for r in __import__(mod).rows(res["figures"], fmt)])
+    print("load average at start %s, at end %s (%s CPUs)" % (res["load_average_start"], res["load_average_end"],
+                                                             res["cpus"]))
+    write_results(a, res)
+    sys.exit(1 if failed else 0)
+
+
+def write_results(a, res):
+    out = a.out or os.path.join(ROOT, "tests", "bench", "results", time.strftime("%Y%m%d-%H%M%S") + ".json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(res, f, indent=2)
+    print("results: %s" % out)
 
 
 class Done(Exception):
@@ -952,6 +989,19 @@ def bench_engines(binary, work, F, n_create, n_exec):
         finally:
             c.close()
             rb.stop()
+
+
+def print_table(rows):
+    """Prints the report's rows (name, n, min, median, p99, unit, load, target) as one table."""
+    w = [max((len(str(r[i] if r[i] is not None else "")) for r in rows), default=0) for i in range(8)]
+    hdr = ("figure", "n", "min", "median", "p99", "unit", "load", "target")
+    w = [max(w[i], len(hdr[i])) for i in range(8)]
+    line = lambda r: "  ".join(str(r[i] if r[i] is not None else "").ljust(w[i]) if i in (0, 5, 7) else
+                               str(r[i] if r[i] is not None else "").rjust(w[i]) for i in range(8))
+    print(line(hdr))
+    print("  ".join("-" * x for x in w))
+    for r in rows:
+        print(line(r))
 
 
 def report(res):
@@ -1014,15 +1064,7 @@ def report(res):
 
     for mod, _ in ROOM_BENCHES:
         rows.extend(__import__(mod).rows(F, fmt))
-    w = [max(len(str(r[i] if r[i] is not None else "")) for r in rows) for i in range(8)]
-    hdr = ("figure", "n", "min", "median", "p99", "unit", "load", "target")
-    w = [max(w[i], len(hdr[i])) for i in range(8)]
-    line = lambda r: "  ".join(str(r[i] if r[i] is not None else "").ljust(w[i]) if i in (0, 5, 7) else
-                               str(r[i] if r[i] is not None else "").rjust(w[i]) for i in range(8))
-    print(line(hdr))
-    print("  ".join("-" * x for x in w))
-    for r in rows:
-        print(line(r))
+    print_table(rows)
 
     def ratio(a, b):
         x, y = (F.get(a) or {}).get("median_ms"), (F.get(b) or {}).get("median_ms")

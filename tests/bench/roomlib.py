@@ -11,9 +11,11 @@ def summary(xs):
 
 
 def lat_row(F, fmt, name, key, target=""):
-    """The report's row (name, n, min, median, p99, unit, load, target) of the summary F[key]."""
+    """The report's row (name, n, min, median, p99, unit, load, target) of the summary F[key]; its
+    load column is F[key]["load1"] (the 1-minute load average when taken) where the bench keeps it."""
     v = F.get(key) or {}
-    return (name, v.get("n"), fmt(v.get("min_ms")), fmt(v.get("median_ms")), fmt(v.get("p99_ms")), "ms", "", target)
+    load = fmt(v["load1"], 1) if v.get("load1") is not None else ""
+    return (name, v.get("n"), fmt(v.get("min_ms")), fmt(v.get("median_ms")), fmt(v.get("p99_ms")), "ms", load, target)
 
 
 def row_adder(F, fmt, out):
