@@ -12,7 +12,7 @@
 
 int core_caller_owns(const core_caller *who, const char *owner)
 {
-    return who == NULL || strcmp(who->owner, owner ? owner : "") == 0;
+    return who == NULL || who->role != CORE_ROLE_USER || strcmp(who->owner, owner ? owner : "") == 0;
 }
 
 session *core__session_of(rb_core *c, const core_caller *who, const char *session_id)

@@ -11,13 +11,13 @@
 #include "core/backend/docker.h"
 #include "core/backend/multi.h"
 #include "core/internal.h"
+#include "core/audit/audit.h"
 #include "core/isolation/isolation.h"
 #include "core/pool.h"
 
 #define SWEEP_MS 1000
 #define CHECKPOINT_MS 30000
 #define PRUNE_EVERY_MS (3600 * 1000)
-
 
 void core_json_time(json_t *obj, const char *key, int64_t ms)
 {
@@ -105,6 +105,7 @@ static void sweep_cb(uv_timer_t *t)
         web_sweep(c, now);
         egress_sweep(c, now);
         removal_sweep_volumes(c, now);
+        usage_sweep(c, now);
     }
     if (now - c->last_prune >= PRUNE_EVERY_MS) {
         char err[RB_ERR_LEN];
@@ -114,6 +115,7 @@ static void sweep_cb(uv_timer_t *t)
             rb_warn("retention: %s", err);
         else if (n > 0)
             rb_info("retention: removed %d old records", n);
+        audit_prune(c);
     }
 }
 
@@ -217,16 +219,8 @@ rb_err core_new_with_backend(uv_loop_t *loop, const core_settings *cfg, backend 
                                               (long)(cfg->docker_transfer_timeout * 1000), &be, err)) != RB_OK)
         goto fail_sessions;
     c->be = be;
-    /* the default isolation must be one an engine offers (core/isolation/isolation.h) */
-    const char *runtime = isolation_runtime(cfg->isolation, cfg->gvisor_runtime);
-    if (!backend_offers(be, runtime)) {
-        e = rb_fail(RB_EINVAL, err,
-                    "isolation: the default isolation %s needs the runtime %s, which no engine offers: register it "
-                    "in the engine's daemon.json and declare it (--docker-runtimes runc+%s, or runtimes=runc+%s on "
-                    "--engine; docs/security.md)",
-                    cfg->isolation, runtime, runtime, runtime);
+    if ((e = isolation_default_check(be, cfg, err)) != RB_OK) /* an engine offers the default's runtime */
         goto fail_sessions;
-    }
     snprintf(c->docker_error, sizeof(c->docker_error), "not probed yet");
     c->pool = pool_new(c);
     c->probe_timer = new_timer(c);
@@ -317,6 +311,7 @@ void core_free(rb_core *c)
     removal_drop_all(c);
     files_dispose(c); /* the budget itself lives on while cancelled downloads or held files count on it */
     volumes_dispose(c); /* after the backend: its cancelled measurements have ended */
+    usage_dispose(c);
     web_dispose(c);
     core__pause_dispose(c);
     egress_dispose(c); /* after the backend: its cancelled calls may still come back */
@@ -369,6 +364,9 @@ static void created_cb(session *s, rb_err err, const char *msg)
     s->last_used_at = rb_now_ms();
     session_persist(s);
     rb_info("session %s ready (container %.12s)", s->id, s->container_id ? s->container_id : "?");
+    audit_record(s->core, s->owner, s->id, "session_created",
+                 json_pack("{s:s, s:s, s:s?}", "language", s->language, "isolation", s->isolation, "container",
+                           s->container_id));
     if (op != NULL && !op->cancelled)
         op->cb(op->data, RB_OK, NULL, session_to_api(s));
     free(op);
@@ -414,8 +412,7 @@ static void networked_sandbox_cb(session *s, rb_err err, const char *msg)
         created_cb(s, err, msg);
 }
 
-/* A networked session's network exists (core/network/egress.h): its sandbox joins it while the
- * proxy starts. */
+/* A networked session's network exists (core/network/egress.h): its sandbox joins it while the proxy starts. */
 static void egress_opened_cb(void *data, rb_err err, const char *msg, const char *net)
 {
     session *s = data;

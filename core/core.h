@@ -70,7 +70,13 @@ typedef struct core_caller {
                            comma-separated, or "*" (all); NULL, "" or "none": none */
     const char *isolation; /* the isolations this key's sessions may have (core/isolation/):
                               "container,gvisor", "*"; NULL or "": every one */
+    int role;           /* CORE_ROLE_*: what the key may see and do beyond its own sessions */
 } core_caller;
+
+/** A key's role (role= in the keys file; docs/security.md, "Roles"). A user sees and changes its
+ * own sessions; an admin sees and ends every key's sessions, drains engines and reloads the
+ * keys; a viewer sees every key's sessions and changes nothing (the server refuses its writes). */
+enum { CORE_ROLE_USER = 0, CORE_ROLE_ADMIN = 1, CORE_ROLE_VIEWER = 2 };
 
 /** Checks a key's egress limit (core_caller.egress): "none", "*" or host patterns. RB_EINVAL
  * naming the bad pattern otherwise. */
@@ -84,7 +90,24 @@ rb_err core_shares_key_check(const char *list, char *err);
  * RB_EINVAL naming the bad word otherwise. */
 rb_err core_isolation_key_check(const char *list, char *err);
 
-/** Whether who may see something that belongs to owner (NULL owner: ""). */
+/*
+ * The audit trail (core/audit/audit.h; docs/security.md, "Audit trail"): what each key did.
+ */
+/** What core_audit_query selects: NULL or 0 selects everything of that kind. */
+typedef struct core_audit_filter {
+    const char *key, *session, *kind;
+    int64_t since, until; /* epoch ms: since <= at < until (until 0: now) */
+    int64_t after;        /* the events after this seq (the "next" of the page before) */
+    int limit;            /* 1..1000 (0: 100) */
+} core_audit_filter;
+/** {events: [{seq, at (RFC 3339), key, session?, kind, ...}], next: seq or null} of the events q
+ * selects, oldest first; next is the seq to ask after for the following page (null at the end).
+ * Only admin and viewer keys (and the trusted caller without keys) may read it: RB_EFORBIDDEN
+ * naming the role for a user key. */
+rb_err core_audit_query(rb_core *c, const core_caller *who, const core_audit_filter *q, json_t **out, char *err);
+
+/** Whether who may see something that belongs to owner (NULL owner: ""): its own, or anything for
+ * an admin or viewer (and for NULL: the one trusted caller of a server without keys). */
 int core_caller_owns(const core_caller *who, const char *owner);
 
 /** Callback for async calls: on success err == RB_OK and body is the JSON answer (owned by
@@ -289,6 +312,23 @@ rb_err core_volume_get(rb_core *c, const core_caller *who, const char *ref, json
 /** Deletes who's volume ref with its files; cb gets RB_OK and no body once the engine removed it.
  * RB_ECONFLICT naming the sessions while live (or paused) sessions mount it. */
 rb_err core_volume_delete(rb_core *c, const core_caller *who, const char *ref, core_cb cb, void *data, char *err);
+
+/*
+ * Usage (core/usage/, docs/operations.md): what a live session's sandbox used over time, sampled
+ * from its engine every --metrics-interval and kept for the last USAGE_RING_SAMPLES samples. A
+ * sample: {timestamp, cpu_pct (percent of one CPU since the sample before), mem_bytes (page cache
+ * left out), mem_cache_bytes, mem_limit_bytes, pids, net_rx_bytes, net_tx_bytes (0 without a
+ * network)}.
+ */
+/** {session_id, interval_ms, cpu_limit, workspace_limit_bytes, samples: [...]} of who's live session
+ * session_id (paused too; they are not sampled meanwhile), oldest first, those taken at or after
+ * since_ms and at or before until_ms (epoch ms; 0: no bound). RB_ENOTFOUND for an unknown, ended or
+ * another key's session. */
+rb_err core_session_metrics(rb_core *c, const core_caller *who, const char *session_id, int64_t since_ms,
+                            int64_t until_ms, json_t **out, char *err);
+/** The newest sample of at most max live sessions, the most memory first, each with its
+ * session_id: a new array; *sampled is how many sessions have a sample (may be more than max). */
+json_t *core_usage_latest(rb_core *c, size_t max, size_t *sampled);
 
 /** Whether the operator declared shares. */
 int core_shares_enabled(const rb_core *c);

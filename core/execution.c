@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/audit/audit.h"
 #include "core/internal.h"
 
 execution *execution_new(rb_core *c, session *s, const char *code, double timeout)
@@ -432,6 +433,7 @@ void execution_finish(execution *ex, const char *status, const char *reset_reaso
         rb_warn("execution %s: cannot open a transaction (%s); saving without one", ex->id, err);
     if (store_execution_put(c->st, doc, err) != RB_OK)
         rb_error("execution %s: cannot save its result: %s", ex->id, err);
+    audit_record(c, ex->owner, ex->session_id, "execution", audit_execution_detail(doc));
     /* The session row (last_used_at, executions) is written by the next sweep, batched with
      * other sessions': losing a second of it in a crash costs nothing, and the execute path
      * writes one row instead of two. */

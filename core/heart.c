@@ -17,7 +17,19 @@
 void core__session_view(const session *s, core_session_view *out)
 {
     *out = (core_session_view){s->id, s->status, s->container_id, json_object_get(s->options, "environment_variables"),
-                               s->language, json_object_get(s->options, "mounts")};
+                               s->language, json_object_get(s->options, "mounts"), s->cpus, s->workspace_bytes,
+                               s->owner};
+}
+
+void core_heart_each(rb_core *c, void (*fn)(void *data, const core_session_view *v), void *data)
+{
+    size_t pos = 0;
+    session *s;
+    while ((s = map_next(&c->sessions, &pos)) != NULL) {
+        core_session_view v;
+        core__session_view(s, &v);
+        fn(data, &v);
+    }
 }
 
 rb_err core_heart_lookup(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,

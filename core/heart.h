@@ -33,6 +33,9 @@ typedef struct core_session_view {
     json_t *env;              /* its execution_options.environment_variables (an object), or NULL */
     const char *language;     /* "python", "javascript", ... (core/core.h, CORE_LANGUAGES_TEXT) */
     json_t *mounts;           /* its canonical mounts (shares and volumes: execution_options.mounts), or NULL */
+    double cpus;              /* its sandbox's CPU limit */
+    int64_t workspace_bytes;  /* the size of its workspace */
+    const char *owner;        /* the API key that made it ("" without keys) */
 } core_session_view;
 
 /** The live session session_id as who may see it, ready for work in its sandbox: RB_OK with
@@ -47,6 +50,10 @@ rb_err core_heart_session(rb_core *c, const core_caller *who, const char *sessio
  * session not ready (the dependency installer). */
 rb_err core_heart_lookup(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
                          char *err);
+
+/** Calls fn(data, view) for every live session (paused ones too: their status says so, and
+ * container_id is NULL while it has no sandbox). fn must not end sessions. */
+void core_heart_each(rb_core *c, void (*fn)(void *data, const core_session_view *v), void *data);
 
 /** Marks session_id as used now (its idle timeout starts again); nothing if it is not live. */
 void core_heart_touch(rb_core *c, const char *session_id);
@@ -103,6 +110,7 @@ typedef enum core_room {
     CORE_ROOM_NET,   /* core/network/: the operator's limits, the sessions' egress proxies and networks */
     CORE_ROOM_PAUSE, /* core/session_pause.c: resumes of hibernated sessions waiting for their new sandbox */
     CORE_ROOM_VOLUMES, /* core/volumes/: measurements in flight */
+    CORE_ROOM_USAGE,   /* core/usage/: the sessions' usage samples and the readings in flight */
     CORE_ROOMS
 } core_room;
 

@@ -22,6 +22,7 @@
 #include "core/workspace/workspace.h"
 #include "core/web/web.h"
 #include "core/stats.h"
+#include "core/usage/usage.h"
 #include "store/store.h"
 
 #define RB_RUNNER_LINE_MAX (16u * 1024 * 1024)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/audit/audit.h"
 #include "core/internal.h"
 
 json_t *session_to_doc(const session *s)
@@ -127,6 +128,9 @@ json_t *session_doc_to_api(rb_core *c, json_t *doc)
     json_t *reason = json_object_get(doc, "end_reason");
     json_object_set(out, "end_reason", json_is_string(reason) ? reason : json_null());
     json_object_set(out, "execution_options", json_object_get(doc, "execution_options"));
+    json_t *owner = json_object_get(doc, "owner"); /* the key that made it (absent without keys) */
+    if (json_is_string(owner))
+        json_object_set(out, "owner", owner);
     json_t *n = json_object_get(doc, "executions");
     json_object_set_new(out, "executions", json_integer(json_is_integer(n) ? json_integer_value(n) : 0));
     json_t *cid = json_object_get(doc, "container_id");
@@ -232,6 +236,8 @@ void session_end(session *s, const char *status, const char *reason)
 {
     rb_core *c = s->core;
     rb_info("session %s %s: %s", s->id, status, reason);
+    audit_record(c, s->owner, s->id, "session_ended", json_pack("{s:s, s:o}", "status", status, "reason",
+                                                                audit_text(reason, strlen(reason), 1024)));
     stats_session_ended(c, s->status, status, reason);
     s->status = status; /* before failing executions, so finishing them does not re-pump */
     if (s->deps_op != NULL) {
@@ -265,6 +271,7 @@ void session_end(session *s, const char *status, const char *reason)
         removal_start(c, s->container_id, 0);
     }
     egress_close(c, s->id); /* its proxy, then its network once the sandbox has left it */
+    usage_forget(c, s->id); /* its samples */
     core__pause_session_end(s, reason);
     if (s->kept_volume != NULL) { /* hibernated: its files go with it */
         workspace_drop(c, s->kept_volume);

@@ -23,7 +23,10 @@ void core_settings_init(core_settings *s)
     s->idle_action = xstrdup("end");
     s->hibernate_retention = 7 * 24 * 3600;
     s->retention = RB_DEFAULT_RETENTION_S;
+    s->audit_retention = 30 * 24 * 3600;
+    s->audit_max_events = 1000000;
     s->memory_mb = RB_DEFAULT_MEMORY_MB;
+    s->metrics_interval = RB_DEFAULT_METRICS_INTERVAL_S;
     s->max_memory_mb = RB_DEFAULT_MAX_MEMORY_MB;
     s->cpus = RB_DEFAULT_CPUS;
     s->max_cpus = RB_DEFAULT_MAX_CPUS;

@@ -27,6 +27,7 @@
 #define RB_DEFAULT_CPUS 1.0
 #define RB_DEFAULT_MAX_CPUS 2.0
 #define RB_DEFAULT_PIDS_LIMIT 256
+#define RB_DEFAULT_METRICS_INTERVAL_S 5.0
 #define RB_DEFAULT_MAX_SESSIONS 100
 #define RB_DEFAULT_GRACE_MS 2000
 #define RB_DEFAULT_MAX_QUEUE 100
@@ -95,11 +96,15 @@ typedef struct core_settings {
     int hibernate_retention; /* --hibernate-retention / RUNBOX_HIBERNATE_RETENTION: seconds a hibernated session is
                               kept before it ends (0 = until deleted) */
     int retention;         /* --retention / RUNBOX_RETENTION: seconds that ended sessions and results are kept */
+    int audit_retention;   /* --audit-retention / RUNBOX_AUDIT_RETENTION: seconds audit events are kept (core/audit/) */
+    int audit_max_events;  /* --audit-max-events / RUNBOX_AUDIT_MAX_EVENTS: audit events kept at most (oldest go) */
     int memory_mb;         /* --memory / RUNBOX_MEMORY: default sandbox memory (MiB) */
     int max_memory_mb;     /* --max-memory / RUNBOX_MAX_MEMORY */
     double cpus;           /* --cpus / RUNBOX_CPUS */
     double max_cpus;       /* --max-cpus / RUNBOX_MAX_CPUS */
     int pids_limit;        /* --pids-limit / RUNBOX_PIDS_LIMIT */
+    double metrics_interval; /* --metrics-interval / RUNBOX_METRICS_INTERVAL: seconds between two usage samples of a
+                              session's sandbox (core/usage/), 1 to 3600 */
     int max_sessions;      /* --max-sessions / RUNBOX_MAX_SESSIONS: live sessions at once */
     int grace_ms;          /* --grace / RUNBOX_GRACE_MS: after an interrupt, how long before the worker is killed */
     int max_mcp_sessions;  /* --max-mcp-sessions / RUNBOX_MAX_MCP_SESSIONS: live MCP client sessions at once */

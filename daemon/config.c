@@ -90,11 +90,18 @@ static const key_def keys[] = {
     {"hibernate-retention", "RUNBOX_HIBERNATE_RETENTION", K_ISECS, OFF(core.hibernate_retention),
      "seconds a hibernated session is kept before it ends and its files go (0 = until deleted)"},
     {"retention", "RUNBOX_RETENTION", K_ISECS, OFF(core.retention), "seconds that ended sessions and results are kept"},
+    {"audit-retention", "RUNBOX_AUDIT_RETENTION", K_ISECS, OFF(core.audit_retention),
+     "seconds the audit trail keeps an event (GET /audit; docs/security.md); 0 = by count alone"},
+    {"audit-max-events", "RUNBOX_AUDIT_MAX_EVENTS", K_INT, OFF(core.audit_max_events),
+     "audit events kept at most, the oldest removed first (1000 to 100000000)"},
     {"memory", "RUNBOX_MEMORY", K_MIB, OFF(core.memory_mb), "default sandbox memory (MiB, or k/m/g suffix)"},
     {"max-memory", "RUNBOX_MAX_MEMORY", K_MIB, OFF(core.max_memory_mb), "largest sandbox memory a caller may ask (MiB)"},
     {"cpus", "RUNBOX_CPUS", K_NUM, OFF(core.cpus), "default CPUs per sandbox"},
     {"max-cpus", "RUNBOX_MAX_CPUS", K_NUM, OFF(core.max_cpus), "largest CPUs per sandbox a caller may ask"},
     {"pids-limit", "RUNBOX_PIDS_LIMIT", K_INT, OFF(core.pids_limit), "processes per sandbox"},
+    {"metrics-interval", "RUNBOX_METRICS_INTERVAL", K_SECS, OFF(core.metrics_interval),
+     "seconds between two usage samples of a session's sandbox (GET /sessions/{id}/metrics keeps the last 120); "
+     "1 to 3600"},
     {"max-sessions", "RUNBOX_MAX_SESSIONS", K_INT, OFF(core.max_sessions), "live sessions at once"},
     {"grace", "RUNBOX_GRACE_MS", K_INT, OFF(core.grace_ms),
      "milliseconds an interrupted worker gets before it is killed"},
@@ -627,6 +634,10 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "idle-timeout: must not be negative");
     if (cfg->core.retention < 0)
         return rb_fail(RB_EINVAL, err, "retention: must not be negative");
+    if (cfg->core.audit_retention < 0)
+        return rb_fail(RB_EINVAL, err, "audit-retention: must not be negative");
+    if (cfg->core.audit_max_events < 1000 || cfg->core.audit_max_events > 100000000)
+        return rb_fail(RB_EINVAL, err, "audit-max-events: must be between 1000 and 100000000");
     if (cfg->core.hibernate_retention < 0)
         return rb_fail(RB_EINVAL, err, "hibernate-retention: must not be negative");
     if (cfg->core.volume_quota == 0 || cfg->core.volume_quota > cfg->core.volume_quota_max)
@@ -650,6 +661,8 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "cpus: must be more than 0 and at most max-cpus (%g)", cfg->core.max_cpus);
     if (cfg->core.pids_limit <= 0)
         return rb_fail(RB_EINVAL, err, "pids-limit: must be at least 1");
+    if (!(cfg->core.metrics_interval >= 1) || cfg->core.metrics_interval > 3600)
+        return rb_fail(RB_EINVAL, err, "metrics-interval: must be between 1 and 3600 seconds");
     if (cfg->core.max_sessions <= 0)
         return rb_fail(RB_EINVAL, err, "max-sessions: must be at least 1");
     if (cfg->core.grace_ms < 0)

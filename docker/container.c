@@ -92,6 +92,12 @@ rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *d
     return docker__ref_request(d, DOCKER__SHORT, "GET", "/containers/", id, "/json", NULL, 0, cb, data, err);
 }
 
+rb_err docker_container_stats(docker *d, const char *id, docker_cb cb, void *data, char *err)
+{
+    return docker__ref_request(d, DOCKER__SHORT, "GET", "/containers/", id, "/stats?stream=false&one-shot=true", NULL,
+                               0, cb, data, err);
+}
+
 /* GET prefix with a label filter: prefix + "filters={"label":[label]}" (and "dangling":["true"]
  * when dangling), URL-encoded. */
 static rb_err list_filtered(docker *d, const char *prefix, const char *label, int dangling, docker_cb cb, void *data,

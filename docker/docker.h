@@ -100,7 +100,7 @@ typedef enum docker_op {
     DOCKER_OP_REMOVE,  /* DELETE /containers/{id} */
     DOCKER_OP_INSPECT, /* GET /containers/{id}/json */
     DOCKER_OP_PING,    /* GET /version */
-    DOCKER_OP_OTHER,   /* the rest: list, kill, logs, images, volumes */
+    DOCKER_OP_OTHER,   /* the rest: list, kill, logs, stats, images, volumes */
     DOCKER_OP_MAX
 } docker_op;
 
@@ -194,6 +194,10 @@ rb_err docker_container_remove(docker *d, const char *id, docker_cb cb, void *da
 rb_err docker_container_inspect(docker *d, const char *id, docker_cb cb, void *data, char *err);
 /** GET /containers/json?all=1&filters={"label":[label]} ; label like "runbox.instance" or "k=v". */
 rb_err docker_container_list(docker *d, const char *label, docker_cb cb, void *data, char *err);
+/** GET /containers/{id}/stats?stream=false&one-shot=true: one reading of the container's
+ * cgroup counters ({read, cpu_stats, memory_stats, pids_stats, networks?}), at once rather than
+ * after Docker's second reading (so precpu_stats is empty: a caller compares two readings). */
+rb_err docker_container_stats(docker *d, const char *id, docker_cb cb, void *data, char *err);
 /** GET /images/{name}/json (RB_ENOTFOUND when the engine lacks the image). */
 rb_err docker_image_inspect(docker *d, const char *name, docker_cb cb, void *data, char *err);
 

@@ -97,6 +97,16 @@ void auth_set_isolation_check(rb_err (*check)(const char *list, char *err))
 
 static rb_err parse_quota(const char *f, size_t len, auth_key *k, int lineno, char *err)
 {
+    if (len >= 5 && memcmp(f, "role=", 5) == 0) { /* what it may see and do (docs/security.md, Roles) */
+        static const char *const roles[] = {"user", "admin", "viewer"};
+        static const int values[] = {CORE_ROLE_USER, CORE_ROLE_ADMIN, CORE_ROLE_VIEWER};
+        for (size_t i = 0; i < 3; i++)
+            if (len - 5 == strlen(roles[i]) && memcmp(f + 5, roles[i], len - 5) == 0) {
+                k->role = values[i];
+                return RB_OK;
+            }
+        return rb_fail(RB_EINVAL, err, "line %d: role= is user, admin or viewer", lineno);
+    }
     if (len >= 10 && memcmp(f, "isolation=", 10) == 0) { /* the isolations it may use (docs/security.md) */
         char why[RB_ERR_LEN];
         if (len - 10 == 0 || len - 10 > AUTH_ISOLATION_MAX)
@@ -155,20 +165,20 @@ static rb_err parse_quota(const char *f, size_t len, auth_key *k, int lineno, ch
     }
     return rb_fail(RB_EINVAL, err,
                    "line %d: '%.*s' is not a quota; use sessions=N, executions=N or rps=N (0 = no limit), egress=LIST, "
-                   "shares=LIST or isolation=LIST",
+                   "shares=LIST, isolation=LIST or role=user|admin|viewer",
                    lineno,
                    (int)(len > 64 ? 64 : len), f);
 }
 
 static rb_err parse_line(const char *line, size_t len, auth_key *k, int lineno, char *err)
 {
-    const char *f[9];
-    size_t fl[9];
-    size_t n = fields(line, len, f, fl, 8);
-    if (n > 8)
+    const char *f[10];
+    size_t fl[10];
+    size_t n = fields(line, len, f, fl, 9);
+    if (n > 9)
         return rb_fail(RB_EINVAL, err, "line %d: too many fields; a line is: name sha256:<64 hex digits> "
                                        "[sessions=N] [executions=N] [rps=N] [egress=LIST] [shares=LIST] "
-                                       "[isolation=LIST]", lineno);
+                                       "[isolation=LIST] [role=user|admin|viewer]", lineno);
     if (n < 2)
         return rb_fail(RB_EINVAL, err, "line %d: a line is: name sha256:<64 hex digits> [sessions=N] "
                                        "[executions=N] [rps=N]", lineno);
@@ -349,6 +359,7 @@ rb_err auth_reload(auth *a, size_t *nkeys, char *err)
         p->caller.shares = p->shares;
         memcpy(p->isolation, keys[i].isolation, sizeof(p->isolation));
         p->caller.isolation = p->isolation;
+        p->caller.role = keys[i].role;
         if (p->rps != keys[i].rps)
             p->tokens = keys[i].rps; /* a new budget starts full */
         p->rps = keys[i].rps;

@@ -13,7 +13,9 @@
  * own. shares=NAME,...|*|none names the shared folders (--share) the key's sessions may mount;
  * without it, none. isolation=container,gvisor|gvisor|* names the isolations its sessions may have
  * (docs/security.md); the first it allows of --isolation's and the list's is its default;
- * without it, every one. A caller presents the key as `Authorization: Bearer <key>` (or `X-API-Key: <key>`, what
+ * without it, every one. role=user|admin|viewer (default user): an admin sees and ends every key's
+ * sessions, drains engines and reloads the keys; a viewer sees everything and changes nothing
+ * (core_caller.role). A caller presents the key as `Authorization: Bearer <key>` (or `X-API-Key: <key>`, what
  * E2B's SDKs send). The file is read at start and again on SIGHUP (auth_reload); a file that
  * does not parse leaves the keys in force unchanged.
  *
@@ -52,6 +54,7 @@ typedef struct auth_key {
     char egress[AUTH_EGRESS_MAX + 1]; /* egress=...: the key's network limit ("" : the server's) */
     char shares[AUTH_SHARES_MAX + 1]; /* shares=...: the shared folders it may mount ("": none) */
     char isolation[AUTH_ISOLATION_MAX + 1]; /* isolation=...: the isolations it may use ("": every one) */
+    int role; /* role=user|admin|viewer: CORE_ROLE_* (default user) */
 } auth_key;
 
 /** The check of a key's egress= value (core_egress_limit_check) the parser applies from now on

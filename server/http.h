@@ -145,6 +145,10 @@ void http_send_download(h2o_req_t *req, rb_err e, const char *msg, const core_fi
 void http_send_error_as(h2o_req_t *req, int status, const char *code, const char *message);
 /** Answers the error document for e (status from http_status_of, code from rb_strerror). */
 void http_send_error(h2o_req_t *req, rb_err e, const char *message);
+/** For a route only an admin key may call (role=admin; without keys the one trusted caller is
+ * one): 1 when call->who may, else 0 after answering 403 naming the key and its role (doing
+ * what, in words, for the message). */
+int http_require_admin(http_call *call, const char *doing);
 
 /** Reads the request body as one JSON object. An empty body gives NULL in *out when
  * empty_ok, else RB_EINVAL. RB_EMEDIA when a body comes with a Content-Type other than
@@ -196,6 +200,7 @@ typedef enum http_refusal {
     HTTP_REFUSED_AUTH,      /* no API key, or one that is not valid */
     HTTP_REFUSED_RATE,      /* an API key's rps quota */
     HTTP_REFUSED_CONNECTIONS, /* max-connections client connections are open */
+    HTTP_REFUSED_ROLE,      /* a viewer key's change, or an admin's route asked by another key */
     HTTP_REFUSED_MAX
 } http_refusal;
 /** The label value of r ("host", "origin", "stopping", "too_many_streams", "body_too_large",

@@ -10,6 +10,7 @@
 #define RB_SERVER_QUERY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /**
  * Finds the first pair of the query q[0..n) (without the '?') whose name is name, compared byte
@@ -28,5 +29,10 @@ size_t query_decode(const char *v, size_t n, char *out);
 /** Whether the query q[0..n) holds "%00" or a NUL byte: a NUL in a decoded value would cut
  * the NUL-terminated string short, so routes that read values refuse such a query. */
 int query_holds_nul(const char *q, size_t n);
+
+/** Reads a time a caller wrote in a query value (NUL-terminated, untrusted): milliseconds since
+ * the epoch (1 to 16 digits), or RFC 3339 in UTC, "2026-11-28T22:05:00Z" with optional
+ * fractional seconds (milliseconds are kept) and "Z" or "+00:00". Returns 1 with *ms, or 0. */
+int query_time(const char *s, int64_t *ms);
 
 #endif

@@ -79,7 +79,28 @@ static int refuse(rb_server *s, h2o_req_t *req, http_refusal why, int status, co
     return 0;
 }
 
-/* The API key of req (server/auth.h): 0 with *who set, or -1 when it answered 401 or 429. */
+int http_require_admin(http_call *call, const char *doing)
+{
+    if (call->who == NULL || call->who->role == CORE_ROLE_ADMIN)
+        return 1;
+    char msg[RB_ERR_LEN];
+    snprintf(msg, sizeof(msg), "only an admin key (role=admin in the api-keys file) may %s; the key '%s' is a %s",
+             doing, call->who->owner, call->who->role == CORE_ROLE_VIEWER ? "viewer" : "user");
+    call->server->counts.refusals[HTTP_REFUSED_ROLE]++;
+    http_send_error_as(call->req, 403, "forbidden", msg);
+    return 0;
+}
+
+/* Whether req only reads: GET or HEAD, and not a websocket (Jupyter's channels run code). */
+static int reads_only(h2o_req_t *req)
+{
+    int get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) ||
+              h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
+    return get && req->upgrade.base == NULL && h2o_find_header(&req->headers, H2O_TOKEN_UPGRADE, -1) < 0;
+}
+
+/* The API key of req (server/auth.h): 0 with *who set, or -1 when it answered 401, 403 (a
+ * viewer's change) or 429. */
 static int authenticate(rb_server *s, h2o_req_t *req, const core_caller **who)
 {
     const char *tok = NULL;
@@ -101,6 +122,15 @@ static int authenticate(rb_server *s, h2o_req_t *req, const core_caller **who)
     }
     int retry = 0;
     auth_result r = auth_check(s->keys, tok, toklen, (uint64_t)rb_now_ms(), who, &retry);
+    if (r == AUTH_OK && *who != NULL && (*who)->role == CORE_ROLE_VIEWER && !reads_only(req)) {
+        char msg[RB_ERR_LEN];
+        snprintf(msg, sizeof(msg),
+                 "the API key '%s' is a viewer (role=viewer in the api-keys file): it reads (GET), it changes "
+                 "nothing; ask the operator for a user or admin key",
+                 (*who)->owner);
+        refuse(s, req, HTTP_REFUSED_ROLE, 403, "forbidden", msg);
+        return -1;
+    }
     if (r == AUTH_OK)
         return 0;
     if (r == AUTH_RATE) {
@@ -324,6 +354,7 @@ const char *http_refusal_name(http_refusal r)
         [HTTP_REFUSED_AUTH] = "unauthorized",
         [HTTP_REFUSED_RATE] = "rate_limited",
         [HTTP_REFUSED_CONNECTIONS] = "too_many_connections",
+        [HTTP_REFUSED_ROLE] = "role",
         [HTTP_REFUSED_BODY] = "body_too_large",
         [HTTP_REFUSED_MALFORMED] = "bad_request",
     };

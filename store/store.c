@@ -78,6 +78,17 @@ static const char *const migrations[] = {
     "  created_at INTEGER NOT NULL,"
     "  doc TEXT NOT NULL);"
     "CREATE UNIQUE INDEX volumes_by_owner ON volumes(owner, name);",
+    /* 4: the audit trail (core/audit/): what each key did, in order */
+    "CREATE TABLE audit ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  at INTEGER NOT NULL,"
+    "  key TEXT NOT NULL,"
+    "  session TEXT,"
+    "  kind TEXT NOT NULL,"
+    "  doc TEXT NOT NULL);"
+    "CREATE INDEX audit_by_at ON audit(at);"
+    "CREATE INDEX audit_by_key ON audit(key, seq);"
+    "CREATE INDEX audit_by_session ON audit(session, seq);",
 };
 #define STORE_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -139,6 +150,12 @@ static const char *const stmt_sql[STORE__STMT_COUNT] = {
     [STORE__STMT_VOLUME_GET] = "SELECT doc FROM volumes WHERE volume_id = ?1",
     [STORE__STMT_VOLUME_LIST] = "SELECT doc FROM volumes ORDER BY created_at, rowid",
     [STORE__STMT_VOLUME_DELETE] = "DELETE FROM volumes WHERE volume_id = ?1",
+    [STORE__STMT_AUDIT_ADD] = "INSERT INTO audit (at, key, session, kind, doc) VALUES (?1, ?2, ?3, ?4, ?5)",
+    [STORE__STMT_AUDIT_QUERY] = "SELECT json_set(doc, '$.seq', seq) FROM audit WHERE (?1 IS NULL OR key = ?1) AND "
+                                "(?2 IS NULL OR session = ?2) AND (?3 IS NULL OR kind = ?3) AND at >= ?4 AND "
+                                "at < ?5 AND seq > ?6 ORDER BY seq LIMIT ?7",
+    [STORE__STMT_AUDIT_PRUNE_AT] = "DELETE FROM audit WHERE at < ?1",
+    [STORE__STMT_AUDIT_PRUNE_ROWS] = "DELETE FROM audit WHERE seq <= (SELECT MAX(seq) FROM audit) - ?1",
 };
 
 /* ---- errors and statements ---- */

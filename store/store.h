@@ -110,4 +110,24 @@ rb_err store_volume_list(store *st, json_t **out, char *err);
 /** Removes the volume's row (nothing if there is none). */
 rb_err store_volume_delete(store *st, const char *volume_id, char *err);
 
+/*
+ * The audit trail (core/audit/): one row per event, in the order they were added (seq). A
+ * document must have integer "at" (epoch ms), string "key" (the API key's name, "" without keys)
+ * and "kind", and may have string "session"; the rest is the event's.
+ */
+/** Appends the event doc (borrowed). */
+rb_err store_audit_add(store *st, json_t *doc, char *err);
+/** What store_audit_query selects: NULL strings and 0 numbers select everything. */
+typedef struct store_audit_filter {
+    const char *key, *session, *kind;
+    int64_t since, until; /* at >= since, at < until (epoch ms; until 0: no end) */
+    int64_t after;        /* seq > after: the page after the one that ended with it */
+    int limit;            /* at most this many (1..10000) */
+} store_audit_filter;
+/** The events f selects, oldest first: a new array of their documents, each with "seq". */
+rb_err store_audit_query(store *st, const store_audit_filter *f, json_t **out, char *err);
+/** Removes the events before before (epoch ms), then all but the newest keep_rows (0: no cap);
+ * *removed (may be NULL) counts them. */
+rb_err store_audit_prune(store *st, int64_t before, int64_t keep_rows, int *removed, char *err);
+
 #endif

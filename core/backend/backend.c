@@ -147,6 +147,14 @@ rb_err backend_state(backend *b, const char *id, backend_state_cb cb, void *data
     return b->ops->state(b->self, id, cb, data, err);
 }
 
+rb_err backend_usage_read(backend *b, const char *id, backend_usage_cb cb, void *data, char *err)
+{
+    assert(id != NULL && cb != NULL);
+    if (b->ops->usage == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot read a sandbox's use of resources", b->ops->name);
+    return b->ops->usage(b->self, id, cb, data, err);
+}
+
 void backend_stats_read(backend *b, backend_stats *out)
 {
     memset(out, 0, sizeof(*out));

@@ -179,6 +179,18 @@ typedef struct backend_sandbox_state {
 /** Completion of backend_state: on success st describes the sandbox; NULL on failure. */
 typedef void (*backend_state_cb)(void *data, rb_err err, const char *errmsg, const backend_sandbox_state *st);
 
+/** One reading of a sandbox's use of its resources (backend_usage_read), as its engine counts them. */
+typedef struct backend_usage {
+    int64_t cpu_ns;          /* CPU time its processes used since it started, in nanoseconds */
+    int64_t mem_bytes;       /* memory in use, page cache the kernel may reclaim left out */
+    int64_t mem_cache_bytes; /* that reclaimable page cache */
+    int64_t mem_limit_bytes; /* its memory limit (0: not known) */
+    int64_t pids;            /* processes and threads */
+    int64_t net_rx_bytes, net_tx_bytes; /* bytes received and sent on its networks (0: it has none) */
+} backend_usage;
+/** Completion of backend_usage_read: on success u is the reading (borrowed); NULL on failure. */
+typedef void (*backend_usage_cb)(void *data, rb_err err, const char *errmsg, const backend_usage *u);
+
 /**
  * The calls an engine answered, as backend_stats_read reports them: by kind of operation (the
  * implementation's fixed set of names, e.g. "create", "start", "attach", ..., "other") the time
@@ -266,6 +278,8 @@ typedef struct backend_ops {
     rb_err (*state)(void *self, const char *id, backend_state_cb cb, void *data, char *err);
     /* Optional (NULL: no operations, nothing counted). */
     void (*stats)(void *self, backend_stats *out);
+    /* Optional (NULL: RB_EINTERNAL, "not supported"): backend_usage_read. */
+    rb_err (*usage)(void *self, const char *id, backend_usage_cb cb, void *data, char *err);
     /* Optional (NULL: RB_EINTERNAL, "not supported"): networks for helpers (core/web/web.c). */
     rb_err (*network_create)(void *self, const char *name, int internal, const backend_label *labels,
                              size_t n_labels, backend_name_cb cb, void *data, char *err);
@@ -329,6 +343,10 @@ rb_err backend_remove(backend *b, const char *id, backend_cb cb, void *data, cha
 /** Tells whether sandbox id runs and, if it stopped, how (its exit code, whether the engine
  * killed it for its memory limit). RB_ENOTFOUND when it no longer exists. */
 rb_err backend_state(backend *b, const char *id, backend_state_cb cb, void *data, char *err);
+/** Reads what running sandbox id uses now (CPU time, memory, processes, network bytes): one
+ * quick reading, no waiting for a second one. RB_ENOTFOUND when it no longer exists. Optional:
+ * RB_EINTERNAL for a backend that cannot tell. */
+rb_err backend_usage_read(backend *b, const char *id, backend_usage_cb cb, void *data, char *err);
 /** Fills *out with the calls the engine answered so far (all zero for a backend that counts
  * nothing). Synchronous; never fails. */
 void backend_stats_read(backend *b, backend_stats *out);

@@ -32,6 +32,7 @@ typedef struct call {
     backend_list_cb list;
     backend_name_cb name;
     backend_state_cb state;
+    backend_usage_cb usage;
     void *data;
     docker *d;
     char *path; /* workspace_volume: the mount point asked for */
@@ -215,6 +216,52 @@ static rb_err d_state(void *self, const char *id, backend_state_cb cb, void *dat
     call *c = call_new(DK(self), data);
     c->state = cb;
     return call_started(c, docker_container_inspect(DK(self), id, state_inspected_cb, c, err));
+}
+
+/* A whole number member of obj (0 when absent or not a number). */
+static int64_t num(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : json_is_real(v) ? (int64_t)json_real_value(v) : 0;
+}
+
+/* A reading from Docker's stats answer: memory as docker stats shows it (usage less the
+ * inactive page cache: inactive_file on cgroup v2, total_inactive_file on v1). */
+static void usage_read_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    call *c = data;
+    (void)status;
+    json_t *cpu = json_object_get(json_object_get(body, "cpu_stats"), "cpu_usage");
+    json_t *mem = json_object_get(body, "memory_stats"), *ms = json_object_get(mem, "stats");
+    if (err == RB_OK && !json_is_object(cpu)) {
+        c->usage(c->data, RB_EIO, "Docker's stats answer has no cpu_stats.cpu_usage", NULL);
+    } else if (err != RB_OK) {
+        c->usage(c->data, err, errmsg, NULL);
+    } else {
+        backend_usage u = {num(cpu, "total_usage"), num(mem, "usage"), 0, num(mem, "limit"),
+                           num(json_object_get(body, "pids_stats"), "current"), 0, 0};
+        u.mem_cache_bytes = json_object_get(ms, "inactive_file") ? num(ms, "inactive_file")
+                                                                  : num(ms, "total_inactive_file");
+        if (u.mem_cache_bytes > u.mem_bytes)
+            u.mem_cache_bytes = u.mem_bytes;
+        u.mem_bytes -= u.mem_cache_bytes;
+        const char *ifname;
+        json_t *net;
+        json_object_foreach(json_object_get(body, "networks"), ifname, net)
+        {
+            u.net_rx_bytes += num(net, "rx_bytes");
+            u.net_tx_bytes += num(net, "tx_bytes");
+        }
+        c->usage(c->data, RB_OK, NULL, &u);
+    }
+    call_free(c);
+}
+
+static rb_err d_usage(void *self, const char *id, backend_usage_cb cb, void *data, char *err)
+{
+    call *c = call_new(DK(self), data);
+    c->usage = cb;
+    return call_started(c, docker_container_stats(DK(self), id, usage_read_cb, c, err));
 }
 
 /* The client's counts under its own names (docker_op_name, docker_failure_name). */
@@ -648,6 +695,7 @@ static const backend_ops docker_ops = {
     .stream_close = backend_docker__stream_close,
     .state = d_state,
     .stats = d_stats,
+    .usage = d_usage,
     .network_create = d_network_create,
     .network_connect = d_network_connect,
     .network_remove = d_network_remove,

@@ -306,6 +306,12 @@ static rb_err m_state(void *self, const char *id, backend_state_cb cb, void *dat
     return backend_state(e->be, raw, cb, data, err);
 }
 
+static rb_err m_usage(void *self, const char *id, backend_usage_cb cb, void *data, char *err)
+{
+    ROUTE(id);
+    return backend_usage_read(e->be, raw, cb, data, err);
+}
+
 static rb_err m_workspace_volume(void *self, const char *id, const char *path, backend_name_cb cb, void *data,
                                  char *err)
 {
@@ -606,35 +612,6 @@ static const char *m_engine_down(void *self, const char *id)
     return e->down_text;
 }
 
-static int m_offers(void *self, const char *runtime)
-{
-    multi *m = M(self);
-    for (size_t i = 0; i < m->n; i++)
-        if (backend_runtimes_has(m->e[i].runtimes, runtime))
-            return 1;
-    return 0;
-}
-
-static json_t *m_runtimes(void *self)
-{
-    multi *m = M(self);
-    json_t *out = json_array();
-    for (size_t i = 0; i < m->n; i++) {
-        json_t *mine = backend_runtimes_json(m->e[i].runtimes), *name;
-        size_t k, j;
-        json_array_foreach(mine, k, name)
-        {
-            int seen = 0;
-            json_t *have;
-            json_array_foreach(out, j, have) seen |= json_equal(have, name);
-            if (!seen)
-                json_array_append(out, name);
-        }
-        json_decref(mine);
-    }
-    return out;
-}
-
 static void m_free(void *self)
 {
     multi *m = M(self);
@@ -678,6 +655,7 @@ static const backend_ops multi_ops = {
     .stream_close = m_stream_close,
     .state = m_state,
     .stats = m_stats,
+    .usage = m_usage,
     .network_create = m_network_create,
     .network_connect = m_network_connect,
     .network_remove = m_network_remove,
@@ -688,8 +666,8 @@ static const backend_ops multi_ops = {
     .engines = m_engines,
     .drain = m_drain,
     .engine_down = m_engine_down,
-    .offers = m_offers,
-    .runtimes = m_runtimes,
+    .offers = multi__offers,
+    .runtimes = multi__runtimes,
 };
 
 /* ---- construction ----------------------------------------------------------------------------- */

@@ -1,8 +1,8 @@
 /*
  * multi_private.h: what the two files of the backend over several engines share:
  * multi.c (names, placement, the routed calls, construction) and multi_probe.c
- * (the probe of every engine with its image check, and the listing of every engine's
- * sandboxes). Nothing else includes it.
+ * (the probe of every engine with its image check, the listing of every engine's
+ * sandboxes, the runtimes they offer). Nothing else includes it.
  */
 #ifndef RB_CORE_BACKEND_MULTI_PRIVATE_H
 #define RB_CORE_BACKEND_MULTI_PRIVATE_H
@@ -47,5 +47,7 @@ rb_err multi__ping(void *self, backend_ping_cb cb, void *data, char *err);
 rb_err multi__list(void *self, const char *label, backend_list_cb cb, void *data, char *err);
 rb_err multi__network_list(void *self, const char *label, backend_list_cb cb, void *data, char *err);
 rb_err multi__volume_list_unused(void *self, const char *label, backend_list_cb cb, void *data, char *err);
+int multi__offers(void *self, const char *runtime);
+json_t *multi__runtimes(void *self);
 
 #endif

@@ -2,7 +2,8 @@
  * multi_probe.c: the backend over several engines asks every engine at once: the probe
  * (each engine's ping, then whether it has the sandbox image and with which id: an engine whose
  * image differs from the first engine that has it is left out, with the command that loads it)
- * and the listing of what was placed on each (ids pinned to their engine).
+ * and the listing of what was placed on each (ids pinned to their engine); and the runtimes the
+ * engines offer together.
  */
 #include "core/backend/multi_private.h"
 
@@ -277,4 +278,35 @@ rb_err multi__network_list(void *self, const char *label, backend_list_cb cb, vo
 rb_err multi__volume_list_unused(void *self, const char *label, backend_list_cb cb, void *data, char *err)
 {
     return list_all(M(self), label, 2, cb, data, err); /* 2: volumes, listed like networks */
+}
+
+/* ---- runtimes (the ops offers and runtimes) ------------------------------------------------------ */
+
+int multi__offers(void *self, const char *runtime)
+{
+    multi *m = M(self);
+    for (size_t i = 0; i < m->n; i++)
+        if (backend_runtimes_has(m->e[i].runtimes, runtime))
+            return 1;
+    return 0;
+}
+
+json_t *multi__runtimes(void *self)
+{
+    multi *m = M(self);
+    json_t *out = json_array();
+    for (size_t i = 0; i < m->n; i++) {
+        json_t *mine = backend_runtimes_json(m->e[i].runtimes), *name;
+        size_t k, j;
+        json_array_foreach(mine, k, name)
+        {
+            int seen = 0;
+            json_t *have;
+            json_array_foreach(out, j, have) seen |= json_equal(have, name);
+            if (!seen)
+                json_array_append(out, name);
+        }
+        json_decref(mine);
+    }
+    return out;
 }

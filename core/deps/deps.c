@@ -32,6 +32,7 @@
  * (core/deps/requirements.c, checked before anything starts), and the image's preinstalled
  * packages (core/deps/packages.c). The room reaches the heart only through core/heart.h.
  */
+#include "core/audit/audit.h"
 #include "core/deps/deps.h"
 
 #include <stdio.h>
@@ -218,6 +219,7 @@ typedef struct install_job {
     deps_done_cb done;         /* creation-time install: reports to done(done_data) */
     void *done_data;           /* NULL done: core_dependencies_install, which reports through op */
     char session_id[RB_ID_LEN];
+    char *owner;               /* its session's API key, for the audit trail */
     char *container;           /* the session's sandbox container */
     json_t *reqs;              /* the normalised requirement list (core/deps/requirements.h) */
     const deps_kind *kind;     /* pip or npm (deps_internal.h) */
@@ -288,6 +290,10 @@ static void slot_release(rb_core *c)
 /* Reports the outcome (unless cancelled) and frees job, which holds a slot unless queued. */
 static void job_free(install_job *job, rb_err e, const char *msg, int cached)
 {
+    if (e != RB_ECANCELED) /* the audit trail (core/audit/): what was installed, or why not */
+        audit_record(job->c, job->owner, job->session_id, "install",
+                     json_pack("{s:O, s:s, s:o}", "dependencies", job->reqs, "outcome", e == RB_OK ? "installed" : "failed",
+                               "message", audit_text(msg ? msg : "", msg ? strlen(msg) : 0, 1024)));
     if (job->done != NULL) {
         if (!job->op->cancelled)
             job->done(job->done_data, e, msg);
@@ -305,6 +311,7 @@ static void job_free(install_job *job, rb_err e, const char *msg, int cached)
     json_decref(job->satisfied);
     json_decref(job->reqs);
     free(job->container);
+    free(job->owner);
     free(job->workspace_volume);
     free(job->op);
     free(job);
@@ -585,6 +592,7 @@ static rb_err job_start(rb_core *c, const core_session_view *s, json_t *reqs, in
     job->c = c;
     job->op = xcalloc(1, sizeof(*job->op));
     snprintf(job->session_id, sizeof(job->session_id), "%s", s->id);
+    job->owner = xstrdup(s->owner != NULL ? s->owner : "");
     job->container = xstrdup(s->container_id);
     job->reqs = json_incref(reqs);
     job->started = rb_mono_ms();

@@ -27,8 +27,7 @@
  * byte is read, and gives it back in core_file_free (or when it fails); one that does not fit
  * is refused with RB_EBUSY. The budget is refcounted, so a file may outlive the core.
  *
- * This module is not the path policy of uploads in other places (core/deps/) and does not keep
- * files anywhere: bytes pass through runboxd's memory only.
+ * Not the path policy of uploads elsewhere (core/deps/); it keeps no files: bytes only pass through.
  */
 #include <assert.h>
 #include <stdint.h>
@@ -40,6 +39,7 @@
 
 #include "base/codec.h"
 #include "base/tar.h"
+#include "core/audit/audit.h"
 #include "core/files/file_helper.h"
 #include "core/heart.h"
 #include "core/volumes/volumes.h"
@@ -699,6 +699,9 @@ static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, cons
         return e;
     }
     core_heart_touch(c, f->session_id);
+    static const char *const audited[] = {NULL, "file_upload", "file_download", "file_delete", NULL}; /* fop_kind */
+    if (audited[kind] != NULL) /* the audit trail (core/audit/) */
+        audit_file(c, who, f->session_id, audited[kind], path, kind == OP_UPLOAD ? (int64_t)upload_len : -1);
     if (handle != NULL)
         *handle = f->op;
     if (out != NULL)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/heart.h"
 #include "core/isolation/isolation.h"
 
 int isolation_known(const char *name)
@@ -84,4 +85,16 @@ int64_t isolation_gvisor_nproc(int64_t pids, int64_t memory)
     int64_t by_memory = memory > 0 ? memory / ISOLATION_GVISOR_PROC_MEMORY : pids;
     int64_t n = pids < by_memory ? pids : by_memory;
     return n < 16 ? 16 : n;
+}
+
+rb_err isolation_default_check(struct backend *be, const struct core_settings *cfg, char *err)
+{
+    const char *runtime = isolation_runtime(cfg->isolation, cfg->gvisor_runtime);
+    if (backend_offers(be, runtime))
+        return RB_OK;
+    return rb_fail(RB_EINVAL, err,
+                   "isolation: the default isolation %s needs the runtime %s, which no engine offers: register it in "
+                   "the engine's daemon.json and declare it (--docker-runtimes runc+%s, or runtimes=runc+%s on "
+                   "--engine; docs/security.md)",
+                   cfg->isolation, runtime, runtime, runtime);
 }

@@ -53,6 +53,12 @@ int isolation_known(const char *name);
 /** The engine runtime of isolation (known): "runc", or the gVisor runtime's name gvisor_runtime. */
 const char *isolation_runtime(const char *isolation, const char *gvisor_runtime);
 
+struct backend;
+struct core_settings;
+/** RB_EINVAL naming the flags when no engine of be offers the runtime of cfg's default isolation
+ * (runboxd then does not start). */
+rb_err isolation_default_check(struct backend *be, const struct core_settings *cfg, char *err);
+
 /** Checks a key's isolation= value: "*", or isolations joined by ',' ("gvisor", "container,gvisor").
  * RB_EINVAL naming the bad word. */
 rb_err isolation_key_check(const char *list, char *err);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/audit/audit.h"
 #include "core/network/egress_internal.h"
 
 /* The item of host:port in the report map m ("host:port" -> {host, port, connections, ...}), one
@@ -54,7 +55,8 @@ static egress_refusal refusal_of(const char *why)
     return EGRESS_OTHER;
 }
 
-/* Logs a refusal, at most LOG_REFUSALS a minute for the whole room. */
+/* Logs a refusal, at most LOG_REFUSALS a minute for the whole room, and records those in the
+ * audit trail (core/audit/); the rest are counted (/metrics) and reported with the execution. */
 static void log_refusal(room *r, const entry *e, const char *host, json_int_t port, const char *why)
 {
     int64_t now = rb_now_ms();
@@ -64,10 +66,17 @@ static void log_refusal(room *r, const entry *e, const char *host, json_int_t po
         r->log_window = now;
         r->logged = r->log_dropped = 0;
     }
-    if (r->logged++ < LOG_REFUSALS)
+    if (r->logged++ < LOG_REFUSALS) {
         rb_info("session %s: egress refused %.200s:%lld: %.300s", e->sid, host, (long long)port, why ? why : "?");
-    else
+        core_session_view v;
+        char err[RB_ERR_LEN];
+        const char *owner = core_heart_lookup(e->c, NULL, e->sid, &v, err) == RB_OK ? v.owner : "";
+        audit_record(e->c, owner, e->sid, "network_refused",
+                     json_pack("{s:o, s:I, s:o}", "host", audit_text(host, strlen(host), 260), "port", port, "reason",
+                               audit_text(why ? why : "", why ? strlen(why) : 0, 300)));
+    } else {
         r->log_dropped++;
+    }
 }
 
 static void add_int(json_t *it, const char *key, json_int_t n)

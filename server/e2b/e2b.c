@@ -182,7 +182,7 @@ void e2b_register(rb_server *s)
         {"POST", "/e2b/sandboxes/{id}/snapshots", e2b__unsupported},
         {"POST", "/e2b/sandboxes/{id}/fork", e2b__fork},
         {"POST", "/e2b/sandboxes/{id}/refreshes", e2b__unsupported},
-        {"GET", "/e2b/sandboxes/{id}/metrics", e2b__unsupported},
+        {"GET", "/e2b/sandboxes/{id}/metrics", e2b__metrics},
         {"GET", "/e2b/sandboxes/{id}/logs", e2b__unsupported},
         {"GET", "/e2b/v2/sandboxes/{id}/logs", e2b__unsupported},
         {"PUT", "/e2b/sandboxes/{id}/network", e2b__network_update},

@@ -1,7 +1,7 @@
 /*
  * e2b_api.c: E2B's control plane on runbox sessions: create (POST /v2/sandboxes), list with
  * x-next-token paging and its state filter, get, kill, set_timeout; what runbox cannot do
- * (snapshots, metrics, logs) answers 400 naming it. A sandbox's template is one of the image's
+ * (snapshots, metrics of several sandboxes at once, logs) answers 400 naming it. A sandbox's template is one of the image's
  * languages; its timeout is the session's deadline, and its autoPause what that deadline does
  * (suspend or hibernate instead of end); its access token, template, metadata and lifecycle are
  * the session's "e2b" extras; a paused session (suspended or hibernated) is a "paused" sandbox.
@@ -503,7 +503,8 @@ int e2b__unsupported(http_call *call)
         what = "snapshots (pause() and fork() are offered: a paused sandbox resumes with connect, a fork copies "
                "its files)";
     else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/metrics")) != SIZE_MAX)
-        what = "sandbox metrics (runboxd's own are at GET /metrics)";
+        what = "the metrics of several sandboxes at once (get_metrics() of one sandbox is offered; runboxd's own "
+               "are at GET /metrics)";
     else if (h2o_strstr(p.base, p.len, H2O_STRLIT("/logs")) != SIZE_MAX)
         what = "sandbox logs";
     snprintf(msg, sizeof(msg), "runboxd does not support %s; see docs/e2b.md for what its E2B API offers", what);

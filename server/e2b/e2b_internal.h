@@ -55,6 +55,8 @@ int e2b__get(http_call *call);
 int e2b__kill(http_call *call);
 int e2b__set_timeout(http_call *call);
 int e2b__unsupported(http_call *call);
+/** GET /sandboxes/{id}/metrics (e2b_metrics.c). */
+int e2b__metrics(http_call *call);
 
 /** The timeout field (seconds) of body (borrowed): 0 when absent, -1 after answering 400 (not a
  * whole number from 1 to E2B_TIMEOUT_MAX). */

@@ -252,6 +252,53 @@ static void render_egress(rb_buf *b, const stats_snapshot *st)
             (uint64_t)st->egress_restarts);
 }
 
+/* Per-session usage (core_usage_latest): the newest sample of at most USAGE_SERIES_MAX sessions,
+ * those using the most memory, labelled by session id; how many have samples in all. */
+#define USAGE_SERIES_MAX 100
+
+static int session_label_ok(const char *id)
+{
+    size_t n = id != NULL ? strlen(id) : 0;
+    return n > 0 && n < 64 &&
+           strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+static void render_usage(rb_buf *b, rb_core *core)
+{
+    static const struct {
+        const char *metric, *key, *help;
+    } g[] = {
+        {"runbox_session_cpu_percent", "cpu_pct", "CPU a session's sandbox used, in percent of one CPU (last sample)."},
+        {"runbox_session_memory_bytes", "mem_bytes", "Memory a session's sandbox uses, page cache left out."},
+        {"runbox_session_memory_limit_bytes", "mem_limit_bytes", "A session's sandbox's memory limit."},
+        {"runbox_session_pids", "pids", "Processes and threads in a session's sandbox."},
+        {"runbox_session_network_receive_bytes", "net_rx_bytes", "Bytes a session's sandbox received since it started."},
+        {"runbox_session_network_transmit_bytes", "net_tx_bytes", "Bytes a session's sandbox sent since it started."},
+    };
+    size_t sampled = 0;
+    json_t *latest = core_usage_latest(core, USAGE_SERIES_MAX, &sampled);
+    gauge(b, "runbox_sessions_sampled",
+          "Live sessions with a usage sample; the runbox_session_* gauges show the 100 using the most memory.",
+          (int64_t)sampled);
+    for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
+        family(b, g[k].metric, "gauge", g[k].help);
+        size_t i;
+        json_t *s;
+        json_array_foreach(latest, i, s)
+        {
+            const char *id = json_string_value(json_object_get(s, "session_id"));
+            json_t *v = json_object_get(s, g[k].key);
+            if (!session_label_ok(id))
+                continue;
+            if (json_is_real(v))
+                put(b, "%s{session=\"%s\"} %.2f\n", g[k].metric, id, json_real_value(v));
+            else
+                put(b, "%s{session=\"%s\"} %" PRId64 "\n", g[k].metric, id, (int64_t)json_integer_value(v));
+        }
+    }
+    json_decref(latest);
+}
+
 static void render(rb_buf *b, rb_core *core, const rb_server *server)
 {
     stats_snapshot st;
@@ -267,6 +314,7 @@ static void render(rb_buf *b, rb_core *core, const rb_server *server)
     render_http(b, &hs);
     gauge(b, "runbox_mcp_sessions_live", "Live MCP client sessions.", st.total.mcp_sessions);
     render_egress(b, &st);
+    render_usage(b, core);
     int64_t rss = resident_bytes();
     if (rss >= 0)
         gauge(b, "runbox_process_resident_memory_bytes", "runboxd's resident memory (from /proc/self/statm).", rss);

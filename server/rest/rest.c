@@ -12,6 +12,7 @@
 #include "base/codec.h"
 #include "server/query.h"
 #include "server/rest/multipart.h"
+#include "server/rest/rest_audit.h"
 #include "server/rest/rest_volumes.h"
 #include "server/transfer.h"
 #include "server/sse.h"
@@ -90,6 +91,15 @@ static int session_get(http_call *call)
     char err[RB_ERR_LEN];
     json_t *out = NULL;
     rb_err e = core_session_get(call->core, call->who, call->params[0], &out, err);
+    return answer(call, e, err, out, 200);
+}
+
+/* GET /sessions/{id}/metrics: the session's usage samples (core/core.h, "Usage"). */
+static int session_metrics(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_t *out = NULL;
+    rb_err e = core_session_metrics(call->core, call->who, call->params[0], 0, 0, &out, err);
     return answer(call, e, err, out, 200);
 }
 
@@ -629,10 +639,26 @@ static int engine_drain(http_call *call)
     char err[RB_ERR_LEN];
     json_t *out = NULL;
     int on = h2o_memis(call->req->method.base, call->req->method.len, H2O_STRLIT("POST")); /* DELETE: undo */
+    if (!http_require_admin(call, on ? "drain an engine" : "undo an engine's drain"))
+        return 0;
     rb_err e = core_engine_drain(call->core, call->params[0], on, &out, err);
     if (e != RB_OK)
         return answer(call, e, err, NULL, 0);
     return answer(call, RB_OK, NULL, out, 200);
+}
+
+/* POST /keys/reload: the keys file read again, as SIGHUP does (server/auth.h). */
+static int keys_reload(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    size_t n = 0;
+    if (!http_require_admin(call, "reload the keys"))
+        return 0;
+    rb_err e = server_reload_keys(call->server, &n, err);
+    if (e != RB_OK)
+        return answer(call, e, err, NULL, 0);
+    rb_info("api keys reloaded by %s: %zu keys enabled", call->who ? call->who->owner : "the trusted caller", n);
+    return answer(call, RB_OK, NULL, json_pack("{s:I}", "keys", (json_int_t)n), 200);
 }
 
 /* ---- health --------------------------------------------------------------------------- */
@@ -667,6 +693,7 @@ static const http_route routes[] = {
     {"GET", "/sessions", session_list},
     {"GET", "/sessions/{id}", session_get},
     {"DELETE", "/sessions/{id}", session_delete},
+    {"GET", "/sessions/{id}/metrics", session_metrics},
     {"POST", "/execute", execute},
     {"GET", "/execute/{id}/status", execution_status},
     {"GET", "/execute/{id}/results", execution_results},
@@ -693,6 +720,8 @@ static const http_route routes[] = {
     {"POST", "/web/page-text", page_text},
     {"POST", "/engines/{id}/drain", engine_drain},
     {"DELETE", "/engines/{id}/drain", engine_drain},
+    {"POST", "/keys/reload", keys_reload},
+    {"GET", "/audit", rest_audit},
 };
 
 void rest_register(rb_server *s)

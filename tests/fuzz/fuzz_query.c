@@ -117,6 +117,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
         memcpy(str, in, n);
     str[n] = '\0';
     check_round_trip(str);
+    /* the times of GET /audit: never a read past the NUL, never a negative time */
+    int64_t ms = -1;
+    if (query_time(str, &ms))
+        FUZZ_CHECK(ms >= 0);
     free(str);
     return 0;
 }

@@ -5,6 +5,8 @@ refusals by Host and Origin; an MCP session; the Docker calls a session create m
 
 from __future__ import annotations
 
+import re
+
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -17,7 +19,7 @@ LABELS = {
     "status": {"starting", "ready", "busy", "pausing", "suspended", "hibernated", "resuming", "completed", "error",
                "timeout", "cancelled"},
     "reason": {"deleted", "idle", "dead", "error", "host", "origin", "stopping", "too_many_streams",
-               "body_too_large", "bad_request", "unauthorized", "rate_limited", "too_many_connections",
+               "body_too_large", "bad_request", "unauthorized", "rate_limited", "too_many_connections", "role",
                "timeout", "unreachable", "connection", "http_4xx", "http_5xx"},
     "operation": {"create", "start", "attach", "exec", "archive", "wait", "remove", "inspect", "ping", "other"},
     "protocol": {"rest", "mcp", "e2b", "other"},
@@ -46,6 +48,10 @@ def scrape(s: rbtest.Server) -> tuple[dict[tuple, float], dict[str, str]]:
                     float(v)
                 elif k == "version":
                     assert v, smp
+                elif k == "session":  # per-session usage gauges: a runbox session id
+                    assert v.startswith("s_") and v[2:].isalnum(), smp
+                elif k in ("engine", "runtime"):  # the operator's names (checked at start): [A-Za-z0-9._-]
+                    assert re.fullmatch(r"[A-Za-z0-9._-]{1,64}", v), smp
                 else:
                     assert v in LABELS[k], f"{smp.name}: label {k}={v!r} outside its fixed set"
             key = (smp.name, tuple(sorted(smp.labels.items())))

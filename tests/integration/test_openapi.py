@@ -34,11 +34,13 @@ ROUTES = {
     ("/sessions/{session_id}/dependencies", "post"), ("/sessions/{session_id}/network", "put"),
     ("/sessions/{session_id}/pause", "post"), ("/sessions/{session_id}/resume", "post"),
     ("/sessions/{session_id}/fork", "post"),
+    ("/sessions/{session_id}/metrics", "get"),
     ("/execute", "post"), ("/execute/{request_id}/status", "get"), ("/execute/{request_id}/results", "get"),
     ("/execute/{request_id}/events", "get"), ("/execute/{request_id}", "delete"),
     ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"), ("/shares", "get"),
     ("/volumes", "post"), ("/volumes", "get"), ("/volumes/{volume}", "get"), ("/volumes/{volume}", "delete"),
     ("/web/page-text", "post"), ("/engines/{name}/drain", "post"), ("/engines/{name}/drain", "delete"),
+    ("/keys/reload", "post"), ("/audit", "get"),  # admin keys only; admin and viewer keys
     ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"), ("/sse", "get"), ("/messages", "post"),
     # the AgentRun-compatible surface (server/agentrun/rest.c, server/agentrun/mcp.c)
     ("/agentrun/", "get"), ("/agentrun/health", "get"), ("/agentrun/packages", "get"),

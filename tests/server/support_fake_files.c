@@ -289,6 +289,16 @@ rb_err core_shares_key_check(const char *list, char *err)
     return RB_OK;
 }
 
+rb_err core_audit_query(rb_core *c, const core_caller *who, const core_audit_filter *q, json_t **out, char *err)
+{
+    (void)c;
+    (void)q;
+    if (who != NULL && who->role == CORE_ROLE_USER)
+        return rb_fail(RB_EFORBIDDEN, err, "only admin and viewer keys read the audit trail");
+    *out = json_pack("{s:[], s:n}", "events", "next");
+    return RB_OK;
+}
+
 rb_err core_isolation_key_check(const char *list, char *err)
 {
     if (strcmp(list, "BAD") == 0)
@@ -354,4 +364,23 @@ rb_err core_volume_delete(rb_core *c, const core_caller *who, const char *ref, c
     (void)cb;
     (void)data;
     return rb_fail(RB_ENOTFOUND, err, "no volume '%.80s'", ref);
+}
+
+rb_err core_session_metrics(rb_core *c, const core_caller *who, const char *session_id, int64_t since_ms,
+                            int64_t until_ms, json_t **out, char *err)
+{
+    (void)c;
+    (void)who;
+    (void)since_ms;
+    (void)until_ms;
+    *out = NULL;
+    return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'", session_id);
+}
+
+json_t *core_usage_latest(rb_core *c, size_t max, size_t *sampled)
+{
+    (void)c;
+    (void)max;
+    *sampled = 0;
+    return json_array();
 }

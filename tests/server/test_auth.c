@@ -43,7 +43,7 @@ Test(auth, parses_names_hashes_quotas_comments_and_crlf)
 {
     char text[1024], err[RB_ERR_LEN];
     snprintf(text, sizeof(text), "# comment\n\n  %s", line_for("alice", ALICE_KEY, "sessions=5 executions=2 rps=20 egress=pypi.org,*.example.com "
-                                                                "shares=photos,data isolation=gvisor"));
+                                                                "shares=photos,data isolation=gvisor role=viewer"));
     strcat(text, line_for("bob.ci-1", "bob-key", "\r"));
     auth_key *k;
     size_t n;
@@ -56,6 +56,8 @@ Test(auth, parses_names_hashes_quotas_comments_and_crlf)
     cr_assert_str_eq(k[0].egress, "pypi.org,*.example.com");
     cr_assert_str_eq(k[0].shares, "photos,data");
     cr_assert_str_eq(k[0].isolation, "gvisor");
+    cr_assert_eq(k[0].role, CORE_ROLE_VIEWER);
+    cr_assert_eq(k[1].role, CORE_ROLE_USER, "no role=: a user, as before roles");
     cr_assert_str_eq(k[1].name, "bob.ci-1");
     cr_assert_eq(k[1].sessions + k[1].executions + k[1].rps, 0);
     cr_assert_str_eq(k[1].egress, "", "no egress=: the server's limit");
@@ -79,8 +81,11 @@ Test(auth, refuses_what_is_wrong_naming_the_line)
         {"alice " H_ALICE " rps=-1\n", "whole number"},
         {"alice " H_ALICE " rps=\n", "not a quota"},
         {"alice " H_ALICE " rps=99999999999999999999\n", "whole number"},
-        {"alice " H_ALICE " a=1 b=2 c=3 d=4 e=5 f=6 g=7\n", "too many fields"},
+        {"alice " H_ALICE " a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8\n", "too many fields"},
         {"alice " H_ALICE " isolation=\n", "isolation="},
+        {"alice " H_ALICE " role=root\n", "role= is user, admin or viewer"},
+        {"alice " H_ALICE " role=\n", "role="},
+        {"alice " H_ALICE " role=adminx\n", "role="},
         {"alice " H_ALICE " egress=\n", "egress="},
         {"alice " H_ALICE " shares=\n", "shares="},
         {"alice " H_ALICE "\nalice " H_ALICE "\n", "listed twice"},

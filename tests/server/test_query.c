@@ -93,3 +93,22 @@ Test(query, fuzz_corpus_replay)
 {
     cr_assert_geq(corpus_each("query", check_query_seed, NULL), 10);
 }
+
+Test(query, times_in_epoch_ms_or_rfc3339_utc)
+{
+    int64_t ms = -1;
+    cr_assert(query_time("0", &ms) && ms == 0);
+    cr_assert(query_time("1764367500000", &ms) && ms == 1764367500000LL);
+    cr_assert(query_time("2026-11-28T22:05:00Z", &ms));
+    cr_assert_eq(ms, 1795903500000LL);
+    cr_assert(query_time("2026-11-28T22:05:00.25Z", &ms) && ms == 1795903500250LL);
+    cr_assert(query_time("2026-11-28t22:05:00.123456+00:00", &ms) && ms == 1795903500123LL);
+    cr_assert(query_time("1970-01-01T00:00:00Z", &ms) && ms == 0);
+    cr_assert(query_time("2024-02-29T00:00:00Z", &ms));
+    const char *bad[] = {"", "-1", "12345678901234567", "1e3", "2026-11-28", "2026-11-28T22:05:00",
+                         "2026-11-28T22:05:00+01:00", "2026-13-01T00:00:00Z", "2026-11-31T00:00:00Z",
+                         "1969-12-31T23:59:59Z", "2026-11-28T24:00:00Z", "2026-11-28T22:05:00.Z",
+                         "2026-11-28T22:05:00.1234567890Z", "2026-11-28T22:05:00Zjunk", "２０２６-11-28T22:05:00Z"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert(!query_time(bad[i], &ms), "accepted '%s'", bad[i]);
+}

@@ -105,7 +105,7 @@ Test(store_volume, migrates_a_version_2_database)
     cr_assert_eq(sqlite3_open(sup_db_path, &db), SQLITE_OK);
     store *st = sup_store_open(err);
     store_close(st);
-    cr_assert_eq(sqlite3_exec(db, "DROP TABLE volumes; PRAGMA user_version=2;", NULL, NULL, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "DROP TABLE volumes; DROP TABLE audit; PRAGMA user_version=2;", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
 
     st = sup_store_open(err);

@@ -1,0 +1,108 @@
+"""Roles (issue 27; docs/security.md "Roles"): role=user|admin|viewer in the keys file, against a
+real runboxd and real sandboxes. A user key sees its own sessions only; an admin key sees and ends
+every key's sessions, drains engines and reloads the keys; a viewer key reads everything and
+changes nothing: every write, MCP call and websocket is 403 naming its role. Key files without
+role= keep working (their keys are users)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+import rbtest
+
+KEYS = {"alice": "alice-key-" + "1" * 20, "bob": "bob-key-" + "2" * 20, "boss": "boss-key-" + "3" * 20,
+        "auditor": "auditor-key-" + "4" * 20}
+ROLES = {"boss": " role=admin", "auditor": " role=viewer", "bob": " role=user"}
+
+
+def line(name: str, key: str) -> str:
+    return f"{name} sha256:{hashlib.sha256(key.encode()).hexdigest()}{ROLES.get(name, '')}\n"
+
+
+@pytest.fixture(scope="module")
+def srv(sandbox_image, tmp_path_factory):
+    work = tmp_path_factory.mktemp("runboxd-roles")
+    (work / "api-keys").write_text("".join(line(n, k) for n, k in KEYS.items()))
+    s = rbtest.Server(work, ["--api-keys-file", str(work / "api-keys"), "--pool-size", "0"])
+    s.start()
+    s.http.headers["Authorization"] = f"Bearer {KEYS['boss']}"  # teardown sees every key's sessions
+    yield s
+    rbtest.finish_servers([s])
+
+
+def as_(name: str) -> dict:
+    return {"Authorization": f"Bearer {KEYS[name]}"}
+
+
+def test_users_see_their_own_admins_and_viewers_see_all(srv):
+    r = srv.post("/sessions", {}, headers=as_("alice"))
+    assert r.status_code == 201, r.text
+    sid = r.json()["session_id"]
+    srv.track(r.json())
+    assert r.json()["owner"] == "alice"
+    r = srv.post("/execute", {"session_id": sid, "code": "x = 41", "wait": True}, headers=as_("alice"))
+    assert r.status_code == 200 and r.json()["status"] == "completed", r.text
+    # bob, a user, sees nothing of it
+    assert srv.get(f"/sessions/{sid}", headers=as_("bob")).status_code == 404
+    assert sid not in {s["session_id"] for s in srv.get("/sessions", headers=as_("bob")).json()["sessions"]}
+    # the viewer and the admin see it, with its key's name
+    for who in ("auditor", "boss"):
+        listed = {s["session_id"]: s for s in srv.get("/sessions", headers=as_(who)).json()["sessions"]}
+        assert listed[sid]["owner"] == "alice", (who, listed)
+        rbtest.check_schema(listed[sid], "Session")
+        assert srv.get(f"/sessions/{sid}", headers=as_(who)).status_code == 200
+        rid = r.json()["request_id"]
+        assert srv.get(f"/execute/{rid}/results", headers=as_(who)).status_code == 200, who
+    # the viewer changes nothing, and is told why
+    for method, path, body in (("POST", "/execute", {"session_id": sid, "code": "x = 0"}),
+                               ("DELETE", f"/sessions/{sid}", None), ("POST", "/sessions", {}),
+                               ("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+                               ("POST", f"/sessions/{sid}/files", None)):
+        r = srv.request(method, path, json=body, headers=as_("auditor"))
+        assert r.status_code == 403 and "viewer" in r.text and "auditor" in r.text, (method, path, r.text)
+    # a websocket (Jupyter's channels run code) is a change too
+    r = srv.get(f"/jupyter/api/kernels/{sid}/channels", headers={**as_("auditor"), "Upgrade": "websocket",
+                                                                  "Connection": "Upgrade"})
+    assert r.status_code == 403, r.text
+    r = srv.post("/execute", {"session_id": sid, "code": "x", "wait": True}, headers=as_("alice"))
+    assert r.json()["result"] == "41", "the viewer's tries changed nothing"
+    # the admin ends another key's session
+    r = srv.delete(f"/sessions/{sid}", headers=as_("boss"))
+    assert r.status_code == 200 and r.json()["status"] == "ended", r.text
+    metrics = srv.get("/metrics", headers=as_("auditor")).text
+    assert 'runbox_http_refusals_total{reason="role"} 6' in metrics, [m for m in metrics.splitlines() if "role" in m]
+
+
+def test_admin_routes(srv):
+    # draining engines and reloading keys are the admin's
+    for who in ("alice", "bob"):
+        r = srv.post("/engines/n1/drain", headers=as_(who))
+        assert r.status_code == 403 and "role=admin" in r.text and "user" in r.text, r.text
+        r = srv.post("/keys/reload", headers=as_(who))
+        assert r.status_code == 403 and "role=admin" in r.text, r.text
+    r = srv.post("/engines/n1/drain", headers=as_("boss"))
+    assert r.status_code == 404, "past the role check: one engine has no names to drain: %s" % r.text
+    # a new key, added to the file, works once an admin reloads it
+    carol = "carol-key-" + "5" * 20
+    with open(srv.workdir / "api-keys", "a") as f:
+        f.write(f"carol sha256:{hashlib.sha256(carol.encode()).hexdigest()}\n")
+    assert srv.get("/sessions", headers={"Authorization": f"Bearer {carol}"}).status_code == 401
+    r = srv.post("/keys/reload", headers=as_("boss"))
+    assert r.status_code == 200 and r.json() == {"keys": 5}, r.text
+    assert srv.get("/sessions", headers={"Authorization": f"Bearer {carol}"}).status_code == 200
+    # a file that does not parse changes nothing, and says which line
+    with open(srv.workdir / "api-keys", "a") as f:
+        f.write("dave sha256:00 role=superuser\n")
+    r = srv.post("/keys/reload", headers=as_("boss"))
+    assert r.status_code == 400 and "line 6" in r.text, r.text
+    assert srv.get("/sessions", headers={"Authorization": f"Bearer {carol}"}).status_code == 200
+
+
+def test_a_bad_role_stops_the_start(sandbox_image, tmp_path):
+    (tmp_path / "api-keys").write_text(line("alice", KEYS["alice"]).rstrip("\n") + " role=root\n")
+    s = rbtest.Server(tmp_path, ["--api-keys-file", str(tmp_path / "api-keys"), "--pool-size", "0"])
+    with pytest.raises(AssertionError):
+        s.start()
+    assert "role= is user, admin or viewer" in s.log_text()
