@@ -190,6 +190,10 @@ rb_err core_execution_status(rb_core *c, const core_caller *who, const char *req
  * files, duration_ms, output, truncated, reset}. For a queued/running execution it holds what
  * has been produced so far. */
 rb_err core_execution_results(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err);
+/** {session_id, executions: [results, oldest first]} of the newest limit (0: 50; at most 500)
+ * executions of a session who may see, live or ended; RB_ENOTFOUND as for core_session_get. */
+rb_err core_session_executions(rb_core *c, const core_caller *who, const char *session_id, int limit, json_t **out,
+                               char *err);
 /** Interrupts a running execution or cancels a queued one; answers with its status object.
  * RB_ECONFLICT if it has already finished. */
 rb_err core_execution_cancel(rb_core *c, const core_caller *who, const char *request_id, json_t **out, char *err);

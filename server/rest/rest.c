@@ -647,6 +647,20 @@ static int engine_drain(http_call *call)
     return answer(call, RB_OK, NULL, out, 200);
 }
 
+/* GET /sessions/{id}/executions?limit=N: the session's history, oldest first. */
+static int session_executions(http_call *call)
+{
+    char err[RB_ERR_LEN];
+    json_t *out = NULL;
+    const char *l = http_query_param(call->req, "limit");
+    char *end = NULL;
+    long limit = l != NULL ? strtol(l, &end, 10) : 0;
+    if (l != NULL && (*l == '\0' || *end != '\0' || limit < 1 || limit > 500))
+        return answer(call, RB_EINVAL, "'limit' is a whole number from 1 to 500", NULL, 0);
+    rb_err e = core_session_executions(call->core, call->who, call->params[0], (int)limit, &out, err);
+    return answer(call, e, err, out, 200);
+}
+
 /* POST /keys/reload: the keys file read again, as SIGHUP does (server/auth.h). */
 static int keys_reload(http_call *call)
 {
@@ -694,6 +708,7 @@ static const http_route routes[] = {
     {"GET", "/sessions/{id}", session_get},
     {"DELETE", "/sessions/{id}", session_delete},
     {"GET", "/sessions/{id}/metrics", session_metrics},
+    {"GET", "/sessions/{id}/executions", session_executions},
     {"POST", "/execute", execute},
     {"GET", "/execute/{id}/status", execution_status},
     {"GET", "/execute/{id}/results", execution_results},

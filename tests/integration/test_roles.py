@@ -55,6 +55,14 @@ def test_users_see_their_own_admins_and_viewers_see_all(srv):
         assert srv.get(f"/sessions/{sid}", headers=as_(who)).status_code == 200
         rid = r.json()["request_id"]
         assert srv.get(f"/execute/{rid}/results", headers=as_(who)).status_code == 200, who
+    # the history, oldest first: the owner's and the admin's and viewer's, not another user's
+    for who in ("alice", "boss", "auditor"):
+        h = srv.get(f"/sessions/{sid}/executions", headers=as_(who))
+        assert h.status_code == 200, (who, h.text)
+        assert [x["status"] for x in h.json()["executions"]] == ["completed"] and h.json()["session_id"] == sid
+        rbtest.check_schema(h.json()["executions"][0], "Result")
+    assert srv.get(f"/sessions/{sid}/executions", headers=as_("bob")).status_code == 404
+    assert srv.get(f"/sessions/{sid}/executions?limit=0", headers=as_("alice")).status_code == 400
     # the viewer changes nothing, and is told why
     for method, path, body in (("POST", "/execute", {"session_id": sid, "code": "x = 0"}),
                                ("DELETE", f"/sessions/{sid}", None), ("POST", "/sessions", {}),

@@ -289,6 +289,17 @@ rb_err core_shares_key_check(const char *list, char *err)
     return RB_OK;
 }
 
+rb_err core_session_executions(rb_core *c, const core_caller *who, const char *session_id, int limit, json_t **out,
+                               char *err)
+{
+    (void)c;
+    (void)who;
+    (void)limit;
+    (void)err;
+    *out = json_pack("{s:s, s:[]}", "session_id", session_id, "executions");
+    return RB_OK;
+}
+
 rb_err core_audit_query(rb_core *c, const core_caller *who, const core_audit_filter *q, json_t **out, char *err)
 {
     (void)c;
