@@ -18,6 +18,11 @@ int64_t rb_mono_ms(void);
  * or after 9999 are clamped to its first or last millisecond. */
 void rb_time_format(int64_t ms, char *buf, size_t len);
 
+/** Reads an RFC 3339 time ("2026-11-21T23:59:01.123Z", "...+01:00"; 'T', 't' or a space between
+ * date and time; without a zone it is UTC) into epoch milliseconds: 0, or -1 when s is not one
+ * (untrusted bytes, NUL-terminated). */
+int rb_time_parse(const char *s, int64_t *ms);
+
 /** Writes a random identifier `<prefix><32 lowercase hex chars>` (unguessable, from getrandom)
  * into buf, which must hold strlen(prefix) + 33 bytes. */
 void rb_random_id(const char *prefix, char *buf, size_t len);

@@ -31,8 +31,8 @@ size_t query_decode(const char *v, size_t n, char *out);
 int query_holds_nul(const char *q, size_t n);
 
 /** Reads a time a caller wrote in a query value (NUL-terminated, untrusted): milliseconds since
- * the epoch (1 to 16 digits), or RFC 3339 in UTC, "2026-11-28T22:05:00Z" with optional
- * fractional seconds (milliseconds are kept) and "Z" or "+00:00". Returns 1 with *ms, or 0. */
+ * the epoch (1 to 16 digits), or RFC 3339 (rb_time_parse: "2026-11-28T22:05:00Z", with a
+ * fraction, an offset or none for UTC), not before 1970. Returns 1 with *ms, or 0. */
 int query_time(const char *s, int64_t *ms);
 
 #endif

@@ -24,7 +24,7 @@ static int time_param(http_call *call, const char *name, int64_t *ms)
         return 0;
     char msg[RB_ERR_LEN];
     snprintf(msg, sizeof(msg),
-             "'%s' is a time: milliseconds since the epoch, or RFC 3339 in UTC such as 2026-11-28T22:05:00Z", name);
+             "'%s' is a time: milliseconds since the epoch, or RFC 3339 such as 2026-11-28T22:05:00Z", name);
     http_send_error(call->req, RB_EINVAL, msg);
     return -1;
 }
