@@ -460,10 +460,10 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
         /* core/isolation/isolation.h: the host's pids cgroup also counts gVisor's own threads and
          * stubs, so it gets room for them; the session's limit becomes RLIMIT_NPROC, which gVisor's
          * kernel holds per sandbox */
-        int64_t nproc = isolation_gvisor_nproc(pids, ss->spec.memory);
+        int64_t nproc = isolation_gvisor_nproc(pids, memory_bytes);
         ss->ulimits[3] = (backend_ulimit){"nproc", nproc, nproc};
         ss->spec.n_ulimits = 4;
-        ss->spec.pids_limit = (int64_t)pids * ISOLATION_GVISOR_PIDS_ROOM;
+        ss->spec.pids_limit = isolation_gvisor_host_pids(nproc);
         /* no docker-init: the supervisor is PID 1, so orphans (the workers the zygote forks from a
          * child that exits) become its children, which PR_SET_CHILD_SUBREAPER does elsewhere but
          * this gVisor refuses (EINVAL) */

@@ -80,6 +80,11 @@ rb_err core_isolation_key_check(const char *list, char *err)
     return isolation_key_check(list, err);
 }
 
+int64_t isolation_gvisor_host_pids(int64_t nproc)
+{
+    return ISOLATION_GVISOR_PIDS_BASE + nproc * ISOLATION_GVISOR_PIDS_PER_PROC;
+}
+
 int64_t isolation_gvisor_nproc(int64_t pids, int64_t memory)
 {
     int64_t by_memory = memory > 0 ? memory / ISOLATION_GVISOR_PROC_MEMORY : pids;

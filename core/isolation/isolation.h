@@ -12,16 +12,18 @@
  * choice is stored with the session's options, so it survives restarts, forks and hibernation.
  *
  * What gVisor changes for a sandbox, and how runbox meets it (isolation_spec):
- *   - pids: gVisor's own threads and, on the ptrace platform, one stub process per address space
- *     are the host's and count in the container's pids cgroup, so a fork bomb under a small
- *     PidsLimit would end the whole sandbox. The host limit gets room for them
- *     (ISOLATION_GVISOR_PIDS_ROOM per process) and the session's pids limit becomes the sandbox
- *     user's RLIMIT_NPROC, which gVisor's kernel enforces per sandbox (under runc the same limit
- *     would count that uid's processes in every container of the host). Each process also costs
- *     about 6 MiB of the sandbox's memory there (measured: 50 sleeping forks of a worker 306 MiB,
- *     150 of them 935 MiB), so the limit is at most one process per ISOLATION_GVISOR_PROC_MEMORY
- *     of the sandbox's memory: a fork bomb then meets EAGAIN, not the memory limit, which would
- *     end the whole sandbox.
+ *   - pids: gVisor's own threads and, on the ptrace platform, stub processes are the host's and
+ *     count in the container's pids cgroup: about 80 for an idle sandbox, and 6 (sleeping) to 30
+ *     (running) more per sandbox process (measured by tests/security under gVisor). A fork bomb
+ *     under a PidsLimit sized for runc would fill it and end the whole sandbox (the Sentry exits
+ *     with code 2). So the session's pids limit becomes the sandbox user's RLIMIT_NPROC, which
+ *     gVisor's kernel holds per sandbox (under runc the same limit would count that uid's
+ *     processes in every container of the host), and the host's limit is
+ *     ISOLATION_GVISOR_PIDS_BASE + ISOLATION_GVISOR_PIDS_PER_PROC per process of it. Each process
+ *     also costs about 6 MiB of the sandbox's memory (50 sleeping forks of a worker: 306 MiB;
+ *     150: 935 MiB), so RLIMIT_NPROC is at most one process per ISOLATION_GVISOR_PROC_MEMORY of
+ *     the session's memory_limit (not of /workspace and /tmp, which are in memory too): a fork
+ *     bomb then meets EAGAIN, not the memory limit.
  *   - an out-of-memory is the host's: the cgroup's killer ends the Sentry, so the whole sandbox
  *     and the session with it ("the sandbox ran out of memory"), where runc kills only the worker.
  */
@@ -37,15 +39,17 @@
 #define ISOLATION_TEXT "\"container\" or \"gvisor\""
 /** Longest isolation name, with its NUL. */
 #define ISOLATION_LEN 16
-/** Host processes and threads allowed in a gVisor sandbox's pids cgroup per process of its pids
- * limit (the Sentry's threads and the ptrace platform's stubs). */
-#define ISOLATION_GVISOR_PIDS_ROOM 8
-/** Sandbox memory per process a gVisor sandbox's RLIMIT_NPROC allows (see above). */
+/** A gVisor sandbox's host pids limit: a base for the Sentry and room per sandbox process (above). */
+#define ISOLATION_GVISOR_PIDS_BASE 256
+#define ISOLATION_GVISOR_PIDS_PER_PROC 32
+/** Session memory per process a gVisor sandbox's RLIMIT_NPROC allows (see above). */
 #define ISOLATION_GVISOR_PROC_MEMORY (8 * 1024 * 1024)
 
-/** The RLIMIT_NPROC of a gVisor sandbox with the pids limit pids and memory bytes of memory:
+/** The RLIMIT_NPROC of a gVisor sandbox with the pids limit pids and memory_limit memory (bytes):
  * min(pids, memory / ISOLATION_GVISOR_PROC_MEMORY), at least 16. */
 int64_t isolation_gvisor_nproc(int64_t pids, int64_t memory);
+/** The host pids limit of a gVisor sandbox whose RLIMIT_NPROC is nproc. */
+int64_t isolation_gvisor_host_pids(int64_t nproc);
 
 /** Whether name (NULL allowed) is "container" or "gvisor". */
 int isolation_known(const char *name);

@@ -45,6 +45,8 @@ Test(isolation, what_a_key_may_use_and_its_default)
 
 Test(isolation, a_gvisor_sandbox_forks_at_most_one_process_per_8_mib)
 {
+    cr_assert_eq(isolation_gvisor_nproc(256, 512LL * 1024 * 1024), 64, "the default session");
+    cr_assert_eq(isolation_gvisor_host_pids(64), 256 + 64 * 32);
     cr_assert_eq(isolation_gvisor_nproc(256, 1024LL * 1024 * 1024), 128);
     cr_assert_eq(isolation_gvisor_nproc(100, 4096LL * 1024 * 1024), 100);
     cr_assert_eq(isolation_gvisor_nproc(256, 64LL * 1024 * 1024), 16, "never below 16");

@@ -6,12 +6,18 @@ Nothing is faked. runboxd is RUNBOX_BIN (default build/runboxd), the image RUNBO
 instance id; teardown deletes the sessions and removes whatever containers of that instance are
 left, and every Docker network a test creates is named runbox-test-* and labelled
 runbox.test=1.
+
+RUNBOX_TEST_ISOLATION=gvisor runs the same suite under gVisor: conftest's `engine` fixture starts
+one nested Docker engine with runsc registered (tests/engines/enginehub.py), every runboxd gets
+it as its one engine with --isolation gvisor (ENGINE_ARGS), and `docker` below talks to it
+(DOCKER_ENV). What differs under gVisor is listed in docs/security.md, "Under gVisor".
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -19,6 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,10 +36,40 @@ DEADLINE_S = float(os.environ.get("RUNBOX_TEST_DEADLINE_S", "90"))
 # Peak RSS of runboxd allowed while a sandbox prints 1 GiB (ASan builds need more).
 RSS_LIMIT_MB = int(os.environ.get("RUNBOX_RSS_LIMIT_MB", "200"))
 FINAL = {"completed", "error", "timeout", "cancelled"}
+# "container" (runc, the host's engine) or "gvisor" (runsc, a nested engine)
+ISOLATION = os.environ.get("RUNBOX_TEST_ISOLATION", "container")
+if ISOLATION not in ("container", "gvisor"):
+    raise ValueError(f"RUNBOX_TEST_ISOLATION={ISOLATION!r}: container or gvisor")
+GVISOR = ISOLATION == "gvisor"
+# Set by use_engine (conftest's `engine` fixture) under gVisor, empty otherwise: the environment
+# of the docker command and runboxd's engine flags.
+DOCKER_ENV: dict[str, str] = {}
+ENGINE_ARGS: list[str] = []
+
+
+def use_engine(cluster) -> None:
+    """Points the docker command and every runboxd started from now on at node 0 of cluster (an
+    enginehub.EngineCluster whose node registered runsc), or back at the host's engine (None)."""
+    DOCKER_ENV.clear()
+    ENGINE_ARGS.clear()
+    if cluster is None:
+        return
+    node = cluster.nodes[0]
+    DOCKER_ENV.update(node.docker_env())
+    ENGINE_ARGS.extend(["--engine", f"g1={node.url},runtimes=runc+runsc", "--engine-tls-ca", str(cluster.ca_pem),
+                        "--engine-tls-cert", str(cluster.client_cert), "--engine-tls-key", str(cluster.client_key),
+                        "--isolation", "gvisor"])
+
+
+def gvisor_skip(reason: str):
+    """Marks a test that cannot run under gVisor; reason names the difference (docs/security.md)."""
+    return pytest.mark.skipif(GVISOR, reason="under gVisor: " + reason)
 
 
 def docker(*args: str, check: bool = True, timeout: float = 120) -> str:
-    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+    """The docker command against the suite's engine (the host's, or the nested gVisor one)."""
+    env = {**os.environ, **DOCKER_ENV} if DOCKER_ENV else None
+    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, env=env)
     if check and r.returncode != 0:
         raise AssertionError(f"docker {' '.join(args)} failed: {r.stderr.strip()}")
     return r.stdout
@@ -43,7 +80,8 @@ def containers(label: str) -> list[str]:
 
 
 def inspect(cid: str) -> dict:
-    return json.loads(docker("inspect", cid))[0]
+    """docker inspect of a container; cid may be runboxd's ENGINE@ID form (several engines)."""
+    return json.loads(docker("inspect", cid.rpartition("@")[2]))[0]
 
 
 def privilege_separated(cid: str) -> bool:
@@ -54,10 +92,38 @@ def privilege_separated(cid: str) -> bool:
 
 
 def supervisor_host_pid(cid: str) -> int:
-    """The host pid of a sandbox's supervisor: the child of its docker-init."""
+    """The host pid of a sandbox's supervisor: the child of its docker-init (runc only)."""
     init = inspect(cid)["State"]["Pid"]
     with open(f"/proc/{init}/task/{init}/children") as f:
         return int(f.read().split()[0])
+
+
+def kill_supervisor(cid: str) -> None:
+    """SIGKILLs a sandbox's supervisor from outside user code's reach. runc: from the host, by its
+    host pid. gVisor: its processes live in the Sentry and have no host pid, but the supervisor is
+    the sandbox's PID 1 (no docker-init), which is what `docker kill` signals (runsc kill). (A
+    `docker exec ... kill -KILL 1` does it too, but the exec then hung now and then.)"""
+    if not GVISOR:
+        os.kill(supervisor_host_pid(cid), signal.SIGKILL)
+        return
+    cid = cid.rpartition("@")[2]
+    cmdline = docker("exec", cid, "cat", "/proc/1/cmdline")
+    assert "runner" in cmdline, f"PID 1 of the gVisor sandbox is not the runner's supervisor: {cmdline!r}"
+    docker("kill", "--signal", "KILL", cid)
+
+
+def check_sandbox_oom(server: "Server", sid: str, doc: dict, mib: int) -> None:
+    """Under gVisor an out-of-memory is the host's memory cgroup killing the Sentry, so the whole
+    sandbox (core/isolation/isolation.h): the execution doc says so, naming the session's
+    memory_limit (mib), and the session is dead with that reason."""
+    reason = doc["reset_reason"] or ""
+    assert doc["status"] == "error" and doc["reset"] is True, short(doc)
+    assert f"memory limit ({mib} MiB)" in reason and "create a new session" in reason, short(doc)
+    assert doc["error"] is not None and doc["error"]["ename"] == "SessionEnded", short(doc)
+    sess = poll(lambda: (lambda d: d if d["status"] == "dead" else None)(server.session(sid)), "the session to end")
+    assert f"memory limit ({mib} MiB)" in (sess["end_reason"] or ""), sess
+    r = server.http.post(server.url + "/execute", json={"session_id": sid, "code": "1"}, timeout=30)
+    assert r.status_code == 409 and "create a new session" in r.json()["error"]["message"], r.text
 
 
 def free_port() -> int:
@@ -96,7 +162,7 @@ class Server:
             self.url = f"http://127.0.0.1:{port}"
             log = open(self.log_path, "ab")
             cmd = [str(RUNBOX_BIN), "--listen", f"127.0.0.1:{port}", "--db", str(self.db), "--image", IMAGE,
-                   *self.args]
+                   *ENGINE_ARGS, *self.args]
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          cwd=self.workdir)
             log.close()
