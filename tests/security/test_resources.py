@@ -266,4 +266,7 @@ def test_fork_bomb_after_a_few_cells(guard):
         assert doc["status"] == "timeout", short(doc)
         assert guard.session(sid)["status"] == "ready", short(doc)
         after = guard.run(sid, "echo ${KEPT:-reset}")
-        assert after["stdout"].endswith("reset\n" if doc["reset"] else f"{n}\n"), short(after)
+        # Under gVisor the bomb's last copies may take the shell down after the timeout answered
+        # (SIGHUP): the next cell then says so (reset, with the reason) and runs in a fresh one.
+        lost = doc["reset"] or (sectest.GVISOR and after["reset"] and "restarted" in after["reset_reason"])
+        assert after["stdout"].endswith("reset\n" if lost else f"{n}\n"), short(after)
