@@ -12,6 +12,7 @@
 #include "core/core.h"
 #include "daemon/config.h"
 #include "server/agentrun/agentrun.h"
+#include "server/console/console.h"
 #include "server/dify/dify.h"
 #include "server/e2b/e2b.h"
 #include "server/jupyter/jupyter.h"
@@ -244,6 +245,7 @@ int main(int argc, char **argv)
     e2b_register(d.server);
     dify_register(d.server);
     jupyter_register(d.server, d.core);
+    console_register(d.server);
     mcp_server *mcp = NULL;
     const char *what = "MCP";
     int failed = mcp_register(d.server, d.core, &cfg.server, &mcp, err) != RB_OK;

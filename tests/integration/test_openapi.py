@@ -40,6 +40,8 @@ ROUTES = {
     ("/health", "get"), ("/metrics", "get"), ("/policy", "get"), ("/packages", "get"), ("/shares", "get"),
     ("/volumes", "post"), ("/volumes", "get"), ("/volumes/{volume}", "get"), ("/volumes/{volume}", "delete"),
     ("/web/page-text", "post"), ("/engines/{name}/drain", "post"), ("/engines/{name}/drain", "delete"),
+    ("/console", "get"), ("/console", "head"), ("/console/", "get"), ("/console/", "head"),
+    ("/console/{file}", "get"), ("/console/{file}", "head"),  # the operator's console (server/console)
     ("/keys/reload", "post"), ("/audit", "get"), ("/sessions/{session_id}/executions", "get"),  # admin keys only; admin and viewer keys
     ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"), ("/sse", "get"), ("/messages", "post"),
     # the AgentRun-compatible surface (server/agentrun/rest.c, server/agentrun/mcp.c)

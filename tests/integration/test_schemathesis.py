@@ -65,7 +65,8 @@ RUNS = [("examples,coverage,fuzzing", []), ("stateful", ["--idle-timeout", "3"])
 
 OWN_ROUTES = ["--exclude-checks", "use_after_free", "--exclude-path", "/mcp", "--exclude-path", "/sse",
               "--exclude-path", "/messages", "--exclude-tag", "agentrun", "--exclude-tag", "e2b",
-              "--exclude-tag", "e2b-sandbox", "--exclude-tag", "jupyter", "--exclude-tag", "dify"]
+              "--exclude-tag", "e2b-sandbox", "--exclude-tag", "jupyter", "--exclude-tag", "dify",
+              "--exclude-tag", "console"]
 
 
 def run_schemathesis(srv, phases: str, report: Path, operations: list[str] = OWN_ROUTES,

@@ -4,6 +4,7 @@
  */
 #include "tests/server/harness.h"
 #include "server/agentrun/agentrun.h"
+#include "server/console/console.h"
 #include "server/dify/dify.h"
 #include "server/mcp/mcp.h"
 #include "server/metrics/metrics.h"
@@ -47,6 +48,7 @@ static void *loop_main(void *p)
         rest_register(h->server);
         metrics_register(h->server, h->core);
         dify_register(h->server);
+        console_register(h->server);
         mcp_server *mcp = NULL;
         e = mcp_register(h->server, h->core, &h->cfg, &mcp, err);
         if (e == RB_OK)
