@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 import rbtest  # noqa: E402
 
 RUNSC_ARGS = "--platform=ptrace --network=none"
-KEYS = {"alice": "alice-key-1", "runc-only": "runc-only-key-2", "gvisor-only": "gvisor-only-key-3"}
+KEYS = {"alice": "alice-key-1", "runc-only": "runc-only-key-2", "gvisor-only": "gvisor-only-key-3",
+        "ops": "ops-key-4"}
 PLOT = ("import pandas as pd, matplotlib.pyplot as plt\n"
         "pd.DataFrame({'a': [1, 3, 2]}).plot(title='t')\nplt.show()\n'plotted'")
 
@@ -56,7 +57,8 @@ def runboxd(cluster, tmp_path):
     keys = tmp_path / "api-keys"
     keys.write_text(f"alice sha256:{hashlib.sha256(KEYS['alice'].encode()).hexdigest()}\n"
                     f"runc-only sha256:{hashlib.sha256(KEYS['runc-only'].encode()).hexdigest()} isolation=container\n"
-                    f"gvisor-only sha256:{hashlib.sha256(KEYS['gvisor-only'].encode()).hexdigest()} isolation=gvisor\n")
+                    f"gvisor-only sha256:{hashlib.sha256(KEYS['gvisor-only'].encode()).hexdigest()} isolation=gvisor\n"
+                    f"ops sha256:{hashlib.sha256(KEYS['ops'].encode()).hexdigest()} role=admin\n")
 
     def make(extra=None, runtimes="runc+runsc"):
         s = rbtest.Server(tmp_path, engine_args(cluster, runtimes) + ["--api-keys-file", str(keys)] +
@@ -235,10 +237,11 @@ def test_refusals_name_the_cause(runboxd, cluster):
     assert engine_of(r.json()) == "n2"
     srv.delete(f"/sessions/{r.json()['session_id']}", headers={"Authorization": f"Bearer {KEYS['gvisor-only']}"})
     # the only engine that offers gVisor drained: 503 naming the runtime and why
-    assert srv.post("/engines/n2/drain").status_code == 200
+    ops = {"Authorization": f"Bearer {KEYS['ops']}"}  # draining is an admin's (role=admin)
+    assert srv.post("/engines/n2/drain", headers=ops).status_code == 200
     r = srv.post("/sessions", {"execution_options": {"isolation": "gvisor"}})
     assert r.status_code == 503 and "runsc" in r.text and "drained" in r.text, r.text
-    assert srv.delete("/engines/n2/drain").status_code == 200
+    assert srv.delete("/engines/n2/drain", headers=ops).status_code == 200
     # a network under this runsc (--network=none): refused, naming the flag, unless the operator says so
     srv3 = runboxd(["--pool-size", "0", "--egress"])
     r = srv3.post("/sessions", {"execution_options": {"isolation": "gvisor", "network": True}})
