@@ -53,16 +53,24 @@ int query_holds_nul(const char *q, size_t n)
     return 0;
 }
 
-int query_time(const char *s, int64_t *ms)
+int query_whole(const char *s, int64_t max, int64_t *out)
 {
     size_t n = strlen(s);
-    if (n >= 1 && n <= 16 && strspn(s, "0123456789") == n) {
-        int64_t v = 0;
-        for (size_t i = 0; i < n; i++)
-            v = v * 10 + (s[i] - '0');
-        *ms = v;
+    if (n < 1 || n > 18 || strspn(s, "0123456789") != n)
+        return 0;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (s[i] - '0');
+    if (v > max)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+int query_time(const char *s, int64_t *ms)
+{
+    if (strlen(s) <= 16 && query_whole(s, INT64_MAX, ms))
         return 1;
-    }
     int64_t t;
     if (rb_time_parse(s, &t) != 0 || t < 0)
         return 0;

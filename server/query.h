@@ -30,6 +30,11 @@ size_t query_decode(const char *v, size_t n, char *out);
  * the NUL-terminated string short, so routes that read values refuse such a query. */
 int query_holds_nul(const char *q, size_t n);
 
+/** Reads a whole number a caller wrote in a query value (NUL-terminated, untrusted): 1 to 18
+ * ASCII digits and nothing else (no sign, blank or base prefix, which strtol would take), at
+ * most max. Returns 1 with *out, or 0. */
+int query_whole(const char *s, int64_t max, int64_t *out);
+
 /** Reads a time a caller wrote in a query value (NUL-terminated, untrusted): milliseconds since
  * the epoch (1 to 16 digits), or RFC 3339 (rb_time_parse: "2026-11-28T22:05:00Z", with a
  * fraction, an offset or none for UTC), not before 1970. Returns 1 with *ms, or 0. */

@@ -15,6 +15,7 @@
 
 #include "server/e2b/e2b_internal.h"
 #include "server/e2b/e2b_wire.h"
+#include "server/query.h"
 
 /* Templates and the runbox language each runs. */
 static const struct {
@@ -547,18 +548,15 @@ int e2b__list(http_call *call)
         e2b__api_error(call->req, 400, "order: asc or desc");
         return 0;
     }
-    long limit = 100, start = 0;
-    char *end = NULL;
+    int64_t limit = 100, start = 0;
     if (limit_s != NULL) {
-        limit = strtol(limit_s, &end, 10);
-        if (*limit_s == '\0' || *end != '\0' || limit < 1 || limit > 1000) {
+        if (!query_whole(limit_s, 1000, &limit) || limit < 1) {
             e2b__api_error(call->req, 400, "limit: must be a whole number from 1 to 1000");
             return 0;
         }
     }
     if (next != NULL) {
-        start = strtol(next, &end, 10);
-        if (*next == '\0' || *end != '\0' || start < 0 || strlen(next) > 18) {
+        if (!query_whole(next, INT64_MAX, &start)) {
             e2b__api_error(call->req, 400, "nextToken: not a token of this server's x-next-token header");
             return 0;
         }

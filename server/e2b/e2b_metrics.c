@@ -11,6 +11,7 @@
 
 #include "server/e2b/e2b_internal.h"
 #include "server/e2b/e2b_wire.h"
+#include "server/query.h"
 
 /* The query parameter name as epoch ms (0 when absent); -1 after answering 400. */
 static int64_t unix_param(http_call *call, const char *name)
@@ -18,9 +19,9 @@ static int64_t unix_param(http_call *call, const char *name)
     const char *v = http_query_param(call->req, name);
     if (v == NULL)
         return 0;
-    char *end = NULL, msg[128];
-    long long s = strtoll(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || s < 0 || s > 253402300799LL) {
+    char msg[128];
+    int64_t s = 0;
+    if (!query_whole(v, 253402300799LL, &s)) {
         snprintf(msg, sizeof(msg), "%s: a time in Unix seconds", name);
         e2b__api_error(call->req, 400, msg);
         return -1;

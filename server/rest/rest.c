@@ -651,9 +651,8 @@ static int session_executions(http_call *call)
     char err[RB_ERR_LEN];
     json_t *out = NULL;
     const char *l = http_query_param(call->req, "limit");
-    char *end = NULL;
-    long limit = l != NULL ? strtol(l, &end, 10) : 0;
-    if (l != NULL && (*l == '\0' || *end != '\0' || limit < 1 || limit > 500))
+    int64_t limit = 0;
+    if (l != NULL && (!query_whole(l, 500, &limit) || limit < 1))
         return answer(call, RB_EINVAL, "'limit' is a whole number from 1 to 500", NULL, 0);
     rb_err e = core_session_executions(call->core, call->who, call->params[0], (int)limit, &out, err);
     return answer(call, e, err, out, 200);

@@ -36,12 +36,8 @@ static int int_param(http_call *call, const char *name, int64_t max, int64_t dfl
     *out = dflt;
     if (v == NULL || v[0] == '\0')
         return 0;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (*end == '\0' && n >= 0 && n <= max && strspn(v, "0123456789") == strlen(v)) {
-        *out = n;
+    if (query_whole(v, max, out))
         return 0;
-    }
     char msg[RB_ERR_LEN];
     snprintf(msg, sizeof(msg), "'%s' must be a whole number from 0 to %lld", name, (long long)max);
     http_send_error(call->req, RB_EINVAL, msg);

@@ -262,6 +262,12 @@ def test_the_older_resume_and_refusals(e2b_env):
         assert r.status_code == 400 and "count" in r.json()["message"], r.text
         r = _api(e2b_env, "GET", "/v2/sandboxes?state=sleeping")
         assert r.status_code == 400 and "state" in r.json()["message"], r.text
+        # whole numbers are digits only (strtol took '+1' and ' 1')
+        for q, word in (("limit=%2B1", "limit"), ("limit=%201", "limit"), ("nextToken=-0", "nextToken")):
+            r = _api(e2b_env, "GET", "/v2/sandboxes?" + q)
+            assert r.status_code == 400 and word in r.json()["message"], (q, r.text)
+        r = _api(e2b_env, "GET", f"/sandboxes/{sid}/metrics?start=%2B1")
+        assert r.status_code == 400 and "start" in r.json()["message"], r.text
         with pytest.raises(SandboxException, match="snapshots"):
             sbx.create_snapshot()
         r = _api(e2b_env, "POST", "/v2/sandboxes", {"templateID": "base", "autoResume": {"enabled": True}})

@@ -8,6 +8,8 @@
  *   - query_decode of that value: never longer than the value, NUL-terminated, the same bytes
  *     as the strict codec_percent_decode wherever that one accepts the value, and without a
  *     NUL unless query_holds_nul refuses the query;
+ *   - query_time and query_whole: a time is never negative, a whole number is the input's own
+ *     digits and within its bound;
  *   - round trip: the input (up to its first NUL) percent-encoded by codec_percent_encode, as
  *     the value of path= after another pair, is found and decodes back to itself.
  * Built only with clang and -DRUNBOX_FUZZ=ON. The seed corpus (tests/fuzz/corpus/query/) is
@@ -121,6 +123,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
     int64_t ms = -1;
     if (query_time(str, &ms))
         FUZZ_CHECK(ms >= 0);
+    /* the whole numbers of limit=, after=, nextToken=: only digits, within the bound */
+    int64_t w = -1;
+    if (query_whole(str, 1000, &w))
+        FUZZ_CHECK(w >= 0 && w <= 1000 && n >= 1 && strspn(str, "0123456789") == n);
     free(str);
     return 0;
 }

@@ -62,7 +62,11 @@ def test_users_see_their_own_admins_and_viewers_see_all(srv):
         assert [x["status"] for x in h.json()["executions"]] == ["completed"] and h.json()["session_id"] == sid
         rbtest.check_schema(h.json()["executions"][0], "Result")
     assert srv.get(f"/sessions/{sid}/executions", headers=as_("bob")).status_code == 404
-    assert srv.get(f"/sessions/{sid}/executions?limit=0", headers=as_("alice")).status_code == 400
+    # limit is digits only (strtol took a sign or a blank: '+1' and ' 1' were answered as 1)
+    for bad in ("0", "501", "%2B1", "%201", "1%0A", "0x1"):
+        r = srv.get(f"/sessions/{sid}/executions?limit={bad}", headers=as_("alice"))
+        assert r.status_code == 400 and "limit" in r.text, (bad, r.status_code, r.text)
+    assert len(srv.get(f"/sessions/{sid}/executions?limit=1", headers=as_("alice")).json()["executions"]) == 1
     # the viewer changes nothing, and is told why
     for method, path, body in (("POST", "/execute", {"session_id": sid, "code": "x = 0"}),
                                ("DELETE", f"/sessions/{sid}", None), ("POST", "/sessions", {}),

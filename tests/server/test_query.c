@@ -114,3 +114,15 @@ Test(query, times_in_epoch_ms_or_rfc3339_utc)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         cr_assert(!query_time(bad[i], &ms), "accepted '%s'", bad[i]);
 }
+
+Test(query, whole_numbers_are_digits_only_and_bounded)
+{
+    int64_t v = -1;
+    cr_assert(query_whole("0", 10, &v) && v == 0);
+    cr_assert(query_whole("0010", 10, &v) && v == 10);
+    cr_assert(query_whole("999999999999999999", INT64_MAX, &v) && v == 999999999999999999LL);
+    /* strtol took a sign, blanks and a trailing newline: the old limit parsers let these through */
+    const char *bad[] = {"", "+5", "-1", " 5", "5 ", "5\n", "0x10", "1e3", "11", "1000000000000000000", "５"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert(!query_whole(bad[i], 10, &v), "accepted '%s'", bad[i]);
+}
