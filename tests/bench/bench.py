@@ -26,185 +26,27 @@ Targets are reported, never asserted: the exit status is 0 unless the benchmark 
 Docker objects it creates itself are named runbox-test-bench-* and labelled runbox.test=1.
 """
 import argparse
-import http.client
 import json
 import os
 import platform
 import re
 import shutil
-import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOCKER_SOCK = "/var/run/docker.sock"
-IMAGE = os.environ.get("RUNBOX_IMAGE", "runbox-sandbox:latest")
-MIB = 1024.0 * 1024
+from baselines import baseline_create_start, baseline_docker_exec, baseline_runbox_container
+from benchlib import (ROOT, Client, Engine, Mcp, Runboxd, create_session, delete_session, execute, health,
+                      load_average, log, mem_available_mib, now, summary, wait_pool)
+from enginebench import bench_engines
+from preload import preload_figures
 
+# The plumbing (the clients of runboxd and of the Engine API, runboxd itself) is in benchlib.py, the
+# Docker baselines in baselines.py, the preload's figures in preload.py and the engines' in
+# enginebench.py, all beside this file.
 
-def now():
-    return time.perf_counter()
-
-
-def summary(samples):
-    """min / median / p99 (nearest rank) of a list of seconds, in milliseconds."""
-    s = sorted(samples)
-    if not s:
-        return None
-    p99 = s[max(0, min(len(s) - 1, int(round(0.99 * len(s) + 0.5)) - 1))]
-    return {"n": len(s), "min_ms": s[0] * 1e3, "median_ms": statistics.median(s) * 1e3, "p99_ms": p99 * 1e3,
-            "load1": (load_average() or [None])[0]}
-
-
-def log(msg):
-    print("bench: " + msg, file=sys.stderr, flush=True)
-
-
-# ---- HTTP clients ---------------------------------------------------------------------------
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=120):
-        super().__init__("localhost", timeout=timeout)
-        self.unix_path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.unix_path)
-        self.sock = s
-
-
-class Client:
-    """A keep-alive JSON client of runboxd."""
-
-    def __init__(self, port, timeout=120):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-
-    def call(self, method, path, body=None, headers=None):
-        h = {"Content-Type": "application/json"} if body is not None else {}
-        h.update(headers or {})
-        data = json.dumps(body).encode() if body is not None else None
-        try:
-            self.conn.request(method, path, body=data, headers=h)
-            r = self.conn.getresponse()
-        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-            # runboxd (h2o) closes a keep-alive connection idle for 10 s, e.g. while a busy host
-            # refills the pool: the request never reached it, so it is sent again once.
-            self.conn.close()
-            self.conn.request(method, path, body=data, headers=h)
-            r = self.conn.getresponse()
-        raw = r.read()
-        return r.status, r.headers, raw
-
-    def json(self, method, path, body=None):
-        status, _, raw = self.call(method, path, body)
-        return status, (json.loads(raw) if raw else None)
-
-    def close(self):
-        self.conn.close()
-
-
-class Engine:
-    """Docker Engine API over its unix socket (the baseline's own client, no CLI overhead)."""
-
-    def __init__(self):
-        self.conn = UnixHTTPConnection(DOCKER_SOCK)
-        _, v = self.json("GET", "/version")
-        self.prefix = "/v%s" % min(float(v.get("ApiVersion", "1.41")), 1.47)
-
-    def json(self, method, path, body=None):
-        h = {"Content-Type": "application/json"} if body is not None else {}
-        self.conn.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=h)
-        r = self.conn.getresponse()
-        raw = r.read()
-        return r.status, (json.loads(raw) if raw and raw[:1] in b"{[" else None)
-
-    def api(self, method, path, body=None):
-        return self.json(method, self.prefix + path, body)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# ---- runboxd --------------------------------------------------------------------------------
-
-class Runboxd:
-    def __init__(self, binary, workdir, pool_size, extra=(), name="runboxd"):
-        self.log_path = os.path.join(workdir, name + ".log")
-        self.db = os.path.join(workdir, name + ".db")
-        self.port = free_port()
-        # warn, not info: info logs every request, and the figures are for the server, not its log.
-        args = [binary, "--listen", "127.0.0.1:%d" % self.port, "--db", self.db, "--image", IMAGE, "--pool-size",
-                str(pool_size), "--max-sessions", "200", "--idle-timeout", "0", "--log-level", "warn", *extra]
-        self.logf = open(self.log_path, "w")
-        self.proc = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError("runboxd exited at start-up:\n" + open(self.log_path).read())
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise RuntimeError("runboxd did not start listening")
-                time.sleep(0.02)
-
-    def rss_mb(self):
-        with open("/proc/%d/status" % self.proc.pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-        return None
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.logf.close()
-
-
-def health(c):
-    _, h = c.json("GET", "/health")
-    return h
-
-
-def wait_pool(c, size, timeout=120):
-    end = time.time() + timeout
-    while time.time() < end:
-        p = health(c).get("pool") or {}
-        if p.get("ready", 0) >= size:
-            return p
-        time.sleep(0.01)
-    raise RuntimeError("the warm pool did not fill: %r" % health(c))
-
-
-def create_session(c, body):
-    t0 = now()
-    status, s = c.json("POST", "/sessions", body)
-    dt = now() - t0
-    if status not in (200, 201) or not s or s.get("status") != "ready":
-        raise RuntimeError("session create failed: %s %r" % (status, s))
-    return dt, s
-
-
-def delete_session(c, sid):
-    c.json("DELETE", "/sessions/" + sid)
-
-
-EXEC_OK = "1\n"
 # The benchmarks of core's rooms, each a module beside this one with run() and rows().
 ROOM_BENCHES = (("bench_network", "network by policy: a networked session beside a sealed one, the proxy beside a "
                                   "plain network"),
@@ -214,14 +56,6 @@ ROOM_BENCHES = (("bench_network", "network by policy: a networked session beside
                 ("bench_jupyter", "Jupyter: /jupyter's kernels beside the real jupyter_kernel_gateway on the same "
                                   "image"),
                 ("bench_gvisor", "gVisor: sandboxes under runsc beside runc, on one nested engine offering both"))
-
-
-def execute(c, sid, code="print(1)"):
-    t0 = now()
-    status, r = c.json("POST", "/execute", {"session_id": sid, "code": code, "wait": True})
-    dt = now() - t0
-    ok = status == 200 and r and r.get("status") == "completed" and r.get("stdout") == EXEC_OK
-    return dt, ok, (status, r)
 
 
 # ---- figures --------------------------------------------------------------------------------
@@ -253,113 +87,6 @@ def bench_pool_miss(c, n):
     return samples, config
 
 
-def clone_config(inspected):
-    """An Engine API create body from a sandbox container's inspect data: runboxd's exact
-    configuration (image, environment, limits, hardening, the tmpfs-backed /workspace volume),
-    labelled as the benchmark's own so that runboxd never takes it for one of its containers."""
-    conf = dict(inspected["Config"])
-    for k in ("Hostname", "Domainname"):
-        conf.pop(k, None)
-    conf["Labels"] = {"runbox.test": "1"}
-    hc = dict(inspected["HostConfig"])
-    mounts = []
-    for m in hc.get("Mounts") or []:
-        m = json.loads(json.dumps(m))
-        if isinstance(m.get("VolumeOptions"), dict):
-            m["VolumeOptions"]["Labels"] = {"runbox.test": "1"}
-        mounts.append(m)
-    hc["Mounts"] = mounts
-    conf["HostConfig"] = hc
-    return conf
-
-
-def attach_stream(eng, cid):
-    """A hijacked attach connection (stdin, stdout, stderr) to cid, and the bytes already read."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(120)
-    s.connect(DOCKER_SOCK)
-    s.sendall(("POST %s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\nHost: docker\r\n"
-               "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n" % (eng.prefix, cid)).encode())
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        data = s.recv(4096)
-        if not data:
-            raise RuntimeError("docker attach: connection closed: %r" % buf[:200])
-        buf += data
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    if b" 101 " not in head.split(b"\r\n", 1)[0] and b" 200 " not in head.split(b"\r\n", 1)[0]:
-        raise RuntimeError("docker attach: %r" % head[:200])
-    return s, rest
-
-
-def create_start_container(eng, name, conf, after_start=None):
-    """Creates and starts a container of conf through the Engine API, calls after_start(id) when
-    given, and removes the container: (create + start seconds, what after_start returned)."""
-    t0 = now()
-    st, body = eng.api("POST", "/containers/create?name=" + name, conf)
-    if st != 201:
-        raise RuntimeError("docker create failed: %s %r" % (st, body))
-    cid = body["Id"]
-    try:
-        st, body = eng.api("POST", "/containers/%s/start" % cid)
-        dt = now() - t0
-        if st not in (204, 304):
-            raise RuntimeError("docker start failed: %s %r" % (st, body))
-        return dt, (after_start(cid) if after_start is not None else None)
-    finally:
-        eng.api("DELETE", "/containers/%s?force=1&v=1" % cid)
-
-
-def baseline_runbox_container(inspected, n):
-    """What a pool miss is made of, without runboxd: runboxd's own container configuration
-    created and started through the Engine API, then attached and pinged until the runner
-    answers (its Python started, its handshake). Returns (create+start seconds, start->pong
-    seconds)."""
-    eng = Engine()
-    conf = clone_config(inspected)
-    create_start, handshake = [], []
-
-    def ping(cid):
-        t1 = now()
-        s, buf = attach_stream(eng, cid)
-        try:
-            s.sendall(b'{"op": "ping", "id": "bench"}\n')
-            while b'"pong"' not in buf:
-                data = s.recv(65536)
-                if not data:
-                    raise RuntimeError("the runner closed its output before answering: %r" % buf[-300:])
-                buf += data
-            return now() - t1
-        finally:
-            s.close()
-
-    for i in range(n):
-        dt, hs = create_start_container(eng, "runbox-test-bench-rb-%d-%d" % (os.getpid(), i), conf, ping)
-        create_start.append(dt)
-        handshake.append(hs)
-    return create_start, handshake
-
-
-def baseline_create_start(n):
-    eng = Engine()
-    samples = []
-    mem = 512 * 1024 * 1024
-    conf = {
-        "Image": IMAGE, "User": "0", "Env": ["RUNBOX_LANGUAGE=python", "RUNBOX_SANDBOX=1"],
-        "Labels": {"runbox.test": "1"},
-        "AttachStdin": True, "AttachStdout": True, "AttachStderr": True, "OpenStdin": True, "Tty": False,
-        "WorkingDir": "/workspace", "NetworkDisabled": True,
-        "HostConfig": {"NetworkMode": "none", "Memory": mem, "MemorySwap": mem, "NanoCpus": 10**9,
-                       "PidsLimit": 256, "ReadonlyRootfs": True, "CapDrop": ["ALL"],
-                       "CapAdd": ["KILL", "SETGID", "SETUID"],
-                       "SecurityOpt": ["no-new-privileges"], "Init": True, "LogConfig": {"Type": "none"},
-                       "Tmpfs": {"/tmp": "rw,nosuid,nodev,size=256m", "/workspace": "rw,nosuid,nodev,size=512m"}},
-    }
-    for i in range(n):
-        samples.append(create_start_container(eng, "runbox-test-bench-%d-%d" % (os.getpid(), i), conf)[0])
-    return samples
-
-
 def bench_exec_rest(c, sid, n, warmup=20, code="print(1)"):
     for _ in range(warmup):
         execute(c, sid, code)
@@ -369,61 +96,6 @@ def bench_exec_rest(c, sid, n, warmup=20, code="print(1)"):
         samples.append(dt)
         errors += not ok
     return samples, errors
-
-
-class Mcp:
-    def __init__(self, port):
-        self.c = Client(port)
-        self.sid = None
-        self.version = "2025-06-18"
-        self.next_id = 1
-        res = self.rpc("initialize", {"protocolVersion": self.version, "capabilities": {},
-                                      "clientInfo": {"name": "runbox-bench", "version": "1"}})
-        self.version = res.get("protocolVersion", self.version)
-        self.notify("notifications/initialized")
-
-    def headers(self):
-        h = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": self.version}
-        if self.sid:
-            h["Mcp-Session-Id"] = self.sid
-        return h
-
-    def notify(self, method):
-        status, _, _ = self.c.call("POST", "/mcp", {"jsonrpc": "2.0", "method": method}, self.headers())
-        if status != 202:
-            raise RuntimeError("MCP notification answered %d" % status)
-
-    def rpc(self, method, params):
-        rid = self.next_id
-        self.next_id += 1
-        status, headers, raw = self.c.call("POST", "/mcp", {"jsonrpc": "2.0", "id": rid, "method": method,
-                                                            "params": params}, self.headers())
-        if status != 200:
-            raise RuntimeError("MCP %s answered %d: %s" % (method, status, raw[:200]))
-        if headers.get("Mcp-Session-Id"):
-            self.sid = headers["Mcp-Session-Id"]
-        msgs = []
-        if "text/event-stream" in (headers.get("Content-Type") or ""):
-            for line in raw.decode().splitlines():
-                if line.startswith("data:"):
-                    msgs.append(json.loads(line[5:]))
-        else:
-            msgs.append(json.loads(raw))
-        for m in msgs:
-            if m.get("id") == rid:
-                if "error" in m:
-                    raise RuntimeError("MCP %s error: %r" % (method, m["error"]))
-                return m["result"]
-        raise RuntimeError("MCP %s: no response" % method)
-
-    def execute(self, code="print(1)"):
-        t0 = now()
-        res = self.rpc("tools/call", {"name": "execute_code", "arguments": {"code": code}})
-        dt = now() - t0
-        sc = res.get("structuredContent") or {}
-        ok = not res.get("isError") and (sc.get("stdout") == EXEC_OK if sc else
-                                         any("1" in (x.get("text") or "") for x in res.get("content", [])))
-        return dt, ok
 
 
 def bench_exec_mcp(port, n, size, warmup=20):
@@ -488,161 +160,6 @@ def bench_flood(c, rb, neighbour, secs, size):
         time.sleep(0.2)
     delete_session(c, flooder)
     return lat, errors, rss
-
-
-# ---- the preload (issue 13) ------------------------------------------------------------------
-
-PLOT_CELL = "import pandas as pd, matplotlib.pyplot as plt\npd.DataFrame({'a': [1, 2, 3]}).plot()\nplt.show()"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# Ignores the interrupt of its timeout: the runner kills the interpreter after the grace period.
-STUBBORN = "import signal, time\nsignal.signal(signal.SIGINT, lambda *a: None)\nwhile True:\n    time.sleep(0.05)\n"
-NEEDS_STACK = "import numpy, pandas, matplotlib.pyplot\nprint(1)"
-
-
-def bench_first_plot(c, n, size):
-    """New session (a warm-pool hit) -> a first cell that imports pandas and matplotlib and shows a
-    plot -> done with the PNG in hand: (whole, the cell alone, CPU time the sandbox used for the
-    cell) in seconds. The CPU time does not depend on how busy the host is; the wall times do."""
-    import base64
-    eng = Engine()
-    whole, cell, cpu = [], [], []
-    for _ in range(n):
-        wait_pool(c, size)
-        t0 = now()
-        _, s = create_session(c, {"language": "python"})
-        t1 = now()
-        cpu0 = container_cpu(eng, s["container_id"])
-        t1b = now()
-        status, r = c.json("POST", "/execute", {"session_id": s["session_id"], "code": PLOT_CELL, "wait": True,
-                                                "timeout": 300})
-        t2 = now()
-        cpu1 = container_cpu(eng, s["container_id"])
-        if cpu0 is not None and cpu1 is not None:
-            cpu.append(cpu1 - cpu0)
-        files = (r or {}).get("files") or []
-        if status != 200 or r.get("status") != "completed" or len(files) != 1 or \
-                not base64.b64decode(files[0]).startswith(PNG_SIGNATURE):
-            raise RuntimeError("the plot cell failed: %s %r" % (status, r))
-        whole.append((t1 - t0) + (t2 - t1b))
-        cell.append(t2 - t1b)
-        delete_session(c, s["session_id"])
-    return whole, cell, cpu
-
-
-def bench_reset(c, n, size):
-    """In a warm session (a pool hit), a cell that ignores the interrupt of its 1 s timeout is
-    killed after the grace period and the interpreter replaced (reset: true); measured: from that
-    result in hand to the next cell, which needs numpy, pandas and matplotlib, done."""
-    wait_pool(c, size)
-    _, s = create_session(c, {})
-    sid = s["session_id"]
-    samples = []
-    for _ in range(n):
-        status, r = c.json("POST", "/execute", {"session_id": sid, "code": STUBBORN, "wait": True, "timeout": 1})
-        if status != 200 or r.get("status") != "timeout" or not r.get("reset"):
-            raise RuntimeError("expected a reset: %s %r" % (status, r))
-        t0 = now()
-        status, r = c.json("POST", "/execute", {"session_id": sid, "code": NEEDS_STACK, "wait": True, "timeout": 300})
-        samples.append(now() - t0)
-        if status != 200 or r.get("status") != "completed" or r.get("stdout") != "1\n":
-            raise RuntimeError("the cell after the reset failed: %s %r" % (status, r))
-    delete_session(c, sid)
-    return samples
-
-
-def container_cpu(eng, cid):
-    """CPU time (seconds) the container has used, from the Engine API."""
-    _, st = eng.api("GET", "/containers/%s/stats?stream=false&one-shot=true" % cid)
-    try:
-        return st["cpu_stats"]["cpu_usage"]["total_usage"] / 1e9
-    except (KeyError, TypeError):
-        return None
-
-
-def container_memory(eng, cid):
-    """(memory as `docker stats` shows it: usage minus inactive file pages, anonymous memory) of
-    a container in MiB, from the Engine API (cgroup v1 or v2 fields)."""
-    _, st = eng.api("GET", "/containers/%s/stats?stream=false&one-shot=true" % cid)
-    ms = (st or {}).get("memory_stats") or {}
-    stats = ms.get("stats") or {}
-    inactive = stats.get("total_inactive_file", stats.get("inactive_file", 0))
-    anon = stats.get("total_rss", stats.get("anon"))
-    if "usage" not in ms:
-        return None, None
-    return (ms["usage"] - inactive) / MIB, (anon / MIB if anon is not None else None)
-
-
-def bench_warm_memory(c, n, size):
-    """The memory of a warm sandbox: a session just claimed from the pool, before its first cell."""
-    eng = Engine()
-    usage, anon = [], []
-    for _ in range(n):
-        wait_pool(c, size)
-        time.sleep(0.5)
-        _, s = create_session(c, {"language": "python"})
-        u, a = container_memory(eng, s["container_id"])
-        if u is not None:
-            usage.append(u)
-        if a is not None:
-            anon.append(a)
-        delete_session(c, s["session_id"])
-    med = lambda xs: statistics.median(xs) if xs else None
-    return {"n": len(usage), "usage_mib": med(usage), "anon_mib": med(anon)}
-
-
-UNWARMED = "the preload took more than"  # core/sandbox.c: a pool sandbox handed out before its imports
-
-
-def unwarmed(rb):
-    """How often runboxd has handed out a pool sandbox whose preload was still importing (a host so
-    busy that it took more than the handshake's patience): a first cell then waits for it."""
-    try:
-        return open(rb.log_path).read().count(UNWARMED)
-    except OSError:
-        return 0
-
-
-def preload_figures(c, F, suffix, n, size, rb):
-    log("preload %s: new session -> first plot cell with its PNG x%d" % (suffix, n))
-    before = unwarmed(rb)
-    whole, cell, cpu = bench_first_plot(c, n, size)
-    F["first_plot_unwarmed_" + suffix] = unwarmed(rb) - before
-    F["first_plot_" + suffix] = summary(whole)
-    F["first_plot_cell_" + suffix] = summary(cell)
-    F["first_plot_cell_cpu_" + suffix] = summary(cpu)
-    log("preload %s: reset after a hard timeout -> a cell that needs the stack x%d" % (suffix, n))
-    F["reset_to_ready_" + suffix] = summary(bench_reset(c, n, size))
-    log("preload %s: memory of a warm sandbox x3" % suffix)
-    F["warm_sandbox_memory_" + suffix] = bench_warm_memory(c, 3, size)
-
-
-def load_average():
-    try:
-        return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
-    except (OSError, ValueError):
-        return None
-
-
-def mem_available_mib():
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def baseline_docker_exec(cid, n):
-    samples = []
-    for _ in range(n):
-        t0 = now()
-        out = subprocess.run(["docker", "exec", cid, "python3", "-c", "print(1)"], capture_output=True, text=True)
-        dt = now() - t0
-        if out.returncode != 0 or out.stdout != "1\n":
-            raise RuntimeError("docker exec failed: %r" % out)
-        samples.append(dt)
-    return samples
 
 
 def run_parallel(port, sids, per_session):
@@ -940,55 +457,6 @@ def write_results(a, res):
 
 class Done(Exception):
     """Ends the main runboxd's part early (--preload-only)."""
-
-
-def bench_engines(binary, work, F, n_create, n_exec):
-    """Session create and print(1) on the local engine (its unix socket) beside a remote one: a
-    nested dockerd over TLS on an internal network of the benchmark's own (tests/engines'
-    enginehub, one node), both given to one runboxd with --engine; placement is steered by
-    draining the other engine. Figures engines_create_{local,remote}, engines_exec_{local,remote}."""
-    sys.path.insert(0, os.path.join(ROOT, "tests", "engines"))
-    import enginehub  # noqa: E402 (needs requests: run through tests/bench/run from the venv, or skip)
-
-    r = subprocess.run([os.path.join(ROOT, "docker", "build-images"), "--engine-node"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError("docker/build-images --engine-node failed: " + r.stderr[-2000:])
-    with enginehub.EngineCluster(n=1, prefix="runbox-test-engine-bench") as cl:
-        node = cl.nodes[0]
-        rb = Runboxd(binary, work, 0, ["--engine", "local=unix://" + DOCKER_SOCK, "--engine", "remote=" + node.url,
-                                       "--engine-tls-ca", str(cl.ca_pem), "--engine-tls-cert", str(cl.client_cert),
-                                       "--engine-tls-key", str(cl.client_key)], name="runboxd-engines")
-        c = Client(rb.port)
-        try:
-            end = time.time() + 60
-            while not all(e.get("placing") for e in (health(c)["docker"].get("engines") or [{}])):
-                if time.time() > end:
-                    raise RuntimeError("the engines are not both placing: %r" % health(c))
-                time.sleep(0.2)
-            for here, other in (("local", "remote"), ("remote", "local")):
-                c.json("POST", "/engines/%s/drain" % other)
-                creates, execs, sids = [], [], []
-                for _ in range(n_create):
-                    dt, sess = create_session(c, {})
-                    if not sess["container_id"].startswith(here + "@"):
-                        raise RuntimeError("placed on the wrong engine: %r" % sess["container_id"])
-                    creates.append(dt)
-                    sids.append(sess["session_id"])
-                for _ in range(10):  # warm-up
-                    execute(c, sids[0])
-                for _ in range(n_exec):
-                    dt, ok, got = execute(c, sids[0])
-                    if not ok:
-                        raise RuntimeError("execute failed: %r" % (got,))
-                    execs.append(dt)
-                F["engines_create_" + here] = summary(creates)
-                F["engines_exec_" + here] = summary(execs)
-                for sid in sids:
-                    delete_session(c, sid)
-                c.json("DELETE", "/engines/%s/drain" % other)
-        finally:
-            c.close()
-            rb.stop()
 
 
 def print_table(rows):
