@@ -668,7 +668,7 @@ async function serveQueue() {
                 continue;
             }
             if (typeof msg.n !== 'number' || typeof msg.code !== 'string')
-                continue; // {"reap": true}: Node waits for its children itself
+                continue; // {"reap": [pids]}: Node waits for its children itself
             await runCell(msg);
         }
     } finally {

@@ -12,7 +12,8 @@ One JSON object per line, ASCII (json's escaping), on the worker's control pipe:
                         "traceback"}, {"t": "done", "n", "status" | "rc"}
   supervisor -> worker  {"n", "code", "limit", "out", "err"} runs cell n (output to the FIFOs
                         out and err); {"interrupt": n} precedes the SIGINT of cell n;
-                        {"reap": true} collects exited children; {"ack": seq} answers a sync
+                        {"reap": [pid, ...]} collects those children (killed by the
+                        supervisor) now or before a later cell; {"ack": seq} answers a sync
                         (a bash worker gets bash text instead, see bash_worker)
 The worker flushes its stdout/stderr before every message and the supervisor drains the output
 pipes before acting on one, which keeps output and messages in order. The supervisor treats

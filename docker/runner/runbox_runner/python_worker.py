@@ -77,6 +77,7 @@ class _Worker:
         self.sync_seq = 0
         self.text_cap = 1024 * 1024
         self.cell_n = None            # the cell that runs, or ran last
+        self.reap_pending = set()     # killed children not collected yet (reap_zombies)
         self.cell_fds = {}            # n -> {1: fd, 2: fd}: the pipes of cell n, for its threads
         # Copies of the worker's own output pipes: fd 1/2 when a cell has no pipes of its own
         # (and after code that closed or replaced them), and where a thread of no known cell
@@ -217,16 +218,24 @@ class _Worker:
             except (OSError, ValueError):
                 pass
 
-    def reap_zombies(self):
-        """Collects exited children (asked by the supervisor after it killed what an interrupted
-        cell left in the worker's process group): their zombies would hold pids."""
-        while True:
+    def reap_zombies(self, pids=()):
+        """Collects the children the supervisor killed (it names them after an interrupted cell:
+        their zombies would hold pids of the sandbox's limit). One that has not died yet (a
+        killed fork bomb copy can take seconds) is tried again before each later cell. No other
+        child is waited for: the user's own are the user's to wait for."""
+        for pid in pids:
+            ok = isinstance(pid, int) and not isinstance(pid, bool) and 1 < pid < (1 << 22)  # PID_MAX_LIMIT
+            if ok and len(self.reap_pending) < 4096:
+                self.reap_pending.add(pid)
+        for pid in list(self.reap_pending):
             try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except (ChildProcessError, OSError):
-                return
-            if pid == 0:
-                return
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid  # not ours (a grandchild: its reaper is the supervisor), or collected
+            except OSError:
+                continue
+            if done == pid:
+                self.reap_pending.discard(pid)
 
     def serve(self):
         self.send({"t": "hello", "pid": os.getpid()})
@@ -244,10 +253,12 @@ class _Worker:
                     msg = None  # a sync answer that came after its write was interrupted
                     continue
                 if "n" not in msg:
-                    if msg.get("reap"):
-                        self.reap_zombies()
+                    if isinstance(msg.get("reap"), list):
+                        self.reap_zombies(msg["reap"])
                     msg = None
                     continue
+                if self.reap_pending:
+                    self.reap_zombies()
                 self.last_stream = None
                 limit = msg.get("limit")
                 if isinstance(limit, int) and not isinstance(limit, bool):

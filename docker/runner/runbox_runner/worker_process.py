@@ -23,6 +23,7 @@ RUNNER_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the
 WORKER_ENTRY = os.path.join(RUNNER_HOME, "runbox_worker.py")  # runbox_policy.py ships there too
 JS_WORKER = os.path.join(RUNNER_HOME, "js_worker.js")  # the JavaScript/TypeScript worker (Node.js)
 READ_SIZE = 1024 * 1024        # bytes per read from the worker's pipes
+KILLED_KEPT = 1024             # pids of killed group members a reap message names at most
 CMD_PENDING_MAX = 64 * 1024    # bytes waiting for the command pipe past which sync answers are dropped
 CTRL_LINE_MAX = 32 * 1024 * 1024  # longest control message from the worker; longer ones are dropped
 
@@ -52,6 +53,7 @@ class WorkerProc:
         self.zygote = zygote          # the zygote it comes from (forked workers), else None
         self.seq = None               # the zygote's request number, until it answers
         self.cells = 0                # cells sent to it
+        self.killed = set()           # members of its group killed since collect_children
         made = []
         try:
             for _ in range(4):
@@ -148,11 +150,14 @@ class WorkerProc:
                            "err": paths.get("stderr")})
 
     def collect_children(self):
-        """Asks an idle Python worker to collect its exited children: the ones killed after an
-        interrupt stay zombies, holding pids of the sandbox's pids limit, until their parent waits
-        for them (bash does so by itself)."""
-        if self.language != "bash":
-            self.send_msg({"reap": True})
+        """Asks an idle Python worker to collect the children that were killed after an
+        interrupt: they stay zombies, holding pids of the sandbox's pids limit, until their parent
+        waits for them (bash does so by itself). A killed copy of a fork bomb can take seconds to
+        die on a busy host, so the worker keeps the pids it could not collect yet and tries again
+        before each cell; it waits for no other child (the user's own are the user's)."""
+        if self.language != "bash" and self.killed:
+            self.send_msg({"reap": sorted(self.killed)})
+        self.killed.clear()
 
     def before_interrupt(self, n):
         """Tells a Python worker, ahead of the SIGINT, that cell n is interrupted: a SIGINT that
@@ -199,6 +204,8 @@ class WorkerProc:
                 if fields[0] != b"Z" and int(fields[2]) == self.pid:  # state, pgrp
                     os.kill(int(name), signal.SIGKILL)
                     killed += 1
+                    if len(self.killed) < KILLED_KEPT:
+                        self.killed.add(int(name))
             except (OSError, IndexError, ValueError):
                 pass
         return killed
