@@ -272,10 +272,19 @@ def test_typescript_types_are_erased_and_errors_map_to_its_lines(ts):
 
 def test_child_processes_are_killed_with_an_interrupted_cell(js):
     r = js.execute("const { spawn } = require('child_process');\n"
-                   "for (let i = 0; i < 5; i++) spawn('sleep', ['1000'], { stdio: 'ignore' });\n"
+                   "for (let i = 0; i < 5; i++) spawn('sleep', ['1000.4242'], { stdio: 'ignore' });\n"
                    "while (true) {}", timeout=2)
     assert r.status == "timeout", r.events
-    # (a zombie the worker has not reaped yet is gone too: Node reaps it at its next turn)
-    r = js.execute("require('child_process').execSync('ps -eo stat=,comm=').toString().split('\\n')"
-                   ".filter((l) => /^\\s*[^Z\\s]\\S*\\s+sleep$/.test(l)).length", timeout=60)
+    # (a zombie the worker has not reaped yet is gone too: Node reaps it at its next turn). The
+    # runner runs on the host here, so ps sees the host's processes: the cell's sleeps are found
+    # by their odd argument (scripts/test's own `sleep 2` once made this fail). A SIGKILLed process
+    # exits when the kernel next runs it, not at once on a loaded host: the count is polled (a
+    # deadline for "never", not a timing).
+    deadline = time.monotonic() + 30
+    while True:
+        r = js.execute("require('child_process').execSync('ps -eo stat=,args=').toString().split('\\n')"
+                       ".filter((l) => /^\\s*[^Z\\s]\\S*\\s+sleep 1000\\.4242$/.test(l)).length", timeout=60)
+        if r.result == "0" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert r.result == "0", r.events
