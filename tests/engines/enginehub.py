@@ -35,6 +35,7 @@ uses proxies of the environment.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import ipaddress
 import json
 import os
@@ -63,6 +64,111 @@ NODE_FLAGS = [
     "--cgroupns", "private", "--tmpfs", "/run", "--tmpfs", "/tmp",
 ]
 CERT_DAYS = 30
+
+
+# ---- gVisor on a node ------------------------------------------------------------------------
+
+def kvm_kind() -> str | None:
+    """What serves this machine's /dev/kvm: "vmx" or "svm" (hardware virtualization, kvm_intel or
+    kvm_amd), "pvm" (kvm_pvm: Pagetable-based Virtual Machine, which runs only PVM-enabled guest
+    kernels), "kvm" (another module), or None (no /dev/kvm)."""
+    if not os.path.exists("/dev/kvm"):
+        return None
+    for module, kind in (("kvm_intel", "vmx"), ("kvm_amd", "svm"), ("kvm_pvm", "pvm")):
+        if os.path.isdir("/sys/module/" + module):
+            return kind
+    return "kvm"
+
+
+def gvisor_platform() -> str:
+    """The runsc platform a test node uses: RUNBOX_TEST_GVISOR_PLATFORM when set, else kvm where
+    /dev/kvm is hardware virtualization, else ptrace. gVisor's KVM platform runs its own ring-0
+    code in the guest: under PVM (this machine's kvm_pvm) it hangs at boot (docs/security.md)."""
+    chosen = os.environ.get("RUNBOX_TEST_GVISOR_PLATFORM")
+    if chosen:
+        return chosen
+    return "kvm" if kvm_kind() in ("vmx", "svm") else "ptrace"
+
+
+def gvisor_runsc_args(platform: str | None = None) -> str:
+    """runsc's arguments on a node (RUNBOX_NODE_RUNSC): the platform, and no network stack of its
+    own (this runsc refuses one on kernel 6.x: networked sandboxes are refused under gVisor)."""
+    return "--platform=%s --network=none" % (platform or gvisor_platform())
+
+
+def gvisor_node_env(platform: str | None = None) -> dict:
+    """The environment of a node that registers gVisor as the runtime "runsc"."""
+    return {"RUNBOX_NODE_RUNSC": gvisor_runsc_args(platform)}
+
+
+# A suite run under gVisor: RUNBOX_TEST_ISOLATION is "container" (runc, the host's engine) or
+# "gvisor" (runsc on a nested engine: tests/security, and the trust tests of tests/integration).
+# SUITE_DOCKER_ENV and SUITE_RUNBOXD_ARGS are set by use_suite_engine (the suite's `engine`
+# fixture) under gVisor, empty otherwise: the docker command's environment and runboxd's flags.
+ISOLATION = os.environ.get("RUNBOX_TEST_ISOLATION", "container")
+if ISOLATION not in ("container", "gvisor"):
+    raise ValueError("RUNBOX_TEST_ISOLATION=%r: container or gvisor" % ISOLATION)
+GVISOR = ISOLATION == "gvisor"
+SUITE_DOCKER_ENV: dict = {}
+SUITE_RUNBOXD_ARGS: list = []
+
+
+def use_suite_engine(cluster) -> None:
+    """Points the suite's docker commands and every runboxd it starts from now on at node 0 of
+    cluster (gvisor_cluster), with --isolation gvisor, or back at the host's engine (None)."""
+    SUITE_DOCKER_ENV.clear()
+    SUITE_RUNBOXD_ARGS.clear()
+    if cluster is None:
+        return
+    SUITE_DOCKER_ENV.update(cluster.nodes[0].docker_env())
+    SUITE_RUNBOXD_ARGS.extend(cluster.runboxd_args(0) + ["--isolation", "gvisor"])
+
+
+def suite_docker_env() -> dict | None:
+    """The environment of a suite's docker command: None (inherit) on the host's engine."""
+    return {**os.environ, **SUITE_DOCKER_ENV} if SUITE_DOCKER_ENV else None
+
+
+_suite = {"cluster": None, "users": 0}
+
+
+@contextlib.contextmanager
+def gvisor_suite():
+    """The `engine` fixture of a suite: under RUNBOX_TEST_ISOLATION=gvisor one gvisor_cluster for
+    the whole run, its node the suite's engine meanwhile; else None (the host's engine). Suites
+    run in one pytest (tests/security with tests/integration/test_trust.py) share the cluster."""
+    if not GVISOR:
+        yield None
+        return
+    if _suite["cluster"] is not None:
+        _suite["users"] += 1
+        try:
+            yield _suite["cluster"]
+        finally:
+            _suite["users"] -= 1
+        return
+    with gvisor_cluster() as cluster:
+        _suite.update(cluster=cluster, users=1)
+        use_suite_engine(cluster)
+        try:
+            yield cluster
+        finally:
+            use_suite_engine(None)
+            _suite.update(cluster=None, users=0)
+
+
+@contextlib.contextmanager
+def gvisor_cluster(sandbox_image: str = SANDBOX_IMAGE):
+    """One node with gVisor registered as "runsc" and the sandbox image, for a suite run under
+    gVisor (RUNBOX_TEST_ISOLATION=gvisor): tests/security and the trust tests point runboxd at it
+    with cluster.runboxd_args(0) and the docker command with cluster.nodes[0].docker_env()."""
+    r = subprocess.run(["docker", "image", "inspect", NODE_IMAGE], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise EngineError("the engine node image %s is missing or Docker is unreachable: build it with "
+                          "docker/build-images --engine-node (%s)" % (NODE_IMAGE, r.stderr.strip()))
+    with EngineCluster(n=1, sandbox_image=sandbox_image, node_env={0: gvisor_node_env()}) as cluster:
+        cluster.require_runtime(0)
+        yield cluster
 
 
 class EngineError(RuntimeError):
@@ -369,10 +475,13 @@ class EngineCluster:
         t = time.monotonic()
         with self._lock:
             self._containers.append(node.name)
-        env = [x for k, v in self.node_env.get(node.index, {}).items() for x in ("-e", "%s=%s" % (k, v))]
+        node_env = self.node_env.get(node.index, {})
+        env = [x for k, v in node_env.items() for x in ("-e", "%s=%s" % (k, v))]
+        # gVisor's KVM platform needs the device in the node
+        kvm = ["--device", "/dev/kvm"] if "--platform=kvm" in node_env.get("RUNBOX_NODE_RUNSC", "") else []
         docker("run", "-d", "--name", node.name, "--hostname", node.alias, *self._labels(), *env,
                "--network", self.network, "--ip", node.ip, "--network-alias", node.alias,
-               *NODE_FLAGS, "-v", "%s:/var/lib/docker" % node.volume, self.image)
+               *NODE_FLAGS, *kvm, "-v", "%s:/var/lib/docker" % node.volume, self.image)
         # the entrypoint waits for these files before it starts dockerd
         docker("cp", str(node.server_dir) + "/.", node.name + ":/certs/")
         self.wait_engine(node.index)
@@ -411,6 +520,18 @@ class EngineCluster:
         if not kw.get("stream"):
             s.close()  # (a streamed answer keeps its connection until it is read or closed)
         return r
+
+    def runboxd_args(self, i: int = 0, name: str = "g1", runtimes: str = "runc+runsc") -> list[str]:
+        """runboxd's flags for node i as its one engine (--engine with what it offers, and the
+        cluster's TLS files)."""
+        return ["--engine", "%s=%s,runtimes=%s" % (name, self.nodes[i].url, runtimes), "--engine-tls-ca",
+                str(self.ca_pem), "--engine-tls-cert", str(self.client_cert), "--engine-tls-key", str(self.client_key)]
+
+    def require_runtime(self, i: int, runtime: str = "runsc") -> None:
+        """Raises EngineError with the node's log when node i's engine did not register runtime."""
+        if runtime not in self.api(i, "GET", "/info").json().get("Runtimes", {}):
+            raise EngineError("the nested engine %s did not register %s:\n%s" % (self.nodes[i].name, runtime,
+                                                                               self.logs(i)[-3000:]))
 
     def api(self, i: int, method: str, path: str, **kw) -> requests.Response:
         """engine_request with the node's API version before path: api(0, "GET", "/containers/json")."""

@@ -1,7 +1,8 @@
 """Isolation you choose (issue 26): one runboxd over a runc engine and an engine that also offers
 gVisor (Debian's runsc, registered in that nested dockerd's daemon.json by the node's entrypoint:
-RUNBOX_NODE_RUNSC, on the ptrace platform with --network=none, the one that works on this
-machine's kernel; docs/security.md). Each engine declares what it offers (--engine
+RUNBOX_NODE_RUNSC, with --network=none, on the KVM platform where /dev/kvm is hardware
+virtualization and on ptrace otherwise: enginehub.gvisor_platform; this machine's /dev/kvm is PVM,
+where gVisor's KVM platform hangs, docs/security.md). Each engine declares what it offers (--engine
 ...,runtimes=); sessions ask with execution_options.isolation.
 
 What is checked: placement (gvisor sessions only where runsc is, /health and /metrics name the
@@ -24,13 +25,13 @@ from pathlib import Path
 
 import pytest
 
+import enginehub
 from enginehub import EngineCluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 import rbtest  # noqa: E402
 
-RUNSC_ARGS = "--platform=ptrace --network=none"
 KEYS = {"alice": "alice-key-1", "runc-only": "runc-only-key-2", "gvisor-only": "gvisor-only-key-3",
         "ops": "ops-key-4"}
 PLOT = ("import pandas as pd, matplotlib.pyplot as plt\n"
@@ -40,7 +41,8 @@ PLOT = ("import pandas as pd, matplotlib.pyplot as plt\n"
 @pytest.fixture(scope="module")
 def cluster(node_image, sandbox_image):
     with EngineCluster(n=2, image=node_image, sandbox_image=sandbox_image,
-                       node_env={1: {"RUNBOX_NODE_RUNSC": RUNSC_ARGS}}) as c:
+                       node_env={1: enginehub.gvisor_node_env()}) as c:
+        c.require_runtime(1)
         yield c
 
 
@@ -89,7 +91,9 @@ def run(srv, sid: str, code: str, **kw) -> dict:
     return srv.execute(sid, code, timeout=kw.pop("timeout", 60), **kw)
 
 
-def test_both_kinds_place_right_and_answer_alike(runboxd):
+def test_both_kinds_place_right_and_answer_alike(runboxd, cluster):
+    runsc = cluster.api(1, "GET", "/info").json()["Runtimes"]["runsc"]
+    assert f"--platform={enginehub.gvisor_platform()}" in runsc["runtimeArgs"], runsc
     srv = runboxd(["--pool-size", "1", "--pool-other-isolation-size", "1"])
     h = srv.get("/health").json()
     assert h["docker"]["runtimes"] == ["runc", "runsc"], h["docker"]

@@ -21,8 +21,10 @@ server = server_fixture("runboxd")
 
 
 @pytest.fixture
-def make_server(tmp_path):
+def make_server(tmp_path, request):
     servers: list[rbtest.Server] = []
+    if rbtest.GVISOR:
+        request.getfixturevalue("sandbox_image")  # the nested gVisor engine, before any runboxd
 
     def make(args: list[str] | None = None, start: bool = True, name: str = "runboxd",
              wait_docker: bool = True) -> rbtest.Server:

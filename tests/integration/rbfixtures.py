@@ -4,7 +4,8 @@ tests/integration on sys.path and imports them; pytest takes a fixture from the 
 names, so `from rbfixtures import sandbox_image` is the whole definition.
 
 - `sandbox_image`: fails (never skips) every Docker-dependent test when Docker is unreachable
-  or the sandbox image is missing, with the command that builds it.
+  or the sandbox image is missing, with the command that builds it; under
+  RUNBOX_TEST_ISOLATION=gvisor it first starts the nested gVisor engine the suite runs on.
 - `server_fixture(folder, args)`: makes a suite's `server`, one runboxd shared by a test module
   (fresh database in a temp folder named after folder, extra flags args).
 - `keyed_server_fixture(folder, keys)`: the same with an --api-keys-file of keys (name -> key);
@@ -23,11 +24,15 @@ import hashlib
 import pytest
 
 import rbtest
+import enginehub  # after rbtest, which puts tests/engines on sys.path
 
 
 @pytest.fixture(scope="session")
 def sandbox_image() -> str:
-    return rbtest.require_sandbox_image()
+    """Under RUNBOX_TEST_ISOLATION=gvisor, a nested engine with gVisor is the suite's engine for
+    the whole run (enginehub.gvisor_suite: rbtest's runboxd and docker commands use it)."""
+    with enginehub.gvisor_suite():
+        yield rbtest.require_sandbox_image()
 
 
 def server_fixture(folder: str, args: list[str] | None = None):

@@ -15,6 +15,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -28,6 +29,12 @@ RUNBOX_BIN = Path(os.environ.get("RUNBOX_BIN", str(ROOT / "build" / "runboxd")))
 IMAGE = os.environ.get("RUNBOX_IMAGE", "runbox-sandbox:latest")
 # Peak RSS runboxd may reach in the output-cap test; ASan builds need more (set by scripts/test).
 RSS_LIMIT_MB = int(os.environ.get("RUNBOX_RSS_LIMIT_MB", "200"))
+# The suite's isolation and engine: the host's, or under RUNBOX_TEST_ISOLATION=gvisor a nested
+# engine with gVisor (tests/engines/enginehub.py; the `engine` fixture of rbfixtures), which every
+# runboxd started here uses with --isolation gvisor and every docker command here addresses.
+sys.path.insert(0, str(ROOT / "tests" / "engines"))
+from enginehub import GVISOR, ISOLATION, SUITE_RUNBOXD_ARGS, suite_docker_env  # noqa: E402,F401
+
 # Generous bounds for polling loops: these are deadlines for "it never happened", not timings.
 DEADLINE_S = float(os.environ.get("RUNBOX_TEST_DEADLINE_S", "90"))
 
@@ -96,8 +103,13 @@ def check_error(resp: requests.Response, status: int, mention: str | None = None
 
 # ---- Docker (CLI) ----------------------------------------------------------------------------
 
+def _docker(args, **kw) -> subprocess.CompletedProcess:
+    """The docker command against the suite's engine."""
+    return subprocess.run(["docker", *args], env=suite_docker_env(), **kw)
+
+
 def docker(*args: str, check: bool = True) -> str:
-    p = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=120)
+    p = _docker(args, capture_output=True, text=True, timeout=120)
     if check and p.returncode != 0:
         raise AssertionError(f"docker {' '.join(args)} failed: {p.stderr.strip()}")
     return p.stdout.strip()
@@ -105,15 +117,14 @@ def docker(*args: str, check: bool = True) -> str:
 
 def docker_reachable() -> bool:
     try:
-        subprocess.run(["docker", "version", "--format", "{{.Server.APIVersion}}"], check=True,
-                       capture_output=True, timeout=30)
+        _docker(["version", "--format", "{{.Server.APIVersion}}"], check=True, capture_output=True, timeout=30)
         return True
     except (OSError, subprocess.SubprocessError):
         return False
 
 
 def image_exists(name: str = IMAGE) -> bool:
-    return subprocess.run(["docker", "image", "inspect", name], capture_output=True).returncode == 0
+    return _docker(["image", "inspect", name], capture_output=True).returncode == 0
 
 
 def require_sandbox_image() -> str:
@@ -149,15 +160,22 @@ def containers_with_label(label: str) -> list[str]:
     return [line for line in out.splitlines() if line]
 
 
+def engine_id(container_id: str) -> str:
+    """The engine's id of a session's container_id: runboxd's ENGINE@ID form (with --engine, as
+    under RUNBOX_TEST_ISOLATION=gvisor) is ID."""
+    return container_id.rpartition("@")[2]
+
+
 def container_exists(container_id: str) -> bool:
     """True while the container exists (running or not). Sessions may use a warm-pool container
     whose runbox.session label names the pool, so tests find a session's container by id."""
-    return subprocess.run(["docker", "inspect", "--type", "container", container_id],
-                          capture_output=True).returncode == 0
+    return _docker(["inspect", "--type", "container", engine_id(container_id)],
+                   capture_output=True).returncode == 0
 
 
 def inspect(container: str) -> dict:
-    return json.loads(docker("inspect", container))[0]
+    """docker inspect of a container (a session's container_id, engine_id)."""
+    return json.loads(docker("inspect", engine_id(container)))[0]
 
 
 def remove_containers(ids: list[str]) -> None:
@@ -252,7 +270,7 @@ class Server:
             self.url = f"http://127.0.0.1:{self.port}"
             self._log_file = open(self.log_path, "ab")
             cmd = [str(RUNBOX_BIN), "--listen", f"127.0.0.1:{self.port}", "--db", str(self.db),
-                   "--image", IMAGE, "--log-level", "debug", *args]
+                   "--image", IMAGE, "--log-level", "debug", *SUITE_RUNBOXD_ARGS, *args]
             self._log_file.write(f"\n==== {' '.join(cmd)}\n".encode())
             self._log_file.flush()
             self.proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT,
@@ -490,7 +508,7 @@ class Server:
         for inst in self.instances:
             vols = docker("volume", "ls", "-q", "--filter", f"label=runbox.workspace={inst}", check=False).split()
             if vols:
-                subprocess.run(["docker", "volume", "rm", *vols], capture_output=True, timeout=120)
+                _docker(["volume", "rm", *vols], capture_output=True, timeout=120)
         # named volumes outlive their sessions and runboxd by design: the test's are removed
         # here; one the database no longer names was deleted through the API, and runboxd
         # answered only once the engine had removed it: left behind, it is a problem
@@ -504,14 +522,13 @@ class Server:
                 problems.append(f"volumes deleted through the API (or whose creation failed) left in the engine: "
                                 f"{deleted}")
             if named:
-                subprocess.run(["docker", "volume", "rm", "-f", *(name for name, _ in named)], capture_output=True,
-                               timeout=120)
+                _docker(["volume", "rm", "-f", *(name for name, _ in named)], capture_output=True, timeout=120)
         # kept workspaces (hibernated sessions) go with their session, before runboxd stops
         for inst in self.instances:
             kept = docker("volume", "ls", "-q", "--filter", f"label=runbox.keep={inst}", check=False).split()
             if kept:
                 problems.append(f"kept workspace volumes left after their sessions were deleted: {kept}")
-                subprocess.run(["docker", "volume", "rm", "-f", *kept], capture_output=True, timeout=120)
+                _docker(["volume", "rm", "-f", *kept], capture_output=True, timeout=120)
         problems += [f"sanitizer: {line}" for line in self.sanitizer_reports()]
         return problems
 

@@ -5,7 +5,7 @@
   file; after every test `guard` checks that runboxd is healthy and the neighbour kept both.
 - `make_server`: runboxd processes with extra flags (network tests), stopped after the test.
 - `engine`: under RUNBOX_TEST_ISOLATION=gvisor, one nested Docker engine for the whole run
-  (tests/engines/enginehub.py) with gVisor's runsc registered (ptrace platform, no network), which
+  (tests/engines/enginehub.py) with gVisor's runsc registered (enginehub.gvisor_platform, no network), which
   every runboxd above uses with --isolation gvisor and the suite's docker commands address.
 Docker and the sandbox image (and under gVisor the engine node image, docker/build-images
 --engine-node) are required: their absence fails the tests, never skips them.
@@ -13,7 +13,6 @@ Docker and the sandbox image (and under gVisor the engine node image, docker/bui
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,42 +21,22 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import sectest  # noqa: E402
-
-# runsc's arguments on the nested engine: the ptrace platform (no KVM on CI machines) and no
-# network stack of its own (networked sandboxes need one: their tests are skipped under gVisor)
-RUNSC_ARGS = "--platform=ptrace --network=none"
+import sectest  # noqa: E402  (puts tests/engines on sys.path)
+import enginehub  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def engine():
     """The nested gVisor engine (an enginehub.EngineCluster of one node) under
     RUNBOX_TEST_ISOLATION=gvisor, else None (the host's engine)."""
-    if not sectest.GVISOR:
-        yield None
-        return
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engines"))
-    import enginehub
-
-    r = subprocess.run(["docker", "image", "inspect", enginehub.NODE_IMAGE], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.fail(f"the engine node image {enginehub.NODE_IMAGE} is missing or Docker is unreachable: build it "
-                    f"with docker/build-images --engine-node ({r.stderr.strip()})")
-    with enginehub.EngineCluster(n=1, sandbox_image=sectest.IMAGE,
-                                 node_env={0: {"RUNBOX_NODE_RUNSC": RUNSC_ARGS}}) as cluster:
-        if "runsc" not in cluster.api(0, "GET", "/info").json().get("Runtimes", {}):
-            pytest.fail(f"the nested engine did not register runsc:\n{cluster.logs(0)[-3000:]}")
-        sectest.use_engine(cluster)
-        try:
-            yield cluster
-        finally:
-            sectest.use_engine(None)
+    with enginehub.gvisor_suite() as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")
 def sandbox_image(engine) -> str:
     r = subprocess.run(["docker", "image", "inspect", sectest.IMAGE], capture_output=True, text=True,
-                       env={**os.environ, **sectest.DOCKER_ENV})
+                       env=enginehub.suite_docker_env())
     if r.returncode != 0:
         pytest.fail(f"the sandbox image {sectest.IMAGE} is missing or Docker is unreachable: build it with "
                     f"docker/build-images ({r.stderr.strip()})")

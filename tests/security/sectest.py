@@ -8,9 +8,8 @@ left, and every Docker network a test creates is named runbox-test-* and labelle
 runbox.test=1.
 
 RUNBOX_TEST_ISOLATION=gvisor runs the same suite under gVisor: conftest's `engine` fixture starts
-one nested Docker engine with runsc registered (tests/engines/enginehub.py), every runboxd gets
-it as its one engine with --isolation gvisor (ENGINE_ARGS), and `docker` below talks to it
-(DOCKER_ENV). What differs under gVisor is listed in docs/security.md, "Under gVisor".
+one nested Docker engine with runsc registered (enginehub.gvisor_suite), every runboxd gets it as
+its one engine with --isolation gvisor (ENGINE_ARGS), and `docker` below talks to it. What differs under gVisor is listed in docs/security.md, "Under gVisor".
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -36,29 +36,9 @@ DEADLINE_S = float(os.environ.get("RUNBOX_TEST_DEADLINE_S", "90"))
 # Peak RSS of runboxd allowed while a sandbox prints 1 GiB (ASan builds need more).
 RSS_LIMIT_MB = int(os.environ.get("RUNBOX_RSS_LIMIT_MB", "200"))
 FINAL = {"completed", "error", "timeout", "cancelled"}
-# "container" (runc, the host's engine) or "gvisor" (runsc, a nested engine)
-ISOLATION = os.environ.get("RUNBOX_TEST_ISOLATION", "container")
-if ISOLATION not in ("container", "gvisor"):
-    raise ValueError(f"RUNBOX_TEST_ISOLATION={ISOLATION!r}: container or gvisor")
-GVISOR = ISOLATION == "gvisor"
-# Set by use_engine (conftest's `engine` fixture) under gVisor, empty otherwise: the environment
-# of the docker command and runboxd's engine flags.
-DOCKER_ENV: dict[str, str] = {}
-ENGINE_ARGS: list[str] = []
-
-
-def use_engine(cluster) -> None:
-    """Points the docker command and every runboxd started from now on at node 0 of cluster (an
-    enginehub.EngineCluster whose node registered runsc), or back at the host's engine (None)."""
-    DOCKER_ENV.clear()
-    ENGINE_ARGS.clear()
-    if cluster is None:
-        return
-    node = cluster.nodes[0]
-    DOCKER_ENV.update(node.docker_env())
-    ENGINE_ARGS.extend(["--engine", f"g1={node.url},runtimes=runc+runsc", "--engine-tls-ca", str(cluster.ca_pem),
-                        "--engine-tls-cert", str(cluster.client_cert), "--engine-tls-key", str(cluster.client_key),
-                        "--isolation", "gvisor"])
+# the suite's isolation and engine (the host's, or a nested gVisor one: tests/engines/enginehub.py)
+sys.path.insert(0, str(ROOT / "tests" / "engines"))
+from enginehub import GVISOR, ISOLATION, SUITE_RUNBOXD_ARGS as ENGINE_ARGS, suite_docker_env  # noqa: E402,F401
 
 
 def gvisor_skip(reason: str):
@@ -68,8 +48,7 @@ def gvisor_skip(reason: str):
 
 def docker(*args: str, check: bool = True, timeout: float = 120) -> str:
     """The docker command against the suite's engine (the host's, or the nested gVisor one)."""
-    env = {**os.environ, **DOCKER_ENV} if DOCKER_ENV else None
-    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, env=env)
+    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, env=suite_docker_env())
     if check and r.returncode != 0:
         raise AssertionError(f"docker {' '.join(args)} failed: {r.stderr.strip()}")
     return r.stdout
