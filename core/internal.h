@@ -33,6 +33,9 @@
 #define RUNNER_SMALL_LINE (64u * 1024)
 /* At most one warning about one sandbox's bytes per this many ms (the rest are counted). */
 #define RUNNER_WARN_EVERY_MS 10000
+/* Lines of a sandbox's stderr (the runner's diagnostics) logged per second at most; the rest are
+ * counted. */
+#define RUNNER_ERR_LINES_PER_S 20
 #define RB_HANDSHAKE_MS 20000
 /* How long after an execution's timeout and grace runboxd waits for the sandbox's answer before ending
  * the session as unresponsive: a fork bomb on a busy 2-core host kept the runner from restarting the

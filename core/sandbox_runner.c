@@ -207,11 +207,38 @@ void sandbox__on_stdout(sandbox *sb, const char *buf, size_t len)
     }
 }
 
+/* One stderr line (at most 4 KiB of one) at debug level, at most RUNNER_ERR_LINES_PER_S a second;
+ * the first one logged after some were left out says how many. */
+static void log_stderr_line(sandbox *sb)
+{
+    int64_t now = rb_mono_ms();
+    if (now - sb->errlog_start >= 1000) {
+        sb->errlog_start = now;
+        sb->errlog_lines = 0;
+    }
+    if (sb->errlog_lines >= RUNNER_ERR_LINES_PER_S) {
+        sb->errlog_skipped++;
+        return;
+    }
+    sb->errlog_lines++;
+    const char *text = sb->errline.data ? sb->errline.data : "";
+    if (sb->errlog_skipped > 0)
+        rb_debug("container %.12s: runner: %s (after %u lines not logged)", sb->container_id, text, sb->errlog_skipped);
+    else
+        rb_debug("container %.12s: runner: %s", sb->container_id, text);
+    sb->errlog_skipped = 0;
+}
+
+/* The sandbox's stderr: the runner's diagnostics. Untrusted like stdout: its bytes count against
+ * the same per-second budget (a hostile runner, or under gVisor a write to /proc/1/fd/1, which
+ * reaches this stream there, must not make runboxd read as fast as it can write), and its lines
+ * are cut at 4 KiB and logged at a limited rate. */
 void sandbox__on_stderr(sandbox *sb, const char *buf, size_t len)
 {
+    throttle(sb, len);
     for (size_t i = 0; i < len; i++) {
         if (buf[i] == '\n' || sb->errline.len >= 4096) {
-            rb_debug("container %.12s: runner: %s", sb->container_id, sb->errline.data ? sb->errline.data : "");
+            log_stderr_line(sb);
             rb_buf_reset(&sb->errline);
             if (buf[i] == '\n')
                 continue;

@@ -245,18 +245,21 @@ def test_a_flooding_sandbox_does_not_flood_runboxd(make_server):
 # A runner taken over (which privilege separation is there to prevent: user code cannot write
 # into the container's output stream) writes garbage straight into that stream, docker-init's
 # stdout, which is the attach stream runboxd reads: malformed lines, forged frames, and lines past
-# runboxd's 16 MiB line limit, as fast as it can for SECS seconds. Run as the container's root
-# from the host (docker exec), the only way in now.
+# runboxd's 16 MiB line limit, as fast as it can for SECS seconds, and the same junk into its
+# stderr. Run as the container's root from the host (docker exec), the only way in now. (Under
+# gVisor, where the runner's supervisor is PID 1, a write to /proc/1/fd/1 reaches the stderr
+# stream: runboxd bounds that one per second too.)
 HOSTILE_RUNNER = """
 import os, time
 fd = os.open("/proc/1/fd/1", os.O_WRONLY)
+err = os.open("/proc/1/fd/2", os.O_WRONLY)
 junk = b"x" * (256 << 10) + b"\\n"
 forged = b'{"type":"stream","id":"e_00000000000000000000000000000000","name":"stdout","text":"%s"}\\n' % (b"y" * 60000)
 huge = b"z" * (17 << 20) + b"\\n"
 end = time.time() + SECS
 n = 0
 while time.time() < end:
-    os.write(fd, junk); os.write(fd, forged); n += 2
+    os.write(fd, junk); os.write(fd, forged); os.write(err, junk); n += 2
     if n % 200 == 0:
         os.write(fd, huge)
 print("wrote", n)
@@ -269,7 +272,7 @@ def test_a_hostile_runner_does_not_flood_runboxd(make_server):
     is dropped is logged at a limited rate; a neighbour session keeps working meanwhile."""
     s = make_server(["--pool-size", "0"])
     created = s.create_session()
-    flooder, cid = created["session_id"], created["container_id"]
+    flooder, cid = created["session_id"], rbtest.engine_id(created["container_id"])
     neighbour = s.create_session()["session_id"]
     s.execute(neighbour, "kept = 41")
     rid = s.execute(flooder, "import time; time.sleep(10); 'slept'", wait=False, timeout=60)["request_id"]
