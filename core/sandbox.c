@@ -286,6 +286,16 @@ static void started_cb(void *data, rb_err err, const char *errmsg)
         release(sb);
         return;
     }
+    if (err == RB_ETIMEDOUT && sb->runtime != NULL && strcmp(sb->runtime, "runc") != 0) {
+        /* gVisor's KVM platform where the host cannot run it (kvm_pvm) hangs in the start */
+        snprintf(msg, sizeof(msg),
+                 "cannot start the sandbox container: the runtime '%s' did not start it in time (a gVisor platform "
+                 "this host cannot run, such as --platform=kvm without hardware virtualization, hangs there: "
+                 "docs/security.md, \"Under gVisor\"): %s",
+                 sb->runtime, errmsg);
+        sandbox__finish_ready(sb, err, msg);
+        return;
+    }
     if (err != RB_OK) {
         snprintf(msg, sizeof(msg), "cannot start the sandbox container: %s", errmsg);
         sandbox__finish_ready(sb, err, msg);
@@ -495,6 +505,7 @@ static sandbox *sandbox_alloc(rb_core *c, session *s, sandbox_ready_cb cb)
 static rb_err create_container(sandbox *sb, const char *name, sandbox_spec *ss, char *err)
 {
     sb->state = SB_CREATING;
+    sb->runtime = ss->spec.runtime;
     rb_err e = backend_create(sb->c->be, name, &ss->spec, created_cb, sb, err);
     sandbox_spec_dispose(ss);
     if (e != RB_OK) {

@@ -21,6 +21,7 @@ struct sandbox {
     rb_core *c;
     session *s;           /* NULL once closed */
     char *container_id;
+    const char *runtime;  /* the container's OCI runtime (isolation_runtime: "runc" or the settings' string) */
     backend_attach *att;
     sandbox_ready_cb ready_cb;
     int state;
