@@ -132,6 +132,13 @@ def test_both_kinds_place_right_and_answer_alike(runboxd, cluster):
         run(srv, sid, "open('out.txt', 'w').write('from ' + 'inside')")
         down = srv.get(f"/sessions/{sid}/files/download?path=out.txt")
         assert down.status_code == 200 and down.content == b"from inside"
+        # an install inside the sandbox (no network: a wheel the user uploaded), into the session
+        wheel = rbtest.pure_wheel("rbgvisordemo", "1.0", {"rbgvisordemo.py": b"answer = 42\n"})
+        up = srv.post(f"/sessions/{sid}/files", files={"file": ("rbgvisordemo-1.0-py3-none-any.whl", wheel)})
+        assert up.status_code in (200, 201), up.text
+        r = run(srv, sid, "%pip install -q rbgvisordemo-1.0-py3-none-any.whl\nimport rbgvisordemo\nrbgvisordemo.answer",
+                timeout=120)
+        assert r["status"] == "completed" and r["result"] == "42", (kind, r)
     assert results["gvisor"] == results["container"] == ("1000 45\n", "e\n", "90"), results
     # bash and JavaScript under gVisor give what they give under runc
     for lang, code, want in (("bash", "echo $((6 * 7)); whoami", "42\nsandbox\n"),
