@@ -650,6 +650,8 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
     }
 
     execution *ex = execution_new(c, s, json_string_value(code), timeout);
+    if (who != NULL && who->owner != NULL && strcmp(who->owner, ex->owner) != 0)
+        ex->actor = xstrdup(who->owner); /* the audit trail names who ran it */
     ex->policy_rules = rules;
     ex->restart = json_is_true(json_object_get(req, "restart")); /* the code is then ignored */
     if (s->queue_tail)

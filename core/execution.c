@@ -43,6 +43,7 @@ void execution_free(execution *ex)
         uv_close((uv_handle_t *)ex->backstop, backstop_close_cb);
     }
     free(ex->owner);
+    free(ex->actor);
     free(ex->code);
     free(ex->reset_reason);
     json_decref(ex->outputs);
@@ -433,7 +434,10 @@ void execution_finish(execution *ex, const char *status, const char *reset_reaso
         rb_warn("execution %s: cannot open a transaction (%s); saving without one", ex->id, err);
     if (store_execution_put(c->st, doc, err) != RB_OK)
         rb_error("execution %s: cannot save its result: %s", ex->id, err);
-    audit_record(c, ex->owner, ex->session_id, "execution", audit_execution_detail(doc));
+    json_t *detail = audit_execution_detail(doc);
+    if (ex->actor != NULL) /* run by another key than the session's (an admin): both are named */
+        json_object_set_new(detail, "session_owner", json_string(ex->owner));
+    audit_record(c, ex->actor != NULL ? ex->actor : ex->owner, ex->session_id, "execution", detail);
     /* The session row (last_used_at, executions) is written by the next sweep, batched with
      * other sessions': losing a second of it in a crash costs nothing, and the execute path
      * writes one row instead of two. */

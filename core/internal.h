@@ -68,6 +68,8 @@ struct execution {
     char id[RB_ID_LEN];
     char session_id[RB_ID_LEN];
     char *owner;          /* the session's owner (core_caller.owner; "" without API keys), heap */
+    char *actor;          /* the key that asked for it (an admin may run code in a user's session);
+                           * NULL: the owner (a restored execution), heap */
     char *code;
     double timeout;
     const char *status;

@@ -99,6 +99,21 @@ def test_what_a_key_did_is_read_back(srv):
     assert [e["seq"] for e in audit(srv, session=sid)["events"]] == [e["seq"] for e in events]
 
 
+def test_an_admins_execution_in_a_users_session_names_the_admin(srv):
+    r = srv.post("/sessions", {}, headers=as_("alice"))
+    assert r.status_code == 201, r.text
+    sid = r.json()["session_id"]
+    srv.track(r.json())
+    for who in ("alice", "boss"):
+        r = srv.post("/execute", {"session_id": sid, "code": f"print({who!r})", "wait": True}, headers=as_(who))
+        assert r.status_code == 200 and r.json()["stdout"] == f"{who}\n", r.text
+    ex = audit(srv, session=sid, kind="execution")["events"]
+    # the key that ran the code (it used to be the session's, so the admin's cell read as alice's)
+    assert [(e["key"], e.get("session_owner")) for e in ex] == [("alice", None), ("boss", "alice")], ex
+    assert [e["code"] for e in audit(srv, session=sid, kind="execution", key="boss")["events"]] == ["print('boss')"]
+    assert srv.delete(f"/sessions/{sid}", headers=as_("alice")).status_code == 200
+
+
 def test_who_may_read_it_and_bad_filters(srv):
     r = srv.get("/audit", headers=as_("alice"))
     assert r.status_code == 403 and "alice" in r.text and "user" in r.text, r.text
