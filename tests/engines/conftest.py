@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +16,9 @@ import pytest
 import enginehub
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+
+import rbtest  # noqa: E402
 
 
 def docker_available() -> bool:
@@ -57,3 +61,21 @@ def sandbox_image() -> str:
         pytest.fail("the sandbox image %s does not exist: build it with docker/build-images "
                     "(scripts/setup does)" % enginehub.SANDBOX_IMAGE)
     return enginehub.SANDBOX_IMAGE
+
+
+@pytest.fixture
+def start_runboxd(tmp_path):
+    """start(args, bearer=None): a runboxd (rbtest.Server) in the test's folder with args, its
+    requests carrying bearer as their API key; every one is cleaned up after the test, which fails
+    if one died on its own or its log holds a sanitizer report (rbtest.finish_servers)."""
+    servers: list[rbtest.Server] = []
+
+    def start(args: list[str], bearer: str | None = None) -> rbtest.Server:
+        s = rbtest.Server(tmp_path, args, name=f"runboxd{len(servers)}")
+        if bearer is not None:
+            s.http.headers["Authorization"] = f"Bearer {bearer}"
+        servers.append(s)
+        return s.start()
+
+    yield start
+    rbtest.finish_servers(servers)

@@ -17,10 +17,8 @@ it drained (503 naming why). Traffic: loopback, and the nodes on the test's own 
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -54,8 +52,7 @@ def engine_args(c: EngineCluster, gvisor_runtimes: str = "runc+runsc") -> list[s
 
 
 @pytest.fixture
-def runboxd(cluster, tmp_path):
-    servers = []
+def runboxd(cluster, tmp_path, start_runboxd):
     keys = tmp_path / "api-keys"
     keys.write_text(f"alice sha256:{hashlib.sha256(KEYS['alice'].encode()).hexdigest()}\n"
                     f"runc-only sha256:{hashlib.sha256(KEYS['runc-only'].encode()).hexdigest()} isolation=container\n"
@@ -63,17 +60,10 @@ def runboxd(cluster, tmp_path):
                     f"ops sha256:{hashlib.sha256(KEYS['ops'].encode()).hexdigest()} role=admin\n")
 
     def make(extra=None, runtimes="runc+runsc"):
-        s = rbtest.Server(tmp_path, engine_args(cluster, runtimes) + ["--api-keys-file", str(keys)] +
-                          list(extra or []), name=f"runboxd{len(servers)}")
-        s.http.headers["Authorization"] = f"Bearer {KEYS['alice']}"
-        servers.append(s)
-        return s.start()
+        return start_runboxd(engine_args(cluster, runtimes) + ["--api-keys-file", str(keys)] + list(extra or []),
+                             KEYS["alice"])
 
-    yield make
-    problems = []
-    for s in servers:
-        problems += s.cleanup()
-    assert not problems, problems
+    return make
 
 
 def engine_of(s: dict) -> str:

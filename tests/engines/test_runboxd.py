@@ -64,19 +64,8 @@ def engine_args(c: EngineCluster) -> list[str]:
 
 
 @pytest.fixture
-def runboxd(cluster, tmp_path):
-    servers = []
-
-    def make(extra=None):
-        s = rbtest.Server(tmp_path, engine_args(cluster) + list(extra or []), name=f"runboxd{len(servers)}")
-        servers.append(s)
-        return s.start()
-
-    yield make
-    problems = []
-    for s in servers:
-        problems += s.cleanup()
-    assert not problems, problems
+def runboxd(cluster, start_runboxd):
+    return lambda extra=None: start_runboxd(engine_args(cluster) + list(extra or []))
 
 
 def engines(srv) -> dict:
