@@ -184,6 +184,7 @@ typedef struct backend_usage {
     int64_t cpu_ns;          /* CPU time its processes used since it started, in nanoseconds */
     int64_t mem_bytes;       /* memory in use, page cache the kernel may reclaim left out */
     int64_t mem_cache_bytes; /* that reclaimable page cache */
+    int64_t shmem_bytes;     /* files in its memory-backed folders (tmpfs: /workspace, /tmp), in mem_bytes */
     int64_t mem_limit_bytes; /* its memory limit (0: not known) */
     int64_t pids;            /* processes and threads */
     int64_t net_rx_bytes, net_tx_bytes; /* bytes received and sent on its networks (0: it has none) */

@@ -238,8 +238,16 @@ static void usage_read_cb(void *data, rb_err err, const char *errmsg, int status
     } else if (err != RB_OK) {
         c->usage(c->data, err, errmsg, NULL);
     } else {
-        backend_usage u = {num(cpu, "total_usage"), num(mem, "usage"), 0, num(mem, "limit"),
+        backend_usage u = {num(cpu, "total_usage"), num(mem, "usage"), 0, 0, num(mem, "limit"),
                            num(json_object_get(body, "pids_stats"), "current"), 0, 0};
+        /* tmpfs pages: cgroup v2 counts them as shmem; v1 only within cache, which is them and
+         * the file pages (active_file + inactive_file) */
+        if (json_object_get(ms, "shmem") != NULL)
+            u.shmem_bytes = num(ms, "shmem");
+        else if (json_object_get(ms, "cache") != NULL)
+            u.shmem_bytes = num(ms, "cache") - num(ms, "active_file") - num(ms, "inactive_file");
+        if (u.shmem_bytes < 0)
+            u.shmem_bytes = 0;
         u.mem_cache_bytes = json_object_get(ms, "inactive_file") ? num(ms, "inactive_file")
                                                                   : num(ms, "total_inactive_file");
         if (u.mem_cache_bytes > u.mem_bytes)

@@ -16,6 +16,7 @@ typedef struct usage_sample {
     double cpu_pct;          /* percent of one CPU since the sample before (200: two CPUs busy) */
     int64_t mem_bytes;       /* memory in use, reclaimable page cache left out */
     int64_t mem_cache_bytes; /* that page cache */
+    int64_t files_bytes;     /* files in the memory-backed /workspace and /tmp (in mem_bytes) */
     int64_t mem_limit_bytes;
     int64_t pids;
     int64_t net_rx_bytes, net_tx_bytes; /* since the sandbox started */

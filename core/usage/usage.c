@@ -104,6 +104,7 @@ static void read_cb(void *data, rb_err err, const char *errmsg, const backend_us
                           100.0 * (double)(u->cpu_ns - t->base_cpu_ns) / (double)(at_ns - t->base_at_ns),
                           u->mem_bytes,
                           u->mem_cache_bytes,
+                          u->shmem_bytes,
                           u->mem_limit_bytes,
                           u->pids,
                           u->net_rx_bytes,
@@ -218,6 +219,7 @@ static json_t *sample_json(const usage_sample *s)
     json_object_set_new(o, "cpu_pct", json_real(round(s->cpu_pct * 100) / 100));
     json_object_set_new(o, "mem_bytes", json_integer(s->mem_bytes));
     json_object_set_new(o, "mem_cache_bytes", json_integer(s->mem_cache_bytes));
+    json_object_set_new(o, "files_bytes", json_integer(s->files_bytes));
     json_object_set_new(o, "mem_limit_bytes", json_integer(s->mem_limit_bytes));
     json_object_set_new(o, "pids", json_integer(s->pids));
     json_object_set_new(o, "net_rx_bytes", json_integer(s->net_rx_bytes));

@@ -38,10 +38,12 @@ static json_t *metric_of(json_t *s, int cpus, json_int_t disk_total)
         at = 0;
     /* runbox counts percent of one CPU; E2B's cpuUsedPct is of all cpuCount of them */
     double pct = json_number_value(json_object_get(s, "cpu_pct")) / cpus;
-    return json_pack("{s:O, s:I, s:i, s:f, s:O, s:O, s:O, s:i, s:I}", "timestamp", json_object_get(s, "timestamp"),
+    /* E2B's disk is runbox's memory-backed workspace and /tmp: their files */
+    return json_pack("{s:O, s:I, s:i, s:f, s:O, s:O, s:O, s:O, s:I}", "timestamp", json_object_get(s, "timestamp"),
                      "timestampUnix", (json_int_t)(at / 1000), "cpuCount", cpus, "cpuUsedPct", round(pct * 100) / 100,
                      "memUsed", json_object_get(s, "mem_bytes"), "memTotal", json_object_get(s, "mem_limit_bytes"),
-                     "memCache", json_object_get(s, "mem_cache_bytes"), "diskUsed", 0, "diskTotal", disk_total);
+                     "memCache", json_object_get(s, "mem_cache_bytes"), "diskUsed", json_object_get(s, "files_bytes"),
+                     "diskTotal", disk_total);
 }
 
 int e2b__metrics(http_call *call)

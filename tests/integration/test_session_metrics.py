@@ -58,6 +58,14 @@ def test_samples_appear_and_memory_grows(server):
         lambda: [x for x in metrics(server, sid)["samples"] if x["mem_bytes"] >= before + 150 * MIB],
         "a sample with 150 MB more memory in use", deadline=60)
     assert grown[-1]["mem_bytes"] < 1024 * MIB
+    # files written to the memory-backed workspace and /tmp are counted (they were not sampled)
+    files = last["files_bytes"]
+    assert 0 <= files < 8 * MIB, last
+    r = server.execute(sid, "open('/workspace/blob', 'wb').write(b'y' * (48 * 1024 * 1024))\n"
+                            "open('/tmp/blob', 'wb').write(b'z' * (16 * 1024 * 1024))")
+    assert r["status"] == "completed", r
+    rbtest.wait_until(lambda: [x for x in metrics(server, sid)["samples"] if x["files_bytes"] >= files + 60 * MIB],
+                      "a sample with 64 MB more in files", deadline=60)
 
     # the gauges of /metrics name the session
     text = server.get("/metrics").text
