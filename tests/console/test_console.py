@@ -256,6 +256,46 @@ def test_viewer_is_refused_a_run(server, driver, agent_session, tmp_path):
     assert not any(e["draining"] for e in server.get("/health").json()["docker"]["engines"])
 
 
+def test_end_session(server, driver):
+    """End session asks first and calls DELETE /sessions/{id} with the key: a viewer's confirmed
+    click is refused and the server's 403 (naming the role) is shown; an admin who cancels the
+    dialog changes nothing; confirmed, the session is ended (GET /sessions/{id}: 200, status
+    ended) and the page shows it so."""
+    sid = server.create_session({"language": "python"}, headers={"Authorization": f"Bearer {USER}"})["session_id"]
+
+    sign_in(driver, server, VIEWER)
+    open_session(driver, sid)
+    click(driver, (By.ID, "end-session"))
+    dialog = wait(driver, EC.alert_is_present())
+    assert sid in dialog.text, dialog.text
+    dialog.accept()
+    alert = wait(driver, EC.visibility_of_element_located((By.ID, "error")))
+    assert "403" in alert.text and "viewer" in alert.text, alert.text
+    assert server.session(sid)["status"] not in ("ended", "dead")
+
+    sign_in(driver, server, ADMIN)
+    open_session(driver, sid)
+    wait(driver, EC.text_to_be_present_in_element((By.ID, "session-info"), "alice"))
+    click(driver, (By.ID, "end-session"))
+    wait(driver, EC.alert_is_present()).dismiss()
+    time.sleep(1)  # a DELETE sent despite the cancel would have ended it by now
+    assert server.session(sid)["status"] not in ("ended", "dead")
+    assert driver.find_element(By.ID, "end-session").is_displayed()
+
+    click(driver, (By.ID, "end-session"))
+    wait(driver, EC.alert_is_present()).accept()
+    wait(driver, EC.text_to_be_present_in_element((By.ID, "session-info"), "ended"))
+    r = server.get(f"/sessions/{sid}")  # ended sessions stay readable while retained (openapi.yaml)
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "ended" and r.json()["end_reason"], r.json()
+    assert not driver.find_element(By.ID, "end-session").is_displayed()
+    assert not driver.find_element(By.ID, "error").is_displayed(), driver.find_element(By.ID, "error").text
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-view=sessions]").click()
+    wait(driver, EC.invisibility_of_element_located((By.XPATH, f"//button[text()='{sid}']")))
+    assert sid not in driver.find_element(By.ID, "sessions-rows").text
+    no_alert(driver)
+
+
 def test_bad_key_and_sign_out(server, driver):
     driver.get(server.url + "/console")
     driver.find_element(By.ID, "signout").click()

@@ -159,18 +159,41 @@ function execBlock(x) {
   return d;
 }
 
+const isOver = (s) => s.status === "ended" || s.status === "dead";
+
+/* The session's line of facts; End session is offered while it is live. */
+async function loadSessionInfo() {
+  const s = await api("GET", "/sessions/" + encodeURIComponent(currentSession));
+  const ended = s.ended_at ? "ended " + s.ended_at + (s.end_reason ? " (" + s.end_reason + ")" : "") : "";
+  $("session-info").textContent = [s.language, s.status, s.owner ? "key " + s.owner : "", s.executions + " executions",
+    "created " + s.created_at, ended].filter(Boolean).join(" · ");
+  $("end-session").hidden = isOver(s);
+  return s;
+}
+
 async function openSession(id) {
   currentSession = id;
   show("session");
   $("session-id").textContent = id;
   $("cell-out").replaceChildren();
-  await guard(async () => {
-    const s = await api("GET", "/sessions/" + encodeURIComponent(id));
-    $("session-info").textContent = [s.language, s.status, s.owner ? "key " + s.owner : "", s.executions + " executions",
-      "created " + s.created_at].filter(Boolean).join(" · ");
-  });
-  guard(loadFiles);
+  $("end-session").hidden = true;
+  let s = null;
+  await guard(async () => { s = await loadSessionInfo(); });
+  if (s && isOver(s)) $("files").replaceChildren(el("li", "No file: the session has ended."));
+  else guard(loadFiles);
   guard(loadHistory);
+}
+
+/* DELETE /sessions/{id} once confirmed (admins: any session; users: their own; a viewer gets the
+ * server's 403, shown by guard). The page then shows the session as ended. */
+async function endSession() {
+  const id = currentSession;
+  if (!confirm("End session " + id + "? Its running code is interrupted and its sandbox removed; " +
+    "its history stays readable.")) return;
+  await api("DELETE", "/sessions/" + encodeURIComponent(id));
+  if (currentSession !== id) return;
+  await loadSessionInfo();
+  $("files").replaceChildren(el("li", "No file: the session has ended."));
 }
 
 async function loadHistory() {
@@ -359,6 +382,7 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const b of document.querySelectorAll("nav button[data-view]")) b.addEventListener("click", () => show(b.dataset.view));
   $("sessions-refresh").addEventListener("click", () => guard(loadSessions));
   $("engines-refresh").addEventListener("click", () => guard(loadEngines));
+  $("end-session").addEventListener("click", () => guard(endSession));
   $("cell-form").addEventListener("submit", runCell);
   $("upload-form").addEventListener("submit", (ev) => guard(() => upload(ev)));
   $("audit-form").addEventListener("submit", (ev) => { ev.preventDefault(); guard(() => loadAudit(false)); });
