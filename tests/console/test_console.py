@@ -288,7 +288,9 @@ def test_end_session(server, driver):
     r = server.get(f"/sessions/{sid}")  # ended sessions stay readable while retained (openapi.yaml)
     assert r.status_code == 200, r.text
     assert r.json()["status"] == "ended" and r.json()["end_reason"], r.json()
-    assert not driver.find_element(By.ID, "end-session").is_displayed()
+    # an ended session runs nothing and takes no file: its forms go with the button
+    for gone in ("end-session", "cell-form", "upload-form"):
+        assert not driver.find_element(By.ID, gone).is_displayed(), gone
     assert not driver.find_element(By.ID, "error").is_displayed(), driver.find_element(By.ID, "error").text
     driver.find_element(By.CSS_SELECTOR, "nav button[data-view=sessions]").click()
     wait(driver, EC.invisibility_of_element_located((By.XPATH, f"//button[text()='{sid}']")))

@@ -167,7 +167,8 @@ async function loadSessionInfo() {
   const ended = s.ended_at ? "ended " + s.ended_at + (s.end_reason ? " (" + s.end_reason + ")" : "") : "";
   $("session-info").textContent = [s.language, s.status, s.owner ? "key " + s.owner : "", s.executions + " executions",
     "created " + s.created_at, ended].filter(Boolean).join(" · ");
-  $("end-session").hidden = isOver(s);
+  /* an ended session runs nothing and takes no file: only its record is shown */
+  for (const id of ["end-session", "cell-form", "upload-form"]) $(id).hidden = isOver(s);
   return s;
 }
 
