@@ -286,18 +286,15 @@ static void started_cb(void *data, rb_err err, const char *errmsg)
         release(sb);
         return;
     }
-    if (err == RB_ETIMEDOUT && sb->runtime != NULL && strcmp(sb->runtime, "runc") != 0) {
-        /* gVisor's KVM platform where the host cannot run it (kvm_pvm) hangs in the start */
-        snprintf(msg, sizeof(msg),
-                 "cannot start the sandbox container: the runtime '%s' did not start it in time (a gVisor platform "
-                 "this host cannot run, such as --platform=kvm without hardware virtualization, hangs there: "
-                 "docs/security.md, \"Under gVisor\"): %s",
-                 sb->runtime, errmsg);
-        sandbox__finish_ready(sb, err, msg);
-        return;
-    }
     if (err != RB_OK) {
-        snprintf(msg, sizeof(msg), "cannot start the sandbox container: %s", errmsg);
+        /* gVisor's KVM platform where the host cannot run it (kvm_pvm) hangs in the start */
+        int hung = err == RB_ETIMEDOUT && sb->runtime != NULL && strcmp(sb->runtime, "runc") != 0;
+        snprintf(msg, sizeof(msg), "cannot start the sandbox container: %s%s%s%s",
+                 hung ? "the runtime '" : "", hung ? sb->runtime : "",
+                 hung ? "' did not start it in time (a gVisor platform this host cannot run, such as --platform=kvm "
+                        "without hardware virtualization, hangs there: docs/security.md, \"Under gVisor\"): "
+                      : "",
+                 errmsg);
         sandbox__finish_ready(sb, err, msg);
         return;
     }

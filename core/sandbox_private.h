@@ -45,8 +45,7 @@ struct sandbox {
     size_t ex_bytes;      /* protocol bytes received for the running execution */
     int64_t warned_at;    /* mono ms of the last warning logged, 0 = never */
     unsigned suppressed;  /* warnings not logged since */
-    int64_t errlog_start; /* the current one-second window of stderr lines logged (mono ms) */
-    unsigned errlog_lines;   /* stderr lines logged in it */
+    unsigned errlog_lines;   /* stderr lines logged in the current window */
     unsigned errlog_skipped; /* stderr lines not logged since the last one logged */
     int awaiting_warm;    /* a pool entry whose runner answered while still importing the preload */
     sandbox_pool_cb pool_cb; /* owner while a warm pool entry (s == NULL); NULL once claimed */

@@ -168,6 +168,7 @@ static void throttle(sandbox *sb, size_t len)
     if (now - sb->window_start >= 1000) {
         sb->window_start = now;
         sb->window_bytes = 0;
+        sb->errlog_lines = 0;
     }
     sb->window_bytes += len;
     if (sb->window_bytes <= RUNNER_BYTES_PER_S || sb->paused || sb->att == NULL)
@@ -207,15 +208,10 @@ void sandbox__on_stdout(sandbox *sb, const char *buf, size_t len)
     }
 }
 
-/* One stderr line (at most 4 KiB of one) at debug level, at most RUNNER_ERR_LINES_PER_S a second;
- * the first one logged after some were left out says how many. */
+/* One stderr line (at most 4 KiB of one) at debug level, at most RUNNER_ERR_LINES_PER_S in
+ * throttle's one-second window; the first one logged after some were left out says how many. */
 static void log_stderr_line(sandbox *sb)
 {
-    int64_t now = rb_mono_ms();
-    if (now - sb->errlog_start >= 1000) {
-        sb->errlog_start = now;
-        sb->errlog_lines = 0;
-    }
     if (sb->errlog_lines >= RUNNER_ERR_LINES_PER_S) {
         sb->errlog_skipped++;
         return;

@@ -100,7 +100,7 @@ static rb_err parse_quota(const char *f, size_t len, auth_key *k, int lineno, ch
     if (len >= 5 && memcmp(f, "role=", 5) == 0) { /* what it may see and do (docs/security.md, Roles) */
         static const char *const roles[] = {"user", "admin", "viewer"};
         static const int values[] = {CORE_ROLE_USER, CORE_ROLE_ADMIN, CORE_ROLE_VIEWER};
-        for (size_t i = 0; i < 3; i++)
+        for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
             if (len - 5 == strlen(roles[i]) && memcmp(f + 5, roles[i], len - 5) == 0) {
                 k->role = values[i];
                 return RB_OK;

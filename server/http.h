@@ -204,7 +204,7 @@ typedef enum http_refusal {
     HTTP_REFUSED_MAX
 } http_refusal;
 /** The label value of r ("host", "origin", "stopping", "too_many_streams", "body_too_large",
- * "bad_request", "unauthorized", "rate_limited", "too_many_connections"); a static string. */
+ * "bad_request", "unauthorized", "rate_limited", "too_many_connections", "role"); a static string. */
 const char *http_refusal_name(http_refusal r);
 
 /** Status classes counted: 2xx..5xx (index status / 100 - 2). */

@@ -86,8 +86,7 @@ int http_require_admin(http_call *call, const char *doing)
     char msg[RB_ERR_LEN];
     snprintf(msg, sizeof(msg), "only an admin key (role=admin in the api-keys file) may %s; the key '%s' is a %s",
              doing, call->who->owner, call->who->role == CORE_ROLE_VIEWER ? "viewer" : "user");
-    call->server->counts.refusals[HTTP_REFUSED_ROLE]++;
-    http_send_error_as(call->req, 403, "forbidden", msg);
+    refuse(call->server, call->req, HTTP_REFUSED_ROLE, 403, "forbidden", msg);
     return 0;
 }
 

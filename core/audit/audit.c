@@ -77,6 +77,19 @@ static void excerpt_of(json_t *outputs, const char *what, char *b, size_t *len, 
     }
 }
 
+/* len less a UTF-8 sequence that text[0..len) ends inside (an excerpt cut at a byte count). */
+static size_t utf8_whole(const char *text, size_t len)
+{
+    size_t start = len;
+    while (start > 0 && ((unsigned char)text[start - 1] & 0xC0) == 0x80)
+        start--;
+    if (start == 0 || ((unsigned char)text[start - 1] & 0x80) == 0)
+        return len; /* ASCII last (or nothing but continuation bytes: not UTF-8 anyway) */
+    unsigned char lead = (unsigned char)text[start - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    return len - (start - 1) < need ? start - 1 : len;
+}
+
 json_t *audit_execution_detail(json_t *doc)
 {
     static const char *const copied[] = {"execution_id", "request_id", "status", "duration_ms", "reset", NULL};
@@ -91,21 +104,18 @@ json_t *audit_execution_detail(json_t *doc)
     json_t *outputs = json_object_get(doc, "outputs");
     static const char *const streams[] = {"stdout", "stderr", "result"};
     for (size_t k = 0; k < 3; k++) {
-        char *b = xmalloc(AUDIT_EXCERPT_MAX + 1);
+        /* the excerpt, and when there was more, one note of how much in all (room kept for it) */
+        char b[AUDIT_EXCERPT_MAX];
         size_t len = 0, total = 0;
-        excerpt_of(outputs, streams[k], b, &len, AUDIT_EXCERPT_MAX, &total);
-        if (total > 0) {
-            json_t *t = audit_text(b, len, AUDIT_EXCERPT_MAX - 64);
-            if (total > len) { /* say how much there was */
-                char note[64];
-                snprintf(note, sizeof(note), "…[%zu bytes in all]", total);
-                json_t *cut = json_sprintf("%s%s", json_string_value(t), note);
-                json_decref(t);
-                t = cut != NULL ? cut : json_string("");
-            }
-            json_object_set_new(d, streams[k], t);
+        excerpt_of(outputs, streams[k], b, &len, AUDIT_EXCERPT_MAX - 64, &total);
+        if (total == 0)
+            continue;
+        if (total > len) {
+            len = utf8_whole(b, len);
+            len += (size_t)snprintf(b + len, sizeof(b) - len, "…[%zu bytes in all]", total);
         }
-        free(b);
+        json_t *t = json_stringn(b, len);
+        json_object_set_new(d, streams[k], t != NULL ? t : json_string("(not UTF-8)"));
     }
     size_t i, displays = 0;
     json_t *o;
@@ -122,13 +132,33 @@ json_t *audit_execution_detail(json_t *doc)
     return d;
 }
 
-void audit_file(rb_core *c, const core_caller *who, const char *session, const char *kind, const char *path,
-                int64_t bytes)
+void audit_file_begin(audit_file_pending *p, const char *kind, const core_caller *who, const char *path)
 {
-    json_t *d = json_pack("{s:o}", "path", audit_text(path, strlen(path), 1024));
+    p->kind = kind;
+    p->key = kind != NULL ? xstrdup(who != NULL ? who->owner : "") : NULL;
+    p->path = kind != NULL ? xstrdup(path) : NULL;
+}
+
+void audit_file_end(rb_core *c, audit_file_pending *p, const char *session, rb_err e, const char *msg, int64_t bytes)
+{
+    if (p->kind == NULL)
+        return;
+    json_t *d = json_pack("{s:o}", "path", audit_text(p->path, strlen(p->path), 1024));
     if (bytes >= 0)
         json_object_set_new(d, "bytes", json_integer((json_int_t)bytes));
-    audit_record(c, who != NULL ? who->owner : "", session, kind, d);
+    if (e != RB_OK) {
+        const char *why = msg != NULL ? msg : "failed";
+        json_object_set_new(d, "error", audit_text(why, strlen(why), 1024));
+    }
+    audit_record(c, p->key, session, p->kind, d);
+    p->kind = NULL;
+}
+
+void audit_file_dispose(audit_file_pending *p)
+{
+    free(p->key);
+    free(p->path);
+    p->key = p->path = NULL;
 }
 
 void audit_prune(rb_core *c)

@@ -36,10 +36,21 @@ json_t *audit_execution_detail(json_t *doc);
  * "…[N more bytes]" after it when cut). */
 json_t *audit_text(const char *text, size_t len, size_t max);
 
-/** Records a file transfer of kind (file_upload, file_download, file_delete) by who (NULL: the
- * trusted caller) in session: its path and, when bytes >= 0, its size. */
-void audit_file(rb_core *c, const core_caller *who, const char *session, const char *kind, const char *path,
-                int64_t bytes);
+/** A file transfer's record while it runs: written when it ends (audit_file_end), with its outcome. */
+typedef struct audit_file_pending {
+    const char *kind; /* file_upload, file_download, file_delete; NULL: nothing to record */
+    char *key;        /* the key that asked ("" for the trusted caller) */
+    char *path;       /* as the caller gave it */
+} audit_file_pending;
+
+/** Starts the record of a transfer of kind (NULL: none) by who (NULL: the trusted caller) of path. */
+void audit_file_begin(audit_file_pending *p, const char *kind, const core_caller *who, const char *path);
+/** Records the transfer once it ended in session: its path, when bytes >= 0 its size, and when e
+ * is not RB_OK why it failed (msg); whether or not its caller still waits, what was done was
+ * done. Once only; then p records nothing. */
+void audit_file_end(rb_core *c, audit_file_pending *p, const char *session, rb_err e, const char *msg, int64_t bytes);
+/** Frees what p holds. */
+void audit_file_dispose(audit_file_pending *p);
 
 /** Removes what is past --audit-retention and beyond --audit-max-events (core's sweep). */
 void audit_prune(rb_core *c);

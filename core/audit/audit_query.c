@@ -37,10 +37,9 @@ rb_err core_audit_query(rb_core *c, const core_caller *who, const core_audit_fil
     {
         if (i == (size_t)limit)
             break;
-        json_t *ev = json_deep_copy(row);
-        core_json_time(ev, "at", json_integer_value(json_object_get(row, "at")));
         last = json_integer_value(json_object_get(row, "seq"));
-        json_array_append_new(events, ev);
+        core_json_time(row, "at", json_integer_value(json_object_get(row, "at"))); /* the row is ours */
+        json_array_append(events, row);
     }
     int more = json_array_size(rows) > (size_t)limit;
     json_decref(rows);

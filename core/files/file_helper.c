@@ -13,7 +13,6 @@
 #include "base/mem.h"
 #include "core/heart.h"
 
-#define WORKSPACE "/workspace"
 #define ANSWER_PATH_MAX 4096 /* longest path the helper may answer, decoded (Docker's archive calls take no more) */
 #define NAME_MAX_BYTES 255   /* longest file name */
 #define FILE_HELPER_LIST_MAX 10000
@@ -249,8 +248,8 @@ static int relative_path_ok(const char *p)
 /* Exactly, not by prefix: a prefix test would let "/workspace/../etc/passwd" through. */
 int file_helper_path_ok(const char *p, int allow_root)
 {
-    size_t w = strlen(WORKSPACE);
-    if (p == NULL || strncmp(p, WORKSPACE, w) != 0)
+    size_t w = strlen(FILES_WORKSPACE);
+    if (p == NULL || strncmp(p, FILES_WORKSPACE, w) != 0)
         return 0;
     if (p[w] == '\0')
         return allow_root;

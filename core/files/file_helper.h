@@ -30,6 +30,9 @@
 
 #include "base/err.h"
 
+/* Where a sandbox's files are: the files API's paths are relative to it. */
+#define FILES_WORKSPACE "/workspace"
+
 /** What the helper is asked to do, with the path relative to /workspace ("" = /workspace). */
 typedef enum file_helper_op {
     FILE_HELPER_LIST,    /* everything under /workspace but .runbox (arg: the most entries), or with arg

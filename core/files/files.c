@@ -33,7 +33,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/files/files.h"
 
@@ -44,7 +43,6 @@
 #include "core/heart.h"
 #include "core/volumes/volumes.h"
 
-#define WORKSPACE "/workspace"
 #define HELPER_OUTPUT_MAX (8u * 1024 * 1024)
 #define HELPER_TIMEOUT_MS 60000L
 /* What a one-file tar adds to the file: header, PAX records for long or non-ASCII names,
@@ -112,6 +110,7 @@ typedef struct file_op {
     rb_err failed; /* how the operation ends once its temporary file is removed */
     char *failed_msg;
     core_file *file; /* a download's file, handed over then */
+    audit_file_pending audit; /* its record in the audit trail, written when it ends */
     core_cb cb;
     core_file_cb fcb;
     void *cbdata;
@@ -129,6 +128,7 @@ static void file_op_free(file_op *f)
     free(f->rel);
     free(f->data);
     free(f->failed_msg);
+    audit_file_dispose(&f->audit);
     free(f->link);
     core_file_free(f->file);
     free(f->op);
@@ -137,6 +137,7 @@ static void file_op_free(file_op *f)
 
 static void finish(file_op *f, rb_err e, const char *msg, json_t *body)
 {
+    audit_file_end(f->c, &f->audit, f->session_id, e, msg, f->kind == OP_UPLOAD ? (int64_t)f->len : -1);
     if (f->kind == OP_UPLOAD || f->kind == OP_DELETE) /* a volume's use changed: measured again */
         volumes_touched(f->c, f->mounts, f->rel);
     if (!f->op->cancelled && f->cb != NULL)
@@ -150,6 +151,7 @@ static void finish(file_op *f, rb_err e, const char *msg, json_t *body)
  * when the caller has cancelled. */
 static void finish_file(file_op *f, rb_err e, const char *msg, core_file *file)
 {
+    audit_file_end(f->c, &f->audit, f->session_id, e, msg, file != NULL ? (int64_t)file->len : -1);
     if (!f->op->cancelled && f->fcb != NULL)
         f->fcb(f->cbdata, e, e == RB_OK ? NULL : msg, file);
     else
@@ -207,121 +209,6 @@ static rb_err reserve(file_op *f, size_t size, char *err)
     f->budget = budget_ref(b);
     f->reserved = n;
     return RB_OK;
-}
-
-/* ---- paths ------------------------------------------------------------------------------ */
-
-/* Appends the segment seg[0..n) of a caller's path (name form, no '/') to b in canonical name
- * form, unless it is "." (nothing); RB_EFORBIDDEN for "..". */
-static rb_err append_segment(rb_buf *b, const char *seg, size_t n, char *err)
-{
-    char *copy = xstrndup(seg, n), *raw;
-    size_t len;
-    rb_err e = codec_name_unescape(copy, &raw, &len, err);
-    free(copy);
-    if (e != RB_OK)
-        return rb_fail(RB_EINVAL, err,
-                       "path: a backslash starts an escape \\xhh of one byte, as listings write names that are "
-                       "not UTF-8 text (a backslash itself is \\x5c)");
-    if (memchr(raw, '/', len) != NULL || memchr(raw, '\0', len) != NULL)
-        e = rb_fail(RB_EINVAL, err, "path: \\x2f ('/') and \\x00 cannot be part of a name");
-    else if (len == 2 && raw[0] == '.' && raw[1] == '.')
-        e = rb_fail(RB_EFORBIDDEN, err, "path: '..' is not allowed; give a path inside /workspace");
-    else if (len > CORE_NAME_MAX_BYTES)
-        e = rb_fail(RB_EINVAL, err,
-                    "path: the name '%.40s...' is %zu bytes long; a file or folder name may have at most %d bytes",
-                    seg, len, CORE_NAME_MAX_BYTES);
-    if (e == RB_OK && !(len == 1 && raw[0] == '.')) {
-        char *form = codec_name_escape(raw, len);
-        if (b->len > 0)
-            rb_buf_append(b, "/", 1);
-        rb_buf_append(b, form, strlen(form));
-        free(form);
-    }
-    free(raw);
-    return e;
-}
-
-rb_err files_normalize_path(const char *path, rb_err root, char **out, char *err)
-{
-    *out = NULL;
-    if (path == NULL || path[0] == '\0')
-        return rb_fail(RB_EINVAL, err, "path: required (a path relative to /workspace, e.g. \"data/input.csv\")");
-    size_t n = strlen(path), chars = 0, bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)path[i];
-        if (ch < 0x20 || ch == 0x7f)
-            return rb_fail(RB_EINVAL, err,
-                           "path: control characters are written as escapes \\xhh (a newline is \\x0a), as "
-                           "listings write them");
-        if (ch == '\\' && i + 3 < n && path[i + 1] == 'x')
-            i += 3; /* an escape \xhh is one character and one byte of the name */
-        chars += (ch & 0xc0) != 0x80;
-        bytes++;
-    }
-    /* Characters, as openapi.yaml's maxLength counts (an escape as one); the bytes within what the
-     * sandbox's file system and Docker's archive calls take. */
-    if (chars > CORE_PATH_MAX_CHARS || bytes > TAR_NAME_MAX)
-        return rb_fail(RB_EINVAL, err, "path: longer than %d characters", CORE_PATH_MAX_CHARS);
-    const char *p = path;
-    if (p[0] == '/') {
-        size_t w = strlen(WORKSPACE);
-        if (strncmp(p, WORKSPACE, w) != 0 || (p[w] != '\0' && p[w] != '/'))
-            return rb_fail(RB_EFORBIDDEN, err,
-                           "path: '%.200s' is outside /workspace; files can only be read or written under /workspace",
-                           path);
-        p += w;
-    }
-    rb_buf b;
-    rb_buf_init(&b, n + 1);
-    while (*p != '\0') {
-        while (*p == '/')
-            p++;
-        if (*p == '\0')
-            break;
-        const char *end = strchr(p, '/');
-        size_t seg = end ? (size_t)(end - p) : strlen(p);
-        rb_err e = append_segment(&b, p, seg, err);
-        if (e != RB_OK) {
-            rb_buf_dispose(&b);
-            return e;
-        }
-        p += seg;
-    }
-    rb_buf_append(&b, "", 1);
-    if (b.len == 1 && root != RB_OK) {
-        rb_buf_dispose(&b);
-        const char *what = root == RB_EFORBIDDEN ? "which cannot be deleted; give a file or folder inside it"
-                                                 : "a folder; give a file inside it";
-        return rb_fail(root, err, "path: '%.200s' names /workspace itself, %s", path, what);
-    }
-    *out = b.data;
-    return RB_OK;
-}
-
-rb_err core_file_path(const char *path, char **rel, char *err)
-{
-    return files_normalize_path(path, RB_OK, rel, err);
-}
-
-const char *files_content_type(const char *name)
-{
-    static const char *const types[][2] = {
-        {".png", "image/png"},         {".jpg", "image/jpeg"},        {".jpeg", "image/jpeg"},
-        {".gif", "image/gif"},         {".svg", "image/svg+xml"},     {".webp", "image/webp"},
-        {".pdf", "application/pdf"},   {".json", "application/json"}, {".csv", "text/csv; charset=utf-8"},
-        {".txt", "text/plain; charset=utf-8"}, {".md", "text/markdown; charset=utf-8"},
-        {".html", "text/html; charset=utf-8"}, {".py", "text/x-python; charset=utf-8"},
-        {".log", "text/plain; charset=utf-8"}, {".xml", "application/xml"}, {".zip", "application/zip"},
-        {".gz", "application/gzip"},   {".tar", "application/x-tar"}, {".parquet", "application/vnd.apache.parquet"},
-        {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
-    };
-    const char *dot = strrchr(name, '.');
-    if (dot != NULL)
-        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-            if (strcasecmp(dot, types[i][0]) == 0)
-                return types[i][1];
-    return "application/octet-stream";
 }
 
 /* ---- the chain: exec helper, then the archive call ---------------------------------------- */
@@ -593,7 +480,7 @@ static void helper_done(file_op *f, const backend_exec_result *r)
     json_int_t size = json_integer_value(json_object_get(doc, "size"));
     const char *real_form = json_string_value(json_object_get(doc, "real"));
     if (json_is_true(json_object_get(doc, "linked")))
-        f->link = xstrdup(real_form + strlen(WORKSPACE "/"));
+        f->link = xstrdup(real_form + strlen(FILES_WORKSPACE "/"));
     if ((uint64_t)size > f->max) {
         too_big(f, size, msg);
         e = RB_ETOOBIG;
@@ -637,7 +524,7 @@ static rb_err run_helper(file_op *f, file_helper_op step, const char *rel, const
     const char **env = file_helper_env(f->session_env);
     backend_exec_spec spec = {.argv = argv,
                               .user = SANDBOX_USER,
-                              .working_dir = WORKSPACE,
+                              .working_dir = FILES_WORKSPACE,
                               .max_output = HELPER_OUTPUT_MAX,
                               .timeout_ms = HELPER_TIMEOUT_MS,
                               .env = env};
@@ -700,8 +587,7 @@ static rb_err start(rb_core *c, const core_caller *who, enum fop_kind kind, cons
     }
     core_heart_touch(c, f->session_id);
     static const char *const audited[] = {NULL, "file_upload", "file_download", "file_delete", NULL}; /* fop_kind */
-    if (audited[kind] != NULL) /* the audit trail (core/audit/) */
-        audit_file(c, who, f->session_id, audited[kind], path, kind == OP_UPLOAD ? (int64_t)upload_len : -1);
+    audit_file_begin(&f->audit, audited[kind], who, path); /* recorded when it ends */
     if (handle != NULL)
         *handle = f->op;
     if (out != NULL)

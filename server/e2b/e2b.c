@@ -27,6 +27,13 @@ void e2b__api_error(h2o_req_t *req, int status, const char *message)
     send_error(req, status, message);
 }
 
+void e2b__api_not_found(h2o_req_t *req, const char *id)
+{
+    char msg[RB_ERR_LEN];
+    snprintf(msg, sizeof(msg), "sandbox %.64s not found: it was killed, timed out or never existed", id);
+    send_error(req, 404, msg);
+}
+
 void e2b__api_fail(h2o_req_t *req, rb_err e, const char *message)
 {
     send_error(req, http_status_of(e), message);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "server/e2b/e2b_internal.h"
 #include "server/e2b/e2b_wire.h"
 #include "server/query.h"
@@ -407,7 +408,7 @@ done:
 
 int e2b__live_sandbox(http_call *call, json_t **session, json_t **extra)
 {
-    char err[RB_ERR_LEN], msg[RB_ERR_LEN];
+    char err[RB_ERR_LEN];
     const char *id = call->params[0];
     *session = *extra = NULL;
     rb_err e = core_session_get(call->core, call->who, id, session, err);
@@ -424,8 +425,7 @@ int e2b__live_sandbox(http_call *call, json_t **session, json_t **extra)
         *session = *extra = NULL;
     }
     if (e == RB_ENOTFOUND) {
-        snprintf(msg, sizeof(msg), "sandbox %.64s not found: it was killed, timed out or never existed", id);
-        e2b__api_error(call->req, 404, msg);
+        e2b__api_not_found(call->req, id);
         return -1;
     }
     if (e != RB_OK) {
@@ -535,7 +535,7 @@ int e2b__list(http_call *call)
     const char *template = http_query_param(call->req, "template");
     const char *after_s = http_query_param(call->req, "startedAfter");
     int64_t after = 0;
-    if (after_s != NULL && e2b_time_parse(after_s, &after) != 0) {
+    if (after_s != NULL && rb_time_parse(after_s, &after) != 0) {
         e2b__api_error(call->req, 400, "startedAfter: an RFC 3339 time such as 2026-11-21T23:59:01Z");
         return 0;
     }
@@ -588,7 +588,7 @@ int e2b__list(http_call *call)
         const char *started_s = json_string_value(json_object_get(o, "startedAt"));
         if ((filter != NULL && !e2b_metadata_match(filter, strlen(filter), json_object_get(o, "metadata"))) ||
             (template != NULL && strcmp(template, json_string_value(json_object_get(o, "templateID"))) != 0) ||
-            (after_s != NULL && (started_s == NULL || e2b_time_parse(started_s, &started) != 0 || started <= after))) {
+            (after_s != NULL && (started_s == NULL || rb_time_parse(started_s, &started) != 0 || started <= after))) {
             json_decref(o);
             continue;
         }

@@ -17,6 +17,8 @@
 
 /** Answers a control-plane error: status and {"code": status, "message": message}. */
 void e2b__api_error(h2o_req_t *req, int status, const char *message);
+/** Answers the control-plane 404 of a sandbox id that is not (or no longer) there. */
+void e2b__api_not_found(h2o_req_t *req, const char *id);
 /** Answers the control-plane error of a core error e. */
 void e2b__api_fail(h2o_req_t *req, rb_err e, const char *message);
 /** Answers an envd / interpreter error: status and {"code": status, "message": message}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/clock.h"
 #include "server/e2b/e2b_internal.h"
 #include "server/e2b/e2b_wire.h"
 #include "server/query.h"
@@ -34,7 +35,7 @@ static json_t *metric_of(json_t *s, int cpus, json_int_t disk_total)
 {
     int64_t at = 0;
     const char *ts = json_string_value(json_object_get(s, "timestamp"));
-    if (ts == NULL || e2b_time_parse(ts, &at) != 0)
+    if (ts == NULL || rb_time_parse(ts, &at) != 0)
         at = 0;
     /* runbox counts percent of one CPU; E2B's cpuUsedPct is of all cpuCount of them */
     double pct = json_number_value(json_object_get(s, "cpu_pct")) / cpus;
@@ -48,7 +49,7 @@ static json_t *metric_of(json_t *s, int cpus, json_int_t disk_total)
 
 int e2b__metrics(http_call *call)
 {
-    char err[RB_ERR_LEN], msg[RB_ERR_LEN];
+    char err[RB_ERR_LEN];
     json_t *out = NULL;
     if (!e2b__authorised(call))
         return 0;
@@ -58,9 +59,7 @@ int e2b__metrics(http_call *call)
     /* end names a whole second: every sample within it */
     rb_err e = core_session_metrics(call->core, call->who, call->params[0], start, end > 0 ? end + 999 : 0, &out, err);
     if (e == RB_ENOTFOUND) {
-        snprintf(msg, sizeof(msg), "sandbox %.64s not found: it was killed, timed out or never existed",
-                 call->params[0]);
-        e2b__api_error(call->req, 404, msg);
+        e2b__api_not_found(call->req, call->params[0]);
         return 0;
     }
     if (e != RB_OK) {

@@ -64,8 +64,7 @@ static void network_fail(h2o_req_t *req, const char *id, rb_err e, const char *m
 {
     char text[RB_ERR_LEN];
     if (e == RB_ENOTFOUND) {
-        snprintf(text, sizeof(text), "sandbox %.64s not found: it was killed, timed out or never existed", id);
-        e2b__api_error(req, 404, text);
+        e2b__api_not_found(req, id);
     } else if (e == RB_ECONFLICT) {
         snprintf(text, sizeof(text),
                  "sandbox %.64s was created without a network, so there is no network to change: create the "

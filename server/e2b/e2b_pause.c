@@ -88,13 +88,6 @@ static json_t *session_now(rb_core *core, const char *id)
     return s;
 }
 
-static void not_found(h2o_req_t *req, const char *id)
-{
-    char msg[RB_ERR_LEN];
-    snprintf(msg, sizeof(msg), "sandbox %.64s not found: it was killed, timed out or never existed", id);
-    e2b__api_error(req, 404, msg);
-}
-
 /* ---- pause ---------------------------------------------------------------------------------- */
 
 /* A pause core refused or could not finish: the sandbox keeps running (or is as it was). E2B
@@ -104,7 +97,7 @@ static void pause_fail(h2o_req_t *req, const char *id, rb_err e, const char *msg
 {
     char text[RB_ERR_LEN];
     if (e == RB_ENOTFOUND) {
-        not_found(req, id);
+        e2b__api_not_found(req, id);
     } else if (e == RB_ECONFLICT) {
         snprintf(text, sizeof(text), "%.400s (the sandbox was not paused; retry once it is idle)", msg);
         e2b__api_error(req, 503, text);
@@ -175,7 +168,7 @@ static void wake_fail(wake_ctx *ctx, rb_err e, const char *msg)
 {
     if (ctx->l.req != NULL) {
         if (e == RB_ENOTFOUND)
-            not_found(ctx->l.req, ctx->id);
+            e2b__api_not_found(ctx->l.req, ctx->id);
         else
             e2b__api_fail(ctx->l.req, e, msg);
     }
@@ -410,7 +403,7 @@ static void fork_next(fork_ctx *ctx)
             return;
         if (json_array_size(ctx->results) == 0) { /* the source cannot be forked: the whole call fails */
             if (e == RB_ENOTFOUND)
-                not_found(ctx->l.req, ctx->id);
+                e2b__api_not_found(ctx->l.req, ctx->id);
             else
                 e2b__api_fail(ctx->l.req, e, err);
             fork_free(ctx);

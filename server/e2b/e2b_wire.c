@@ -5,8 +5,6 @@
  */
 #include "server/e2b/e2b_wire.h"
 
-#include "base/clock.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +56,6 @@ int e2b_metadata_match(const char *filter, size_t n, json_t *meta)
         start = stop + 1;
     }
     return ok;
-}
-
-int e2b_time_parse(const char *s, int64_t *ms)
-{
-    return rb_time_parse(s, ms);
 }
 
 const char *e2b_language(const char *name)

@@ -28,11 +28,6 @@ const char *e2b_path_map(const char *path);
  * query); a pair without '=' never matches. An empty filter matches everything. */
 int e2b_metadata_match(const char *filter, size_t n, json_t *meta);
 
-/** Parses an ISO 8601 / RFC 3339 time as E2B's SDK sends it (Python's isoformat():
- * "YYYY-MM-DDTHH:MM:SS[.digits](Z|+HH:MM|-HH:MM)", or no offset: UTC) into epoch
- * milliseconds. Returns 0, or -1 for anything else (out-of-range fields included). */
-int e2b_time_parse(const char *s, int64_t *ms);
-
 /** The runbox language for a language name of run_code: the E2B documentation's short names
  * "js" and "ts" become "javascript" and "typescript"; any other name (NULL included) is
  * returned as it is, for the caller to compare with the sandbox's language. */

@@ -255,6 +255,8 @@ static void render_egress(rb_buf *b, const stats_snapshot *st)
 /* Per-session usage (core_usage_latest): the newest sample of at most USAGE_SERIES_MAX sessions,
  * those using the most memory, labelled by session id; how many have samples in all. */
 #define USAGE_SERIES_MAX 100
+#define USAGE_STR_(x) #x
+#define USAGE_STR(x) USAGE_STR_(x) /* the number, as text of the help line */
 
 static int session_label_ok(const char *id)
 {
@@ -278,7 +280,8 @@ static void render_usage(rb_buf *b, rb_core *core)
     size_t sampled = 0;
     json_t *latest = core_usage_latest(core, USAGE_SERIES_MAX, &sampled);
     gauge(b, "runbox_sessions_sampled",
-          "Live sessions with a usage sample; the runbox_session_* gauges show the 100 using the most memory.",
+          "Live sessions with a usage sample; the runbox_session_* gauges show the " USAGE_STR(USAGE_SERIES_MAX)
+          " using the most memory.",
           (int64_t)sampled);
     for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
         family(b, g[k].metric, "gauge", g[k].help);

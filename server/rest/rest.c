@@ -349,7 +349,8 @@ static int on_part(void *data, const multipart_part *p)
 /* Whether text, a path or dir the caller gave (as a query parameter or a form field, used or
  * not), is one openapi.yaml's pattern takes: what the files API reads as a path (core_file_path:
  * no raw control characters, escapes well formed, names of at most CORE_NAME_MAX_BYTES bytes),
- * at most max characters in all, an escape counting as one (CORE_PATH_MAX_CHARS for a path,
+ * at most max characters in all as openapi.yaml's maxLength counts the JSON string, an escape as
+ * its four (core_file_path counts it as one) (CORE_PATH_MAX_CHARS for a path,
  * which must not be empty; CORE_DIR_MAX_CHARS for a dir). Where it leads (403) is core's to
  * say when the path is used. Otherwise err says why. */
 static int path_text_ok(const char *field, const char *text, size_t max, char *err)

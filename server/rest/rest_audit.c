@@ -44,9 +44,9 @@ static int int_param(http_call *call, const char *name, int64_t max, int64_t dfl
     return -1;
 }
 
-static int wants_lines(http_call *call)
+/* JSON lines: format (the query's, or NULL) says so, or the Accept header does. */
+static int wants_lines(http_call *call, const char *f)
 {
-    const char *f = http_query_param(call->req, "format");
     if (f != NULL)
         return strcmp(f, "jsonl") == 0 || strcmp(f, "ndjson") == 0;
     ssize_t i = h2o_find_header(&call->req->headers, H2O_TOKEN_ACCEPT, -1);
@@ -65,10 +65,11 @@ int rest_audit(http_call *call)
         return 0;
     }
     if (time_param(call, "since", &q.since) != 0 || time_param(call, "until", &q.until) != 0 ||
-        int_param(call, "limit", 1000, 0, &limit) != 0 || int_param(call, "after", INT64_MAX / 2, 0, &after) != 0)
+        int_param(call, "after", INT64_MAX / 2, 0, &after) != 0)
         return 0;
-    if (limit == 0 && http_query_param(call->req, "limit") != NULL) {
-        http_send_error(call->req, RB_EINVAL, "'limit' is 1 to 1000 events a page (100 when absent)");
+    const char *lim = http_query_param(call->req, "limit");
+    if (lim != NULL && (!query_whole(lim, 1000, &limit) || limit < 1)) {
+        http_send_error(call->req, RB_EINVAL, "'limit' is a whole number of events a page, 1 to 1000 (100 when absent)");
         return 0;
     }
     static const char *const kinds[] = {"execution", "file_upload", "file_download", "file_delete", "install",
@@ -85,7 +86,7 @@ int rest_audit(http_call *call)
     }
     q.key = http_query_param(call->req, "key");
     q.session = http_query_param(call->req, "session");
-    q.kind = http_query_param(call->req, "kind");
+    q.kind = kind;
     q.limit = (int)limit;
     q.after = after;
     json_t *out = NULL;
@@ -101,7 +102,7 @@ int rest_audit(http_call *call)
         h2o_add_header_by_str(&call->req->pool, &call->req->res.headers, H2O_STRLIT("x-next-after"), 0, NULL,
                               http_pool_strdup(call->req, v, (size_t)n), (size_t)n);
     }
-    if (!wants_lines(call)) {
+    if (!wants_lines(call, format)) {
         http_send_json(call->req, 200, out);
         json_decref(out);
         return 0;
@@ -110,19 +111,29 @@ int rest_audit(http_call *call)
     rb_buf_init(&b, 64 * 1024 * 1024); /* a page: at most 1000 events of bounded size */
     size_t i;
     json_t *ev;
+    rb_err ae = RB_OK;
     json_array_foreach(json_object_get(out, "events"), i, ev)
     {
         char *line = json_dumps(ev, JSON_COMPACT);
-        if (line != NULL) {
-            rb_buf_append(&b, line, strlen(line));
-            rb_buf_append(&b, "\n", 1);
-            free(line);
-        }
+        if (line == NULL)
+            ae = RB_EINTERNAL;
+        if (ae == RB_OK)
+            ae = rb_buf_append(&b, line, strlen(line));
+        if (ae == RB_OK)
+            ae = rb_buf_append(&b, "\n", 1);
+        free(line);
     }
     json_decref(out);
+    if (ae != RB_OK) { /* never cut a page short: the client would take it for the whole of it */
+        rb_buf_dispose(&b);
+        http_send_error(call->req, RB_EINTERNAL, "the page of events could not be written out as JSON lines; ask "
+                                                 "for fewer (limit) or for JSON (format=json)");
+        return 0;
+    }
     /* the bytes go out after this returns: they live in the request's pool */
-    char *body = http_pool_strdup(call->req, b.data != NULL ? b.data : "", b.len);
+    size_t len = b.len;
+    char *body = http_pool_strdup(call->req, b.data != NULL ? b.data : "", len);
     rb_buf_dispose(&b);
-    http_send_attachment(call->req, body, strlen(body), "application/x-ndjson", "audit.jsonl");
+    http_send_attachment(call->req, body, len, "application/x-ndjson", "audit.jsonl");
     return 0;
 }

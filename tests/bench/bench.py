@@ -42,6 +42,7 @@ from benchlib import (ROOT, Client, Engine, Mcp, Runboxd, create_session, delete
                       load_average, log, mem_available_mib, now, summary, wait_pool)
 from enginebench import bench_engines
 from preload import preload_figures
+import roomlib
 
 # The plumbing (the clients of runboxd and of the Engine API, runboxd itself) is in benchlib.py, the
 # Docker baselines in baselines.py, the preload's figures in preload.py and the engines' in
@@ -365,17 +366,8 @@ def main():
     except Done:
         pass
     finally:
-        try:
-            # every live session, including the one MCP's execute_code created for itself
-            _, live = c.json("GET", "/sessions")
-            sids = list(set(sids) | {x["session_id"] for x in (live or {}).get("sessions", [])})
-        except Exception:
-            pass
-        for s in sids:
-            try:
-                delete_session(c, s)
-            except Exception:
-                pass
+        # every live session, including the one MCP's execute_code created for itself
+        roomlib.delete_live_sessions(c, delete_session)
         c.close()
         rb.stop()
 
@@ -387,12 +379,7 @@ def main():
         wait_pool(c, a.pool_size)
         preload_figures(c, F, "off", n_preload, a.pool_size, off)
     finally:
-        try:
-            _, live = c.json("GET", "/sessions")
-            for x in (live or {}).get("sessions", []):
-                delete_session(c, x["session_id"])
-        except Exception:
-            pass
+        roomlib.delete_live_sessions(c, delete_session)
         c.close()
         off.stop()
     if not a.no_engines:

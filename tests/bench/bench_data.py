@@ -152,10 +152,9 @@ def run(Runboxd, Client, create_session, delete_session, binary, n, log):
     finally:
         subprocess.run(["docker", "rm", "-f", plain], capture_output=True, timeout=120)
         if rb is not None:
-            try:  # a failed run leaves no session (nor kept volume, nor volume) behind
-                st, live = Client(rb.port).json("GET", "/sessions")
-                for x in (live or {}).get("sessions", []):
-                    delete_session(Client(rb.port), x["session_id"])
+            # a failed run leaves no session (nor kept volume, nor volume) behind
+            roomlib.delete_live_sessions(Client(rb.port), delete_session)
+            try:
                 st, vols = Client(rb.port).json("GET", "/volumes")
                 for v in (vols or {}).get("volumes", []):
                     Client(rb.port).json("DELETE", "/volumes/%s" % v["volume_id"])

@@ -151,12 +151,7 @@ def run(Runboxd, Client, create_session, delete_session, binary, n, log):
         c.close()
     finally:
         if rb is not None:
-            try:  # a failed run leaves no session behind
-                _, live = Client(rb.port).json("GET", "/sessions")
-                for x in (live or {}).get("sessions", []):
-                    delete_session(Client(rb.port), x["session_id"])
-            except Exception:
-                pass
+            roomlib.delete_live_sessions(Client(rb.port), delete_session)  # a failed run leaves no session behind
             rb.stop()
         shutil.rmtree(work, ignore_errors=True)
     return F

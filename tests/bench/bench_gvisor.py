@@ -323,12 +323,7 @@ def run(Runboxd, Client, create_session, delete_session, binary, n, log):
             for sid in sids.values():
                 delete_session(c, sid)
         finally:
-            try:  # a failed run leaves no session behind
-                _, live = c.json("GET", "/sessions")
-                for x in (live or {}).get("sessions", []):
-                    delete_session(c, x["session_id"])
-            except Exception:
-                pass
+            roomlib.delete_live_sessions(c, delete_session)  # a failed run leaves no session behind
             c.close()
             rb.stop()
     if "Sanitizer" not in open(rb.log_path).read():

@@ -1,5 +1,6 @@
-"""What the benchmarks of core's rooms (bench_network.py, bench_data.py, bench_dify.py) share: a
-summary of samples and the report's latency rows."""
+"""What the benchmarks share (bench.py and core's rooms: bench_network.py, bench_data.py,
+bench_dify.py, bench_gvisor.py): a summary of samples, the report's latency rows, and the sweep
+that leaves no session behind."""
 
 import statistics
 
@@ -23,3 +24,14 @@ def row_adder(F, fmt, out):
     def lat(name, key, target=""):
         out.append(lat_row(F, fmt, name, key, target))
     return lat
+
+
+def delete_live_sessions(c, delete_session):
+    """Deletes every live session of the runboxd c (a bench Client) talks to, whatever a failed
+    run left; best effort (the caller then stops runboxd)."""
+    try:
+        _, live = c.json("GET", "/sessions")
+        for x in (live or {}).get("sessions", []):
+            delete_session(c, x["session_id"])
+    except Exception:
+        pass

@@ -8,7 +8,7 @@
  *   - as a metadata filter: e2b_metadata_match against {"a": "1", "k": "v w"} agrees with a
  *     reference (every non-empty pair has '=' and its decoded key and value are in the object),
  *     and the filter made from the object itself always matches;
- *   - as a time: e2b_time_parse never reads past the string, and a time rb_time_format wrote
+ *   - as a time: rb_time_parse never reads past the string, and a time rb_time_format wrote
  *     (from the input's first 8 bytes) parses back to its milliseconds;
  *   - as JSON {"allow_internet_access": ..., "network": ...}: e2b_network_map, both as a create
  *     body and as an update, answers RB_OK with NULL, true or {"allow": [strings], "deny":
@@ -192,13 +192,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
     free(f);
 
     int64_t ms = 0;
-    (void)e2b_time_parse(s, &ms);
+    (void)rb_time_parse(s, &ms);
     uint64_t raw = 0;
     memcpy(&raw, in, n < sizeof(raw) ? n : sizeof(raw));
     int64_t want = (int64_t)(raw % 253402300800000ull); /* 1970 .. 9999-12-31 */
     char text[40];
     rb_time_format(want, text, sizeof(text));
-    FUZZ_CHECK(e2b_time_parse(text, &ms) == 0 && ms == want);
+    FUZZ_CHECK(rb_time_parse(text, &ms) == 0 && ms == want);
     free(s);
     return 0;
 }

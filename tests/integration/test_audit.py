@@ -68,8 +68,12 @@ def test_what_a_key_did_is_read_back(srv):
     assert ex[1]["stderr"] == "warn\n" and ex[1]["result"] == "42"
     assert ex[2]["error"] == "ZeroDivisionError" and ex[2]["status"] == "error"
     assert len(ex[3]["stdout"]) < 2200 and "bytes in all" in ex[3]["stdout"], len(ex[3]["stdout"])
+    # one note of how much there was (a second, false "…[64 more bytes]" came before it)
+    assert ex[3]["stdout"].count("…[") == 1 and ex[3]["stdout"].startswith("y" * 1900), ex[3]["stdout"][-80:]
     up = next(e for e in events if e["kind"] == "file_upload")
-    assert up["path"] == "in.txt" and up["bytes"] == 5, up
+    assert up["path"] == "in.txt" and up["bytes"] == 5 and "error" not in up, up
+    down = next(e for e in events if e["kind"] == "file_download")
+    assert down["path"] == "in.txt" and down["bytes"] == 5 and "error" not in down, down
     assert next(e for e in events if e["kind"] == "session_ended")["status"] == "ended"
 
     # filters: kind, key, times; the viewer reads it too
@@ -97,6 +101,26 @@ def test_what_a_key_did_is_read_back(srv):
     srv.kill9()
     srv.start()
     assert [e["seq"] for e in audit(srv, session=sid)["events"]] == [e["seq"] for e in events]
+
+
+def test_a_failed_transfer_is_recorded_with_why(srv):
+    """A transfer is recorded once it ended, with its outcome (it was recorded when it started,
+    so a refused upload read as done)."""
+    r = srv.post("/sessions", {}, headers=as_("alice"))
+    assert r.status_code == 201, r.text
+    sid = r.json()["session_id"]
+    srv.track(r.json())
+    r = srv.post("/execute", {"session_id": sid, "code": "import os; os.mkdir('sub')", "wait": True},
+                 headers=as_("alice"))
+    assert r.status_code == 200 and r.json()["status"] == "completed", r.text
+    up = srv.post(f"/sessions/{sid}/files", files={"file": ("sub", b"over a folder")}, headers=as_("alice"))
+    assert up.status_code == 409, up.text
+    assert srv.get(f"/sessions/{sid}/files/download?path=nothing.txt", headers=as_("alice")).status_code == 404
+    ev = {e["kind"]: e for e in audit(srv, session=sid)["events"] if e["kind"].startswith("file_")}
+    assert ev["file_upload"]["path"] == "sub" and ev["file_upload"]["error"], ev
+    assert ev["file_download"]["path"] == "nothing.txt" and ev["file_download"]["error"], ev
+    assert "bytes" not in ev["file_download"], ev
+    assert srv.delete(f"/sessions/{sid}", headers=as_("alice")).status_code == 200
 
 
 def test_an_admins_execution_in_a_users_session_names_the_admin(srv):

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "server/e2b/e2b_wire.h"
 #include "tests/common/corpus.h"
 
@@ -51,21 +52,21 @@ Test(e2b_wire, metadata_filter)
 Test(e2b_wire, times_as_the_sdk_sends_them)
 {
     int64_t ms = -1;
-    cr_assert_eq(e2b_time_parse("2026-11-21T23:59:01.123Z", &ms), 0);
+    cr_assert_eq(rb_time_parse("2026-11-21T23:59:01.123Z", &ms), 0);
     cr_expect_eq(ms, 1795305541123LL);
-    cr_assert_eq(e2b_time_parse("2026-11-22T00:59:01.123456+01:00", &ms), 0);
+    cr_assert_eq(rb_time_parse("2026-11-22T00:59:01.123456+01:00", &ms), 0);
     cr_expect_eq(ms, 1795305541123LL);
-    cr_assert_eq(e2b_time_parse("2026-11-21T18:59:01-05:00", &ms), 0);
+    cr_assert_eq(rb_time_parse("2026-11-21T18:59:01-05:00", &ms), 0);
     cr_expect_eq(ms, 1795305541000LL);
-    cr_assert_eq(e2b_time_parse("1970-01-01T00:00:00", &ms), 0);
+    cr_assert_eq(rb_time_parse("1970-01-01T00:00:00", &ms), 0);
     cr_expect_eq(ms, 0);
-    cr_expect_eq(e2b_time_parse("2026-02-29T00:00:00Z", &ms), -1);
-    cr_expect_eq(e2b_time_parse("2024-02-29T00:00:00Z", &ms), 0);
-    cr_expect_eq(e2b_time_parse("2026-13-01T00:00:00Z", &ms), -1);
-    cr_expect_eq(e2b_time_parse("2026-11-21T23:59:01.Z", &ms), -1);
-    cr_expect_eq(e2b_time_parse("2026-11-21T23:59:01+0100", &ms), -1);
-    cr_expect_eq(e2b_time_parse("2026-11-21", &ms), -1);
-    cr_expect_eq(e2b_time_parse("2026-11-21T23:59:01Zjunk", &ms), -1);
+    cr_expect_eq(rb_time_parse("2026-02-29T00:00:00Z", &ms), -1);
+    cr_expect_eq(rb_time_parse("2024-02-29T00:00:00Z", &ms), 0);
+    cr_expect_eq(rb_time_parse("2026-13-01T00:00:00Z", &ms), -1);
+    cr_expect_eq(rb_time_parse("2026-11-21T23:59:01.Z", &ms), -1);
+    cr_expect_eq(rb_time_parse("2026-11-21T23:59:01+0100", &ms), -1);
+    cr_expect_eq(rb_time_parse("2026-11-21", &ms), -1);
+    cr_expect_eq(rb_time_parse("2026-11-21T23:59:01Zjunk", &ms), -1);
 }
 
 static void check_e2b_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)
