@@ -21,6 +21,34 @@ session *core__session_of(rb_core *c, const core_caller *who, const char *sessio
     return s != NULL && core_caller_owns(who, s->owner) ? s : NULL;
 }
 
+int core__session_ended(rb_core *c, const core_caller *who, const char *session_id, rb_err e, char *err)
+{
+    json_t *doc = NULL;
+    if (map_get(&c->sessions, session_id) != NULL || core__stored_session(c, who, session_id, &doc, NULL) != RB_OK)
+        return 0;
+    const char *status = json_string_value(json_object_get(doc, "status"));
+    const char *reason = json_string_value(json_object_get(doc, "end_reason"));
+    char when[40] = "";
+    int64_t ended = json_integer_value(json_object_get(doc, "ended_at"));
+    if (ended > 0)
+        rb_time_format(ended, when, sizeof(when));
+    /* most reasons of a dead sandbox end with that advice already */
+    int advised = reason != NULL && strstr(reason, "create a new session") != NULL;
+    rb_fail(e, err, "session '%.64s' has ended (%s%s%s): %.400s%s", session_id, status ? status : "ended",
+            when[0] ? " at " : "", when, reason ? reason : "no reason was recorded",
+            advised ? "" : "; create a new session with POST /sessions");
+    json_decref(doc);
+    return 1;
+}
+
+session *core__live_session(rb_core *c, const core_caller *who, const char *session_id, char *err)
+{
+    session *s = core__session_of(c, who, session_id);
+    if (s == NULL && !core__session_ended(c, who, session_id, RB_ENOTFOUND, err))
+        rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions", session_id);
+    return s;
+}
+
 execution *core__execution_of(rb_core *c, const core_caller *who, const char *request_id)
 {
     execution *ex = map_get(&c->executions, request_id);

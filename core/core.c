@@ -601,14 +601,8 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
     if (s == NULL && map_get(&c->sessions, sid) != NULL)
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", sid);
     if (s == NULL || s->create_op != NULL) {
-        json_t *doc = NULL;
-        if (s == NULL && core__stored_session(c, who, sid, &doc, NULL) == RB_OK) {
-            const char *reason = json_string_value(json_object_get(doc, "end_reason"));
-            e = rb_fail(RB_ECONFLICT, err, "session '%.64s' has ended (%s); create a new session with POST /sessions",
-                        sid, reason ? reason : "no reason recorded");
-            json_decref(doc);
-            return e;
-        }
+        if (s == NULL && core__session_ended(c, who, sid, RB_ECONFLICT, err))
+            return RB_ECONFLICT;
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", sid);
     }
     json_t *lang = json_object_get(req, "language");
@@ -759,6 +753,11 @@ json_t *core_policy(rb_core *c)
     return policy_describe(c->policy);
 }
 
+const char *core_instance(const rb_core *c)
+{
+    return c->instance;
+}
+
 json_t *core_health(rb_core *c)
 {
     int busy = 0;
@@ -772,8 +771,9 @@ json_t *core_health(rb_core *c)
         else
             queued++;
     }
-    json_t *h = json_pack("{s:s, s:s, s:{s:b, s:s?, s:s?}, s:{s:i, s:i}, s:{s:i, s:i}, s:o}", "status",
-                          c->docker_ok ? "ok" : "degraded", "version", RUNBOX_VERSION, "docker", "reachable",
+    json_t *h = json_pack("{s:s, s:s, s:s, s:{s:b, s:s?, s:s?}, s:{s:i, s:i}, s:{s:i, s:i}, s:o}", "status",
+                          c->docker_ok ? "ok" : "degraded", "version", RUNBOX_VERSION, "instance", c->instance,
+                          "docker", "reachable",
                           c->docker_ok, "api_version", c->docker_ok ? c->api_version : NULL, "error",
                           c->docker_ok ? NULL : c->docker_error, "sessions", "live", live, "busy", busy,
                           "executions", "running", running, "queued", queued, "pool", pool_health(c->pool));

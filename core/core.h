@@ -227,7 +227,11 @@ void core_watch_stop(core_watch *w);
  * ename "PolicyViolation" naming the rule and the line, and nothing of it runs. */
 json_t *core_policy(rb_core *c);
 
-/** {status: "ok"|"degraded", version, docker: {reachable, api_version, error?},
+/** This runboxd's instance id (kept in the store across restarts): every container, volume and network it
+ * makes carries the label runbox.instance=<it>. Borrowed, valid for the core's life. */
+const char *core_instance(const rb_core *c);
+
+/** {status: "ok"|"degraded", version, instance, docker: {reachable, api_version, error?},
  * sessions: {live, busy}, executions: {running, queued},
  * pool: {size, ready, starting, hits, misses}} (pool: warm sandboxes not yet bound to a session). */
 json_t *core_health(rb_core *c);

@@ -9,18 +9,10 @@
 
 #include "core/internal.h"
 
-static session *live(rb_core *c, const core_caller *who, const char *session_id, char *err)
-{
-    session *s = core__session_of(c, who, session_id);
-    if (s == NULL)
-        rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'", session_id);
-    return s;
-}
-
 rb_err core_session_extra(rb_core *c, const core_caller *who, const char *session_id, const char *name, json_t **out,
                           char *err)
 {
-    session *s = live(c, who, session_id, err);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
         return RB_ENOTFOUND;
     json_t *v = s->extras != NULL ? json_object_get(s->extras, name) : NULL;
@@ -31,7 +23,7 @@ rb_err core_session_extra(rb_core *c, const core_caller *who, const char *sessio
 rb_err core_session_set_extra(rb_core *c, const core_caller *who, const char *session_id, const char *name, json_t *value,
                               char *err)
 {
-    session *s = live(c, who, session_id, err);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
         return RB_ENOTFOUND;
     if (value == NULL) {
@@ -49,7 +41,7 @@ rb_err core_session_set_extra(rb_core *c, const core_caller *who, const char *se
 rb_err core_session_set_deadline(rb_core *c, const core_caller *who, const char *session_id, int64_t deadline_ms,
                                  char *err)
 {
-    session *s = live(c, who, session_id, err);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
         return RB_ENOTFOUND;
     s->deadline = deadline_ms > 0 ? deadline_ms : 0;
@@ -62,7 +54,7 @@ rb_err core_session_set_deadline(rb_core *c, const core_caller *who, const char 
 rb_err core_session_set_deadline_action(rb_core *c, const core_caller *who, const char *session_id,
                                         const char *action, char *err)
 {
-    session *s = live(c, who, session_id, err);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
         return RB_ENOTFOUND;
     if (action == NULL || strcmp(action, "end") == 0)
@@ -79,7 +71,7 @@ rb_err core_session_set_deadline_action(rb_core *c, const core_caller *who, cons
 
 rb_err core_session_deadline(rb_core *c, const core_caller *who, const char *session_id, int64_t *deadline_ms, char *err)
 {
-    session *s = live(c, who, session_id, err);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
         return RB_ENOTFOUND;
     *deadline_ms = s->deadline;

@@ -35,10 +35,9 @@ void core_heart_each(rb_core *c, void (*fn)(void *data, const core_session_view 
 rb_err core_heart_lookup(rb_core *c, const core_caller *who, const char *session_id, core_session_view *out,
                          char *err)
 {
-    session *s = core__session_of(c, who, session_id);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
-                       session_id);
+        return RB_ENOTFOUND;
     core__session_view(s, out);
     return RB_OK;
 }

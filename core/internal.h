@@ -230,6 +230,14 @@ void core__end_past_deadline(rb_core *c, int64_t now);
 /* caller.c: callers (core_caller): who may see what, and the quotas of their keys */
 /** The live session session_id if who may see it, else NULL. */
 session *core__session_of(rb_core *c, const core_caller *who, const char *session_id);
+/** Whether session_id is no longer live but stored as one of who's: then err holds e and words
+ * that say so (its status, when it ended and the reason the store keeps, e.g. the sandbox's exit
+ * code). Another key's, or an unknown id: 0, err untouched. */
+int core__session_ended(rb_core *c, const core_caller *who, const char *session_id, rb_err e, char *err);
+/** The live session session_id if who may see it; else NULL with RB_ENOTFOUND in err, whose words
+ * say why when it has ended (core__session_ended), and otherwise that no such session lives
+ * (another key's reads as unknown). */
+session *core__live_session(rb_core *c, const core_caller *who, const char *session_id, char *err);
 /** The live (queued or running) execution request_id if who may see it, else NULL. */
 execution *core__execution_of(rb_core *c, const core_caller *who, const char *request_id);
 /** Whether who may see a stored session or execution document (its "owner"). */

@@ -225,14 +225,6 @@ static void on_exit_cb(void *data, rb_err err, const char *errmsg, int exit_code
 
 /* ---- the calls ---------------------------------------------------------------------------- */
 
-static session *live_session(rb_core *c, const core_caller *who, const char *session_id, char *err)
-{
-    session *s = core__session_of(c, who, session_id);
-    if (s == NULL)
-        rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'", session_id);
-    return s;
-}
-
 /* The argv and environment changes of spec, checked; NULL with err on a bad spec. The strings
  * are borrowed from spec; the arrays are heap (free() them). */
 static rb_err build(const core_process_spec *spec, const char *cwd, const char ***argv_out, const char ***env_out,
@@ -297,7 +289,7 @@ static json_t *describe(const core_process_spec *spec, const char *cwd)
 rb_err core_process_start(rb_core *c, const core_caller *who, const char *session_id, const core_process_spec *spec,
                           const core_process_cbs *cbs, void *data, core_process **out, char *err)
 {
-    session *s = live_session(c, who, session_id, err);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
         return RB_ENOTFOUND;
     if (s->sb == NULL || !sandbox_ready(s->sb) || s->container_id == NULL)
@@ -359,7 +351,7 @@ void core_process_detach(core_process *p)
 /* The running process pid of who's session_id, or NULL with err. */
 static core_process *running(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, char *err)
 {
-    session *s = live_session(c, who, session_id, err);
+    session *s = core__live_session(c, who, session_id, err);
     core_process *p = s != NULL ? s->procs : NULL;
     while (p != NULL && !(p->state == P_RUNNING && p->pid == pid))
         p = p->next;
@@ -392,7 +384,7 @@ rb_err core_process_close_input(rb_core *c, const core_caller *who, const char *
 rb_err core_process_signal(rb_core *c, const core_caller *who, const char *session_id, unsigned pid, int sig,
                            core_cb cb, void *data, core_op **handle, char *err)
 {
-    if (live_session(c, who, session_id, err) == NULL)
+    if (core__live_session(c, who, session_id, err) == NULL)
         return RB_ENOTFOUND;
     if (sig != SIGKILL && sig != SIGTERM)
         return rb_fail(RB_EINVAL, err, "signal %d cannot be sent: only SIGKILL and SIGTERM", sig);
@@ -414,7 +406,7 @@ rb_err core_process_signal(rb_core *c, const core_caller *who, const char *sessi
 
 rb_err core_process_list(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err)
 {
-    session *s = live_session(c, who, session_id, err);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
         return RB_ENOTFOUND;
     json_t *list = json_array();

@@ -147,9 +147,9 @@ static void created_cb(void *data, rb_err err, const char *msg, json_t *body)
 rb_err core_session_fork(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
                          void *data, core_op **handle, char *err)
 {
-    session *s = core__session_of(c, who, session_id);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions", session_id);
+        return RB_ENOTFOUND;
     if (body != NULL && !json_is_null(body) && !(json_is_object(body) && json_object_size(body) == 0))
         return rb_fail(RB_EINVAL, err, "fork takes no options: send an empty body or {} (the new session has the "
                                        "source's language and execution_options)");

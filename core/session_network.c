@@ -45,10 +45,9 @@ static void updated_cb(void *data, rb_err err, const char *msg)
 rb_err core_session_network(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
                             void *data, core_op **handle, char *err)
 {
-    session *s = core__session_of(c, who, session_id);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions",
-                       session_id);
+        return RB_ENOTFOUND;
     static const char *const keys[] = {"network", NULL};
     if (!json_is_object(body) || json_object_get(body, "network") == NULL)
         return rb_fail(RB_EINVAL, err,

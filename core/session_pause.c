@@ -254,9 +254,9 @@ rb_err core_session_pause(rb_core *c, const core_caller *who, const char *sessio
                           void *data, core_op **handle, char *err)
 {
     static const char *const keys[] = {"mode", NULL};
-    session *s = core__session_of(c, who, session_id);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions", session_id);
+        return RB_ENOTFOUND;
     rb_err e;
     if (body != NULL && !json_is_null(body) && !json_is_object(body))
         return rb_fail(RB_EINVAL, err, "the body must be {\"mode\": \"suspend\" | \"hibernate\"} or empty");
@@ -512,9 +512,9 @@ static rb_err resume_start(session *s, char *err)
 rb_err core_session_resume(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
                            void *data, core_op **handle, char *err)
 {
-    session *s = core__session_of(c, who, session_id);
+    session *s = core__live_session(c, who, session_id, err);
     if (s == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'; create one with POST /sessions", session_id);
+        return RB_ENOTFOUND;
     if (body != NULL && !json_is_null(body) && !(json_is_object(body) && json_object_size(body) == 0))
         return rb_fail(RB_EINVAL, err, "resume takes no options: send an empty body or {}");
     core_op *op = op_new(cb, data);

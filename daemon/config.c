@@ -45,8 +45,9 @@ static const key_def keys[] = {
      "the Docker engine: the path of its unix socket (or unix:///path), or tcp://HOST:PORT for an engine on another "
      "machine (with --docker-tls-ca/-cert/-key for TLS)"},
     {"engine", "RUNBOX_ENGINES", K_MULTI, OFF(core.engines),
-     "a Docker engine to place sessions on, NAME=URL[,capacity=N][,ca=PATH,cert=PATH,key=PATH] (URL unix:///path or "
-     "tcp://HOST:PORT; capacity: sandboxes it may hold, default 100); give it once per engine (in the environment: "
+     "a Docker engine to place sessions on, NAME=URL[,capacity=N][,runtimes=runc+runsc][,ca=PATH,cert=PATH,key=PATH] "
+     "(URL unix:///path or tcp://HOST:PORT; capacity: sandboxes it may hold, default 100; runtimes: the OCI runtimes it "
+     "offers, default runc); give it once per engine (in the environment: "
      "separated by spaces); with it, --docker-socket is not used"},
     {"engine-tls-ca", "RUNBOX_ENGINE_TLS_CA", K_STR, OFF(core.engine_tls_ca),
      "the CA certificate (PEM) of the tcp:// engines of --engine that do not name their own (ca=)"},

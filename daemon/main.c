@@ -259,8 +259,10 @@ int main(int argc, char **argv)
         rb_error("runboxd: cannot start %s: %s", what, err);
         begin_shutdown(&d);
     } else {
-        rb_info("runboxd %s listening on http://%s (db %s, image %s)", RUNBOX_VERSION, server_address(d.server), cfg.core.db_path,
-                cfg.core.image);
+        rb_info("runboxd %s listening on http://%s (db %s, image %s, instance %s: its containers, volumes and networks "
+                "carry the label runbox.instance=%s)",
+                RUNBOX_VERSION, server_address(d.server), cfg.core.db_path, cfg.core.image, core_instance(d.core),
+                core_instance(d.core));
     }
     uv_run(d.loop, UV_RUN_DEFAULT); /* until on_settle has freed the server and the core */
     uv_loop_close(d.loop);

@@ -153,3 +153,21 @@ def test_a_workspace_volume_a_helper_held_goes_once_unused(sandbox_image, make_s
     finally:
         subprocess.run(["docker", "rm", "-f", holder], capture_output=True)
         subprocess.run(["docker", "volume", "rm", volume], capture_output=True)
+
+
+def test_the_instance_label_is_shown_in_the_log_and_health(sandbox_image, make_server):
+    """An operator finds runboxd's containers by its instance label without reading SQLite: the
+    start line of the log and GET /health name it, and it is the label of the sandboxes."""
+    srv = make_server()
+    h = srv.get("/health").json()
+    check_schema(h, "Health")
+    instance = h["instance"]
+    assert instance == srv.db_instance()
+    assert f"instance {instance}" in srv.log_text() and f"runbox.instance={instance}" in srv.log_text()
+    s = srv.create_session()
+    labels = rbtest.inspect(s["container_id"])["Config"]["Labels"]
+    assert labels["runbox.instance"] == instance
+    assert s["container_id"] in rbtest.containers_with_label(f"runbox.instance={instance}")
+    # The same after a restart on the same database.
+    srv.restart()
+    assert srv.get("/health").json()["instance"] == instance
