@@ -45,4 +45,12 @@ void oneshot_spec_init(backend_spec *spec, const char *image, const char *networ
  * (the workspace's copier, a volume's chown and measurement). */
 void oneshot_spec_root(backend_spec *spec, const char *image, const char *const *caps);
 
+/* The shell command that prints the bytes of the files under the folder dir (a string literal):
+ * the apparent sizes of its files and links, each inode once, folders counting nothing, so that an
+ * empty tree is 0 on any file system (du counts a folder's own blocks: 4,096 on ext4, other sizes on
+ * tmpfs). The one measure of what a user wrote, run in one-shot containers: a hibernated workspace,
+ * a fork's copy, a volume. */
+#define ONESHOT_BYTES_SH(dir)                                                                                       \
+    "find " dir " -xdev ! -type d -printf '%i %s\\n' | awk '!seen[$1]++ {n += $2} END {print n + 0}'"
+
 #endif

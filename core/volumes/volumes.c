@@ -19,9 +19,9 @@
 #include "core/deps/oneshot.h"
 #include "core/shares/sharespec.h"
 
-/* du over a large tree takes seconds; more is an engine that stopped answering */
+/* measuring a large tree takes seconds; more is an engine that stopped answering */
 #define MEASURE_TIMEOUT_MS (2L * 60 * 1000)
-/* the label of the one-shot containers that hold a volume (its id): the chown of a new one, du */
+/* the label of the one-shot containers that hold a volume (its id): the chown of a new one, its measurement */
 #define HOLDER_LABEL "runbox.volume-for"
 
 /* ---- the rows ---------------------------------------------------------------------------- */
@@ -533,7 +533,7 @@ static void measured_cb(void *data, rb_err err, const char *msg, const backend_e
     if (err != RB_OK || r->exit_code != 0 || r->out_len == 0) {
         if (err != RB_ECANCELED)
             rb_warn("volume %s: could not measure it: %.300s", m->id,
-                    err != RB_OK ? msg : (r->err_len > 0 ? r->err : "du failed"));
+                    err != RB_OK ? msg : (r->err_len > 0 ? r->err : "the measuring command failed"));
     } else if (store_volume_get(core_heart_store(m->c), m->id, &doc, e2) == RB_OK) { /* else deleted meanwhile */
         int64_t used = strtoll(r->out, NULL, 10);
         int64_t quota = json_integer_value(json_object_get(doc, "quota_bytes"));
@@ -554,7 +554,7 @@ static void measured_cb(void *data, rb_err err, const char *msg, const backend_e
 
 static void run_measure(measure *m)
 {
-    static const char *const cmd[] = {"sh", "-c", "du -sb /v | cut -f1", NULL};
+    static const char *const cmd[] = {"sh", "-c", ONESHOT_BYTES_SH("/v"), NULL};
     /* root that may read every folder (code may have made one unreadable), and nothing else */
     static const char *const caps[] = {"DAC_READ_SEARCH", NULL};
     char e2[RB_ERR_LEN];

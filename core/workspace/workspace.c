@@ -91,7 +91,7 @@ static void copied_cb(void *data, rb_err err, const char *msg, const backend_exe
 
 static void run_copier(copy *cp)
 {
-    static const char *const cmd[] = {"sh", "-c", "cp -a /from/. /to/ && du -sb /to | cut -f1", NULL};
+    static const char *const cmd[] = {"sh", "-c", "cp -a /from/. /to/ && " ONESHOT_BYTES_SH("/to"), NULL};
     static const char *const caps[] = {"CHOWN", "FOWNER", "DAC_OVERRIDE", NULL};
     char e2[RB_ERR_LEN];
     backend_volume vols[2] = {{cp->from_vol, NULL, "/from", 1}, {cp->to_vol, NULL, "/to", 0}};

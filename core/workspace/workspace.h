@@ -17,7 +17,7 @@
 #define WORKSPACE_KEEP_LABEL "runbox.keep"
 #define WORKSPACE_SESSION_LABEL "runbox.session"
 
-/** Reports a copy once: RB_OK with the bytes the copied files take (du -sb; -1 if unknown), or
+/** Reports a copy once: RB_OK with the bytes the copied files take (ONESHOT_BYTES_SH; -1 if unknown), or
  * the error with msg saying which step failed and why (borrowed for the call). volume is the
  * kept volume's name for workspace_keep (borrowed), NULL otherwise. */
 typedef void (*workspace_cb)(void *data, rb_err err, const char *msg, const char *volume, int64_t bytes);

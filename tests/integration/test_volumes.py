@@ -302,6 +302,49 @@ def test_quota_refuses_uploads_executions_and_mounts_until_a_delete(server, volu
     volumes.delete(server, vid)
 
 
+def test_use_counts_the_bytes_of_files_so_a_small_quota_can_be_met(server, volumes):
+    """used_bytes is what the user wrote (files and links, each inode once), not the folders' own
+    blocks: 104 bytes read as 104, a quota of 200 bytes is met again once the files go, and the
+    same files measure the same in a fork's and a hibernation's workspace_bytes."""
+    v = volumes.create(server, {"name": "tiny", "quota_bytes": 200})
+    vid = v["volume_id"]
+    a = mounting(server, [{"volume": "tiny"}])
+    sa = a["session_id"]
+    run(server, sa, "import os\nos.makedirs('/workspace/tiny/a/b/c')\n"
+                    "open('/workspace/tiny/a/b/c/x.txt', 'w').write('x' * 100)\n"
+                    "os.link('/workspace/tiny/a/b/c/x.txt', '/workspace/tiny/hard.txt')\n"
+                    "os.symlink('x.txt', '/workspace/tiny/a/b/c/link')")
+    v = wait_volume(server, vid, lambda x: x["used_bytes"] > 0, "the volume to be measured")
+    assert v["used_bytes"] == 100 + len("x.txt") and not v["over_quota"], v
+    run(server, sa, "open('/workspace/tiny/big.txt', 'w').write('y' * 300)")
+    v = wait_volume(server, vid, lambda x: x["over_quota"], "the volume to be over its quota")
+    assert v["used_bytes"] == 405, v
+    r = server.delete(f"/sessions/{sa}/files", params={"path": "tiny/big.txt"})
+    assert r.status_code == 200, r.text
+    r = server.delete(f"/sessions/{sa}/files", params={"path": "tiny/a"})
+    assert r.status_code == 200, r.text
+    # hard.txt keeps the inode; the folders count nothing
+    v = wait_volume(server, vid, lambda x: x["used_bytes"] == 100, "the volume to hold hard.txt's 100 bytes")
+    assert not v["over_quota"], v
+    assert run(server, sa, "print(1)") == "1\n"
+    server.delete_session(sa)
+    volumes.delete(server, vid)
+
+    # the same files: a fork's copy and a hibernation count the same bytes
+    s = server.create_session()
+    sid = s["session_id"]
+    run(server, sid, "import os\nos.makedirs('/workspace/d/e')\nopen('/workspace/d/e/f.txt', 'w').write('z' * 104)")
+    r = server.post(f"/sessions/{sid}/fork", {})
+    assert r.status_code == 201, r.text
+    fork = r.json()
+    server.track(fork)
+    r = server.post(f"/sessions/{sid}/pause", {"mode": "hibernate"})
+    assert r.status_code == 200, r.text
+    assert fork["fork"]["workspace_bytes"] == r.json()["pause"]["workspace_bytes"] == 104, (fork, r.json())
+    server.delete_session(fork["session_id"])
+    server.delete_session(sid)
+
+
 # ---- malformed mount items -----------------------------------------------------------------------
 
 def test_bad_mount_items_are_refused_with_the_reason(server, volumes):
