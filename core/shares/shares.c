@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "core/shares/sharespec.h"
@@ -53,9 +54,20 @@ static char *data_folder(const core_settings *s)
     return abs;
 }
 
+/* Whether the sandbox user may make files in the folder path (of st) by its mode bits: the
+ * owner's, else the group's, else the others'. A folder with an access ACL is left to its ACL
+ * (setfacl -m u:1000:rwx, as docs/data.md suggests), which this does not evaluate. */
+static int sandbox_may_write(const char *path, const struct stat *st)
+{
+    mode_t need = st->st_uid == SHARES_SANDBOX_UID   ? (S_IWUSR | S_IXUSR)
+                  : st->st_gid == SHARES_SANDBOX_GID ? (S_IWGRP | S_IXGRP)
+                                                      : (S_IWOTH | S_IXOTH);
+    return (st->st_mode & need) == need || lgetxattr(path, "system.posix_acl_access", NULL, 0) > 0;
+}
+
 /* d's folder as the engine will bind it: every component of its path exists and is a folder,
  * none a symbolic link (lstat each prefix: realpath alone would follow a link the operator did
- * not mean), its real path is the path given, and it holds neither runboxd's data nor the
+ * not mean), a :rw one the sandbox user may write in, its real path is the path given, and it holds neither runboxd's data nor the
  * Docker socket, nor lies in the data. e is the error to answer with. */
 static rb_err check_folder(const core_settings *s, const sharespec_decl *d, rb_err e, char *err)
 {
@@ -82,6 +94,12 @@ static rb_err check_folder(const core_settings *s, const sharespec_decl *d, rb_e
         if (!S_ISDIR(st.st_mode))
             return rb_fail(e, err, "share %s: %s is not a folder", d->name, prefix);
     }
+    if (d->rw && !sandbox_may_write(p, &st))
+        return rb_fail(e, err,
+                       "share %s: %s is owned by %lu:%lu with mode %04o, so the sandbox's user (uid %d, gid %d) cannot "
+                       "write in it; run `chown %d:%d %s` (or `chmod o+wx %s`), or declare the share without :rw",
+                       d->name, p, (unsigned long)st.st_uid, (unsigned long)st.st_gid, (unsigned)(st.st_mode & 07777),
+                       SHARES_SANDBOX_UID, SHARES_SANDBOX_GID, SHARES_SANDBOX_UID, SHARES_SANDBOX_GID, p, p);
     char *real = realpath(p, NULL);
     int same = real != NULL && strcmp(real, p) == 0;
     free(real);

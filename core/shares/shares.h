@@ -9,7 +9,7 @@
  *
  * Every host folder is checked at start-up and again whenever a sandbox mounts it: it must
  * exist, be a folder, be reached through no symbolic link (each component of its path is looked
- * at with lstat) and lie apart from runboxd's own data (the database's folder) and the Docker
+ * at with lstat), be writable by the sandbox user when declared :rw, and lie apart from runboxd's own data (the database's folder) and the Docker
  * socket. It is bound into the sandbox read-only unless declared :rw and mounted so. Code in the
  * sandbox runs as the sandbox user (uid 1000, gid 1000): what it writes in a rw share belongs to
  * 1000:1000 on the host, and it reads only what that user may read. The sandbox has all

@@ -302,6 +302,23 @@ Test(shares, host_folders_are_checked, .init = make_root, .fini = remove_root)
     fclose(f);
 
     char *ok = xasprintf("photos=%s:rw", p);
+    /* :rw asks that the sandbox user may write there: root's 0755 folder is refused with the fix */
+    cr_assert_eq(check(ok, err), RB_EINVAL);
+    cr_assert(strstr(err, "share photos: ") != NULL && strstr(err, "cannot write in it") != NULL &&
+                  strstr(err, "chown 1000:1000") != NULL && strstr(err, "without :rw") != NULL,
+              "%s", err);
+    char *ro = xasprintf("photos=%s", p);
+    cr_assert_eq(check(ro, err), RB_OK, "%s", err);
+    free(ro);
+    cr_assert_eq(chown(p, 0, SHARES_SANDBOX_GID), 0);
+    cr_assert_eq(check(ok, err), RB_EINVAL, "the group may not write yet");
+    cr_assert_eq(chmod(p, 0775), 0);
+    cr_assert_eq(check(ok, err), RB_OK, "%s", err);
+    cr_assert_eq(chown(p, 0, 0), 0);
+    cr_assert_eq(chmod(p, 0777), 0);
+    cr_assert_eq(check(ok, err), RB_OK, "%s", err);
+    cr_assert_eq(chmod(p, 0755), 0);
+    cr_assert_eq(chown(p, SHARES_SANDBOX_UID, SHARES_SANDBOX_GID), 0);
     cr_assert_eq(check(ok, err), RB_OK, "%s", err);
     const struct {
         char *text;
@@ -356,6 +373,7 @@ Test(shares, mounts_and_binds, .init = make_root, .fini = remove_root)
     char *p = xasprintf("%s/photos", root), *o = xasprintf("%s/out", root);
     cr_assert_eq(mkdir(p, 0755), 0);
     cr_assert_eq(mkdir(o, 0755), 0);
+    cr_assert_eq(chown(o, SHARES_SANDBOX_UID, SHARES_SANDBOX_GID), 0);
     core_settings s;
     core_settings_init(&s);
     s.shares = xasprintf("photos=%s,out=%s:rw", p, o);
@@ -382,6 +400,11 @@ Test(shares, mounts_and_binds, .init = make_root, .fini = remove_root)
     cr_assert_str_eq(vols[1].host_path, o);
     cr_assert(!vols[1].readonly);
     shares_volumes_free(vols, n);
+
+    /* a rw folder the sandbox user can no longer write in (chown after start-up): refused at mount */
+    cr_assert_eq(chown(o, 0, 0), 0);
+    cr_assert_eq(shares_volumes(&s, m, &vols, &n, err), RB_ECONFLICT);
+    cr_assert(strstr(err, "share out") != NULL && strstr(err, "cannot write in it") != NULL, "%s", err);
 
     /* a folder replaced by a link after start-up is refused when a sandbox would mount it */
     cr_assert_eq(rmdir(o), 0);

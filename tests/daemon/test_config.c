@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -436,6 +437,7 @@ Test(config, shares_are_repeatable_and_checked)
     rb_config c;
     char err[RB_ERR_LEN], dir[] = "/tmp/rb-config-share-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(chmod(dir, 0777), 0); /* :rw needs a folder the sandbox user may write in */
     config_init(&c);
     char *one = xasprintf("photos=%s", dir), *two = xasprintf("out=%s:rw", dir);
     cr_assert_eq(config_set(&c, "share", one, err), RB_OK, "%s", err);

@@ -272,6 +272,10 @@ def test_start_up_refuses_links_data_and_missing_folders(tmp_path, host):
     assert "not a mode" in err, err
     err = start_fails(tmp_path, "--share", f"p={host}/photos", "--default-mounts", "q")
     assert "default-mounts" in err, err
+    # a :rw folder the sandbox user (uid 1000) cannot write in: said at start, with the fix
+    err = start_fails(tmp_path, "--share", f"p={host}/photos:rw")
+    assert f"share p: {host}/photos is owned by 0:0 with mode 0755, so the sandbox's user (uid 1000, gid 1000) " \
+           f"cannot write in it; run `chown 1000:1000 {host}/photos`" in err, err
 
 
 def test_e2b_sandbox_mounts_from_metadata(make_server, host, tmp_path, monkeypatch):
