@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "server/dify/dify_wire.h"
 
 #define DIFY_PREFIX "/v1/sandbox/"
@@ -275,6 +276,14 @@ static rb_err run_create(dify_run *r, char *err)
         if (strncmp(why, field, sizeof(field) - 1) == 0)
             why += sizeof(field) - 1;
         r->note = xasprintf("[runbox: this run had no network although enable_network was asked: %s]", why);
+        /* said once in the log (the runs that fail say it in their output) */
+        static int logged;
+        if (!logged) {
+            logged = 1;
+            rb_warn("dify: runs ask for a network (enable_network) and run without one: %s (said once; a run that "
+                    "fails says it in its stderr)",
+                    why);
+        }
     }
     e = core_session_create(r->core, r->who, opts, on_created, r, &r->op, err);
     json_decref(opts);

@@ -300,7 +300,7 @@ json_t *dify_run_data(const char *prior_stdout, const char *prior_stderr, json_t
         append(&err, line);
         end_line(&err);
     }
-    if (note != NULL && note[0] != '\0') {
+    if (note != NULL && note[0] != '\0' && exit_code != 0) { /* a run that worked needs no such words */
         end_line(&err);
         append(&err, note);
         end_line(&err);

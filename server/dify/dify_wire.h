@@ -74,7 +74,8 @@ void dify_error_of(rb_err e, int *status, int *code);
  * a runbox execution's result document doc (core's: stdout, stderr, status, error{ename, evalue,
  * traceback}, truncated, dropped_bytes, reset_reason). prior_stdout and prior_stderr (may be
  * NULL) come first: what the preload printed. python says which interpreter ran it (its exit
- * codes differ). note (may be NULL) is added to stderr, and to error when the run failed.
+ * codes differ). note (may be NULL) is added to stderr and error when the run failed (only then: a
+ * note on every node's output of a workflow would be noise).
  *   completed -> exit_code 0, error "";
  *   error -> the traceback goes to stderr as the interpreter prints it, exit_code 255 (python) or
  *     1 (node), error "process exited with code N\n" + stderr; Python's SystemExit exits with its
