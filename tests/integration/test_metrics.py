@@ -163,3 +163,63 @@ def test_event_streams_and_their_refusals(sandbox_image, make_server):
     m, _ = scrape(s)
     assert val(m, "runbox_event_streams_open") == 0
     assert val(m, "runbox_executions_finished_total", status="cancelled") == 1
+
+
+def rows_of(fams: dict) -> list[tuple[str, str]]:
+    return [(name, f[2]) for name, f in fams.items()]
+
+
+def documented_families() -> tuple[dict[str, tuple[str, dict[str, set[str]], str]], int]:
+    """docs/operations.md's table of families, {name: (type, {label: its listed values})}, and the
+    number of fixed series it states."""
+    doc = (rbtest.ROOT / "docs" / "operations.md").read_text()
+    fams: dict[str, tuple[str, dict[str, set[str]], str]] = {}
+    known: dict[str, set[str]] = {}
+    for line in doc.splitlines():
+        m = re.match(r"\| `(runbox_\w+)` \| (\w+) \|\s*(.*?)\s*\|", line)
+        if not m:
+            continue
+        labels: dict[str, set[str]] = {}
+        for part in m.group(3).split(";"):
+            lm = re.match(r"\s*`(\w+)`(?::\s*(.*)|\s+(as above.*))?$", part.strip())
+            if not lm:
+                continue
+            name, values = lm.group(1), (lm.group(2) or lm.group(3) or "").strip()
+            if values.startswith("as above"):
+                labels[name] = known[name]
+            elif values and re.fullmatch(r"[\w.+`]+(?:,?\s+[\w.+`]+)*", values):  # a list, not words about it
+                labels[name] = known[name] = {v.strip("`") for v in re.split(r"[,\s]+", values) if v.strip("`")}
+            else:
+                labels[name] = set()  # values named elsewhere (a session id, the operator's names)
+        fams[m.group(1)] = (m.group(2), labels, line)
+    count = re.search(r"the number of\s+series is fixed \((\d+)\)", doc)
+    assert count, "docs/operations.md no longer says how many fixed series there are"
+    return fams, int(count.group(1))
+
+
+def test_docs_operations_md_lists_what_metrics_serves(server):
+    """docs/operations.md's families, types, label values and fixed series count are what GET /metrics
+    answers (issue 42, item 8: the doc had drifted, it lacked runbox_engine_runtime and
+    reason="role" and said 273 series where there were 297)."""
+    fams, fixed = documented_families()
+    samples, _ = scrape(server)
+    text = server.get("/metrics").text
+    types = dict(re.findall(r"^# TYPE (\w+) (\w+)$", text, re.M))  # names as served (with _total)
+    several = {n for n, line in rows_of(fams) if "with several engines only" in line}
+    assert set(fams) - several == set(types), \
+        f"documented only: {set(fams) - several - set(types)}; served only: {set(types) - set(fams)}"
+    for name, (kind, labels, _) in fams.items():
+        if name not in types:
+            continue
+        assert types[name] == kind, (name, kind, types[name])
+        served: dict[str, set[str]] = {}
+        for (sname, lab), _ in samples.items():
+            if sname == name or (kind == "histogram" and sname in (name + "_bucket", name + "_sum", name + "_count")):
+                for k, v in lab:
+                    served.setdefault(k, set()).add(v)
+        for k, values in labels.items():
+            if values and k in served:
+                assert served[k] == values, f"{name}: label {k}: documented {sorted(values)}, served {sorted(served[k])}"
+        assert set(served) <= set(labels), f"{name}: labels served but not documented: {set(served) - set(labels)}"
+    series = [k for k in samples if not k[0].startswith("runbox_session_")]
+    assert len(series) == fixed, f"docs/operations.md says {fixed} fixed series; /metrics has {len(series)}"
