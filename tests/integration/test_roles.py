@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+import requests
 
 import rbtest
 
@@ -118,3 +119,37 @@ def test_a_bad_role_stops_the_start(sandbox_image, tmp_path):
     with pytest.raises(AssertionError):
         s.start()
     assert "role= is user, admin or viewer" in s.log_text()
+
+
+def test_an_mcp_session_serves_only_its_own_key(srv):
+    """An MCP client session's calls run as its key (its bound sandbox, its executions): an admin
+    or viewer that may see it does not take it over (issue 37). Before, an admin's execute_code in
+    alice's Mcp-Session-Id made the session's sandbox the admin's and ran as the admin there, and a
+    viewer's GET stream on it made the viewer the key of alice's calls still in flight."""
+    h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+         "MCP-Protocol-Version": "2025-06-18"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    r = srv.post("/mcp", init, headers={**h, **as_("alice")})
+    assert r.status_code == 200, r.text
+    mid = {"Mcp-Session-Id": r.headers["Mcp-Session-Id"]}
+    assert srv.post("/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    headers={**h, **as_("alice"), **mid}).status_code == 202
+
+    def run(who: str, code: str) -> requests.Response:
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "execute_code", "arguments": {"code": code}}}
+        return srv.post("/mcp", call, headers={**h, **as_(who), **mid})
+
+    r = run("boss", "print('by boss')")
+    assert r.status_code == 404 and "alice" in r.text, r.text
+    r = srv.get("/mcp", headers={**h, **as_("auditor"), **mid, "Accept": "text/event-stream"}, stream=True)
+    assert r.status_code == 404 and "alice" in r.text, r.text
+    r.close()
+    # alice's own session is untouched: its sandbox and its executions are alice's
+    r = run("alice", "print('by alice')")
+    assert r.status_code == 200 and "by alice" in r.text, r.text
+    events = srv.get("/audit?kind=execution&limit=1000").json()["events"]
+    assert [e["key"] for e in events if e["code"] == "print('by alice')"] == ["alice"], events
+    assert not [e for e in events if e["code"] == "print('by boss')"], events
+    assert srv.delete("/mcp", headers={**as_("alice"), **mid}).status_code in (200, 204)
