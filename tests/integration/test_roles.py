@@ -7,9 +7,12 @@ role= keep working (their keys are users)."""
 from __future__ import annotations
 
 import hashlib
+import json
+import uuid
 
 import pytest
 import requests
+import websocket
 
 import rbtest
 
@@ -153,3 +156,61 @@ def test_an_mcp_session_serves_only_its_own_key(srv):
     assert [e["key"] for e in events if e["code"] == "print('by alice')"] == ["alice"], events
     assert not [e for e in events if e["code"] == "print('by boss')"], events
     assert srv.delete("/mcp", headers={**as_("alice"), **mid}).status_code in (200, 204)
+
+
+def test_a_jupyter_socket_loses_what_its_key_loses(srv):
+    """A kernel's websocket runs cells as its key as the key is now (issue 37): an admin's socket on
+    alice's kernel runs cells as the admin; once the admin is demoted to viewer, the same open
+    socket runs nothing more, and once its key is removed, neither."""
+    eve = "eve-key-" + "6" * 20
+
+    def write(eve_role: str | None) -> None:
+        text = "".join(line(n, k) for n, k in KEYS.items())
+        if eve_role is not None:
+            text += f"eve sha256:{hashlib.sha256(eve.encode()).hexdigest()} role={eve_role}\n"
+        (srv.workdir / "api-keys").write_text(text)
+        r = srv.post("/keys/reload", headers=as_("boss"))
+        assert r.status_code == 200, r.text
+
+    def cell(ws, code: str) -> tuple[dict, str]:
+        mid = uuid.uuid4().hex
+        ws.send(json.dumps({"header": {"msg_id": mid, "msg_type": "execute_request", "session": mid, "username": "t",
+                                       "date": "", "version": "5.3"}, "parent_header": {}, "metadata": {},
+                            "content": {"code": code, "silent": False}, "channel": "shell"}))
+        reply, out = None, ""
+        while True:
+            m = json.loads(ws.recv())
+            if m["parent_header"].get("msg_id") != mid:
+                continue
+            if m["msg_type"] == "execute_reply":
+                reply = m["content"]
+            if m["msg_type"] == "stream":
+                out += m["content"]["text"]
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle" and reply is not None:
+                return reply, out
+
+    r = srv.post("/sessions", {}, headers=as_("alice"))
+    assert r.status_code == 201, r.text
+    srv.track(r.json())
+    sid = r.json()["session_id"]
+    assert srv.post("/execute", {"session_id": sid, "code": "x = 1", "wait": True},
+                    headers=as_("alice")).json()["status"] == "completed"
+    write("admin")
+    try:
+        ws = websocket.create_connection(f"ws://127.0.0.1:{srv.port}/jupyter/api/kernels/{sid}/channels",
+                                         header=[f"Authorization: Bearer {eve}"], timeout=120)
+        reply, out = cell(ws, "x = x + 1; print('eve', x)")
+        assert reply["status"] == "ok" and out == "eve 2\n", (reply, out)
+        write("viewer")
+        reply, out = cell(ws, "x = 100; print('eve again')")
+        assert reply["status"] == "error" and "viewer" in reply["evalue"] and "eve" in reply["evalue"], reply
+        write(None)
+        reply, _ = cell(ws, "x = 200")
+        assert reply["status"] == "error" and "no longer" in reply["evalue"], reply
+        ws.close()
+    finally:
+        write(None)
+    r = srv.post("/execute", {"session_id": sid, "code": "x", "wait": True}, headers=as_("alice"))
+    assert r.json()["result"] == "2", r.text
+    runs = srv.get(f"/audit?session={sid}&kind=execution", headers=as_("boss")).json()["events"]
+    assert [(e["key"], e.get("session_owner")) for e in runs] == [("alice", None), ("eve", "alice"), ("alice", None)]
