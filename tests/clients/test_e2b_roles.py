@@ -139,9 +139,11 @@ def test_a_rest_session_read_by_a_viewer_keeps_its_owner(env):
     assert r.status_code == 200 and "envdAccessToken" not in r.json(), r.text
     v = sdk_sandbox(sid, "auditor", None)
     refused(lambda: v.run_code("1"), "viewer")
+    # an admin reaching it first is handed a token of its own, not one the owner will get
+    boss = detail(env, sid, "boss").json()["envdAccessToken"]
     # the owner's token works, and its cells are the owner's
     mine = Sandbox.connect(sid)
-    assert mine._envd_access_token
+    assert mine._envd_access_token and mine._envd_access_token != boss
     assert mine.run_code("print('owner')").logs.stdout == ["owner\n"]
     runs = audit(env, sid, "execution")
     assert [(e["key"], e.get("session_owner")) for e in runs] == [("alice", None)], runs
