@@ -94,7 +94,7 @@ static const char *header(h2o_req_t *req, const char *name, size_t len)
 }
 
 /* Answers why the token's key may not do what it asked (403), naming the key and its role. */
-static void refuse_role(h2o_req_t *req, const core_caller *who, int what)
+static void refuse_role(rb_server *server, h2o_req_t *req, const core_caller *who, int what)
 {
     char msg[RB_ERR_LEN];
     if (who->role == CORE_ROLE_VIEWER)
@@ -109,6 +109,7 @@ static void refuse_role(h2o_req_t *req, const core_caller *who, int what)
                  "only its owner or an admin key (role=admin) may %s it",
                  who->owner, what == E2B_CHANGES ? "run code or change files in" : "read");
     e2b__sandbox_error(req, 403, msg);
+    server_count_refusal(server, HTTP_REFUSED_ROLE);
 }
 
 int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out)
@@ -163,7 +164,7 @@ int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out)
         return -1;
     }
     if (what != E2B_NO_TOKEN && !allowed) {
-        refuse_role(req, who, what);
+        refuse_role(call->server, req, who, what);
         return -1;
     }
     out->server = call->server;

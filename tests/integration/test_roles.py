@@ -149,6 +149,10 @@ def test_an_mcp_session_serves_only_its_own_key(srv):
     r = srv.get("/mcp", headers={**h, **as_("auditor"), **mid, "Accept": "text/event-stream"}, stream=True)
     assert r.status_code == 404 and "alice" in r.text, r.text
     r.close()
+    # nor does a viewer open an MCP session of its own through the older transport's GET /sse
+    r = srv.get("/sse", headers={**as_("auditor"), "Accept": "text/event-stream"}, stream=True, timeout=30)
+    assert r.status_code == 403 and "viewer" in r.text and "auditor" in r.text, r.text
+    r.close()
     # alice's own session is untouched: its sandbox and its executions are alice's
     r = run("alice", "print('by alice')")
     assert r.status_code == 200 and "by alice" in r.text, r.text
