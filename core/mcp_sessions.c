@@ -344,6 +344,14 @@ rb_err mcp_sessions_touch(mcp_sessions *m, const core_caller *who, const char *i
     mcp_rec *r = find(m, who, id, err);
     if (r == NULL)
         return RB_ENOTFOUND;
+    /* Used by its own key only, whatever the role: its transport's calls run as that key (an admin
+     * or a viewer that could see it would otherwise become the key of the owner's calls) */
+    const char *owner = json_string_value(json_object_get(r->doc, "owner"));
+    if (who != NULL && strcmp(who->owner, owner != NULL ? owner : "") != 0)
+        return rb_fail(RB_ENOTFOUND, err,
+                       "MCP session %.64s belongs to the key '%.64s': an MCP session serves only the key that started it; "
+                       "start your own with initialize (an admin reaches other keys' sessions from it, by session_id)",
+                       id, owner != NULL ? owner : "");
     int64_t now = rb_now_ms();
     if (expired(m, r, now)) {
         char reason[128];

@@ -57,8 +57,10 @@ rb_err mcp_sessions_attach(mcp_sessions *m, const char *id, void *transport, cha
  * live sessions, RB_EINVAL when info serialises to more than MCP_SESSIONS_INFO_MAX bytes,
  * RB_ESTORE if it cannot be saved. */
 rb_err mcp_sessions_create(mcp_sessions *m, const core_caller *who, json_t *info, json_t **out, char *err);
-/** Looks up a live MCP session and marks it used now. RB_ENOTFOUND for an unknown, ended or
- * expired id (err says which). out may be NULL; otherwise *out is a copy of the record. */
+/** Looks up a live MCP session of who's own key (whatever its role: a session serves only the key
+ * that started it) and marks it used now. RB_ENOTFOUND for an unknown, ended, expired or another
+ * key's id (err says which; for a user key, another key's reads as unknown). out may be NULL;
+ * otherwise *out is a copy of the record. */
 rb_err mcp_sessions_touch(mcp_sessions *m, const core_caller *who, const char *id, json_t **out, char *err);
 /** Sets one member of a live record (e.g. "log_level") and persists it. RB_ENOTFOUND, RB_EINVAL
  * for the reserved members (ids, times, bound). value is borrowed. */

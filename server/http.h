@@ -149,6 +149,9 @@ void http_send_error(h2o_req_t *req, rb_err e, const char *message);
  * one): 1 when call->who may, else 0 after answering 403 naming the key and its role (doing
  * what, in words, for the message). */
 int http_require_admin(http_call *call, const char *doing);
+/** For a GET that changes something (it opens a stream that stores state): 1 unless call->who is a
+ * viewer key, else 0 after answering 403 naming the key and its role (doing what, in words). */
+int http_require_change(http_call *call, const char *doing);
 
 /** Reads the request body as one JSON object. An empty body gives NULL in *out when
  * empty_ok, else RB_EINVAL. RB_EMEDIA when a body comes with a Content-Type other than
@@ -206,6 +209,9 @@ typedef enum http_refusal {
 /** The label value of r ("host", "origin", "stopping", "too_many_streams", "body_too_large",
  * "bad_request", "unauthorized", "rate_limited", "too_many_connections", "role"); a static string. */
 const char *http_refusal_name(http_refusal r);
+/** Counts a refusal a protocol answered itself (e.g. a role refusal on traffic that carries no API
+ * key), under why. */
+void server_count_refusal(rb_server *s, http_refusal why);
 
 /** Status classes counted: 2xx..5xx (index status / 100 - 2). */
 #define HTTP_STATUS_CLASSES 4

@@ -90,6 +90,24 @@ int http_require_admin(http_call *call, const char *doing)
     return 0;
 }
 
+int http_require_change(http_call *call, const char *doing)
+{
+    if (call->who == NULL || call->who->role != CORE_ROLE_VIEWER)
+        return 1;
+    char msg[RB_ERR_LEN];
+    snprintf(msg, sizeof(msg),
+             "the API key '%s' is a viewer (role=viewer in the api-keys file): it reads, it changes nothing, so it "
+             "may not %s; ask the operator for a user or admin key",
+             call->who->owner, doing);
+    refuse(call->server, call->req, HTTP_REFUSED_ROLE, 403, "forbidden", msg);
+    return 0;
+}
+
+void server_count_refusal(rb_server *s, http_refusal why)
+{
+    s->counts.refusals[why]++;
+}
+
 /* Whether req only reads: GET or HEAD, and not a websocket (Jupyter's channels run code). */
 static int reads_only(h2o_req_t *req)
 {

@@ -1,6 +1,7 @@
 /*
  * e2b.c: the E2B protocol's registration: its routes under /e2b, which of them authenticate
- * with the sandbox's access token instead of an API key (sandbox traffic), the error shapes
+ * with a sandbox's access token instead of an API key (sandbox traffic) and what that token's
+ * key may do there (access tokens themselves are e2b_token.c's), the error shapes
  * E2B's SDK reads, the sandbox a request addresses, and the /home/user path mapping. The
  * handlers are in e2b_api.c (control plane), e2b_pause.c (pause, resume, connect, fork),
  * e2b_network.c (network options), e2b_volumes.c (volumes), e2b_envd.c (envd) and e2b_interp.c
@@ -92,17 +93,26 @@ static const char *header(h2o_req_t *req, const char *name, size_t len)
     return http_pool_strdup(req, req->headers.entries[i].value.base, req->headers.entries[i].value.len);
 }
 
-/* Compares a presented token with the stored one without an early exit. */
-static int token_equal(const char *a, const char *b)
+/* Answers why the token's key may not do what it asked (403), naming the key and its role. */
+static void refuse_role(rb_server *server, h2o_req_t *req, const core_caller *who, int what)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char diff = la != lb;
-    for (size_t i = 0; i < lb; i++)
-        diff |= (unsigned char)(a[i % (la ? la : 1)] ^ b[i]);
-    return diff == 0;
+    char msg[RB_ERR_LEN];
+    if (who->role == CORE_ROLE_VIEWER)
+        snprintf(msg, sizeof(msg),
+                 "the access token was handed to the API key '%s', which is a viewer (role=viewer in the api-keys "
+                 "file): it reads, it runs no code and changes no file in a sandbox; ask the operator for a user or "
+                 "admin key",
+                 who->owner);
+    else
+        snprintf(msg, sizeof(msg),
+                 "the access token was handed to the API key '%s', a user key, and this sandbox is another key's: "
+                 "only its owner or an admin key (role=admin) may %s it",
+                 who->owner, what == E2B_CHANGES ? "run code or change files in" : "read");
+    e2b__sandbox_error(req, 403, msg);
+    server_count_refusal(server, HTTP_REFUSED_ROLE);
 }
 
-int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out)
+int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out)
 {
     h2o_req_t *req = call->req;
     char msg[RB_ERR_LEN];
@@ -113,36 +123,54 @@ int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out)
                            "(the SDK then sends it)");
         return -1;
     }
-    json_t *extra = NULL;
+    json_t *extra = NULL, *session = NULL;
     char err[RB_ERR_LEN];
-    /* Trusted lookup (who NULL): the access token decides who may use the sandbox. */
-    if (core_session_extra(call->core, NULL, id, E2B_EXTRA, &extra, err) != RB_OK) {
+    /* Trusted lookups (who NULL): the access token decides who may use the sandbox. */
+    if (core_session_extra(call->core, NULL, id, E2B_EXTRA, &extra, err) != RB_OK ||
+        core_session_get(call->core, NULL, id, &session, err) != RB_OK) {
+        json_decref(extra);
         snprintf(msg, sizeof(msg), "The sandbox %.64s was not found: it was killed, timed out or never existed", id);
         e2b__sandbox_error(req, 502, msg);
         return -1;
     }
-    const char *token = json_string_value(json_object_get(extra, "token"));
-    const char *owner = json_string_value(json_object_get(extra, "owner"));
-    const char *given = header(req, H2O_STRLIT("x-access-token"));
-    int ok = token != NULL && given != NULL && token_equal(given, token);
-    const core_caller *who = NULL;
-    if (ok && server_has_keys(call->server)) {
-        who = server_caller(call->server, owner ? owner : "");
-        ok = who != NULL; /* the key that created it was removed from the key file */
-    }
+    const char *owner = e2b__owner_of(session);
+    json_t *tokens = extra != NULL ? json_deep_copy(extra) : json_object();
     json_decref(extra);
-    if (need_token && !ok) {
-        e2b__sandbox_error(req, 401,
-                           given == NULL ? "this sandbox needs its access token in X-Access-Token (the envdAccessToken "
-                                           "of the create or connect answer; the SDK sends it)"
-                                         : "the X-Access-Token does not belong to this sandbox (use the "
-                                           "envdAccessToken of its create or connect answer)");
+    e2b__tokens_upgrade(tokens, owner);
+    const char *given = header(req, H2O_STRLIT("x-access-token"));
+    const char *key = e2b__token_holder(tokens, given);
+    const core_caller *who = NULL;
+    int status = 0;
+    if (key == NULL) {
+        status = 401;
+        snprintf(msg, sizeof(msg), "%s",
+                 given == NULL
+                     ? "this sandbox needs an access token in X-Access-Token: the envdAccessToken that create, connect "
+                       "and get_info hand to a key that may run code in it (its owner or an admin key; the SDK sends "
+                       "it). A viewer key (role=viewer) is handed none: it runs no code and changes no file in a "
+                       "sandbox"
+                     : "the X-Access-Token does not belong to this sandbox (use the envdAccessToken of its create, "
+                       "connect or get_info answer)");
+    } else if (server_has_keys(call->server) && (who = server_caller(call->server, key)) == NULL) {
+        status = 401;
+        snprintf(msg, sizeof(msg),
+                 "the access token was handed to the API key '%.64s', which is no longer in runboxd's key file", key);
+    }
+    int allowed = who == NULL || (what == E2B_CHANGES ? e2b__may_change(who, owner) : core_caller_owns(who, owner));
+    json_decref(tokens);
+    json_decref(session);
+    if (what != E2B_NO_TOKEN && status != 0) {
+        e2b__sandbox_error(req, status, msg);
+        return -1;
+    }
+    if (what != E2B_NO_TOKEN && !allowed) {
+        refuse_role(call->server, req, who, what);
         return -1;
     }
     out->server = call->server;
     out->core = call->core;
     out->cfg = call->cfg;
-    out->who = who;
+    out->who = status == 0 && allowed ? who : NULL;
     out->session_id = id;
     out->workdir = E2B_WORKDIR;
     return 0;

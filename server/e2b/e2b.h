@@ -5,7 +5,8 @@
  * REST and MCP). Routes live under /e2b: the control plane (/e2b/v2/sandboxes, /e2b/sandboxes)
  * authenticates with runbox's API keys (X-API-KEY); sandbox traffic carries E2b-Sandbox-Id and
  * E2b-Sandbox-Port (49983 envd, 49999 the code interpreter) and authenticates with the
- * sandbox's own access token (X-Access-Token). docs/e2b.md says what is supported.
+ * access token the sandbox's answers handed to the caller's key (X-Access-Token). docs/e2b.md
+ * says what is supported.
  */
 #ifndef RB_SERVER_E2B_H
 #define RB_SERVER_E2B_H
@@ -25,13 +26,14 @@
 void e2b_register(rb_server *s);
 
 /* A sandbox a request is addressed to, after e2b.c has checked it: the session exists, is
- * live, and the request carried its access token. Everything is borrowed and valid for the
- * request's life. */
+ * live, and the request carried an access token of it whose key may make the call. Everything is
+ * borrowed and valid for the request's life. */
 typedef struct e2b_sandbox {
     rb_server *server;
     rb_core *core;
     const server_settings *cfg;
-    const core_caller *who;  /* the sandbox's owner, for core calls (NULL: runboxd without keys) */
+    const core_caller *who;  /* the key the access token was handed to (the owner or an admin), for
+                                core calls (NULL: runboxd without keys, or a call that needs no token) */
     const char *session_id;  /* runbox session id == E2B sandboxID */
     const char *workdir;     /* E2B_WORKDIR: what /home/user maps to */
 } e2b_sandbox;

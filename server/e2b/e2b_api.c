@@ -1,12 +1,13 @@
 /*
  * e2b_api.c: E2B's control plane on runbox sessions: create (POST /v2/sandboxes), list with
  * x-next-token paging and its state filter, get, kill, set_timeout; what runbox cannot do
- * (snapshots, metrics of several sandboxes at once, logs) answers 400 naming it. A sandbox's template is one of the image's
- * languages; its timeout is the session's deadline, and its autoPause what that deadline does
- * (suspend or hibernate instead of end); its access token, template, metadata and lifecycle are
- * the session's "e2b" extras; a paused session (suspended or hibernated) is a "paused" sandbox.
- * Pause, resume, connect and fork are e2b_pause.c's; the network options e2b_network.c's; volumes
- * and the mounts of a create e2b_volumes.c's.
+ * (snapshots, metrics of several sandboxes at once, logs) answers 400 naming it. A sandbox's
+ * template is one of the image's languages; its timeout is the session's deadline, and its
+ * autoPause what that deadline does (suspend or hibernate instead of end); its access tokens (one
+ * per key, e2b_token.c), template, metadata and lifecycle are the session's "e2b" extras; a paused
+ * session (suspended or hibernated) is a "paused" sandbox. Pause, resume, connect and fork are
+ * e2b_pause.c's; the network options e2b_network.c's; volumes and the mounts of a create
+ * e2b_volumes.c's.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -149,13 +150,12 @@ int e2b__state_of(const char *status)
                : E2B_STATE_RUNNING;
 }
 
-json_t *e2b__sandbox_object(json_t *session, json_t *extra, int detail)
+json_t *e2b__sandbox_object(json_t *session, json_t *extra, int detail, const char *token)
 {
     const char *id = json_string_value(json_object_get(session, "session_id"));
     const char *template = json_string_value(json_object_get(extra, "template"));
     json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "templateID", template ? template : "", "sandboxID", id ? id : "",
                           "clientID", "runbox", "envdVersion", E2B_ENVD_VERSION);
-    const char *token = json_string_value(json_object_get(extra, "token"));
     if (detail != 1 && token != NULL)
         json_object_set_new(o, "envdAccessToken", json_string(token));
     if (detail == 0)
@@ -193,26 +193,44 @@ json_t *e2b__sandbox_object(json_t *session, json_t *extra, int detail)
     return o;
 }
 
-/* The session's E2B data, minted when it has none (a session made through REST or MCP becomes
- * an E2B sandbox the first time it is connected to). New reference, or NULL with err. */
-static json_t *extra_of(http_call *call, const char *id, const char *language, rb_err *e, char *err)
+/* The session's E2B data (a new reference, a copy), made when it has none (a session made through
+ * REST or MCP becomes an E2B sandbox the first time it is reached through E2B), with the caller's
+ * own access token when the caller may run code there. Stored when it changed, but only for such
+ * a caller: a viewer's read stores nothing. NULL with *e and err. */
+static json_t *extra_of(http_call *call, json_t *session, rb_err *e, char *err)
 {
-    json_t *extra = NULL;
-    *e = core_session_extra(call->core, call->who, id, E2B_EXTRA, &extra, err);
-    if (*e != RB_OK || extra != NULL)
+    const char *id = json_string_value(json_object_get(session, "session_id"));
+    const char *language = json_string_value(json_object_get(session, "language"));
+    const char *owner = e2b__owner_of(session);
+    json_t *stored = NULL, *extra;
+    int changed = 0;
+    *e = core_session_extra(call->core, call->who, id, E2B_EXTRA, &stored, err);
+    if (*e != RB_OK)
+        return NULL;
+    if (stored != NULL) {
+        extra = json_deep_copy(stored);
+        json_decref(stored);
+    } else { /* a python session is the code interpreter's default template; the others' is their language */
+        extra = json_pack("{s:s, s:{}}", "template",
+                          language && strcmp(language, "python") != 0 ? language : "code-interpreter-v1", "metadata");
+        changed = 1;
+    }
+    changed |= e2b__tokens_upgrade(extra, owner);
+    if (!e2b__may_change(call->who, owner))
         return extra;
-    char token[40];
-    rb_random_id("", token, sizeof(token));
-    const core_caller *who = call->who;
-    /* A python session is the code interpreter's default template; the others' template is their language. */
-    extra = json_pack("{s:s, s:s, s:s, s:{}}", "token", token, "owner", who ? who->owner : "", "template",
-                      language && strcmp(language, "python") != 0 ? language : "code-interpreter-v1", "metadata");
-    *e = core_session_set_extra(call->core, call->who, id, E2B_EXTRA, extra, err);
-    if (*e != RB_OK) {
+    e2b__token_mint(extra, e2b__key_name(call->who), &changed);
+    if (changed && (*e = core_session_set_extra(call->core, call->who, id, E2B_EXTRA, extra, err)) != RB_OK) {
         json_decref(extra);
         return NULL;
     }
     return extra;
+}
+
+const char *e2b__caller_token(http_call *call, json_t *session, json_t *extra)
+{
+    if (!e2b__may_change(call->who, e2b__owner_of(session)))
+        return NULL;
+    return json_string_value(json_object_get(json_object_get(extra, "tokens"), e2b__key_name(call->who)));
 }
 
 /* ---- create --------------------------------------------------------------------------------- */
@@ -224,6 +242,7 @@ typedef struct create_ctx {
     rb_core *core;
     const core_caller *who;
     json_t *extra; /* the E2B data to store once the session is ready */
+    const char *token; /* the creator's access token (in extra) */
     int64_t timeout_s;
     const char *action; /* what its deadline does (e2b_lifecycle_map; static) */
 } create_ctx;
@@ -260,7 +279,7 @@ static void on_created(void *data, rb_err e, const char *msg, json_t *body)
     if (e != RB_OK) {
         e2b__api_fail(ctx->req, e, msg);
     } else {
-        json_t *o = e2b__sandbox_object(body, ctx->extra, 0);
+        json_t *o = e2b__sandbox_object(body, ctx->extra, 0, ctx->token);
         http_send_json(ctx->req, 201, o);
         json_decref(o);
     }
@@ -380,18 +399,17 @@ int e2b__create(http_call *call)
     json_decref(eo);
     create_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), create_dispose);
     memset(ctx, 0, sizeof(*ctx));
-    char token[40];
-    rb_random_id("", token, sizeof(token));
     ctx->req = call->req;
     ctx->server = call->server;
     ctx->core = call->core;
     ctx->who = call->who;
     ctx->timeout_s = timeout > 0 ? timeout : 300;
     ctx->action = action;
-    ctx->extra = json_pack("{s:s, s:s, s:s, s:o, s:O, s:s}", "token", token, "owner", call->who ? call->who->owner : "",
-                           "template", template, "metadata",
+    ctx->extra = json_pack("{s:s, s:o, s:O, s:s}", "template", template, "metadata",
                            json_is_object(meta) ? json_deep_copy(meta) : json_object(), "lifecycle", lifecycle,
                            "timeoutAction", action);
+    int minted = 0; /* the creator owns it: its token is the first */
+    ctx->token = e2b__token_mint(ctx->extra, e2b__key_name(call->who), &minted);
     e = core_session_create(call->core, call->who, opts, on_created, ctx, &ctx->op, err);
     json_decref(opts);
     if (e != RB_OK) {
@@ -418,7 +436,7 @@ int e2b__live_sandbox(http_call *call, json_t **session, json_t **extra)
             e = RB_ENOTFOUND;
     }
     if (e == RB_OK)
-        *extra = extra_of(call, id, json_string_value(json_object_get(*session, "language")), &e, err);
+        *extra = extra_of(call, *session, &e, err);
     if (e != RB_OK) { /* nothing to hand back */
         json_decref(*session);
         json_decref(*extra);
@@ -440,7 +458,8 @@ int e2b__get(http_call *call)
     json_t *session = NULL, *extra = NULL;
     if (!e2b__authorised(call) || e2b__live_sandbox(call, &session, &extra) != 0)
         return 0;
-    json_t *o = e2b__sandbox_object(session, extra, 2);
+    /* the caller's own token, only for a key that may run code there (never a viewer's) */
+    json_t *o = e2b__sandbox_object(session, extra, 2, e2b__caller_token(call, session, extra));
     http_send_json(call->req, 200, o);
     json_decref(o);
     json_decref(session);
@@ -580,7 +599,7 @@ int e2b__list(http_call *call)
             json_decref(extra);
             continue;
         }
-        json_t *o = e2b__sandbox_object(s, extra, 1);
+        json_t *o = e2b__sandbox_object(s, extra, 1, NULL);
         if (extra == NULL) /* not yet connected through E2B: its template is its language */
             json_object_set(o, "templateID", json_object_get(s, "language"));
         json_decref(extra);

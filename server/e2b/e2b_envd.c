@@ -54,7 +54,7 @@ int e2b__health(http_call *call)
 {
     char msg[RB_ERR_LEN];
     e2b_sandbox sbx;
-    if (e2b__sandbox_of(call, 1, &sbx) != 0)
+    if (e2b__sandbox_of(call, E2B_READS, &sbx) != 0)
         return 0;
     /* A paused sandbox does not run: 502, as E2B's proxy answers, which is_running() reads as False. */
     if (paused(&sbx, msg)) {
@@ -65,11 +65,25 @@ int e2b__health(http_call *call)
     return 0;
 }
 
+/* The RPCs that only read the sandbox; every other one runs something or changes files. */
+static int rpc_reads(const char *method)
+{
+    static const char *const reads[] = {"filesystem.Filesystem/Stat", "filesystem.Filesystem/ListDir",
+                                        "process.Process/List", NULL};
+    for (size_t i = 0; reads[i] != NULL; i++)
+        if (strcmp(method, reads[i]) == 0)
+            return 1;
+    return 0;
+}
+
 int e2b__rpc(http_call *call)
 {
     char msg[RB_ERR_LEN];
     e2b_sandbox sbx;
-    if (e2b__sandbox_of(call, 1, &sbx) != 0)
+    h2o_iovec_t p = call->req->path_normalized;
+    size_t np = strlen(E2B_PREFIX) + 1;
+    const char *method = http_pool_strdup(call->req, p.base + np, p.len - np);
+    if (e2b__sandbox_of(call, rpc_reads(method) ? E2B_READS : E2B_CHANGES, &sbx) != 0)
         return 0;
     if (paused(&sbx, msg)) { /* a Connect error, before any stream has started */
         json_t *doc = json_pack("{s:s, s:s}", "code", "failed_precondition", "message", msg);
@@ -77,9 +91,6 @@ int e2b__rpc(http_call *call)
         json_decref(doc);
         return 0;
     }
-    h2o_iovec_t p = call->req->path_normalized;
-    size_t np = strlen(E2B_PREFIX) + 1;
-    const char *method = http_pool_strdup(call->req, p.base + np, p.len - np);
     return e2b_rpc_handle(call->req, &sbx, method);
 }
 
@@ -125,7 +136,7 @@ int e2b__files_read(http_call *call)
 {
     char err[RB_ERR_LEN];
     e2b_sandbox sbx;
-    if (e2b__sandbox_of(call, 1, &sbx) != 0)
+    if (e2b__sandbox_of(call, E2B_READS, &sbx) != 0)
         return 0;
     if (paused(&sbx, err)) {
         e2b__sandbox_error(call->req, 400, err);
@@ -208,7 +219,7 @@ int e2b__files_write(http_call *call)
     write_ctx *ctx = h2o_mem_alloc_pool(&req->pool, sizeof(*ctx));
     memset(ctx, 0, sizeof(*ctx));
     ctx->req = req;
-    if (e2b__sandbox_of(call, 1, &ctx->sbx) != 0)
+    if (e2b__sandbox_of(call, E2B_CHANGES, &ctx->sbx) != 0)
         return 0;
     if (paused(&ctx->sbx, err)) {
         e2b__sandbox_error(req, 400, err);

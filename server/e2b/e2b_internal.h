@@ -25,10 +25,36 @@ void e2b__api_fail(h2o_req_t *req, rb_err e, const char *message);
  * (the SDK reads "message"). */
 void e2b__sandbox_error(h2o_req_t *req, int status, const char *message);
 
-/** The sandbox a sandbox-traffic request addresses (E2b-Sandbox-Id), after checking its access
- * token when need_token: 0 with *out filled (pool memory), or -1 after answering 401 (missing or
- * wrong token) or 502 (no such live sandbox, as E2B's proxy answers). */
-int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out);
+/** What a sandbox-traffic call does, for e2b__sandbox_of: nothing that needs a token (the
+ * code interpreter's /contexts, which the SDK sends none), read the sandbox (files, listings,
+ * health), or change it (run code or commands, write, move or remove files). */
+enum { E2B_NO_TOKEN = 0, E2B_READS = 1, E2B_CHANGES = 2 };
+/** The sandbox a sandbox-traffic request addresses (E2b-Sandbox-Id) and, unless what is
+ * E2B_NO_TOKEN, the key its access token was handed to, checked now: that key must still be in the
+ * key file and may, by its current role, do what (change: the sandbox's owner or an admin key;
+ * read: the owner, an admin or a viewer). 0 with *out filled (pool memory; out->who the token's
+ * key, for the core calls), or -1 after answering 401 (missing or wrong token, the key removed),
+ * 403 (the key's role or ownership does not allow it) or 502 (no such live sandbox, as E2B's
+ * proxy answers). */
+int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out);
+
+/* Access tokens (e2b_token.c): one per API key in the E2B data's "tokens" ({key name: token}). */
+/** Whether who may run code and change files in a session of owner: the owner (a user key), an
+ * admin key, or the one caller of a runboxd without keys (who NULL); never a viewer. */
+int e2b__may_change(const core_caller *who, const char *owner);
+/** The name who's tokens are kept under ("" for the caller of a runboxd without keys). Borrowed. */
+const char *e2b__key_name(const core_caller *who);
+/** The owner of a runbox session object (borrowed; "" when it has none). Borrowed. */
+const char *e2b__owner_of(json_t *session);
+/** Brings E2B data (modified in place) of the older form, one "token" recorded with the "owner"
+ * that first reached it through E2B, to "tokens": kept as owner's when that is the session's real
+ * owner, dropped otherwise. Returns whether extra changed. */
+int e2b__tokens_upgrade(json_t *extra, const char *owner);
+/** key's token in extra, minted (and *changed set) when it has none. Borrowed from extra. */
+const char *e2b__token_mint(json_t *extra, const char *key, int *changed);
+/** The key whose token in extra is given (compared with every token in constant time), or NULL.
+ * Borrowed from extra. */
+const char *e2b__token_holder(json_t *extra, const char *given);
 
 /** Maps an E2B path (absolute under /home/user, or relative to it) to a
  * runbox workspace path (e2b_path_map; valid as long as path); NULL with err when it is empty
@@ -64,13 +90,18 @@ int e2b__metrics(http_call *call);
  * whole number from 1 to E2B_TIMEOUT_MAX). */
 int64_t e2b__timeout_of(http_call *call, json_t *body);
 /** The live session call->params[0] (*session a new reference) with its E2B data (*extra a new
- * reference, minted for a session made through REST or MCP): 0, or -1 with both NULL after
- * answering 404 (unknown, ended, another key's) or the core error. */
+ * reference; made for a session made through REST or MCP), holding the caller's own access token
+ * when the caller may run code there (e2b__may_change: minted and stored if it had none; for
+ * anyone else nothing is stored): 0, or -1 with both NULL after answering 404 (unknown, ended,
+ * another key's) or the core error. */
 int e2b__live_sandbox(http_call *call, json_t **session, json_t **extra);
+/** The caller's access token of a sandbox e2b__live_sandbox answered (session and extra
+ * borrowed), or NULL when the caller may not run code there (a viewer, say). Borrowed. */
+const char *e2b__caller_token(http_call *call, json_t *session, json_t *extra);
 /** The E2B object of a runbox session object (borrowed) and its E2B data (borrowed): detail 0 the
- * create/connect answer (E2B's Sandbox, with the access token), 1 a listed sandbox, 2 a detailed
- * one (with the token and network). New reference. */
-json_t *e2b__sandbox_object(json_t *session, json_t *extra, int detail);
+ * create/connect answer (E2B's Sandbox), 1 a listed sandbox, 2 a detailed one (with the network);
+ * token, unless NULL, its envdAccessToken (never in a listed one). New reference. */
+json_t *e2b__sandbox_object(json_t *session, json_t *extra, int detail, const char *token);
 /** E2B's state of a runbox session status: E2B_STATE_PAUSED while it is pausing, suspended or
  * hibernated, else E2B_STATE_RUNNING. */
 int e2b__state_of(const char *status);

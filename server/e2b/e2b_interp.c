@@ -168,7 +168,7 @@ int e2b__execute(http_call *call)
     char err[RB_ERR_LEN], msg[RB_ERR_LEN];
     e2b_sandbox sbx;
     json_t *body = NULL, *session = NULL, *queued = NULL;
-    if (e2b__sandbox_of(call, 1, &sbx) != 0)
+    if (e2b__sandbox_of(call, E2B_CHANGES, &sbx) != 0)
         return 0;
     rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
     if (e != RB_OK) {
@@ -246,7 +246,7 @@ int e2b__contexts_list(http_call *call)
 {
     e2b_sandbox sbx;
     /* The SDK sends no access token to /contexts; the default context reveals nothing. */
-    if (e2b__sandbox_of(call, 0, &sbx) != 0)
+    if (e2b__sandbox_of(call, E2B_NO_TOKEN, &sbx) != 0)
         return 0;
     json_t *list = json_array();
     json_array_append_new(list, default_context(call, &sbx));
@@ -258,7 +258,7 @@ int e2b__contexts_list(http_call *call)
 int e2b__contexts_create(http_call *call)
 {
     e2b_sandbox sbx;
-    if (e2b__sandbox_of(call, 0, &sbx) != 0)
+    if (e2b__sandbox_of(call, E2B_NO_TOKEN, &sbx) != 0)
         return 0;
     e2b__sandbox_error(call->req, 400,
                        "runboxd gives each sandbox one context, '" E2B_CONTEXT_ID
@@ -270,7 +270,7 @@ int e2b__contexts_create(http_call *call)
 int e2b__context_delete(http_call *call)
 {
     e2b_sandbox sbx;
-    if (e2b__sandbox_of(call, 0, &sbx) != 0)
+    if (e2b__sandbox_of(call, E2B_NO_TOKEN, &sbx) != 0)
         return 0;
     e2b__sandbox_error(call->req, 400,
                        "the context '" E2B_CONTEXT_ID "' is the sandbox's interpreter and cannot be removed; kill the "
@@ -281,7 +281,7 @@ int e2b__context_delete(http_call *call)
 int e2b__context_restart(http_call *call)
 {
     e2b_sandbox sbx;
-    if (e2b__sandbox_of(call, 0, &sbx) != 0)
+    if (e2b__sandbox_of(call, E2B_NO_TOKEN, &sbx) != 0)
         return 0;
     e2b__sandbox_error(call->req, 400,
                        "runboxd cannot restart a sandbox's interpreter; kill the sandbox and create a new one for a "

@@ -147,7 +147,8 @@ typedef struct wake_ctx {
     req_link l;
     rb_core *core;
     char *id;
-    json_t *extra;          /* the sandbox's E2B data (its token for the answer) */
+    json_t *extra;          /* the sandbox's E2B data (its template for the answer) */
+    char *token;            /* the caller's own access token, or NULL (xstrdup) */
     int64_t timeout_s;      /* its deadline becomes now + this */
     int only_extend;        /* connect: a running sandbox's deadline only moves later */
     int reboot;             /* memory false: a suspended sandbox is hibernated first, to boot fresh */
@@ -160,6 +161,7 @@ static void wake_free(wake_ctx *ctx)
 {
     link_close(&ctx->l);
     json_decref(ctx->extra);
+    free(ctx->token);
     free(ctx->id);
     free(ctx);
 }
@@ -186,11 +188,18 @@ static void wake_done(wake_ctx *ctx)
     if (e == RB_OK && (!ctx->only_extend || deadline < want))
         e = core_session_set_deadline(ctx->core, NULL, ctx->id, want, err);
     if (e == RB_OK && ctx->auto_pause != NULL) {
-        json_object_set_new(ctx->extra, "lifecycle",
+        /* the stored data as it is now (another key may have been handed a token meanwhile) */
+        json_t *now = NULL;
+        e = core_session_extra(ctx->core, NULL, ctx->id, E2B_EXTRA, &now, err);
+        json_t *extra = now != NULL ? json_deep_copy(now) : json_deep_copy(ctx->extra);
+        json_decref(now);
+        json_object_set_new(extra, "lifecycle",
                             json_pack("{s:s, s:b}", "onTimeout", strcmp(ctx->auto_pause, "end") == 0 ? "kill" : "pause",
                                       "autoResume", 0));
-        json_object_set_new(ctx->extra, "timeoutAction", json_string(ctx->auto_pause));
-        e = core_session_set_extra(ctx->core, NULL, ctx->id, E2B_EXTRA, ctx->extra, err);
+        json_object_set_new(extra, "timeoutAction", json_string(ctx->auto_pause));
+        if (e == RB_OK)
+            e = core_session_set_extra(ctx->core, NULL, ctx->id, E2B_EXTRA, extra, err);
+        json_decref(extra);
         if (e == RB_OK)
             e = core_session_set_deadline_action(ctx->core, NULL, ctx->id, ctx->auto_pause, err);
     }
@@ -200,7 +209,7 @@ static void wake_done(wake_ctx *ctx)
     }
     if (ctx->l.req != NULL) {
         json_t *session = json_pack("{s:s}", "session_id", ctx->id);
-        json_t *o = e2b__sandbox_object(session, ctx->extra, 0);
+        json_t *o = e2b__sandbox_object(session, ctx->extra, 0, ctx->token);
         http_send_json(ctx->l.req, ctx->woken ? 201 : 200, o);
         json_decref(o);
         json_decref(session);
@@ -302,6 +311,8 @@ static int wake(http_call *call, int resume)
     ctx->core = call->core;
     ctx->id = xstrdup(call->params[0]);
     ctx->extra = json_incref(extra);
+    const char *token = e2b__caller_token(call, session, extra); /* an admin's own, not the owner's */
+    ctx->token = token != NULL ? xstrdup(token) : NULL;
     ctx->timeout_s = timeout > 0 ? timeout : resume ? E2B_RESUME_TIMEOUT : 300;
     ctx->only_extend = !resume;
     ctx->reboot = !memory;
@@ -332,7 +343,7 @@ typedef struct fork_ctx {
     rb_core *core;
     const core_caller *who; /* valid while l.req is: no fork starts after the client went away */
     char *id;
-    json_t *extra;   /* the source's E2B data: the forks' owner, template, metadata and lifecycle */
+    json_t *extra;   /* the source's E2B data: the forks' template, metadata and lifecycle */
     json_t *results; /* E2B's SandboxForkResult of each fork so far */
     int64_t timeout_s;
     int count;
@@ -360,7 +371,7 @@ static void fork_next(fork_ctx *ctx);
 static void on_forked(void *data, rb_err e, const char *msg, json_t *body)
 {
     fork_ctx *ctx = data;
-    char err[RB_ERR_LEN], token[40];
+    char err[RB_ERR_LEN];
     const char *id = json_string_value(json_object_get(body, "session_id"));
     if (e != RB_OK || id == NULL) {
         fork_failed(ctx, e != RB_OK ? e : RB_EINTERNAL, e != RB_OK ? msg : "the fork has no session id");
@@ -374,10 +385,12 @@ static void on_forked(void *data, rb_err e, const char *msg, json_t *body)
         fork_next(ctx);
         return;
     }
-    rb_random_id("", token, sizeof(token));
     const char *action = json_string_value(json_object_get(ctx->extra, "timeoutAction"));
     json_t *extra = json_deep_copy(ctx->extra);
-    json_object_set_new(extra, "token", json_string(token));
+    /* the source's tokens stay the source's: the fork's one token is its own owner's, the key that forked it */
+    json_object_del(extra, "tokens");
+    int minted = 0;
+    const char *token = e2b__token_mint(extra, e2b__owner_of(body), &minted);
     e = core_session_set_extra(ctx->core, NULL, id, E2B_EXTRA, extra, err);
     if (e == RB_OK)
         e = core_session_set_deadline(ctx->core, NULL, id, rb_now_ms() + ctx->timeout_s * 1000, err);
@@ -386,7 +399,7 @@ static void on_forked(void *data, rb_err e, const char *msg, json_t *body)
     if (e != RB_OK)
         fork_failed(ctx, e, err);
     else
-        json_array_append_new(ctx->results, json_pack("{s:o}", "sandbox", e2b__sandbox_object(body, extra, 0)));
+        json_array_append_new(ctx->results, json_pack("{s:o}", "sandbox", e2b__sandbox_object(body, extra, 0, token)));
     json_decref(extra);
     json_decref(body);
     fork_next(ctx);

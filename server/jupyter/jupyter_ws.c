@@ -385,10 +385,55 @@ static void kernel_shutdown(jconn *c, json_t *msg)
     send_status(c, msg, "dead");
 }
 
+/* Whether the socket's key may still run code in its kernel as the key is now: the key file may
+ * have been reloaded since the socket opened, and a key removed or demoted loses what it could do
+ * (the router checked the key once, at the upgrade). 1, or 0 with why. */
+static int key_may_run(jconn *c, char *why)
+{
+    if (c->who == NULL) /* runboxd without keys */
+        return 1;
+    const core_caller *now = server_caller(c->j->server, c->who->owner);
+    json_t *s = NULL;
+    char err[RB_ERR_LEN];
+    if (now == NULL)
+        snprintf(why, RB_ERR_LEN, "the API key '%s' is no longer in runboxd's key file: this socket runs nothing more",
+                 c->who->owner);
+    else if (now->role == CORE_ROLE_VIEWER)
+        snprintf(why, RB_ERR_LEN,
+                 "the API key '%s' is a viewer now (role=viewer in the api-keys file): it runs no code; ask the "
+                 "operator for a user or admin key",
+                 c->who->owner);
+    else if (core_session_get(c->j->core, now, c->kernel, &s, err) != RB_OK)
+        snprintf(why, RB_ERR_LEN, "the API key '%s' is a user key now and this kernel is another key's",
+                 c->who->owner);
+    else {
+        json_decref(s);
+        return 1;
+    }
+    return 0;
+}
+
 static void dispatch(jconn *c, json_t *msg)
 {
     const char *t = jmsg_type(msg);
     const char *channel = jmsg_channel(msg);
+    char why[RB_ERR_LEN];
+    int change = strcmp(t, "execute_request") == 0 || strcmp(t, "shutdown_request") == 0 ||
+                 strcmp(t, "interrupt_request") == 0;
+    if (change && !key_may_run(c, why)) {
+        send_status(c, msg, "busy");
+        if (strcmp(t, "execute_request") == 0) {
+            exec_refused(c, msg, 0, "PermissionError", why);
+            return;
+        }
+        char reply[JMSG_NAME_MAX + 8];
+        snprintf(reply, sizeof(reply), "%.*s_reply", (int)(strlen(t) - strlen("_request")), t);
+        send_msg(c, jmsg_make(msg, "control", reply,
+                              json_pack("{s:s, s:s, s:s}", "status", "error", "ename", "PermissionError", "evalue", why),
+                              c->kernel));
+        send_status(c, msg, "idle");
+        return;
+    }
     if (strcmp(t, "execute_request") == 0) {
         execute(c, msg);
     } else if (strcmp(t, "shutdown_request") == 0) {

@@ -44,6 +44,9 @@ int mcp__legacy_sse_handler(http_call *hc)
     mcp_server *ms = mcp__admit(hc);
     if (ms == NULL)
         return 0;
+    /* a GET that creates an MCP session, whose messages a viewer may not send anyway */
+    if (!http_require_change(hc, "open an MCP session (GET /sse)"))
+        return 0;
     h2o_req_t *req = hc->req;
     char err[RB_ERR_LEN];
     if (!server_stream_room(ms->server, err))

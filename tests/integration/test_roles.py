@@ -7,8 +7,12 @@ role= keep working (their keys are users)."""
 from __future__ import annotations
 
 import hashlib
+import json
+import uuid
 
 import pytest
+import requests
+import websocket
 
 import rbtest
 
@@ -118,3 +122,99 @@ def test_a_bad_role_stops_the_start(sandbox_image, tmp_path):
     with pytest.raises(AssertionError):
         s.start()
     assert "role= is user, admin or viewer" in s.log_text()
+
+
+def test_an_mcp_session_serves_only_its_own_key(srv):
+    """An MCP client session's calls run as its key (its bound sandbox, its executions): an admin
+    or viewer that may see it does not take it over (issue 37). Before, an admin's execute_code in
+    alice's Mcp-Session-Id made the session's sandbox the admin's and ran as the admin there, and a
+    viewer's GET stream on it made the viewer the key of alice's calls still in flight."""
+    h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+         "MCP-Protocol-Version": "2025-06-18"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    r = srv.post("/mcp", init, headers={**h, **as_("alice")})
+    assert r.status_code == 200, r.text
+    mid = {"Mcp-Session-Id": r.headers["Mcp-Session-Id"]}
+    assert srv.post("/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    headers={**h, **as_("alice"), **mid}).status_code == 202
+
+    def run(who: str, code: str) -> requests.Response:
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "execute_code", "arguments": {"code": code}}}
+        return srv.post("/mcp", call, headers={**h, **as_(who), **mid})
+
+    r = run("boss", "print('by boss')")
+    assert r.status_code == 404 and "alice" in r.text, r.text
+    r = srv.get("/mcp", headers={**h, **as_("auditor"), **mid, "Accept": "text/event-stream"}, stream=True)
+    assert r.status_code == 404 and "alice" in r.text, r.text
+    r.close()
+    # nor does a viewer open an MCP session of its own through the older transport's GET /sse
+    r = srv.get("/sse", headers={**as_("auditor"), "Accept": "text/event-stream"}, stream=True, timeout=30)
+    assert r.status_code == 403 and "viewer" in r.text and "auditor" in r.text, r.text
+    r.close()
+    # alice's own session is untouched: its sandbox and its executions are alice's
+    r = run("alice", "print('by alice')")
+    assert r.status_code == 200 and "by alice" in r.text, r.text
+    events = srv.get("/audit?kind=execution&limit=1000").json()["events"]
+    assert [e["key"] for e in events if e["code"] == "print('by alice')"] == ["alice"], events
+    assert not [e for e in events if e["code"] == "print('by boss')"], events
+    assert srv.delete("/mcp", headers={**as_("alice"), **mid}).status_code in (200, 204)
+
+
+def test_a_jupyter_socket_loses_what_its_key_loses(srv):
+    """A kernel's websocket runs cells as its key as the key is now (issue 37): an admin's socket on
+    alice's kernel runs cells as the admin; once the admin is demoted to viewer, the same open
+    socket runs nothing more, and once its key is removed, neither."""
+    eve = "eve-key-" + "6" * 20
+
+    def write(eve_role: str | None) -> None:
+        text = "".join(line(n, k) for n, k in KEYS.items())
+        if eve_role is not None:
+            text += f"eve sha256:{hashlib.sha256(eve.encode()).hexdigest()} role={eve_role}\n"
+        (srv.workdir / "api-keys").write_text(text)
+        r = srv.post("/keys/reload", headers=as_("boss"))
+        assert r.status_code == 200, r.text
+
+    def cell(ws, code: str) -> tuple[dict, str]:
+        mid = uuid.uuid4().hex
+        ws.send(json.dumps({"header": {"msg_id": mid, "msg_type": "execute_request", "session": mid, "username": "t",
+                                       "date": "", "version": "5.3"}, "parent_header": {}, "metadata": {},
+                            "content": {"code": code, "silent": False}, "channel": "shell"}))
+        reply, out = None, ""
+        while True:
+            m = json.loads(ws.recv())
+            if m["parent_header"].get("msg_id") != mid:
+                continue
+            if m["msg_type"] == "execute_reply":
+                reply = m["content"]
+            if m["msg_type"] == "stream":
+                out += m["content"]["text"]
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle" and reply is not None:
+                return reply, out
+
+    r = srv.post("/sessions", {}, headers=as_("alice"))
+    assert r.status_code == 201, r.text
+    srv.track(r.json())
+    sid = r.json()["session_id"]
+    assert srv.post("/execute", {"session_id": sid, "code": "x = 1", "wait": True},
+                    headers=as_("alice")).json()["status"] == "completed"
+    write("admin")
+    try:
+        ws = websocket.create_connection(f"ws://127.0.0.1:{srv.port}/jupyter/api/kernels/{sid}/channels",
+                                         header=[f"Authorization: Bearer {eve}"], timeout=120)
+        reply, out = cell(ws, "x = x + 1; print('eve', x)")
+        assert reply["status"] == "ok" and out == "eve 2\n", (reply, out)
+        write("viewer")
+        reply, out = cell(ws, "x = 100; print('eve again')")
+        assert reply["status"] == "error" and "viewer" in reply["evalue"] and "eve" in reply["evalue"], reply
+        write(None)
+        reply, _ = cell(ws, "x = 200")
+        assert reply["status"] == "error" and "no longer" in reply["evalue"], reply
+        ws.close()
+    finally:
+        write(None)
+    r = srv.post("/execute", {"session_id": sid, "code": "x", "wait": True}, headers=as_("alice"))
+    assert r.json()["result"] == "2", r.text
+    runs = srv.get(f"/audit?session={sid}&kind=execution", headers=as_("boss")).json()["events"]
+    assert [(e["key"], e.get("session_owner")) for e in runs] == [("alice", None), ("eve", "alice"), ("alice", None)]
