@@ -168,13 +168,14 @@ static int own_auth(rb_server *s, h2o_req_t *req)
     return 0;
 }
 
-/* s[0..n) for a message: at most 64 bytes, a control character written %XX as a URI would. */
+/* s[0..n) for a message: at most 64 bytes, printable ASCII, anything else written %XX as a URI
+ * would (a protocol's error document may not take bytes that are not UTF-8). */
 static void printable(const char *s, size_t n, char *out, size_t cap)
 {
     size_t o = 0;
     for (size_t i = 0; i < n && i < 64 && o + 4 < cap; i++) {
         unsigned char ch = (unsigned char)s[i];
-        if (ch < 0x20 || ch == 0x7f)
+        if (ch < 0x20 || ch >= 0x7f)
             o += (size_t)snprintf(out + o, cap - o, "%%%02X", ch);
         else
             out[o++] = (char)ch;

@@ -114,6 +114,9 @@ def test_e2b_ids_in_path_and_header(server, sid):
             assert r.status_code == 400 and "control character" in r.json()["message"], r.text
         r = server.post(f"/e2b/sandboxes/{sid}{cut}/timeout", {"timeout": 1})
         assert r.status_code == 400, r.text
+    # bytes that are not UTF-8 beside it: E2B's error document still carries the message
+    r = server.get(f"/e2b/sandboxes/{sid}%FF%00")
+    assert r.status_code == 400 and f"'{sid}%FF%00'" in r.json()["message"], r.text
     r = server.get(f"/e2b/sandboxes/{sid}")
     assert r.status_code == 200 and r.json()["sandboxID"] == sid, r.text
     # the header: HTTP/1 lets a tab through (no other control character), so it is sent raw
