@@ -155,8 +155,8 @@ int http_require_admin(http_call *call, const char *doing);
  * empty_ok, else RB_EINVAL. RB_EMEDIA when a body comes with a Content-Type other than
  * application/json (parameters such as charset allowed), RB_ETOOBIG beyond max bytes,
  * RB_EINVAL with the parser's line and column for malformed JSON (a string with \u0000 is) or when
- * the value is not an object, or naming an id member (session_id, request_id, sandboxID, ... at
- * any depth) that holds a control character. *out is a new reference. */
+ * the value is not an object, or naming an id member (session_id, request_id, sandboxID, a mount's
+ * volume or share, ... at any depth) that holds a control character. *out is a new reference. */
 rb_err http_read_json(h2o_req_t *req, size_t max, int empty_ok, json_t **out, char *err);
 
 /** Like http_read_json for any JSON value (an object, or an array for JSON-RPC batches); an

@@ -296,14 +296,15 @@ static int all_blank(const char *p, size_t n)
     return 1;
 }
 
-/* The member of v (at any depth) that names an id (session_id, request_id, ... of any protocol)
- * and holds a control character, with that character in *byte; or NULL. jansson already refuses
- * \u0000 (no JSON_ALLOW_NUL), which json_string_value would cut at; no id runboxd makes holds any
- * other control character either, so such an id is refused rather than looked up. */
+/* The member of v (at any depth) that carries an id or a name (session_id, request_id, a mount's
+ * volume and share, ... of any protocol) and holds a control character, with that character in
+ * *byte; or NULL. jansson already refuses \u0000 (no JSON_ALLOW_NUL), which json_string_value
+ * would cut at; no id or name runboxd makes holds any other control character either, so such a
+ * member is refused rather than looked up. */
 static const char *control_in_id(json_t *v, unsigned char *byte)
 {
     static const char *const ids[] = {"session_id", "request_id", "sessionId", "sandboxID", "sandboxId",
-                                      "volume_id", "kernel_id", NULL};
+                                      "volume_id", "kernel_id", "volume", "share", NULL};
     const char *key, *found = NULL;
     json_t *m;
     size_t i;

@@ -114,7 +114,7 @@ int e2b__sandbox_of(http_call *call, int need_token, e2b_sandbox *out)
         return -1;
     }
     ssize_t hi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("e2b-sandbox-id"), -1);
-    int control = strlen(id) != req->headers.entries[hi].value.len; /* a NUL (HTTP/1 refuses it: not HTTP/2) */
+    int control = strlen(id) != req->headers.entries[hi].value.len; /* a NUL: HTTP/1 carries none, HTTP/2 might */
     for (const char *p = id; *p != '\0'; p++)
         control |= (unsigned char)*p < 0x20 || *p == 0x7f;
     if (control) {

@@ -59,10 +59,19 @@ def test_a_volume_named_through_a_nul_is_refused_and_kept(server):
         assert "'nulname%00junk'" in err["message"], err  # the segment, shown as it was sent
         r = server.get("/volumes/nulname")
         assert r.status_code == 200 and r.json()["volume_id"] == vid, r.text
-        # a body with \u0000 is malformed JSON: no volume "nulname" is made twice nor another cut short
+        # a body with \u0000 is malformed JSON: no volume "other" is made
         r = server.post("/volumes", data='{"name": "other\\u0000junk"}', headers={"Content-Type": "application/json"})
         check_error(r, 400)
         assert [v["name"] for v in server.get("/volumes").json()["volumes"]] == ["nulname"]
+        # a mount's volume or share named with a control character: refused, no session made
+        before = len(server.get("/sessions").json()["sessions"])
+        for mount in ({"volume": "nulname\n"}, {"volume": "nulname\x01"}, {"share": "photos\t"}):
+            refused(server.post("/sessions", {"execution_options": {"mounts": [mount]}}),
+                    f"'{next(iter(mount))}' holds a control character")
+        r = server.post("/sessions", data='{"execution_options": {"mounts": [{"volume": "nulname\\u0000x"}]}}',
+                        headers={"Content-Type": "application/json"})
+        check_error(r, 400)
+        assert len(server.get("/sessions").json()["sessions"]) == before
     finally:
         assert server.delete(f"/volumes/{vid}").status_code in (200, 204)
 
