@@ -334,9 +334,10 @@ rb_err core_volume_delete(rb_core *c, const core_caller *who, const char *ref, c
  * another key's session. */
 rb_err core_session_metrics(rb_core *c, const core_caller *who, const char *session_id, int64_t since_ms,
                             int64_t until_ms, json_t **out, char *err);
-/** The newest sample of at most max live sessions, the most memory first, each with its
- * session_id: a new array; *sampled is how many sessions have a sample (may be more than max). */
-json_t *core_usage_latest(rb_core *c, size_t max, size_t *sampled);
+/** The newest sample of at most max live sessions that who may see (core_caller_owns: a user key
+ * its own, an admin or viewer every key's), the most memory first, each with its session_id: a
+ * new array; *sampled is how many of those sessions have a sample (may be more than max). */
+json_t *core_usage_latest(rb_core *c, const core_caller *who, size_t max, size_t *sampled);
 
 /** Whether the operator declared shares. */
 int core_shares_enabled(const rb_core *c);

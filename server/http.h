@@ -24,7 +24,8 @@ typedef struct rb_server rb_server;
 #define HTTP_MAX_PARAMS 4
 
 /** What a route handler receives: the server, the request and the path parameters (NUL-terminated
- * strings in req->pool, in pattern order). The handler must answer (now or later) and return 0. */
+ * strings in req->pool, in pattern order, without a NUL or other control character: the router
+ * refuses such a path with 400). The handler must answer (now or later) and return 0. */
 typedef struct http_call {
     rb_server *server;
     void *data; /* the registering protocol's data (http_protocol.data) */
@@ -156,8 +157,9 @@ int http_require_change(http_call *call, const char *doing);
 /** Reads the request body as one JSON object. An empty body gives NULL in *out when
  * empty_ok, else RB_EINVAL. RB_EMEDIA when a body comes with a Content-Type other than
  * application/json (parameters such as charset allowed), RB_ETOOBIG beyond max bytes,
- * RB_EINVAL with the parser's line and column for malformed JSON or when the value is not an
- * object. *out is a new reference. */
+ * RB_EINVAL with the parser's line and column for malformed JSON (a string with \u0000 is) or when
+ * the value is not an object, or naming an id member (session_id, request_id, sandboxID, a mount's
+ * volume or share, ... at any depth) that holds a control character. *out is a new reference. */
 rb_err http_read_json(h2o_req_t *req, size_t max, int empty_ok, json_t **out, char *err);
 
 /** Like http_read_json for any JSON value (an object, or an array for JSON-RPC batches); an
@@ -168,7 +170,9 @@ rb_err http_read_json_value(h2o_req_t *req, size_t max, json_t **out, char *err)
 char *http_pool_strdup(h2o_req_t *req, const char *s, size_t len);
 
 /** Value of a query parameter of req (first occurrence), NUL-terminated in req->pool, or NULL.
- * %XX escapes are decoded; '+' stays a '+' (RFC 3986: "c++.txt" is that name; a space is %20). */
+ * %XX escapes are decoded; '+' stays a '+' (RFC 3986: "c++.txt" is that name; a space is %20).
+ * It holds no NUL or other control character: the router refused such a query before any route
+ * ran (and a path segment likewise: the path parameters hold none either). */
 const char *http_query_param(h2o_req_t *req, const char *name);
 
 /** A long-lived response (an event stream) that server_stop must end. The owner embeds one,

@@ -53,6 +53,30 @@ int query_holds_nul(const char *q, size_t n)
     return 0;
 }
 
+int query_control(const char *q, size_t n, unsigned char *byte, size_t *pair, size_t *pair_len)
+{
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)q[i];
+        if (ch == '&') {
+            start = i + 1;
+            continue;
+        }
+        if (ch == '%' && n - i >= 3 && codec_hex_value(q[i + 1]) >= 0 && codec_hex_value(q[i + 2]) >= 0) {
+            ch = (unsigned char)(codec_hex_value(q[i + 1]) * 16 + codec_hex_value(q[i + 2]));
+            i += 2;
+        }
+        if (ch < 0x20 || ch == 0x7f) {
+            const char *amp = memchr(q + i, '&', n - i);
+            *byte = ch;
+            *pair = start;
+            *pair_len = (amp != NULL ? (size_t)(amp - q) : n) - start;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int query_whole(const char *s, int64_t max, int64_t *out)
 {
     size_t n = strlen(s);

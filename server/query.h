@@ -30,6 +30,16 @@ size_t query_decode(const char *v, size_t n, char *out);
  * the NUL-terminated string short, so routes that read values refuse such a query. */
 int query_holds_nul(const char *q, size_t n);
 
+/**
+ * Finds the first control character of the query q[0..n) as query_decode reads it: a byte below
+ * 0x20 or 0x7f (NUL included), raw or written %XX, in a name or a value. No id, name, number or
+ * path runboxd takes holds one (a NUL would cut the value short; file paths write control
+ * characters as escapes \xhh), so the router refuses such a query before any route reads it.
+ * Returns 1 with the byte in *byte and the pair that holds it as q[*pair .. *pair + *pair_len)
+ * (without its '&'), or 0 when there is none.
+ */
+int query_control(const char *q, size_t n, unsigned char *byte, size_t *pair, size_t *pair_len);
+
 /** Reads a whole number a caller wrote in a query value (NUL-terminated, untrusted): 1 to 18
  * ASCII digits and nothing else (no sign, blank or base prefix, which strtol would take), at
  * most max. Returns 1 with *out, or 0. */

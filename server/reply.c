@@ -296,6 +296,43 @@ static int all_blank(const char *p, size_t n)
     return 1;
 }
 
+/* The member of v (at any depth) that carries an id or a name (session_id, request_id, a mount's
+ * volume and share, ... of any protocol) and holds a control character, with that character in
+ * *byte; or NULL. jansson already refuses \u0000 (no JSON_ALLOW_NUL), which json_string_value
+ * would cut at; no id or name runboxd makes holds any other control character either, so such a
+ * member is refused rather than looked up. */
+static const char *control_in_id(json_t *v, unsigned char *byte)
+{
+    static const char *const ids[] = {"session_id", "request_id", "sessionId", "sandboxID", "sandboxId",
+                                      "volume_id", "kernel_id", "volume", "share", NULL};
+    const char *key, *found = NULL;
+    json_t *m;
+    size_t i;
+    json_array_foreach(v, i, m)
+    {
+        if ((found = control_in_id(m, byte)) != NULL)
+            return found;
+    }
+    json_object_foreach(v, key, m)
+    {
+        if (!json_is_string(m)) {
+            if ((found = control_in_id(m, byte)) != NULL)
+                return found;
+            continue;
+        }
+        size_t k = 0;
+        while (ids[k] != NULL && strcmp(ids[k], key) != 0)
+            k++;
+        const char *s = json_string_value(m);
+        for (size_t j = 0; ids[k] != NULL && j < json_string_length(m); j++)
+            if ((unsigned char)s[j] < 0x20 || s[j] == 0x7f) {
+                *byte = (unsigned char)s[j];
+                return key;
+            }
+    }
+    return NULL;
+}
+
 static rb_err read_json(h2o_req_t *req, size_t max, int empty_ok, int any, json_t **out, char *err)
 {
     *out = NULL;
@@ -322,6 +359,14 @@ static rb_err read_json(h2o_req_t *req, size_t max, int empty_ok, int any, json_
     if (!any && !json_is_object(v)) {
         json_decref(v);
         return rb_fail(RB_EINVAL, err, "the body must be a JSON object");
+    }
+    unsigned char byte = 0;
+    const char *id = control_in_id(v, &byte);
+    if (id != NULL) {
+        json_decref(v);
+        return rb_fail(RB_EINVAL, err,
+                       "'%s' holds a control character (\\u%04x): an id never does; send it exactly as runboxd gave it",
+                       id, byte);
     }
     *out = v;
     return RB_OK;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/admit.h"
+#include "server/query.h"
 #include "server/http_private.h"
 
 /* ---- routing -------------------------------------------------------------------------- */
@@ -185,6 +186,63 @@ static int own_auth(rb_server *s, h2o_req_t *req)
     return 0;
 }
 
+/* s[0..n) for a message: at most 64 bytes, printable ASCII, anything else written %XX as a URI
+ * would (a protocol's error document may not take bytes that are not UTF-8). */
+static void printable(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n && i < 64 && o + 4 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch >= 0x7f)
+            o += (size_t)snprintf(out + o, cap - o, "%%%02X", ch);
+        else
+            out[o++] = (char)ch;
+    }
+    out[o] = '\0';
+}
+
+/* Refuses (400, and returns 1) a request whose path or query holds a NUL or another control
+ * character: h2o decodes %XX into path_normalized, and the query's values are decoded as routes
+ * read them (server/query.h), so a %00 would cut an id or a name short ("nulname%00junk" read as
+ * "nulname") and no id, name, number or path runboxd takes holds a control character. Every
+ * route of every protocol is covered here, before any reads a parameter. */
+static int refuse_control(rb_server *s, h2o_req_t *req)
+{
+    char shown[300], msg[RB_ERR_LEN];
+    h2o_iovec_t p = req->path_normalized;
+    for (size_t i = 0; i < p.len; i++) {
+        unsigned char ch = (unsigned char)p.base[i];
+        if (ch >= 0x20 && ch != 0x7f)
+            continue;
+        size_t a = i, b = i;
+        while (a > 0 && p.base[a - 1] != '/')
+            a--;
+        while (b < p.len && p.base[b] != '/')
+            b++;
+        printable(p.base + a, b - a, shown, sizeof(shown));
+        snprintf(msg, sizeof(msg),
+                 "the path segment '%s' holds a control character (%%%02X): ids and names never hold NUL or control "
+                 "characters; send the id exactly as runboxd gave it",
+                 shown, ch);
+        refuse(s, req, HTTP_REFUSED_MALFORMED, 400, "invalid_request", msg);
+        return 1;
+    }
+    unsigned char ch;
+    size_t at, len;
+    if (req->query_at == SIZE_MAX || req->query_at >= req->path.len ||
+        !query_control(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1, &ch, &at, &len))
+        return 0;
+    const char *pair = req->path.base + req->query_at + 1 + at;
+    printable(pair, len, shown, sizeof(shown));
+    snprintf(msg, sizeof(msg),
+             "the query parameter '%s' holds a control character (%%%02X): ids, names, numbers and times never hold "
+             "NUL or control characters, and a file path writes them as escapes \\xhh (a newline is \\x0a), as "
+             "listings do",
+             shown, ch);
+    refuse(s, req, HTTP_REFUSED_MALFORMED, 400, "invalid_request", msg);
+    return 1;
+}
+
 int server_key_valid(rb_server *s, const char *tok, size_t len)
 {
     const core_caller *who = NULL;
@@ -233,6 +291,8 @@ int http__on_req(h2o_handler_t *self, h2o_req_t *req)
                              h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/health"))))
         if (authenticate(s, req, &who) != 0)
             return 0;
+    if (refuse_control(s, req))
+        return 0;
     h2o_iovec_t path = req->path_normalized;
     char allow[128];
     size_t allow_len = 0;

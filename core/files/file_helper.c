@@ -33,6 +33,7 @@ enum {
     EXIT_TOOBIG = 6,  /* larger than the limit: {size} */
     EXIT_OSERROR = 7, /* a system call failed: {errno (its name), error (its text)} */
     EXIT_FAILED = 8,  /* anything else: {error (the exception's class)} */
+    EXIT_LINK = 9,    /* an upload's target is a symbolic link: {target (name form, or "")} */
 };
 
 /* The helper: argv[1] is the operation, argv[2] the path relative to /workspace in name form,
@@ -42,7 +43,10 @@ enum {
  * read (/proc/1/root): real() answers None, which is never inside. A failed system call ends in
  * the errno's name, never a traceback. An upload is written by the engine beside its target
  * under a temporary name (put says where and how much room is left); commit renames it over
- * the target, so a failed upload leaves the old file as it was. */
+ * the target, so a failed upload leaves the old file as it was. An upload onto a symbolic link
+ * is refused by both (exit 9): the rename would replace the link (made by code, perhaps in a
+ * read-write share, where it lies on the host) and following it would write wherever it
+ * points; docs/security.md says such links are refused. */
 static const char helper_py[] =
     "import errno,json,os,re,shutil,stat,sys\n"
     "R=b'/workspace'\n"
@@ -67,6 +71,10 @@ static const char helper_py[] =
     "  try: return os.path.realpath(p)\n"
     "  except OSError: return None\n"
     "def isdir(t): return os.path.isdir(t) and not os.path.islink(t)\n"
+    "def link(q):\n"
+    "  try: g=enc(os.readlink(q))\n"
+    "  except OSError: g=''\n"
+    "  out(9,target=g)\n"
     "def kind(m):\n"
     "  return 'directory' if stat.S_ISDIR(m) else 'file' if stat.S_ISREG(m) else 'symlink' if stat.S_ISLNK(m) else 'other'\n"
     "def ent(q):\n"
@@ -78,7 +86,9 @@ static const char helper_py[] =
     "    try: e['target']=enc(os.readlink(q))\n"
     "    except OSError: pass\n"
     "    e['escapes']=not inside(real(q))\n"
-    "  return e\n"
+    "  return e\n";
+/* The helper's main(): a literal of its own, as C11 promises no longer one than 4095 bytes. */
+static const char helper_main_py[] =
     "def main():\n"
     "  p=os.path.join(R,dec(rel)) if rel else R\n"
     "  if op=='list' and arg[:4]=='dir:':\n"
@@ -119,18 +129,21 @@ static const char helper_py[] =
     "    os.makedirs(d,exist_ok=True)\n"
     "    d=real(d)\n"
     "    if not inside(d) or not os.path.isdir(d): out(3)\n"
-    "    if isdir(os.path.join(d,os.path.basename(p))): out(5,type='directory')\n"
+    "    u=os.path.join(d,os.path.basename(p))\n"
+    "    if isdir(u): out(5,type='directory')\n"
+    "    if os.path.islink(u): link(u)\n"
     "    v=os.statvfs(d)\n"
     "    if v.f_flag&1: out(7,errno='EROFS')\n"
     "    out(0,dir=enc(d),name=enc(os.path.basename(p)),free=v.f_bavail*v.f_frsize,total=v.f_blocks*v.f_frsize,block=v.f_frsize)\n"
     "  if op=='commit':\n"
     "    if not TEMP.fullmatch(arg.encode()): out(2,error='bad temporary name')\n"
-    "    tmp=os.path.join(d,arg.encode())\n"
+    "    tmp=os.path.join(d,arg.encode()); ln=os.path.islink(t)\n"
     "    try:\n"
-    "      if not isdir(t): os.rename(tmp,t); out(0)\n"
+    "      if not ln and not isdir(t): os.rename(tmp,t); out(0)\n"
     "    finally:\n"
     "      try: os.unlink(tmp)\n"
     "      except OSError: pass\n"
+    "    if ln: link(t)\n"
     "    out(5,type='directory')\n"
     "  if op=='discard':\n"
     "    if not TEMP.fullmatch(os.path.basename(p)): out(2,error='bad temporary name')\n"
@@ -154,13 +167,24 @@ static const char helper_py[] =
     "except OSError as x: out(7,errno=errno.errorcode.get(x.errno,'EIO'),error=x.strerror or '')\n"
     "except Exception as x: out(8,error=type(x).__name__)\n";
 
+/* helper_py and helper_main_py joined, once (on the loop thread, like every caller). */
+static const char *helper_source(void)
+{
+    static char joined[sizeof(helper_py) + sizeof(helper_main_py) - 1];
+    if (joined[0] == '\0') {
+        memcpy(joined, helper_py, sizeof(helper_py) - 1);
+        memcpy(joined + sizeof(helper_py) - 1, helper_main_py, sizeof(helper_main_py));
+    }
+    return joined;
+}
+
 void file_helper_argv(const char **argv, file_helper_op op, const char *rel, const char *arg)
 {
     static const char *const ops[] = {"list", "put", "get", "delete", "mkdir", "commit", "discard"};
     /* env -i: python gets only PATH and LANG; -I: no PYTHON* variables, user site or script
      * folder on sys.path; -S: no site module (nothing but the standard library is needed). */
     const char *const line[FILE_HELPER_ARGV_LEN] = {HELPER_ENV_PROGRAM, "-i", HELPER_PATH, HELPER_LANG, HELPER_PYTHON,
-                                                    "-I", "-S", "-c", helper_py, ops[op], rel, arg, NULL};
+                                                    "-I", "-S", "-c", helper_source(), ops[op], rel, arg, NULL};
     memcpy(argv, line, sizeof(line));
 }
 
@@ -377,6 +401,18 @@ rb_err file_helper_answer(file_helper_op op, const char *shown, int exit_code, c
     case EXIT_MISSING:
         e = rb_fail(RB_ENOTFOUND, err, "no file '%.200s' in the session's /workspace", shown);
         goto done;
+    case EXIT_LINK: {
+        /* the target comes from the sandbox: shown only when it is short printable ASCII */
+        const char *to = json_string_value(json_object_get(info, "target"));
+        int show = to != NULL && to[0] != '\0' && strlen(to) <= 200;
+        for (size_t i = 0; show && to[i] != '\0'; i++)
+            show = to[i] >= 0x20 && to[i] < 0x7f;
+        e = rb_fail(RB_EFORBIDDEN, err,
+                    "'%.200s' is a symbolic link%s%s%s: an upload neither replaces nor follows a link; delete the link "
+                    "first (a delete removes the link, not what it points to) or write to a path that is no link",
+                    shown, show ? " (to '" : "", show ? to : "", show ? "')" : "");
+        goto done;
+    }
     case EXIT_NOTFILE: {
         const char *type = json_string_value(json_object_get(info, "type"));
         int folder = type != NULL && strcmp(type, "directory") == 0;

@@ -255,7 +255,7 @@ static int by_memory(const void *a, const void *b)
     return x->mem_bytes < y->mem_bytes ? 1 : x->mem_bytes > y->mem_bytes ? -1 : 0;
 }
 
-json_t *core_usage_latest(rb_core *c, size_t max, size_t *sampled)
+json_t *core_usage_latest(rb_core *c, const core_caller *who, size_t max, size_t *sampled)
 {
     room *r = room_of(c, 0);
     json_t *out = json_array();
@@ -265,8 +265,11 @@ json_t *core_usage_latest(rb_core *c, size_t max, size_t *sampled)
     track **all = xcalloc(r->tracks.len + 1, sizeof(*all));
     size_t n = 0, pos = 0;
     track *t;
+    core_session_view v;
+    char err[RB_ERR_LEN];
+    /* another key's session is unknown to a user key, here as on every route */
     while ((t = map_next(&r->tracks, &pos)) != NULL)
-        if (usage_ring_count(t->ring) > 0)
+        if (usage_ring_count(t->ring) > 0 && core_heart_lookup(c, who, t->session_id, &v, err) == RB_OK)
             all[n++] = t;
     qsort(all, n, sizeof(*all), by_memory);
     for (size_t i = 0; i < n && i < max; i++) {

@@ -123,6 +123,16 @@ int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out)
                            "(the SDK then sends it)");
         return -1;
     }
+    ssize_t hi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("e2b-sandbox-id"), -1);
+    int control = strlen(id) != req->headers.entries[hi].value.len; /* a NUL: HTTP/1 carries none, HTTP/2 might */
+    for (const char *p = id; *p != '\0'; p++)
+        control |= (unsigned char)*p < 0x20 || *p == 0x7f;
+    if (control) {
+        e2b__sandbox_error(req, 400,
+                           "the E2b-Sandbox-Id header holds a control character: a sandbox id never does; send the "
+                           "sandboxID of the create or connect answer (the SDK does)");
+        return -1;
+    }
     json_t *extra = NULL, *session = NULL;
     char err[RB_ERR_LEN];
     /* Trusted lookups (who NULL): the access token decides who may use the sandbox. */

@@ -132,6 +132,20 @@ mcp_server *mcp__admit(http_call *hc)
     return ms;
 }
 
+/* Answers 400 and returns 1 when the Mcp-Session-Id sid[0..len) holds a NUL (which would cut it
+ * short) or another control character: no session id does. */
+static int refuse_control(h2o_req_t *req, const char *sid, size_t len)
+{
+    int control = strlen(sid) != len;
+    for (size_t i = 0; i < len; i++)
+        control |= (unsigned char)sid[i] < 0x20 || sid[i] == 0x7f;
+    if (control)
+        mcp__reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST,
+                    "Bad Request: the Mcp-Session-Id header holds a control character, which no session id does; "
+                    "send the one the initialize answer gave");
+    return control;
+}
+
 /* Looks up the session named by Mcp-Session-Id. Returns the runtime, or NULL when the request
  * was answered (400 without the header, 404 unknown or ended). *rec is a new reference. */
 static mcp_rt *session_of(http_call *hc, json_t **rec)
@@ -144,6 +158,8 @@ static mcp_rt *session_of(http_call *hc, json_t **rec)
                "Bad Request: the Mcp-Session-Id header is required; send initialize first to get one");
         return NULL;
     }
+    if (refuse_control(hc->req, sid, len))
+        return NULL;
     return mcp__session_by_id(hc, sid, rec);
 }
 
@@ -482,6 +498,8 @@ static int mcp_delete_handler(http_call *hc)
     if (sid == NULL || len == 0)
         return mcp__reject(req, 400, NULL, MCP_ERR_INVALID_REQUEST,
                       "Bad Request: the Mcp-Session-Id header names the session to end");
+    if (refuse_control(req, sid, len))
+        return 0;
     if (mcp_sessions_end(ms->cm, hc->who, sid, "ended by the client (HTTP DELETE)", err) != RB_OK)
         return mcp__reject(req, 404, NULL, MCP_ERR_INVALID_REQUEST, err);
     mcp__send_empty(req, 204, "No Content");

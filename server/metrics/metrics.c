@@ -252,8 +252,9 @@ static void render_egress(rb_buf *b, const stats_snapshot *st)
             (uint64_t)st->egress_restarts);
 }
 
-/* Per-session usage (core_usage_latest): the newest sample of at most USAGE_SERIES_MAX sessions,
- * those using the most memory, labelled by session id; how many have samples in all. */
+/* Per-session usage (core_usage_latest): the newest sample of at most USAGE_SERIES_MAX sessions
+ * the caller may see (a user key its own; an admin or viewer all), those using the most memory,
+ * labelled by session id; how many of them have samples in all. */
 #define USAGE_SERIES_MAX 100
 #define USAGE_STR_(x) #x
 #define USAGE_STR(x) USAGE_STR_(x) /* the number, as text of the help line */
@@ -265,7 +266,7 @@ static int session_label_ok(const char *id)
            strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
-static void render_usage(rb_buf *b, rb_core *core)
+static void render_usage(rb_buf *b, rb_core *core, const core_caller *who)
 {
     static const struct {
         const char *metric, *key, *help;
@@ -278,7 +279,7 @@ static void render_usage(rb_buf *b, rb_core *core)
         {"runbox_session_network_transmit_bytes", "net_tx_bytes", "Bytes a session's sandbox sent since it started."},
     };
     size_t sampled = 0;
-    json_t *latest = core_usage_latest(core, USAGE_SERIES_MAX, &sampled);
+    json_t *latest = core_usage_latest(core, who, USAGE_SERIES_MAX, &sampled);
     gauge(b, "runbox_sessions_sampled",
           "Live sessions with a usage sample; the runbox_session_* gauges show the " USAGE_STR(USAGE_SERIES_MAX)
           " using the most memory.",
@@ -302,7 +303,7 @@ static void render_usage(rb_buf *b, rb_core *core)
     json_decref(latest);
 }
 
-static void render(rb_buf *b, rb_core *core, const rb_server *server)
+static void render(rb_buf *b, rb_core *core, const rb_server *server, const core_caller *who)
 {
     stats_snapshot st;
     http_stats hs;
@@ -317,7 +318,7 @@ static void render(rb_buf *b, rb_core *core, const rb_server *server)
     render_http(b, &hs);
     gauge(b, "runbox_mcp_sessions_live", "Live MCP client sessions.", st.total.mcp_sessions);
     render_egress(b, &st);
-    render_usage(b, core);
+    render_usage(b, core, who);
     int64_t rss = resident_bytes();
     if (rss >= 0)
         gauge(b, "runbox_process_resident_memory_bytes", "runboxd's resident memory (from /proc/self/statm).", rss);
@@ -329,7 +330,7 @@ static int metrics_get(http_call *call)
     h2o_req_t *req = call->req;
     rb_buf b;
     rb_buf_init(&b, METRICS_MAX);
-    render(&b, call->data, call->server);
+    render(&b, call->data, call->server, call->who);
     h2o_iovec_t body = h2o_iovec_init(http_pool_strdup(req, b.data, b.len), b.len);
     rb_buf_dispose(&b);
     req->res.status = 200;

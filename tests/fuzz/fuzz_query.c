@@ -8,6 +8,9 @@
  *   - query_decode of that value: never longer than the value, NUL-terminated, the same bytes
  *     as the strict codec_percent_decode wherever that one accepts the value, and without a
  *     NUL unless query_holds_nul refuses the query;
+ *   - query_control: a value that holds a control character once decoded is always reported
+ *     (the router refuses such a query), and what it reports is a control character that the
+ *     pair it names, inside the query and without a '&', holds once decoded;
  *   - query_time and query_whole: a time is never negative, a whole number is the input's own
  *     digits and within its bound;
  *   - round trip: the input (up to its first NUL) percent-encoded by codec_percent_encode, as
@@ -43,6 +46,35 @@ static int reference_find(const char *q, size_t n, const char *name, size_t *off
     return 0;
 }
 
+static int has_control(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f)
+            return 1;
+    return 0;
+}
+
+static int control_reported(const char *q, size_t n)
+{
+    unsigned char byte = 0;
+    size_t at = 0, plen = 0;
+    return query_control(q, n, &byte, &at, &plen);
+}
+
+static void check_control(const char *q, size_t n)
+{
+    unsigned char byte = 0;
+    size_t at = 0, plen = 0;
+    if (!query_control(q, n, &byte, &at, &plen))
+        return;
+    FUZZ_CHECK(byte < 0x20 || byte == 0x7f);
+    FUZZ_CHECK(at <= n && plen <= n - at && memchr(q + at, '&', plen) == NULL);
+    char *out = malloc(plen + 1);
+    size_t olen = query_decode(q + at, plen, out);
+    FUZZ_CHECK(memchr(out, byte, olen) != NULL);
+    free(out);
+}
+
 static void check_param(const char *q, size_t n, const char *name)
 {
     const char *v = NULL;
@@ -57,6 +89,7 @@ static void check_param(const char *q, size_t n, const char *name)
     size_t olen = query_decode(v, len, out);
     FUZZ_CHECK(olen <= len && out[olen] == '\0');
     FUZZ_CHECK(memchr(out, '\0', olen) == NULL || query_holds_nul(q, n));
+    FUZZ_CHECK(!has_control(out, olen) || control_reported(q, n));
     /* where the strict decoder accepts the value, both agree */
     if (memchr(v, '\0', len) == NULL) {
         char *s = malloc(len + 1);
@@ -111,7 +144,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
     }
     name[k] = '\0';
     check_param(copy, n, name);
-    (void)query_holds_nul(copy, n);
+    FUZZ_CHECK(!query_holds_nul(copy, n) || control_reported(copy, n));
+    check_control(copy, n);
     free(copy);
 
     char *str = malloc(n + 1);

@@ -48,14 +48,18 @@ def server_fixture(folder: str, args: list[str] | None = None):
     return server
 
 
-def keyed_server_fixture(folder: str, keys: dict[str, str], args: list[str] | None = None, name: str = "server"):
-    """A module-scoped runboxd (fixture name) with an --api-keys-file holding keys."""
+def keyed_server_fixture(folder: str, keys: dict[str, str], args: list[str] | None = None, name: str = "server",
+                         roles: dict[str, str] | None = None):
+    """A module-scoped runboxd (fixture name) with an --api-keys-file holding keys (their role= from
+    roles, by name; a key without one is a user)."""
 
     @pytest.fixture(scope="module", name=name)
     def server(sandbox_image, tmp_path_factory) -> rbtest.Server:
         work = tmp_path_factory.mktemp(folder)
         path = work / "api-keys"
-        path.write_text("".join(f"{n} sha256:{hashlib.sha256(k.encode()).hexdigest()}\n" for n, k in keys.items()))
+        role = {n: f" role={r}" for n, r in (roles or {}).items()}
+        path.write_text("".join(f"{n} sha256:{hashlib.sha256(k.encode()).hexdigest()}{role.get(n, '')}\n"
+                                for n, k in keys.items()))
         s = rbtest.Server(work, ["--api-keys-file", str(path), "--pool-size", "0", *(args or [])])
         s.start()
         s.http.headers["Authorization"] = f"Bearer {next(iter(keys.values()))}"

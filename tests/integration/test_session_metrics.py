@@ -2,7 +2,8 @@
 runboxd and the real Docker engine: GET /sessions/{id}/metrics fills with samples read from the
 engine every --metrics-interval (1 s here), memory grows once the session holds 200 MB more,
 another key's session is 404 like an unknown one, a deleted session's samples are gone, and
-/metrics carries the per-session gauges. Every wait is rbtest.wait_until with a generous
+/metrics carries the per-session gauges: a user key's only of its own sessions (issue 37, "Per-session
+series leak ids"), an admin's and a viewer's of every key's. Every wait is rbtest.wait_until with a generous
 deadline: sampling is asynchronous and the engine may be slow under load."""
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import rbtest
 from rbfixtures import keyed_server_fixture
 from rbtest import check_error, check_schema
 
-KEYS = {"alice": "alice-key-" + "a" * 24, "bob": "bob-key-" + "b" * 24}
+KEYS = {"alice": "alice-key-" + "a" * 24, "bob": "bob-key-" + "b" * 24, "boss": "boss-key-" + "c" * 24,
+        "auditor": "auditor-key-" + "d" * 24}
 MIB = 1024 * 1024
 
-server = keyed_server_fixture("runboxd-usage", KEYS, ["--metrics-interval", "1"])
+server = keyed_server_fixture("runboxd-usage", KEYS, ["--metrics-interval", "1"],
+                              roles={"boss": "admin", "auditor": "viewer"})
 
 
 def as_(name: str) -> dict:
@@ -102,3 +105,32 @@ def test_paused_session_keeps_its_samples(server):
     assert r.status_code == 200, r.text
     rbtest.wait_until(lambda: len(metrics(server, sid)["samples"]) > n, "sampling again after the resume",
                       deadline=60)
+
+
+def series_ids(text: str) -> set[str]:
+    return set(re.findall(r'^runbox_session_\w+\{session="([^"]+)"\}', text, re.M))
+
+
+def test_metrics_names_only_the_keys_own_sessions(server):
+    mine = server.create_session(headers=as_("alice"))["session_id"]
+    theirs = server.create_session(headers=as_("bob"))["session_id"]
+    for sid, who in ((mine, "alice"), (theirs, "bob")):
+        rbtest.wait_until(lambda: metrics(server, sid, who)["samples"], f"a usage sample of {who}'s session",
+                          deadline=60)
+    seen = {}
+    for who in KEYS:
+        r = server.get("/metrics", headers=as_(who))
+        assert r.status_code == 200, r.text
+        seen[who] = r.text
+    # a user key sees its own sessions' series and no id of another key's, as on every other route
+    assert mine in series_ids(seen["alice"]) and theirs not in seen["alice"], sorted(series_ids(seen["alice"]))
+    assert theirs in series_ids(seen["bob"]) and mine not in seen["bob"], sorted(series_ids(seen["bob"]))
+    # an admin and a viewer see every key's
+    for who in ("boss", "auditor"):
+        assert {mine, theirs} <= series_ids(seen[who]), (who, sorted(series_ids(seen[who])))
+    # runbox_sessions_sampled counts what the key may see: here each of its series once per gauge
+    for who in KEYS:
+        m = re.search(r"^runbox_sessions_sampled (\d+)$", seen[who], re.M)
+        assert m and int(m.group(1)) == len(series_ids(seen[who])), (who, m and m.group(0))
+    server.delete_session(mine)
+    assert server.delete(f"/sessions/{theirs}", headers=as_("bob")).status_code == 200

@@ -301,3 +301,91 @@ def test_e2b_sandbox_mounts_from_metadata(make_server, host, tmp_path, monkeypat
     with pytest.raises(SandboxException) as e:
         Sandbox.create(metadata={"runbox.mounts": "photos"})
     assert "runbox.mounts" in str(e.value)
+
+
+def test_an_upload_onto_a_link_is_refused_by_every_door(server, host, monkeypatch):
+    """Issue 37, "A link in a writable share is replaced": code makes symbolic links in a :rw
+    share (to /etc/passwd, to /etc, to a file of the share by absolute and by relative path) and
+    in the plain /workspace. An upload onto any of them through REST (POST, PUT, multipart), MCP's
+    upload_file, AgentRun's copy-to and E2B's files.write answers 403 naming the link, and the
+    link stays as it was on the host (before the fix each answered 201 and replaced the link with
+    a regular file). Writing beside the links still works."""
+    import base64
+
+    from e2b import SandboxException
+    from e2b_code_interpreter import Sandbox
+    from rbfixtures import point_e2b_sdk_at
+
+    # the share at /workspace/src: AgentRun's copy-to writes there
+    s = server.create_session({"execution_options": {"mounts": [{"share": "out", "path": "/workspace/src"}]}})
+    sid = s["session_id"]
+    links = {"l37-passwd": "/etc/passwd", "l37-etc": "/etc", "l37-abs": "/workspace/src/l37-real.txt",
+             "l37-rel": "l37-real.txt"}
+    run(server, sid, "import os\nopen('/workspace/src/l37-real.txt', 'w').write('real\\n')\n"
+                     + "".join(f"os.symlink({t!r}, '/workspace/src/{n}')\n" for n, t in links.items())
+                     + "os.symlink('/etc/passwd', '/workspace/l37-plain')\n")
+
+    def untouched():
+        for n, t in links.items():
+            p = host / "out" / n
+            assert p.is_symlink() and os.readlink(p) == t, (n, p.is_symlink() or p.read_bytes()[:40])
+        assert (host / "out" / "l37-real.txt").read_text() == "real\n"
+        assert run(server, sid, "import os; print(os.readlink('/workspace/l37-plain'))") == "/etc/passwd\n"
+
+    def refused(r, path):
+        assert r.status_code == 403, (path, r.status_code, r.text)
+        msg = r.json()["error"]["message"]
+        assert f"'{path}' is a symbolic link" in msg and "delete the link first" in msg, msg
+
+    octet = {"Content-Type": "application/octet-stream"}
+    paths = [f"src/{n}" for n in links] + ["l37-plain"]
+    for path in paths:
+        for method in ("POST", "PUT"):
+            refused(server.request(method, f"/sessions/{sid}/files", params={"path": path}, data=b"evil",
+                                   headers=octet), path)
+        refused(server.request("POST", f"/sessions/{sid}/files", data={"path": path}, files={"file": ("x", b"evil")}),
+                path)
+    untouched()
+
+    # MCP's upload_file (the stateless era: one request, no initialize)
+    for path in paths:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "upload_file",
+                           "arguments": {"session_id": sid, "filename": path,
+                                         "content_base64": base64.b64encode(b"evil").decode()},
+                           "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                     "io.modelcontextprotocol/clientCapabilities": {}}}}
+        r = server.post("/mcp", body, headers={"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                                               "Mcp-Name": "upload_file",
+                                               "Accept": "application/json, text/event-stream"})
+        res = rbtest.mcp_answer(r, 1)["result"]
+        text = "\n".join(c.get("text", "") for c in res["content"])
+        assert res["isError"] is True and f"'{path}' is a symbolic link" in text, res
+    untouched()
+
+    # AgentRun's copy-to (into src/)
+    for n in links:
+        r = server.request("POST", f"/agentrun/sessions/{sid}/copy-to", files={"file": (n, b"evil")})
+        assert r.status_code == 403 and f"'src/{n}' is a symbolic link" in r.text, r.text
+    untouched()
+
+    # E2B's files.write on the same session (its home is /workspace)
+    point_e2b_sdk_at(monkeypatch, server, "e2b_" + "d4" * 20)
+    sbx = Sandbox.connect(sid)  # not as a context manager: leaving one would kill the session
+    for path in paths:
+        with pytest.raises(SandboxException) as e:
+            sbx.files.write(f"/home/user/{path}", "evil")
+        assert f"'{path}' is a symbolic link" in str(e.value), str(e.value)
+    untouched()
+    # beside the links, writing works through every door
+    sbx.files.write("/home/user/src/l37-new.txt", "new")
+    r = server.request("PUT", f"/sessions/{sid}/files", params={"path": "src/l37-new2.txt"}, data=b"new2",
+                       headers=octet)
+    assert r.status_code == 201, r.text
+    assert (host / "out" / "l37-new.txt").read_text() == "new" and (host / "out" / "l37-new2.txt").read_bytes() == b"new2"
+    # deleting the link (not its target) lets the upload through
+    assert server.delete(f"/sessions/{sid}/files", params={"path": "src/l37-passwd"}).status_code == 200
+    r = server.request("PUT", f"/sessions/{sid}/files", params={"path": "src/l37-passwd"}, data=b"mine",
+                       headers=octet)
+    assert r.status_code == 201 and (host / "out" / "l37-passwd").read_bytes() == b"mine", r.text
+    assert Path("/etc/passwd").read_bytes()[:4] != b"mine"

@@ -388,9 +388,10 @@ rb_err core_session_metrics(rb_core *c, const core_caller *who, const char *sess
     return rb_fail(RB_ENOTFOUND, err, "no live session with id '%.64s'", session_id);
 }
 
-json_t *core_usage_latest(rb_core *c, size_t max, size_t *sampled)
+json_t *core_usage_latest(rb_core *c, const core_caller *who, size_t max, size_t *sampled)
 {
     (void)c;
+    (void)who;
     (void)max;
     *sampled = 0;
     return json_array();

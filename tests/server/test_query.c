@@ -81,6 +81,31 @@ Test(query, raw_nul)
     cr_expect(query_holds_nul("\0", 1));
 }
 
+/* Issue 37, "A NUL cuts a name": the router refuses a query that holds a control character,
+ * raw or written %XX, naming the pair; "%2500" (the text "%00") and a lone "%0" are no such. */
+Test(query, control_characters)
+{
+    unsigned char byte = 0;
+    size_t at = 0, len = 0;
+    const char q1[] = "limit=5&session=nulname%00junk&kind=x";
+    cr_assert(query_control(q1, strlen(q1), &byte, &at, &len));
+    cr_expect_eq(byte, 0);
+    cr_expect_eq(at, 8);
+    cr_expect_eq(len, strlen("session=nulname%00junk"));
+    cr_assert(query_control("after=%00", 9, &byte, &at, &len));
+    cr_expect(at == 0 && len == 9 && byte == 0);
+    cr_assert(query_control("a=1&b=x%0ay", 11, &byte, &at, &len));
+    cr_expect(byte == '\n' && at == 4 && len == 7);
+    cr_assert(query_control("path=%7F", 8, &byte, &at, &len));
+    cr_expect_eq(byte, 0x7f);
+    cr_assert(query_control("%1f=1", 5, &byte, &at, &len));
+    cr_expect_eq(byte, 0x1f);
+    cr_assert(query_control("x=a\tb", 5, &byte, &at, &len));
+    cr_expect_eq(byte, '\t');
+    cr_expect(!query_control("x=%2500&y=%0&z=%20%7e%c3%a9", 27, &byte, &at, &len));
+    cr_expect(!query_control("", 0, &byte, &at, &len));
+}
+
 static void check_query_seed(void *data, const char *seed, const char *path, const char *buf, size_t len)
 {
     (void)data;
