@@ -252,7 +252,13 @@ def test_fork_bomb_after_a_few_cells(guard):
             assert "restarted" in doc["reset_reason"], short(doc)
         assert guard.session(sid)["status"] == "ready", short(doc)
         after = guard.run(sid, "kept")
-        if doc["reset"]:
+        # Under gVisor the bomb's last copies may take the interpreter down after the timeout
+        # answered (SIGHUP), as with bash below: the next cell says so (reset, the reason) and runs
+        # nothing; the one after runs in the fresh interpreter (seen once under a loaded host).
+        lost = doc["reset"] or (sectest.GVISOR and after["reset"] and "restarted" in (after["reset_reason"] or ""))
+        if sectest.GVISOR and lost and not doc["reset"] and after["error"] is None and after["stdout"] == "":
+            after = guard.run(sid, "kept")
+        if lost:
             assert after["error"]["ename"] == "NameError", short(after)
         else:
             assert after["result"] == str(n), short(after)
