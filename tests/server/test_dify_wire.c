@@ -182,9 +182,10 @@ Test(dify_wire, run_data_as_dify_sandbox_builds_it)
     cr_expect_eq(CODE(d), 255);
     cr_expect_str_eq(S(d, "error"), "process exited with code 255");
     json_decref(d);
-    /* a note (a run without the network it asked for) goes to stderr, and to error on a failure */
+    /* a note (a run without the network it asked for) goes to stderr and error on a failure only:
+     * a run that worked says nothing (Dify shows every node's output) */
     d = run_data("{\"status\": \"completed\", \"stdout\": \"\", \"stderr\": \"\"}", 1, "[no network]");
-    cr_expect_str_eq(S(d, "stderr"), "[no network]\n");
+    cr_expect_str_eq(S(d, "stderr"), "");
     cr_expect_str_eq(S(d, "error"), "");
     json_decref(d);
     d = run_data("{\"status\": \"cancelled\", \"truncated\": true, \"dropped_bytes\": 5}", 1, "[no network]");
@@ -192,6 +193,7 @@ Test(dify_wire, run_data_as_dify_sandbox_builds_it)
     cr_expect(starts(S(d, "error"), "process exited with code -1\nerror: cancelled\n[runbox: 5 bytes"), "%s",
               S(d, "error"));
     cr_expect(strstr(S(d, "error"), "[no network]\n") != NULL);
+    cr_expect(strstr(S(d, "stderr"), "[no network]\n") != NULL);
     json_decref(d);
 }
 
