@@ -20,10 +20,11 @@
 
 #include "core/internal.h"
 
-/* Freeze tries and the waits between them (ms): runc itself tries for about a second before it
- * gives up, so five tries span a few seconds of a busy sandbox. */
-#define FREEZE_TRIES 5
-static const int freeze_wait_ms[FREEZE_TRIES - 1] = {100, 250, 500, 1000};
+/* Freeze tries and the waits between them (ms, 4.5 s in all): runc itself tries for a moment
+ * before it gives up (thawing again now and then), so eight tries span several seconds of a busy
+ * sandbox; with five, one freeze in a few dozen still failed on a loaded 2-core host. */
+#define FREEZE_TRIES 8
+static const int freeze_wait_ms[FREEZE_TRIES - 1] = {100, 200, 400, 800, 1000, 1000, 1000};
 
 struct session_change {
     core_change_fn start; /* runs the change (it then owns data) */

@@ -259,11 +259,15 @@ def test_fork_of_a_busy_sandbox_gets_every_fork_and_pauses_after(e2b_env):
         try:
             for _ in range(2):
                 forks = sbx.fork(count=2, timeout=600)
-                made += [f for f in forks if isinstance(f, Sandbox)]
-                for f in made[-2:]:
+                ok = [f for f in forks if isinstance(f, Sandbox)]
+                made += ok
+                for f in ok:
                     e2b_env.session_ids.add(f.sandbox_id)
-                assert len(forks) == 2 and all(isinstance(f, Sandbox) for f in forks), forks
-                for f in forks:
+                assert len(forks) == 2, forks
+                # a fork whose freezes all failed (the host's freezer, after runboxd's tries) says so;
+                # none is lost to a race of runboxd's own or answered 502
+                assert all(isinstance(f, Sandbox) or ("503" in str(f) and "freezer" in str(f)) for f in forks), forks
+                for f in ok:
                     assert f.files.read("/home/user/shared.txt") == "busy source"
                 assert sbx.pause() is True
                 assert _status(e2b_env, sbx.sandbox_id) == "suspended"

@@ -234,10 +234,10 @@ Test(freeze, a_freezer_that_keeps_refusing_is_unavailable_and_changes_nothing)
         sup_result r = call_pause(c, sid, modes[i]);
         cr_assert_eq(r.err, RB_EUNAVAILABLE, "%s: %s %s", modes[i] ? modes[i] : "suspend", rb_strerror(r.err),
                      r.msg);
-        cr_assert(strstr(r.msg, "freezer") != NULL && strstr(r.msg, "5 tries") != NULL &&
+        cr_assert(strstr(r.msg, "freezer") != NULL && strstr(r.msg, "8 tries") != NULL &&
                       strstr(r.msg, "unable to freeze") != NULL && strstr(r.msg, "retry") != NULL,
                   "the message must name the cause: %s", r.msg);
-        cr_assert_eq(refused, 5, "five tries, then the answer");
+        cr_assert_eq(refused, 8, "eight tries, then the answer");
         cr_assert_str_eq(status_of(c, sid), "ready");
         cr_assert(!engine_paused(sup_str(s, "container_id")));
     }
