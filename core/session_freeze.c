@@ -189,13 +189,16 @@ int core__change_busy(const session *s)
  * queued (they came during the pause) resumes for them. */
 static void run_next(session *s)
 {
+    rb_core *c = s->core;
+    char id[RB_ID_LEN];
+    snprintf(id, sizeof(id), "%s", s->id);
     while (s->changes != NULL && !core__change_busy(s)) {
         struct session_change *ch = s->changes;
         s->changes = ch->next;
         ch->start(s, ch->data);
         free(ch);
-        if (map_get(&s->core->sessions, s->id) != s)
-            return; /* the change ended it */
+        if (map_get(&c->sessions, id) != s)
+            return; /* the change ended it (s may be freed) */
     }
     if (s->changes == NULL && !core__change_busy(s) && s->pause != PAUSE_NONE && s->queue_head != NULL)
         core__resume_for_queue(s);
