@@ -268,9 +268,9 @@ static const char *not_pausable(const session *s, int target)
     return NULL;
 }
 
-/* Pauses s to target now for op's caller (answered as it is when it is so already); an error
- * (op not answered, not freed) when it cannot be paused. */
-static rb_err pause_now(session *s, int target, core_op *op, char *err)
+/* Pauses s to target now for op's caller; when it is so already, op is answered as it is and
+ * freed (*answered set). An error (op not answered, not freed) when it cannot be paused. */
+static rb_err pause_now(session *s, int target, core_op *op, int *answered, char *err)
 {
     const char *why = not_pausable(s, target);
     if (why != NULL)
@@ -279,6 +279,7 @@ static rb_err pause_now(session *s, int target, core_op *op, char *err)
     if (s->pause == target) { /* suspended already: answered as it is */
         wait_add(s, op);
         answer_all(s, RB_OK, NULL, NULL);
+        *answered = 1;
         return RB_OK;
     }
     rb_err e = pause_start(s, target, err);
@@ -287,7 +288,7 @@ static rb_err pause_now(session *s, int target, core_op *op, char *err)
     return e;
 }
 
-static rb_err resume_now(session *s, core_op *op, char *err);
+static rb_err resume_now(session *s, core_op *op, int *answered, char *err);
 
 /* A pause (target) or resume (PAUSE_NONE) waiting in the session's change queue. */
 typedef struct queued_call {
@@ -300,7 +301,9 @@ static void queued_start(session *s, void *data)
     queued_call *q = data;
     char err[RB_ERR_LEN];
     if (!q->op->cancelled) {
-        rb_err e = q->target == PAUSE_NONE ? resume_now(s, q->op, err) : pause_now(s, q->target, q->op, err);
+        int answered = 0;
+        rb_err e = q->target == PAUSE_NONE ? resume_now(s, q->op, &answered, err)
+                                           : pause_now(s, q->target, q->op, &answered, err);
         if (e == RB_OK) {
             free(q);
             return;
@@ -357,10 +360,13 @@ rb_err core_session_pause(rb_core *c, const core_caller *who, const char *sessio
                        "(keep its files on disk and release its memory: the interpreter restarts on resume)");
     core_op *op = op_new(cb, data);
     if (!queue_change(s, op, target)) {
-        if ((e = pause_now(s, target, op, err)) != RB_OK) {
+        int answered = 0;
+        if ((e = pause_now(s, target, op, &answered, err)) != RB_OK) {
             free(op);
             return e;
         }
+        if (answered)
+            return RB_OK; /* op is freed: no handle */
     }
     if (handle != NULL)
         *handle = op;
@@ -593,23 +599,28 @@ rb_err core_session_resume(rb_core *c, const core_caller *who, const char *sessi
         return rb_fail(RB_EINVAL, err, "resume takes no options: send an empty body or {}");
     core_op *op = op_new(cb, data);
     if (!queue_change(s, op, PAUSE_NONE)) {
-        rb_err e = resume_now(s, op, err);
+        int answered = 0;
+        rb_err e = resume_now(s, op, &answered, err);
         if (e != RB_OK) {
             free(op);
             return e;
         }
+        if (answered)
+            return RB_OK; /* op is freed: no handle */
     }
     if (handle != NULL)
         *handle = op;
     return RB_OK;
 }
 
-/* Resumes s now for op's caller (answered as it is when it runs already). */
-static rb_err resume_now(session *s, core_op *op, char *err)
+/* Resumes s now for op's caller; when it runs already, op is answered as it is and freed
+ * (*answered set). */
+static rb_err resume_now(session *s, core_op *op, int *answered, char *err)
 {
     if (s->pause == PAUSE_NONE) {
         wait_add(s, op);
         answer_all(s, RB_OK, NULL, NULL); /* running already */
+        *answered = 1;
         return RB_OK;
     }
     rb_err e = resume_start(s, err);
