@@ -314,6 +314,7 @@ void core_free(rb_core *c)
     usage_dispose(c);
     web_dispose(c);
     core__pause_dispose(c);
+    core__freeze_dispose(c);
     egress_dispose(c); /* after the backend: its cancelled calls may still come back */
     store_close(c->st);
     policy_free(c->policy);

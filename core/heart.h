@@ -111,6 +111,7 @@ typedef enum core_room {
     CORE_ROOM_PAUSE, /* core/session_pause.c: resumes of hibernated sessions waiting for their new sandbox */
     CORE_ROOM_VOLUMES, /* core/volumes/: measurements in flight */
     CORE_ROOM_USAGE,   /* core/usage/: the sessions' usage samples and the readings in flight */
+    CORE_ROOM_FREEZE,  /* core/session_freeze.c: freezes waiting to try again, the change queues' kick */
     CORE_ROOMS
 } core_room;
 

@@ -136,9 +136,10 @@ struct session {
     char *place_with;     /* a new sandbox goes on the engine of this container or volume, or NULL */
     int64_t deadline_span;/* ms from when its deadline was last set to it: a resume sets it again so far ahead */
     int deadline_pause;   /* what its deadline does: PAUSE_NONE ends it, else pauses it so (E2B's autoPause) */
-    int forking;          /* forks copying its workspace (session_fork.c): no pause meanwhile */
+    int forking;          /* forks copying its workspace (session_fork.c): a pause waits for them */
     int fresh_interpreter;/* resumed from hibernation: its next execution says the interpreter was reset */
     struct pause_waiter *waiters; /* callers of the pause or resume in flight */
+    struct session_change *changes; /* changes waiting for the one in flight (session_freeze.c) */
 };
 
 enum { PAUSE_NONE, PAUSE_SUSPENDED, PAUSE_HIBERNATED };
@@ -200,6 +201,28 @@ void session_free(session *s);
 void session_end(session *s, const char *status, const char *reason);
 /** Starts the next queued execution if the session is idle and its sandbox ready. */
 void session_pump(session *s);
+
+/* session_freeze.c */
+/** Freezes (on != 0) or thaws container like backend_pause, trying again a few times with a wait
+ * on the loop when the freezer gives up on busy processes (RB_EBUSY). After the last try cb gets
+ * RB_EUNAVAILABLE with the cause, the sandbox thawed. RB_ECANCELED (cb not called) once core_free
+ * has begun. Every freeze of a session's sandbox goes through here. */
+rb_err core__freeze(rb_core *c, const char *container, int on, backend_cb cb, void *data, char *err);
+/** Runs a change of s (a pause, resume or fork copy) now or after the changes before it. */
+typedef void (*core_change_fn)(session *s, void *data);
+/** A waiting change whose session ended first: data is answered with reason and freed. */
+typedef void (*core_change_drop_fn)(void *data, const char *reason);
+/** Whether a change of s is in flight (status "pausing" or "resuming", or a fork copying). */
+int core__change_busy(const session *s);
+/** 0 when nothing of s is in flight or waiting (the caller starts its change now); else queues
+ * start(s, data) behind them and returns 1 (drop(data, reason) if s ends first). */
+int core__change_add(session *s, core_change_fn start, core_change_drop_fn drop, void *data);
+/** A change ended: the next waiting ones start on the next turn of the loop. */
+void core__change_kick(rb_core *c);
+/** Drops s's waiting changes with reason (session_end). */
+void core__changes_end(session *s, const char *reason);
+/** Cancels the freezes waiting to try again (core_free, after the backend). */
+void core__freeze_dispose(rb_core *c);
 
 /* session_pause.c */
 /** Resumes s (suspended or hibernated) for an execution queued on it: the queue runs once it is

@@ -5,6 +5,10 @@
  * cell running in it stalls for the copy and goes on), or from its kept volume when it is
  * hibernated. The new session's interpreter starts fresh; the answer says so. If the copy fails
  * the new session ends and the caller gets the error; the source is never changed.
+ *
+ * The freeze, copy and thaw are one change of the source in its change queue (session_freeze.c):
+ * they wait for a pause, resume or other fork of it in flight, and the next one starts only once
+ * the source is thawed again (a freeze racing the thaw got Docker's "already paused").
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,15 +24,22 @@ typedef struct fork_call {
     char *src_container;/* frozen by the fork (thawed at its end), or NULL */
     json_t *answer;     /* the new session's API object */
     int64_t started;
+    int copying;        /* its copy is the source's change in flight (counted in src->forking) */
+    rb_err copy_err;    /* the copy's outcome, kept while the source thaws */
+    char *copy_msg;
+    int64_t copy_bytes;
 } fork_call;
 
 static void fork_done(fork_call *fc, rb_err err, const char *msg, json_t *extra)
 {
     session *src = map_get(&fc->c->sessions, fc->src);
-    if (src != NULL && src->forking > 0)
+    if (fc->copying && src != NULL && src->forking > 0)
         src->forking--;
+    if (fc->copying)
+        core__change_kick(fc->c); /* the source's next pause, resume or fork may start */
     if (err != RB_OK) {
-        session *dst = fc->dst[0] ? map_get(&fc->c->sessions, fc->dst) : NULL;
+        /* not while core_free ends the sessions: the new one then stays, as every session does */
+        session *dst = fc->dst[0] && !fc->c->closing ? map_get(&fc->c->sessions, fc->dst) : NULL;
         if (dst != NULL)
             session_end(dst, "dead", "its fork could not copy the workspace");
         rb_warn("fork of session %s: %s", fc->src, msg);
@@ -44,35 +55,16 @@ static void fork_done(fork_call *fc, rb_err err, const char *msg, json_t *extra)
     free(fc->op);
     json_decref(fc->answer);
     free(fc->src_container);
+    free(fc->copy_msg);
     free(fc);
 }
 
-static void thawed_cb(void *data, rb_err err, const char *msg)
+/* The copy's outcome to the caller, once the source runs again. */
+static void finish(fork_call *fc)
 {
-    char *id = data;
-    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
-        rb_warn("fork: could not thaw the source sandbox %.12s: %s", id, msg);
-    free(id);
-}
-
-static void thaw(fork_call *fc)
-{
-    char e2[RB_ERR_LEN];
-    if (fc->src_container == NULL)
-        return;
-    char *id = fc->src_container;
-    fc->src_container = NULL;
-    if (backend_pause(fc->c->be, id, 0, thawed_cb, id, e2) != RB_OK) {
-        rb_warn("fork: could not thaw the source sandbox %.12s: %s", id, e2);
-        free(id);
-    }
-}
-
-static void copied_cb(void *data, rb_err err, const char *msg, const char *volume, int64_t bytes)
-{
-    fork_call *fc = data;
-    (void)volume;
-    thaw(fc);
+    rb_err err = fc->copy_err;
+    int64_t bytes = fc->copy_bytes;
+    const char *msg = fc->copy_msg != NULL ? fc->copy_msg : "";
     if (err != RB_OK) {
         char text[RB_ERR_LEN];
         snprintf(text, sizeof(text), "could not fork session %s: %.400s", fc->src, msg);
@@ -84,6 +76,32 @@ static void copied_cb(void *data, rb_err err, const char *msg, const char *volum
     rb_info("session %s forked from %s (%lld bytes of files)", fc->dst, fc->src, (long long)bytes);
     fork_done(fc, RB_OK, NULL, extra);
     json_decref(extra);
+}
+
+static void thawed_cb(void *data, rb_err err, const char *msg)
+{
+    fork_call *fc = data;
+    if (err != RB_OK && err != RB_ENOTFOUND && err != RB_ECANCELED)
+        rb_warn("fork: could not thaw the source sandbox %.12s: %s", fc->src_container, msg);
+    free(fc->src_container);
+    fc->src_container = NULL;
+    finish(fc);
+}
+
+static void copied_cb(void *data, rb_err err, const char *msg, const char *volume, int64_t bytes)
+{
+    fork_call *fc = data;
+    char e2[RB_ERR_LEN];
+    (void)volume;
+    fc->copy_err = err;
+    fc->copy_msg = err != RB_OK ? xstrdup(msg ? msg : "") : NULL;
+    fc->copy_bytes = bytes;
+    if (fc->src_container == NULL) {
+        finish(fc);
+        return;
+    }
+    if (core__freeze(fc->c, fc->src_container, 0, thawed_cb, fc, e2) != RB_OK)
+        thawed_cb(fc, RB_EIO, e2);
 }
 
 /* The copy from the frozen source (or its kept files) into the new session's sandbox. */
@@ -122,10 +140,34 @@ static void frozen_cb(void *data, rb_err err, const char *msg)
     copy_start(fc);
 }
 
-static void created_cb(void *data, rb_err err, const char *msg, json_t *body)
+/* The source's turn: frozen (unless it is paused already), then copied. */
+static void copy_turn(session *src, void *data)
 {
     fork_call *fc = data;
     char e2[RB_ERR_LEN];
+    fc->copying = 1;
+    src->forking++;
+    if (src->pause != PAUSE_NONE || src->container_id == NULL) {
+        copy_start(fc); /* frozen already or hibernated: nothing to freeze */
+        return;
+    }
+    fc->src_container = xstrdup(src->container_id);
+    rb_err e = core__freeze(fc->c, src->container_id, 1, frozen_cb, fc, e2);
+    if (e != RB_OK)
+        frozen_cb(fc, e, e2);
+}
+
+static void copy_dropped(void *data, const char *reason)
+{
+    fork_call *fc = data;
+    char text[RB_ERR_LEN];
+    snprintf(text, sizeof(text), "could not fork session %s: it ended before its copy (%.400s)", fc->src, reason);
+    fork_done(fc, RB_ECONFLICT, text, NULL);
+}
+
+static void created_cb(void *data, rb_err err, const char *msg, json_t *body)
+{
+    fork_call *fc = data;
     fc->create_op = NULL;
     if (err != RB_OK) {
         fork_done(fc, err, msg, NULL);
@@ -135,13 +177,12 @@ static void created_cb(void *data, rb_err err, const char *msg, json_t *body)
     const char *id = json_string_value(json_object_get(body, "session_id"));
     snprintf(fc->dst, sizeof(fc->dst), "%s", id ? id : "");
     session *src = map_get(&fc->c->sessions, fc->src);
-    if (src == NULL || src->pause != PAUSE_NONE || src->container_id == NULL) {
-        copy_start(fc); /* gone, frozen already or hibernated: nothing to freeze */
+    if (src == NULL) {
+        copy_start(fc); /* it ended meanwhile: answered so */
         return;
     }
-    fc->src_container = xstrdup(src->container_id);
-    if (backend_pause(fc->c->be, src->container_id, 1, frozen_cb, fc, e2) != RB_OK)
-        frozen_cb(fc, RB_EIO, e2);
+    if (!core__change_add(src, copy_turn, copy_dropped, fc))
+        copy_turn(src, fc);
 }
 
 rb_err core_session_fork(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
@@ -153,8 +194,6 @@ rb_err core_session_fork(rb_core *c, const core_caller *who, const char *session
     if (body != NULL && !json_is_null(body) && !(json_is_object(body) && json_object_size(body) == 0))
         return rb_fail(RB_EINVAL, err, "fork takes no options: send an empty body or {} (the new session has the "
                                        "source's language and execution_options)");
-    if (strcmp(s->status, "pausing") == 0 || strcmp(s->status, "resuming") == 0)
-        return rb_fail(RB_ECONFLICT, err, "session %s is %s; fork it once that has finished", s->id, s->status);
     if (s->pause != PAUSE_HIBERNATED && (s->container_id == NULL || strcmp(s->status, "starting") == 0))
         return rb_fail(RB_ECONFLICT, err, "session %s is still starting; fork it once it is ready", s->id);
     if (s->engine_down != NULL)
@@ -175,7 +214,6 @@ rb_err core_session_fork(rb_core *c, const core_caller *who, const char *session
         free(fc);
         return e;
     }
-    s->forking++;
     if (handle != NULL)
         *handle = fc->op;
     return RB_OK;

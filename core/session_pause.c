@@ -12,9 +12,11 @@
  *  - fork: a new session of the same options, placed beside the source, gets a copy of its
  *    workspace (taken while the source is frozen, so of one moment); its interpreter is fresh.
  *
- * A pause or resume in flight is marked by the status ("pausing", "resuming"); requests during
- * it wait for its outcome (struct pause_waiter). Callbacks find their session again by id: it
- * may have ended meanwhile.
+ * A pause or resume in flight is marked by the status ("pausing", "resuming"); its callers wait
+ * for its outcome (struct pause_waiter). Pauses, resumes and fork copies asked while another is
+ * in flight wait for it in the session's change queue (session_freeze.c) and then run in order.
+ * Every freeze and thaw goes through core__freeze (a busy sandbox's freezer is tried again).
+ * Callbacks find their session again by id: it may have ended meanwhile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,11 +73,13 @@ static void answer_all(session *s, rb_err err, const char *msg, json_t *extra)
         free(w);
         w = next;
     }
+    core__change_kick(s->core); /* the next pause, resume or fork copy of it may start */
 }
 
 void core__pause_session_end(session *s, const char *reason)
 {
     answer_all(s, RB_ECONFLICT, reason, NULL);
+    core__changes_end(s, reason);
 }
 
 /* The session of a callback: NULL if it ended meanwhile. */
@@ -90,6 +94,8 @@ typedef struct pause_call {
     int target;      /* PAUSE_SUSPENDED or PAUSE_HIBERNATED */
     int was;         /* the session's pause before the call */
     int64_t started; /* rb_now_ms() at the start, for the answer's "ms" */
+    rb_err failed;   /* a hibernation that failed after the freeze: its error while the thaw runs */
+    char *why;
 } pause_call;
 
 static pause_call *call_new(session *s, int target)
@@ -127,11 +133,21 @@ static void pause_failed(session *s, pause_call *pc, rb_err err, const char *msg
         session_pump(s);
 }
 
+/* The thaw after a failed hibernation has answered: the callers hear the hibernation's error. A
+ * failed thaw leaves it suspended (resume tries again). */
 static void thawed_after_failure_cb(void *data, rb_err err, const char *msg)
 {
-    (void)err;
-    (void)msg;
-    free(data); /* a failed thaw leaves it frozen: resume tries again */
+    pause_call *pc = data;
+    session *s = still(pc->c, pc->id);
+    if (s != NULL) {
+        if (err == RB_OK)
+            s->pause = PAUSE_NONE;
+        else
+            rb_warn("session %s: could not thaw it after its failed hibernation: %s", s->id, msg);
+        pause_failed(s, pc, pc->failed, pc->why);
+    }
+    free(pc->why);
+    free(pc);
 }
 
 static void kept_cb(void *data, rb_err err, const char *msg, const char *volume, int64_t bytes)
@@ -145,12 +161,14 @@ static void kept_cb(void *data, rb_err err, const char *msg, const char *volume,
         return;
     }
     if (err != RB_OK) {
-        if (pc->was == PAUSE_NONE && s->container_id != NULL) { /* it was running: thaw it */
+        if (pc->was == PAUSE_NONE && s->container_id != NULL) { /* it was running: thawed before the answer */
             char e2[RB_ERR_LEN];
-            char *id = xstrdup(s->id);
-            if (backend_pause(pc->c->be, s->container_id, 0, thawed_after_failure_cb, id, e2) != RB_OK)
-                free(id);
-            s->pause = PAUSE_NONE;
+            pc->failed = err;
+            pc->why = xstrdup(msg ? msg : "");
+            if (core__freeze(pc->c, s->container_id, 0, thawed_after_failure_cb, pc, e2) == RB_OK)
+                return;
+            free(pc->why);
+            rb_warn("session %s: could not thaw it after its failed hibernation: %s", s->id, e2);
         }
         pause_failed(s, pc, err, msg);
         free(pc);
@@ -220,7 +238,7 @@ static rb_err pause_start(session *s, int target, char *err)
         frozen_cb(pc, RB_OK, NULL);
         return RB_OK;
     }
-    rb_err e = backend_pause(s->core->be, s->container_id, 1, frozen_cb, pc, err);
+    rb_err e = core__freeze(s->core, s->container_id, 1, frozen_cb, pc, err);
     if (e != RB_OK) {
         s->status = "ready";
         free(pc);
@@ -250,6 +268,73 @@ static const char *not_pausable(const session *s, int target)
     return NULL;
 }
 
+/* Pauses s to target now for op's caller; when it is so already, op is answered as it is and
+ * freed (*answered set). An error (op not answered, not freed) when it cannot be paused. */
+static rb_err pause_now(session *s, int target, core_op *op, int *answered, char *err)
+{
+    const char *why = not_pausable(s, target);
+    if (why != NULL)
+        return rb_fail(RB_ECONFLICT, err, "session %s cannot be %s: %s", s->id,
+                       target == PAUSE_HIBERNATED ? "hibernated" : "suspended", why);
+    if (s->pause == target) { /* suspended already: answered as it is */
+        wait_add(s, op);
+        answer_all(s, RB_OK, NULL, NULL);
+        *answered = 1;
+        return RB_OK;
+    }
+    rb_err e = pause_start(s, target, err);
+    if (e == RB_OK)
+        wait_add(s, op);
+    return e;
+}
+
+static rb_err resume_now(session *s, core_op *op, int *answered, char *err);
+
+/* A pause (target) or resume (PAUSE_NONE) waiting in the session's change queue. */
+typedef struct queued_call {
+    core_op *op;
+    int target;
+} queued_call;
+
+static void queued_start(session *s, void *data)
+{
+    queued_call *q = data;
+    char err[RB_ERR_LEN];
+    if (!q->op->cancelled) {
+        int answered = 0;
+        rb_err e = q->target == PAUSE_NONE ? resume_now(s, q->op, &answered, err)
+                                           : pause_now(s, q->target, q->op, &answered, err);
+        if (e == RB_OK) {
+            free(q);
+            return;
+        }
+        q->op->cb(q->op->data, e, err, NULL);
+    }
+    free(q->op);
+    free(q);
+}
+
+static void queued_drop(void *data, const char *reason)
+{
+    queued_call *q = data;
+    if (!q->op->cancelled)
+        q->op->cb(q->op->data, RB_ECONFLICT, reason, NULL);
+    free(q->op);
+    free(q);
+}
+
+/* 1 when op's pause or resume waits behind the change in flight (answered once it has run). */
+static int queue_change(session *s, core_op *op, int target)
+{
+    queued_call *q = xcalloc(1, sizeof(*q));
+    q->op = op;
+    q->target = target;
+    if (core__change_add(s, queued_start, queued_drop, q))
+        return 1;
+    free(q);
+    return 0;
+}
+
 rb_err core_session_pause(rb_core *c, const core_caller *who, const char *session_id, json_t *body, core_cb cb,
                           void *data, core_op **handle, char *err)
 {
@@ -273,21 +358,16 @@ rb_err core_session_pause(rb_core *c, const core_caller *who, const char *sessio
         return rb_fail(RB_EINVAL, err,
                        "'mode' must be \"suspend\" (freeze it: memory kept, resume in milliseconds) or \"hibernate\" "
                        "(keep its files on disk and release its memory: the interpreter restarts on resume)");
-    const char *why = not_pausable(s, target);
-    if (why != NULL)
-        return rb_fail(RB_ECONFLICT, err, "session %s cannot be %s: %s", s->id,
-                       target == PAUSE_HIBERNATED ? "hibernated" : "suspended", why);
     core_op *op = op_new(cb, data);
-    if (s->pause == target) { /* suspended already: answered as it is */
-        wait_add(s, op);
-        answer_all(s, RB_OK, NULL, NULL);
-        return RB_OK;
+    if (!queue_change(s, op, target)) {
+        int answered = 0;
+        if ((e = pause_now(s, target, op, &answered, err)) != RB_OK) {
+            free(op);
+            return e;
+        }
+        if (answered)
+            return RB_OK; /* op is freed: no handle */
     }
-    if ((e = pause_start(s, target, err)) != RB_OK) {
-        free(op);
-        return e;
-    }
-    wait_add(s, op);
     if (handle != NULL)
         *handle = op;
     return RB_OK;
@@ -472,7 +552,7 @@ static rb_err resume_start(session *s, char *err)
     rb_err e;
     s->status = "resuming";
     if (s->pause == PAUSE_SUSPENDED) {
-        e = backend_pause(c->be, s->container_id, 0, thawed_cb, pc, err);
+        e = core__freeze(c, s->container_id, 0, thawed_cb, pc, err);
     } else {
         /* it takes a sandbox again: within --max-sessions, like a create */
         int live = 0;
@@ -518,29 +598,42 @@ rb_err core_session_resume(rb_core *c, const core_caller *who, const char *sessi
     if (body != NULL && !json_is_null(body) && !(json_is_object(body) && json_object_size(body) == 0))
         return rb_fail(RB_EINVAL, err, "resume takes no options: send an empty body or {}");
     core_op *op = op_new(cb, data);
-    if (strcmp(s->status, "resuming") == 0 || strcmp(s->status, "pausing") == 0) {
-        wait_add(s, op); /* answered with the outcome of the call in flight */
-    } else if (s->pause == PAUSE_NONE) {
-        wait_add(s, op);
-        answer_all(s, RB_OK, NULL, NULL); /* running already */
-        return RB_OK;
-    } else {
-        rb_err e = resume_start(s, err);
+    if (!queue_change(s, op, PAUSE_NONE)) {
+        int answered = 0;
+        rb_err e = resume_now(s, op, &answered, err);
         if (e != RB_OK) {
             free(op);
             return e;
         }
-        wait_add(s, op);
+        if (answered)
+            return RB_OK; /* op is freed: no handle */
     }
     if (handle != NULL)
         *handle = op;
     return RB_OK;
 }
 
+/* Resumes s now for op's caller; when it runs already, op is answered as it is and freed
+ * (*answered set). */
+static rb_err resume_now(session *s, core_op *op, int *answered, char *err)
+{
+    if (s->pause == PAUSE_NONE) {
+        wait_add(s, op);
+        answer_all(s, RB_OK, NULL, NULL); /* running already */
+        *answered = 1;
+        return RB_OK;
+    }
+    rb_err e = resume_start(s, err);
+    if (e == RB_OK)
+        wait_add(s, op);
+    return e;
+}
+
 void core__resume_for_queue(session *s)
 {
     char e2[RB_ERR_LEN];
-    if (s->pause == PAUSE_NONE || strcmp(s->status, "resuming") == 0 || strcmp(s->status, "pausing") == 0)
+    /* a change in flight or waiting goes first; the queue resumes it after them (session_freeze.c) */
+    if (s->pause == PAUSE_NONE || core__change_busy(s) || s->changes != NULL)
         return;
     if (resume_start(s, e2) != RB_OK)
         resume_failed(s, s->pause, RB_EIO, e2);

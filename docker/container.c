@@ -61,10 +61,38 @@ rb_err docker_container_start(docker *d, const char *id, docker_cb cb, void *dat
     return docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/", id, "/start", NULL, 0, cb, data, err);
 }
 
+/* A pause call's caller, for the translation of the freezer's transient refusal. */
+typedef struct pause_call {
+    docker_cb cb;
+    void *data;
+} pause_call;
+
+/* The engine answers 500 when the cgroup freezer gave up (runc: "unable to freeze", after its
+ * own tries, the cgroup thawed again): tasks that keep forking can outrun it on cgroup v1. That
+ * is worth another try in a moment, hence RB_EBUSY; every other answer passes as it is. */
+static void paused_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    pause_call *pc = data;
+    char text[RB_ERR_LEN];
+    if (err == RB_EIO && status >= 500 && errmsg != NULL && (strstr(errmsg, "unable to freeze") != NULL ||
+                                                             strstr(errmsg, "freezing") != NULL)) {
+        err = rb_fail(RB_EBUSY, text, "the cgroup freezer could not stop the sandbox's processes (%.400s)", errmsg);
+        errmsg = text;
+    }
+    pc->cb(pc->data, err, errmsg, status, body);
+    free(pc);
+}
+
 rb_err docker_container_pause(docker *d, const char *id, int on, docker_cb cb, void *data, char *err)
 {
-    return docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/", id, on ? "/pause" : "/unpause", NULL, 0, cb,
-                               data, err);
+    pause_call *pc = xmalloc(sizeof(*pc));
+    pc->cb = cb;
+    pc->data = data;
+    rb_err e = docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/", id, on ? "/pause" : "/unpause", NULL, 0,
+                                   paused_cb, pc, err);
+    if (e != RB_OK)
+        free(pc);
+    return e;
 }
 
 rb_err docker_container_kill(docker *d, const char *id, const char *signal, docker_cb cb, void *data, char *err)

@@ -336,7 +336,9 @@ rb_err backend_start(backend *b, const char *id, backend_cb cb, void *data, char
 /** Freezes every process of a running sandbox (on != 0; its memory stays, its CPU use stops at
  * once) or thaws it (on == 0). A frozen sandbox takes no attach, exec or archive call until it is
  * thawed; backend_state and backend_list say "paused". RB_ENOTFOUND when it no longer exists,
- * RB_ECONFLICT when it is not running (or, on == 0, not frozen). */
+ * RB_ECONFLICT when it is not running (or, on == 0, not frozen), RB_EBUSY when the freezer gave
+ * up on processes that kept changing (the sandbox runs on unfrozen: try again in a moment; core's
+ * core__freeze does). */
 rb_err backend_pause(backend *b, const char *id, int on, backend_cb cb, void *data, char *err);
 /** Stops and removes a sandbox with its workspace, whatever its state. RB_ENOTFOUND when it
  * no longer exists. */

@@ -240,6 +240,44 @@ def test_fork_copies_the_files_into_new_sandboxes(e2b_env):
                     f.kill()
 
 
+BUSY = r"""
+import subprocess
+loop = 'end=$((SECONDS+180)); while [ $SECONDS -lt $end ] && [ ! -e /tmp/stop ]; do /bin/true; done'
+busy = [subprocess.Popen(['bash', '-c', loop]) for _ in range(6)]
+"""
+
+
+def test_fork_of_a_busy_sandbox_gets_every_fork_and_pauses_after(e2b_env):
+    """fork(count=2) of a sandbox whose processes keep forking: runboxd freezes the source for each
+    copy one after another (trying the freezer again while it gives up), and the thaw of one copy
+    ends before the next freeze (the second fork was once lost to Docker's "already paused")."""
+    with Sandbox.create(timeout=600) as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        assert sbx.run_code(BUSY).error is None
+        sbx.files.write("/home/user/shared.txt", "busy source")
+        made = []
+        try:
+            for _ in range(2):
+                forks = sbx.fork(count=2, timeout=600)
+                ok = [f for f in forks if isinstance(f, Sandbox)]
+                made += ok
+                for f in ok:
+                    e2b_env.session_ids.add(f.sandbox_id)
+                assert len(forks) == 2, forks
+                # a fork whose freezes all failed (the host's freezer, after runboxd's tries) says so;
+                # none is lost to a race of runboxd's own or answered 502
+                assert all(isinstance(f, Sandbox) or ("503" in str(f) and "freezer" in str(f)) for f in forks), forks
+                for f in ok:
+                    assert f.files.read("/home/user/shared.txt") == "busy source"
+                assert sbx.pause() is True
+                assert _status(e2b_env, sbx.sandbox_id) == "suspended"
+                again = Sandbox.connect(sbx.sandbox_id, timeout=600)
+                assert again.run_code("print(len(busy))").logs.stdout == ["6\n"]
+        finally:
+            for f in made:
+                f.kill()
+
+
 def test_the_older_resume_and_refusals(e2b_env):
     """POST /sandboxes/{id}/resume (older SDKs) resumes a paused sandbox and answers 409 for a
     running one; what runbox cannot take is 400 naming it."""

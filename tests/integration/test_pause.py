@@ -275,3 +275,83 @@ def test_idle_action_is_checked_at_start(tmp_path):
                         f"127.0.0.1:{rbtest.free_port()}", "--idle-action", "sleep"],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode != 0 and "idle-action" in p.stderr and "hibernate" in p.stderr, p.stderr
+
+
+# Background loops that keep forking short processes after their cell has ended: a cgroup the v1
+# freezer has trouble stopping ("unable to freeze"). They stop by themselves after `secs` seconds
+# or when /tmp/stop exists, and each forks one child at a time (within the session's pids limit).
+BUSY = r"""
+import subprocess
+loop = 'end=$((SECONDS+{secs})); while [ $SECONDS -lt $end ] && [ ! -e /tmp/stop ]; do /bin/true; done'
+busy = [subprocess.Popen(['bash', '-c', loop]) for _ in range({n})]
+print(len(busy))
+"""
+
+
+def _freezer_refusal(r, what: str) -> None:
+    """A 503 of a freeze the busy sandbox's freezer refused: Retry-After, and words naming it."""
+    assert r.status_code == 503, f"{what}: {r.status_code} {r.text}"
+    assert r.headers.get("Retry-After"), f"{what}: a 503 without Retry-After"
+    err = check_error(r, 503)
+    assert "freezer" in err["message"] and "retry" in err["message"], err
+
+
+def test_a_busy_sandbox_is_paused_forked_and_hibernated_or_told_to_retry(sandbox_image, make_server):
+    """Pause, fork and hibernate land on a sandbox whose processes keep forking: each answer is a
+    success or a 503 with Retry-After naming the freezer (never 502), and the session runs after."""
+    srv = make_server()
+    sid = srv.create_session()["session_id"]
+    tally = {"ok": 0, "503": 0}
+
+    def land(r, ok: int, what: str) -> bool:
+        if r.status_code == ok:
+            tally["ok"] += 1
+            return True
+        _freezer_refusal(r, what)
+        tally["503"] += 1
+        assert srv.session(sid)["status"] in ("ready", "busy"), f"{what}: a refused freeze leaves it running"
+        return False
+
+    assert _out(srv, sid, "x = 41\n" + BUSY.format(secs=240, n=8)) == "8\n"
+    for _ in range(4):
+        if land(srv.post(f"/sessions/{sid}/pause"), 200, "suspend"):
+            assert _resume(srv, sid)["status"] == "ready"
+        r = srv.post(f"/sessions/{sid}/fork")
+        if land(r, 201, "fork"):
+            srv.track(r.json())
+            assert srv.delete_session(r.json()["session_id"])["status"] == "ended"
+        assert _out(srv, sid, "print(x + 1)") == "42\n", "the source keeps its interpreter"
+    while not land(srv.post(f"/sessions/{sid}/pause", {"mode": "hibernate"}), 200, "hibernate"):
+        time.sleep(1)
+    assert srv.session(sid)["status"] == "hibernated"
+    assert _out(srv, sid, "print('after')") == "after\n"
+    print("busy sandbox:", tally, "freezes tried again:", srv.log_text().count("failed, again in"))
+
+
+def test_concurrent_pauses_resumes_and_forks_of_one_session_are_all_served(sandbox_image, make_server):
+    """Pauses, resumes and forks of one session sent at once wait for each other in runboxd: none is
+    refused for a race of runboxd's own (409), none reaches the engine as one (Docker's 409)."""
+    import concurrent.futures
+
+    srv = make_server()
+    sid = srv.create_session()["session_id"]
+    _out(srv, sid, "x = 7\nopen('/workspace/f.txt', 'w').write('f')")
+    calls = [("POST", f"/sessions/{sid}/pause"), ("POST", f"/sessions/{sid}/fork"),
+             ("POST", f"/sessions/{sid}/resume"), ("POST", f"/sessions/{sid}/fork"),
+             ("POST", f"/sessions/{sid}/pause"), ("POST", f"/sessions/{sid}/fork"),
+             ("POST", f"/sessions/{sid}/resume"), ("POST", f"/sessions/{sid}/pause")] * 2
+    with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+        answers = list(pool.map(lambda c: srv.request(*c), calls))
+    forks = 0
+    for (_, path), r in zip(calls, answers):
+        if r.status_code == 503:
+            _freezer_refusal(r, path)  # the host's freezer, not runboxd
+            continue
+        assert r.status_code == (201 if path.endswith("fork") else 200), f"{path}: {r.status_code} {r.text}"
+        if path.endswith("fork"):
+            forks += 1
+            srv.track(r.json())
+            assert r.json()["fork"]["from"] == sid
+            assert _out(srv, r.json()["session_id"], "print(open('/workspace/f.txt').read())") == "f\n"
+    assert forks > 0
+    assert _out(srv, sid, "print(x)") == "7\n", "the source keeps its interpreter"
