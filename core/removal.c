@@ -23,8 +23,23 @@
 struct removal {
     rb_core *c;
     int missing_tries; /* retries left in which "no such container" is taken for "not there yet" */
+    int recovery;      /* found by the recovery at start: the volume sweeps wait for it (removal_recovered) */
     char id[];
 };
+
+/* A recovery removal has ended (done, or left for the next start): once none is left, the
+ * volumes they held can be swept. */
+static void recovery_removal_done(struct removal *r)
+{
+    if (!r->recovery)
+        return;
+    r->recovery = 0;
+    rb_core *c = r->c;
+    if (--c->recovery_removals == 0 && c->recovery_sweep_waiting && !c->closing) {
+        c->recovery_sweep_waiting = 0;
+        core__recovery_sweep(c);
+    }
+}
 
 /* Keeps r (owned from here) for the next retry. */
 static void remove_later(struct removal *r)
@@ -34,10 +49,17 @@ static void remove_later(struct removal *r)
     if (old == NULL && c->removals.len >= REMOVALS_PENDING_MAX) {
         rb_warn("container %.12s: %d removals are waiting already; it is left for the next start's recovery",
                 r->id, REMOVALS_PENDING_MAX);
+        recovery_removal_done(r);
         free(r);
         return;
     }
-    free(old);
+    if (old != NULL) {
+        if (old->recovery && r->recovery)
+            c->recovery_removals--; /* one container, counted once */
+        else if (old->recovery)
+            r->recovery = 1; /* its count moves to the newer entry */
+        free(old);
+    }
     map_put(&c->removals, r->id, r);
     core__probe_soon(c); /* the retry follows the next successful probe */
 }
@@ -56,15 +78,17 @@ static void removed_cb(void *data, rb_err err, const char *msg)
         remove_later(r);
         return;
     }
+    recovery_removal_done(r);
     free(r);
 }
 
-void removal_start(rb_core *c, const char *id, int missing_tries)
+static void start(rb_core *c, const char *id, int missing_tries, int recovery)
 {
     size_t n = strlen(id);
     struct removal *r = xmalloc(sizeof(*r) + n + 1);
     r->c = c;
     r->missing_tries = missing_tries;
+    r->recovery = recovery;
     memcpy(r->id, id, n + 1);
     char err[RB_ERR_LEN];
     rb_err e = backend_remove(c->be, r->id, removed_cb, r, err);
@@ -73,11 +97,31 @@ void removal_start(rb_core *c, const char *id, int missing_tries)
             rb_warn("container %.12s: could not remove it (will try again once Docker answers): %s", r->id, err);
             remove_later(r);
         } else {
+            recovery_removal_done(r);
             free(r);
         }
         return;
     }
     c->pending_ops++;
+}
+
+void removal_start(rb_core *c, const char *id, int missing_tries)
+{
+    start(c, id, missing_tries, 0);
+}
+
+void removal_start_recovery(rb_core *c, const char *id)
+{
+    c->recovery_removals++;
+    start(c, id, 0, 1);
+}
+
+void removal_recovered(rb_core *c)
+{
+    if (c->recovery_removals > 0)
+        c->recovery_sweep_waiting = 1;
+    else
+        core__recovery_sweep(c);
 }
 
 /* ---- workspace volumes a helper kept past their sandbox ------------------------------------ */
@@ -143,7 +187,7 @@ int removal_retry_all(rb_core *c)
     struct removal *r;
     int n = 0;
     while ((r = map_next(&todo, &pos)) != NULL) {
-        removal_start(c, r->id, r->missing_tries);
+        start(c, r->id, r->missing_tries, r->recovery); /* still counted: the count moves with it */
         free(r);
         n++;
     }
@@ -155,7 +199,9 @@ void removal_drop_all(rb_core *c)
 {
     size_t pos = 0;
     struct removal *r;
-    while ((r = map_next(&c->removals, &pos)) != NULL)
+    while ((r = map_next(&c->removals, &pos)) != NULL) {
+        recovery_removal_done(r);
         free(r);
+    }
     map_dispose(&c->removals);
 }
