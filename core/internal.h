@@ -342,9 +342,13 @@ int removal_retry_all(rb_core *c);
 /** Frees the removals still waiting (core_free). */
 void removal_drop_all(rb_core *c);
 /** Removes this instance's workspace volumes that no container uses (left when a helper held one
- * as its sandbox was removed); at most once per 30 s (now: epoch ms), or at once (now < 0: a
- * graceful stop, which waits for it). */
+ * as its sandbox was removed); at most once per 30 s (now: epoch ms), with the kept workspaces
+ * no session needs (removal_sweep_kept); or at once (now < 0: a graceful stop, which waits for
+ * it, or the start), without them. */
 void removal_sweep_volumes(rb_core *c, int64_t now);
+/** Removes the kept workspaces (core/workspace/) that no session needs: neither a hibernated
+ * session's, nor one of a session whose hibernation is in flight. */
+void removal_sweep_kept(rb_core *c);
 /** Non-zero if sb's runner is attached and takes executions. */
 int sandbox_ready(const sandbox *sb);
 

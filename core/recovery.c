@@ -185,7 +185,7 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
 
 void core__recovery_sweep(rb_core *c)
 {
-    workspace_sweep(c, core__kept_wanted); /* kept files no hibernated session needs */
+    removal_sweep_kept(c);                 /* kept files no hibernated session needs */
     volumes_sweep(c);                      /* volumes whose creation a restart cut short */
     removal_sweep_volumes(c, -1);          /* workspace volumes a removed helper held */
 }

@@ -166,6 +166,16 @@ static void volumes_listed_cb(void *data, rb_err err, const char *errmsg, const 
     }
 }
 
+/* A kept workspace some session still needs: its hibernated one, or any of a session whose
+ * hibernation is in flight (its new volume is not yet named in the session, nor yet mounted). */
+static int kept_wanted_now(rb_core *c, const char *session_id, const char *volume)
+{
+    session *s = map_get(&c->sessions, session_id);
+    if (s != NULL && strcmp(s->status, "pausing") == 0)
+        return 1;
+    return core__kept_wanted(c, session_id, volume);
+}
+
 void removal_sweep_volumes(rb_core *c, int64_t now)
 {
     char err[RB_ERR_LEN], label[80];
@@ -177,6 +187,13 @@ void removal_sweep_volumes(rb_core *c, int64_t now)
         rb_warn("cannot list unused workspace volumes: %s", err);
     else
         c->pending_ops++; /* a graceful stop waits for the listing and its removals */
+    if (now >= 0) /* kept workspaces whose removal failed when their session ended or resumed */
+        removal_sweep_kept(c);
+}
+
+void removal_sweep_kept(rb_core *c)
+{
+    workspace_sweep(c, kept_wanted_now);
 }
 
 int removal_retry_all(rb_core *c)
