@@ -23,12 +23,12 @@
 struct removal {
     rb_core *c;
     int missing_tries; /* retries left in which "no such container" is taken for "not there yet" */
-    int recovery;      /* found by the recovery at start: the volume sweeps wait for it (removal_recovered) */
+    int recovery;      /* found by the recovery at start: the volume sweeps wait for its outcome (removal_recovered) */
     char id[];
 };
 
-/* A recovery removal has ended (done, or left for the next start): once none is left, the
- * volumes they held can be swept. */
+/* A recovery removal has its first outcome (done, or failed and left for a retry): once every
+ * one has, the volumes they held can be swept. */
 static void recovery_removal_done(struct removal *r)
 {
     if (!r->recovery)
@@ -45,21 +45,17 @@ static void recovery_removal_done(struct removal *r)
 static void remove_later(struct removal *r)
 {
     rb_core *c = r->c;
+    /* the start's sweeps wait for a first outcome only, not for an engine that keeps failing: a
+     * volume the container still holds is left for a later sweep */
+    recovery_removal_done(r);
     struct removal *old = map_get(&c->removals, r->id);
     if (old == NULL && c->removals.len >= REMOVALS_PENDING_MAX) {
         rb_warn("container %.12s: %d removals are waiting already; it is left for the next start's recovery",
                 r->id, REMOVALS_PENDING_MAX);
-        recovery_removal_done(r);
         free(r);
         return;
     }
-    if (old != NULL) {
-        if (old->recovery && r->recovery)
-            c->recovery_removals--; /* one container, counted once */
-        else if (old->recovery)
-            r->recovery = 1; /* its count moves to the newer entry */
-        free(old);
-    }
+    free(old);
     map_put(&c->removals, r->id, r);
     core__probe_soon(c); /* the retry follows the next successful probe */
 }
@@ -204,7 +200,7 @@ int removal_retry_all(rb_core *c)
     struct removal *r;
     int n = 0;
     while ((r = map_next(&todo, &pos)) != NULL) {
-        start(c, r->id, r->missing_tries, r->recovery); /* still counted: the count moves with it */
+        start(c, r->id, r->missing_tries, 0);
         free(r);
         n++;
     }
@@ -216,9 +212,7 @@ void removal_drop_all(rb_core *c)
 {
     size_t pos = 0;
     struct removal *r;
-    while ((r = map_next(&c->removals, &pos)) != NULL) {
-        recovery_removal_done(r);
+    while ((r = map_next(&c->removals, &pos)) != NULL)
         free(r);
-    }
     map_dispose(&c->removals);
 }
