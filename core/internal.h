@@ -131,12 +131,15 @@ struct session {
     /* pause and resume (session_pause.c) */
     int pause;            /* PAUSE_NONE, PAUSE_SUSPENDED (frozen), PAUSE_HIBERNATED (files kept, no sandbox) */
     int64_t paused_at;    /* when it was suspended or hibernated (epoch ms) */
+    int pause_was;        /* while "pausing": the pause before the call, which is what is stored until it ends */
     char *kept_volume;    /* hibernated: the volume that keeps its workspace (core/workspace/), or NULL */
     int incarnation;      /* sandboxes made for it after the first (each resumed hibernation): names them */
     char *place_with;     /* a new sandbox goes on the engine of this container or volume, or NULL */
     int64_t deadline_span;/* ms from when its deadline was last set to it: a resume sets it again so far ahead */
     int deadline_pause;   /* what its deadline does: PAUSE_NONE ends it, else pauses it so (E2B's autoPause) */
     int forking;          /* forks copying its workspace (session_fork.c): a pause waits for them */
+    int fork_pending;     /* a fork's new session whose files are not all copied yet (stored: a restart ends it) */
+    char *fork_pending_from; /* then the source's id, or NULL */
     int fresh_interpreter;/* resumed from hibernation: its next execution says the interpreter was reset */
     struct pause_waiter *waiters; /* callers of the pause or resume in flight */
     struct session_change *changes; /* changes waiting for the one in flight (session_freeze.c) */
@@ -166,6 +169,8 @@ struct rb_core {
     stats_counters stats; /* what GET /metrics counts (stats.c) */
     void *rooms[CORE_ROOMS]; /* the state of core's rooms (core/heart.h: core_heart_room) */
     int64_t last_volume_sweep; /* when unused workspace volumes were last looked for (removal.c) */
+    int recovery_removals; /* removals of the recovery at start not yet ended (removal.c) */
+    int recovery_sweep_waiting; /* core__recovery_sweep runs when they have */
     int64_t last_prune;   /* when the sweep last pruned the store for --retention (epoch ms; 0: not yet) */
 };
 
@@ -174,6 +179,9 @@ struct rb_core {
  * checks those whose engine is back: their sandbox goes on if it still runs, else the session
  * ends dead with the reason. */
 void core__engines_checked(rb_core *c);
+/** The sweeps of volumes no live session needs (kept workspaces, volumes whose creation a
+ * restart cut short, workspace volumes): once the recovery's removals have ended. */
+void core__recovery_sweep(rb_core *c);
 
 /* heart.c */
 /** Fills *out with s as a room sees it (core/heart.h; the pointers borrow from s). */
@@ -351,6 +359,13 @@ void sandbox_close(sandbox *sb, int remove);
  * missing_tries more times (a create the engine may still carry out); the next start's recovery
  * removes whatever is left. */
 void removal_start(rb_core *c, const char *id, int missing_tries);
+/** removal_start for a container the recovery at start found: the volume sweeps of the start
+ * (core__recovery_sweep) wait until every such removal has ended, since the container may hold
+ * a volume (a copier cut short by a restart holds the kept workspace it was writing). */
+void removal_start_recovery(rb_core *c, const char *id);
+/** The recovery's listing is done: runs core__recovery_sweep now, or once the last
+ * removal_start_recovery has ended. */
+void removal_recovered(rb_core *c);
 /** Starts again the removals that failed (the engine did not answer, or a container whose
  * create failed may still surface); those failing again wait for the next call. Returns how
  * many were started. Called after each successful probe of the engine (recovery.c). */
@@ -358,9 +373,13 @@ int removal_retry_all(rb_core *c);
 /** Frees the removals still waiting (core_free). */
 void removal_drop_all(rb_core *c);
 /** Removes this instance's workspace volumes that no container uses (left when a helper held one
- * as its sandbox was removed); at most once per 30 s (now: epoch ms), or at once (now < 0: a
- * graceful stop, which waits for it). */
+ * as its sandbox was removed); at most once per 30 s (now: epoch ms), with the kept workspaces
+ * no session needs (removal_sweep_kept); or at once (now < 0: a graceful stop, which waits for
+ * it, or the start), without them. */
 void removal_sweep_volumes(rb_core *c, int64_t now);
+/** Removes the kept workspaces (core/workspace/) that no session needs: neither a hibernated
+ * session's, nor one of a session whose hibernation is in flight. */
+void removal_sweep_kept(rb_core *c);
 /** Non-zero if sb's runner is attached and takes executions. */
 int sandbox_ready(const sandbox *sb);
 

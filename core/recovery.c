@@ -3,7 +3,10 @@
  * backend's ping) runs at start-up and then periodically; the first time it answers, the
  * containers labelled with this instance are matched to stored sessions: live ones are
  * re-attached, the rest removed, and stored sessions whose container is gone are ended with a
- * plain reason.
+ * plain reason. What a restart cut short is undone, never half kept (docs/data.md): a sandbox
+ * frozen by a hibernation or fork in flight is thawed and goes on running; a fork's new session
+ * whose copy had not finished ends; copiers and helpers are removed, and only then the volumes
+ * no session needs (core__recovery_sweep).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,49 @@ static void reattached_cb(session *s, rb_err err, const char *msg)
     session_pump(s);
 }
 
+/* A sandbox frozen by an operation a restart cut short (a hibernation's or a fork's copy): thawed,
+ * then attached again as any running one. */
+typedef struct thaw {
+    rb_core *c;
+    char sid[RB_ID_LEN];
+} thaw;
+
+static void thawed_cb(void *data, rb_err err, const char *errmsg)
+{
+    thaw *t = data;
+    session *s = map_get(&t->c->sessions, t->sid);
+    char msg[RB_ERR_LEN];
+    if (err == RB_ECANCELED || s == NULL || s->sb != NULL) {
+        free(t);
+        return;
+    }
+    if (err != RB_OK) {
+        snprintf(msg, sizeof(msg),
+                 "runboxd restarted while its sandbox was frozen for a copy, and it cannot be thawed: %.400s", errmsg);
+        session_end(s, "dead", msg);
+    } else if (sandbox_reattach(s, reattached_cb, msg) != RB_OK) {
+        rb_warn("recovery: session %s: %s", s->id, msg);
+    }
+    free(t);
+}
+
+/* Returns 0 when the thaw could not start (then s has ended). */
+static int thaw_start(rb_core *c, session *s)
+{
+    char e2[RB_ERR_LEN], msg[RB_ERR_LEN];
+    thaw *t = xcalloc(1, sizeof(*t));
+    t->c = c;
+    snprintf(t->sid, sizeof(t->sid), "%s", s->id);
+    rb_info("recovery: session %s: thawing its sandbox (a hibernation or fork was cut short)", s->id);
+    if (backend_pause(c->be, s->container_id, 0, thawed_cb, t, e2) == RB_OK)
+        return 1;
+    free(t);
+    snprintf(msg, sizeof(msg),
+             "runboxd restarted while its sandbox was frozen for a copy, and it cannot be thawed: %.400s", e2);
+    session_end(s, "dead", msg);
+    return 0;
+}
+
 /* The live session whose stored container is id (a claimed pool container is labelled
  * runbox.session=pool, so only its id links it to its session). */
 static session *session_by_container(rb_core *c, const char *id)
@@ -52,6 +98,8 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
         c->recovered = 0;
         return;
     }
+    rb_map thawing; /* sessions whose frozen sandbox is being thawed: not gone */
+    map_init(&thawing);
     for (size_t i = 0; i < n; i++) {
         const char *id = items[i].id;
         const char *state = items[i].state;
@@ -66,14 +114,23 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
             continue; /* warmed by this process since start-up */
         if (s == NULL) {
             rb_info("recovery: removing container %.12s: no live session owns it", id);
-            removal_start(c, id, 0);
+            removal_start_recovery(c, id);
             continue;
         }
         if (s->sb != NULL)
             continue; /* created by this process since start-up */
         if (s->pause == PAUSE_HIBERNATED) { /* a resume cut short: its files are still kept */
             rb_info("recovery: removing container %.12s of hibernated session %s", id, s->id);
-            removal_start(c, id, 0);
+            removal_start_recovery(c, id);
+            continue;
+        }
+        if (s->fork_pending && s->container_id != NULL && strcmp(s->container_id, id) == 0)
+            continue; /* a fork's copy cut short: the session ends below, its container with it */
+        if (state != NULL && strcmp(state, "paused") == 0 && s->container_id != NULL &&
+            strcmp(s->container_id, id) == 0 && s->pause != PAUSE_SUSPENDED) {
+            /* frozen for a hibernation's or a fork's copy, never stored suspended: it goes on running */
+            if (thaw_start(c, s))
+                map_put(&thawing, s->id, s);
             continue;
         }
         if (state != NULL && strcmp(state, "paused") == 0 && s->container_id != NULL &&
@@ -89,7 +146,7 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
         if (state == NULL || strcmp(state, "running") != 0 || s->container_id == NULL ||
             strcmp(s->container_id, id) != 0) {
             rb_info("recovery: removing container %.12s of session %s (state %s)", id, s->id, state ? state : "?");
-            removal_start(c, id, 0);
+            removal_start_recovery(c, id);
             continue;
         }
         if (sandbox_reattach(s, reattached_cb, msg) != RB_OK)
@@ -99,11 +156,21 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
     size_t pos = 0;
     session *s;
     while ((s = map_next(&c->sessions, &pos)) != NULL) {
-        if (s->sb == NULL && strcmp(s->status, "starting") == 0 && s->create_op == NULL)
+        if (s->fork_pending) {
+            char reason[RB_ERR_LEN];
+            snprintf(reason, sizeof(reason),
+                     "runboxd restarted while this session was being forked from session %.64s, before all its files "
+                     "were copied; fork the source again",
+                     s->fork_pending_from != NULL ? s->fork_pending_from : "?");
+            session_end(s, "dead", reason);
+        } else if (s->sb == NULL && strcmp(s->status, "starting") == 0 && s->create_op == NULL &&
+                   map_get(&thawing, s->id) == NULL) {
             session_end(s, "dead",
                         "its sandbox container no longer exists (it was removed or Docker was reset while runboxd "
                         "was stopped); create a new session");
+        }
     }
+    map_dispose(&thawing);
     /* Live sessions with a way out take their egress proxies over; then what no live session
      * owns goes (core/network/egress.h). */
     pos = 0;
@@ -111,10 +178,16 @@ static void listed_cb(void *data, rb_err err, const char *errmsg, const backend_
         if (s->egress_net != NULL && s->net_policy != NULL && s->create_op == NULL)
             egress_recover(c, s->id, s->egress_net, s->net_policy);
     egress_recovered(c);
-    workspace_sweep(c, core__kept_wanted); /* kept files no hibernated session needs */
-    volumes_sweep(c); /* volumes whose creation a restart cut short */
+    removal_recovered(c); /* then core__recovery_sweep */
     /* Only now: a pool container created before the listing could be taken for an orphan. */
     pool_start(c->pool);
+}
+
+void core__recovery_sweep(rb_core *c)
+{
+    removal_sweep_kept(c);                 /* kept files no hibernated session needs */
+    volumes_sweep(c);                      /* volumes whose creation a restart cut short */
+    removal_sweep_volumes(c, -1);          /* workspace volumes a removed helper held */
 }
 
 static void recover(rb_core *c)

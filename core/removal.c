@@ -23,13 +23,31 @@
 struct removal {
     rb_core *c;
     int missing_tries; /* retries left in which "no such container" is taken for "not there yet" */
+    int recovery;      /* found by the recovery at start: the volume sweeps wait for its outcome (removal_recovered) */
     char id[];
 };
+
+/* A recovery removal has its first outcome (done, or failed and left for a retry): once every
+ * one has, the volumes they held can be swept. */
+static void recovery_removal_done(struct removal *r)
+{
+    if (!r->recovery)
+        return;
+    r->recovery = 0;
+    rb_core *c = r->c;
+    if (--c->recovery_removals == 0 && c->recovery_sweep_waiting && !c->closing) {
+        c->recovery_sweep_waiting = 0;
+        core__recovery_sweep(c);
+    }
+}
 
 /* Keeps r (owned from here) for the next retry. */
 static void remove_later(struct removal *r)
 {
     rb_core *c = r->c;
+    /* the start's sweeps wait for a first outcome only, not for an engine that keeps failing: a
+     * volume the container still holds is left for a later sweep */
+    recovery_removal_done(r);
     struct removal *old = map_get(&c->removals, r->id);
     if (old == NULL && c->removals.len >= REMOVALS_PENDING_MAX) {
         rb_warn("container %.12s: %d removals are waiting already; it is left for the next start's recovery",
@@ -56,15 +74,17 @@ static void removed_cb(void *data, rb_err err, const char *msg)
         remove_later(r);
         return;
     }
+    recovery_removal_done(r);
     free(r);
 }
 
-void removal_start(rb_core *c, const char *id, int missing_tries)
+static void start(rb_core *c, const char *id, int missing_tries, int recovery)
 {
     size_t n = strlen(id);
     struct removal *r = xmalloc(sizeof(*r) + n + 1);
     r->c = c;
     r->missing_tries = missing_tries;
+    r->recovery = recovery;
     memcpy(r->id, id, n + 1);
     char err[RB_ERR_LEN];
     rb_err e = backend_remove(c->be, r->id, removed_cb, r, err);
@@ -73,11 +93,31 @@ void removal_start(rb_core *c, const char *id, int missing_tries)
             rb_warn("container %.12s: could not remove it (will try again once Docker answers): %s", r->id, err);
             remove_later(r);
         } else {
+            recovery_removal_done(r);
             free(r);
         }
         return;
     }
     c->pending_ops++;
+}
+
+void removal_start(rb_core *c, const char *id, int missing_tries)
+{
+    start(c, id, missing_tries, 0);
+}
+
+void removal_start_recovery(rb_core *c, const char *id)
+{
+    c->recovery_removals++;
+    start(c, id, 0, 1);
+}
+
+void removal_recovered(rb_core *c)
+{
+    if (c->recovery_removals > 0)
+        c->recovery_sweep_waiting = 1;
+    else
+        core__recovery_sweep(c);
 }
 
 /* ---- workspace volumes a helper kept past their sandbox ------------------------------------ */
@@ -122,6 +162,16 @@ static void volumes_listed_cb(void *data, rb_err err, const char *errmsg, const 
     }
 }
 
+/* A kept workspace some session still needs: its hibernated one, or any of a session whose
+ * hibernation is in flight (its new volume is not yet named in the session, nor yet mounted). */
+static int kept_wanted_now(rb_core *c, const char *session_id, const char *volume)
+{
+    session *s = map_get(&c->sessions, session_id);
+    if (s != NULL && strcmp(s->status, "pausing") == 0)
+        return 1;
+    return core__kept_wanted(c, session_id, volume);
+}
+
 void removal_sweep_volumes(rb_core *c, int64_t now)
 {
     char err[RB_ERR_LEN], label[80];
@@ -133,6 +183,13 @@ void removal_sweep_volumes(rb_core *c, int64_t now)
         rb_warn("cannot list unused workspace volumes: %s", err);
     else
         c->pending_ops++; /* a graceful stop waits for the listing and its removals */
+    if (now >= 0) /* kept workspaces whose removal failed when their session ended or resumed */
+        removal_sweep_kept(c);
+}
+
+void removal_sweep_kept(rb_core *c)
+{
+    workspace_sweep(c, kept_wanted_now);
 }
 
 int removal_retry_all(rb_core *c)
@@ -143,7 +200,7 @@ int removal_retry_all(rb_core *c)
     struct removal *r;
     int n = 0;
     while ((r = map_next(&todo, &pos)) != NULL) {
-        removal_start(c, r->id, r->missing_tries);
+        start(c, r->id, r->missing_tries, 0);
         free(r);
         n++;
     }

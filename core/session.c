@@ -32,8 +32,10 @@ json_t *session_to_doc(const session *s)
         json_object_set_new(doc, "deadline", json_integer(s->deadline));
     if (s->egress_net != NULL)
         json_object_set_new(doc, "egress_network", json_string(s->egress_net));
-    if (s->pause != PAUSE_NONE) {
-        json_object_set_new(doc, "pause", json_string(s->pause == PAUSE_SUSPENDED ? "suspended" : "hibernated"));
+    /* a pause in flight is stored as what it was before: a restart finds it so (recovery.c) */
+    int pause = strcmp(s->status, "pausing") == 0 ? s->pause_was : s->pause;
+    if (pause != PAUSE_NONE) {
+        json_object_set_new(doc, "pause", json_string(pause == PAUSE_SUSPENDED ? "suspended" : "hibernated"));
         json_object_set_new(doc, "paused_at", json_integer(s->paused_at));
     }
     if (s->kept_volume != NULL)
@@ -42,6 +44,8 @@ json_t *session_to_doc(const session *s)
         json_object_set_new(doc, "incarnation", json_integer(s->incarnation));
     if (s->fresh_interpreter)
         json_object_set_new(doc, "fresh_interpreter", json_true());
+    if (s->fork_pending)
+        json_object_set_new(doc, "fork_pending", json_string(s->fork_pending_from ? s->fork_pending_from : ""));
     if (s->deadline_pause != PAUSE_NONE)
         json_object_set_new(doc, "deadline_pause", json_integer(s->deadline_pause));
     if (s->deadline_span > 0)
@@ -85,6 +89,11 @@ session *session_from_doc(rb_core *c, json_t *doc)
     s->incarnation = (int)json_integer_value(json_object_get(doc, "incarnation"));
     s->paused_at = json_integer_value(json_object_get(doc, "paused_at"));
     s->fresh_interpreter = json_is_true(json_object_get(doc, "fresh_interpreter"));
+    const char *fork_from = json_string_value(json_object_get(doc, "fork_pending"));
+    if (fork_from != NULL) { /* a fork a restart cut short: recovery.c ends it */
+        s->fork_pending = 1;
+        s->fork_pending_from = xstrdup(fork_from);
+    }
     s->deadline_pause = (int)json_integer_value(json_object_get(doc, "deadline_pause"));
     s->deadline_span = json_integer_value(json_object_get(doc, "deadline_span"));
     if (s->deadline_pause != PAUSE_SUSPENDED && s->deadline_pause != PAUSE_HIBERNATED)
@@ -179,6 +188,7 @@ void session_free(session *s)
     free(s->end_reason);
     free(s->engine_down);
     free(s->kept_volume);
+    free(s->fork_pending_from);
     free(s->place_with);
     core__pause_session_end(s, "runboxd is shutting down"); /* none left but at core_free */
     free(s);

@@ -4,7 +4,9 @@
  * copied into it (core/workspace/): from its frozen sandbox, so the copy is of one moment (a
  * cell running in it stalls for the copy and goes on), or from its kept volume when it is
  * hibernated. The new session's interpreter starts fresh; the answer says so. If the copy fails
- * the new session ends and the caller gets the error; the source is never changed.
+ * the new session ends and the caller gets the error; the source is never changed. Until its
+ * copy is done the new session is stored as a pending fork: a restart of runboxd meanwhile ends
+ * it (recovery.c), and the source, frozen for the copy, is thawed there.
  *
  * The freeze, copy and thaw are one change of the source in its change queue (session_freeze.c):
  * they wait for a pause, resume or other fork of it in flight, and the next one starts only once
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/crashpoint.h"
 #include "core/internal.h"
 
 typedef struct fork_call {
@@ -70,6 +73,14 @@ static void finish(fork_call *fc)
         snprintf(text, sizeof(text), "could not fork session %s: %.400s", fc->src, msg);
         fork_done(fc, err, text, NULL);
         return;
+    }
+    rb_crash_point("fork:copied");
+    session *dst = map_get(&fc->c->sessions, fc->dst);
+    if (dst != NULL && dst->fork_pending) { /* all its files are in: it is a session like any other */
+        dst->fork_pending = 0;
+        free(dst->fork_pending_from);
+        dst->fork_pending_from = NULL;
+        session_persist(dst);
     }
     json_t *extra = json_pack("{s:{s:s, s:s, s:I, s:I}}", "fork", "from", fc->src, "interpreter", "fresh",
                               "workspace_bytes", (json_int_t)bytes, "ms", (json_int_t)(rb_now_ms() - fc->started));
@@ -137,6 +148,7 @@ static void frozen_cb(void *data, rb_err err, const char *msg)
         fork_done(fc, err == RB_ENOTFOUND ? RB_ECONFLICT : err, text, NULL);
         return;
     }
+    rb_crash_point("fork:frozen");
     copy_start(fc);
 }
 
@@ -176,6 +188,13 @@ static void created_cb(void *data, rb_err err, const char *msg, json_t *body)
     fc->answer = body;
     const char *id = json_string_value(json_object_get(body, "session_id"));
     snprintf(fc->dst, sizeof(fc->dst), "%s", id ? id : "");
+    session *dst = map_get(&fc->c->sessions, fc->dst);
+    if (dst != NULL) { /* stored as a pending fork until its files are in */
+        dst->fork_pending = 1;
+        dst->fork_pending_from = xstrdup(fc->src);
+        session_persist(dst);
+    }
+    rb_crash_point("fork:created");
     session *src = map_get(&fc->c->sessions, fc->src);
     if (src == NULL) {
         copy_start(fc); /* it ended meanwhile: answered so */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/crashpoint.h"
 #include "core/internal.h"
 #include "core/pool.h"
 
@@ -174,6 +175,7 @@ static void kept_cb(void *data, rb_err err, const char *msg, const char *volume,
         free(pc);
         return;
     }
+    rb_crash_point("hibernate:copied");
     process_session_end(s, "the session was hibernated");
     if (s->sb != NULL) {
         sandbox_close(s->sb, 1);
@@ -190,6 +192,7 @@ static void kept_cb(void *data, rb_err err, const char *msg, const char *volume,
     s->status = "hibernated";
     s->deadline = 0;
     session_persist(s);
+    rb_crash_point("hibernate:stored");
     rb_info("session %s hibernated: %lld bytes of files kept in %s", s->id, (long long)bytes, volume);
     json_t *extra = json_pack("{s:{s:s, s:s, s:s, s:I, s:I}}", "pause", "mode", "hibernate", "memory", "released",
                               "files", "kept", "workspace_bytes", (json_int_t)bytes, "ms",
@@ -213,6 +216,7 @@ static void frozen_cb(void *data, rb_err err, const char *msg)
     }
     s->pause = PAUSE_SUSPENDED; /* frozen from here on, whatever follows */
     if (pc->target == PAUSE_HIBERNATED) {
+        rb_crash_point("hibernate:frozen");
         if (workspace_keep(pc->c, s->id, s->container_id, kept_cb, pc, e2) != RB_OK)
             kept_cb(pc, RB_ECANCELED, e2, NULL, -1);
         return;
@@ -233,6 +237,7 @@ static void frozen_cb(void *data, rb_err err, const char *msg)
 static rb_err pause_start(session *s, int target, char *err)
 {
     pause_call *pc = call_new(s, target);
+    s->pause_was = s->pause;
     s->status = "pausing";
     if (s->pause == PAUSE_SUSPENDED) { /* already frozen: only the files to keep */
         frozen_cb(pc, RB_OK, NULL);
@@ -431,13 +436,18 @@ static void restored_cb(void *data, rb_err err, const char *msg, const char *vol
         free(pc);
         return;
     }
-    workspace_drop(pc->c, s->kept_volume);
-    free(s->kept_volume);
+    rb_crash_point("resume:restored");
+    /* stored as running first: a restart before the kept volume is gone never finds a session
+     * that needs a volume no longer there */
+    rb_core *c = pc->c;
+    char *kept = s->kept_volume;
     s->kept_volume = NULL;
     free(s->place_with);
     s->place_with = NULL;
     s->fresh_interpreter = 1;
     resumed(s, pc);
+    workspace_drop(c, kept);
+    free(kept);
 }
 
 /* The new sandbox of a hibernated session is ready: its files go back in. The ready callback has
@@ -459,6 +469,7 @@ static void new_sandbox_cb(session *s, rb_err err, const char *msg)
         free(pc);
         return;
     }
+    rb_crash_point("resume:sandbox");
     if (workspace_restore(s->core, s->kept_volume, s->container_id, s->workspace_bytes, restored_cb, pc, e2) != RB_OK)
         restored_cb(pc, RB_ECANCELED, e2, NULL, -1);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/crashpoint.h"
 #include "core/backend/docker.h"
 #include "core/backend/docker_private.h"
 #include "docker/docker.h"
@@ -590,6 +591,14 @@ static void run_exited_cb(void *data, rb_err err, const char *errmsg, int status
     }
     json_t *code = json_object_get(body, "StatusCode");
     r->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+    if (rb_crash_armed()) { /* "helper-copy:exited" for runbox-copy-<random> (docs/testing.md) */
+        char step[80];
+        const char *kind = strncmp(r->name, "runbox-", 7) == 0 ? r->name + 7 : r->name;
+        const char *dash = strrchr(kind, '-');
+        int len = (int)(dash != NULL ? (size_t)(dash - kind) : strlen(kind));
+        snprintf(step, sizeof(step), "helper-%.*s:exited", len, kind);
+        rb_crash_point(step);
+    }
     if (docker_container_logs(r->d, r->id, r->max * 2, run_logs_cb, r, e2) != RB_OK)
         run_fail(r, RB_EIO, "cannot read the container's output", e2);
 }

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "base/clock.h"
+#include "base/crashpoint.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "base/mem.h"
@@ -122,11 +123,27 @@ static rb_err run_holder(rb_core *c, const char *kind, const char *docker, const
     return oneshot_run(c, kind, &spec, MEASURE_TIMEOUT_MS, cb, data, err);
 }
 
+const char *volumes__creation_mark(void)
+{
+    static char mark[RB_ID_LEN];
+    if (mark[0] == '\0')
+        rb_random_id("", mark, sizeof(mark));
+    return mark;
+}
+
 /* The end of a creation: the answer, or the row and the volume undone. */
 static void create_end(vcreate *v, rb_err err, const char *step, const char *msg)
 {
     rb_core *c = v->c;
     const char *id = json_string_value(json_object_get(v->doc, "volume_id"));
+    char e3[RB_ERR_LEN];
+    if (err == RB_OK) { /* made whole: no longer undone by a restart */
+        json_object_del(v->doc, "creating");
+        if ((err = store_volume_put(core_heart_store(c), v->doc, e3)) != RB_OK) {
+            step = "store the new volume";
+            msg = e3;
+        }
+    }
     if (err != RB_OK) {
         char e2[RB_ERR_LEN], text[RB_ERR_LEN];
         if (store_volume_delete(core_heart_store(c), id, e2) != RB_OK)
@@ -166,6 +183,7 @@ static void created_cb(void *data, rb_err err, const char *msg)
         return;
     }
     v->made = 1;
+    rb_crash_point("volume:created");
     /* a new volume's root belongs to root: the sandbox user (uid 1000) gets it, as its workspace */
     static const char *const cmd[] = {"chown", "1000:1000", "/v", NULL};
     static const char *const caps[] = {"CHOWN", NULL};
@@ -239,16 +257,18 @@ rb_err core_volume_create(rb_core *c, const core_caller *who, json_t *body, core
     char *docker = backend_place(be, raw, err);
     if (docker == NULL)
         return RB_EUNAVAILABLE;
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:n, s:b, s:s}", "volume_id", id, "owner", owner, "name",
-                            name, "created_at", (json_int_t)rb_now_ms(), "quota_bytes", (json_int_t)quota,
-                            "used_bytes", 0, "measured_at", "over_quota", 0, "docker", docker);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:n, s:b, s:s, s:s}", "volume_id", id, "owner", owner,
+                            "name", name, "created_at", (json_int_t)rb_now_ms(), "quota_bytes", (json_int_t)quota,
+                            "used_bytes", 0, "measured_at", "over_quota", 0, "docker", docker, "creating",
+                            volumes__creation_mark());
     free(docker);
-    /* the row first: the owner's names stay unique, and a restart during the creation leaves a
-     * row whose volume the engine makes when it is first mounted */
+    /* the row first, marked as being created: the owner's names stay unique, and a restart
+     * before the creation is answered leaves a mark that the next start undoes (volumes_sweep) */
     if ((e = store_volume_put(core_heart_store(c), doc, err)) != RB_OK) {
         json_decref(doc);
         return e;
     }
+    rb_crash_point("volume:stored");
     vcreate *v = xcalloc(1, sizeof(*v));
     *v = (vcreate){c, doc, cb, data, 0};
     const backend_label labels[] = {{VOLUMES_LABEL, id}, {"runbox.instance", core_heart_instance(c)},

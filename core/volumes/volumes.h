@@ -61,8 +61,9 @@ rb_err volumes_upload_check(rb_core *c, json_t *mounts, const char *rel, size_t 
  * (relative to /workspace; NULL: every read-write one) lies in. */
 void volumes_touched(rb_core *c, json_t *mounts, const char *rel);
 
-/** Removes this instance's disk volumes that no row of the store names (a volume whose creation
- * a restart cut short). Once, at start. */
+/** Undoes the creations a restart cut short: a row still marked as being created by another
+ * process goes with its volume, and this instance's disk volumes that no row names go. Once, at
+ * start, after the recovery's removals (a helper cut short may hold the volume). */
 void volumes_sweep(rb_core *c);
 
 /** Lets go of what the room keeps in c (core_free). */

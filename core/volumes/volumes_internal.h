@@ -15,6 +15,9 @@ rb_err volumes__find(rb_core *c, const core_caller *who, const char *ref, json_t
 json_t *volumes__api(rb_core *c, json_t *doc);
 /** The engine a volume's engine name pins it to (into buf), or NULL for a single engine. */
 const char *volumes__engine(const char *docker_name, char *buf, size_t len);
+/** The mark of a row whose creation this process has not finished ("creating": it): a row with
+ * another mark was left by a restart during its creation, and the sweep at start undoes it. */
+const char *volumes__creation_mark(void);
 /** Measures the volume again in the background (once more after the one in flight, if any). */
 void volumes__measure(rb_core *c, const char *volume_id);
 

@@ -256,6 +256,33 @@ void volumes_touched(rb_core *c, json_t *mounts, const char *rel)
 
 /* ---- the sweep at start ------------------------------------------------------------------- */
 
+/* Rows whose creation a restart cut short (another process's mark): the row and the volume go. */
+static void undo_cut_creations(rb_core *c)
+{
+    json_t *all = NULL;
+    char e2[RB_ERR_LEN];
+    if (store_volume_list(core_heart_store(c), &all, e2) != RB_OK) {
+        rb_warn("cannot list volumes: %s", e2);
+        return;
+    }
+    size_t i;
+    json_t *d;
+    json_array_foreach(all, i, d)
+    {
+        const char *mark = json_string_value(json_object_get(d, "creating"));
+        const char *id = json_string_value(json_object_get(d, "volume_id"));
+        const char *docker = json_string_value(json_object_get(d, "docker"));
+        if (mark == NULL || id == NULL || strcmp(mark, volumes__creation_mark()) == 0)
+            continue;
+        rb_info("volume %s: runboxd restarted before its creation was answered; removing it", id);
+        if (store_volume_delete(core_heart_store(c), id, e2) != RB_OK)
+            rb_warn("volume %s: could not forget it: %s", id, e2);
+        else if (docker != NULL)
+            core_heart_drop_volume(c, docker, "volume");
+    }
+    json_decref(all);
+}
+
 static void sweep_listed_cb(void *data, rb_err err, const char *msg, const backend_sandbox_info *items, size_t n)
 {
     rb_core *c = data;
@@ -283,6 +310,7 @@ static void sweep_listed_cb(void *data, rb_err err, const char *msg, const backe
 void volumes_sweep(rb_core *c)
 {
     char label[96], e2[RB_ERR_LEN];
+    undo_cut_creations(c);
     snprintf(label, sizeof(label), "runbox.instance=%s", core_heart_instance(c));
     core_heart_hold(c, 1);
     if (backend_volume_list_unused(core_heart_backend(c), label, sweep_listed_cb, c, e2) != RB_OK) {

@@ -153,8 +153,11 @@ static void next_step(copy *cp)
     if (cp->from_vol == NULL) {
         e = backend_workspace_volume(be, cp->from, WORKSPACE_PATH, named_cb, cp, e2);
     } else if (cp->to_vol == NULL && cp->kind == COPY_KEEP) {
-        char raw[96];
-        snprintf(raw, sizeof(raw), "runbox-keep-%s", cp->session_id);
+        /* a name of its own for each hibernation: a copy never lands in a volume an earlier one
+         * left behind (a removal that failed), mixing old files into the kept ones */
+        char raw[128], rnd[RB_ID_LEN];
+        rb_random_id("", rnd, sizeof(rnd));
+        snprintf(raw, sizeof(raw), "runbox-keep-%s-%.12s", cp->session_id, rnd);
         cp->to_vol = backend_pin(be, cp->from, raw);
         const backend_label labels[] = {{WORKSPACE_KEEP_LABEL, core_heart_instance(cp->c)},
                                         {WORKSPACE_SESSION_LABEL, cp->session_id},
