@@ -2,7 +2,8 @@
  * console.c: serves the console's embedded files (server/console/console.h). Each answer carries
  * the same headers: a Content-Security-Policy that lets the page load only its own script and
  * style and talk only to runboxd's origin (no inline script or style, no frame, no form), nosniff,
- * no Referer and no caching (a new runboxd serves its new page at once).
+ * no Referer and no caching (a new runboxd serves its new page at once). Its icon is also served at
+ * /favicon.ico, where browsers look for one without being told (an SVG: browsers go by its type).
  */
 #include "server/console/console.h"
 
@@ -24,6 +25,8 @@ static const char *type_of(const char *name)
         return "text/javascript; charset=utf-8";
     if (dot != NULL && strcmp(dot, ".css") == 0)
         return "text/css; charset=utf-8";
+    if (dot != NULL && strcmp(dot, ".svg") == 0)
+        return "image/svg+xml";
     return "application/octet-stream";
 }
 
@@ -78,19 +81,31 @@ static int on_file(http_call *call)
     const console_static_file *f = find(call->params[0]);
     if (f == NULL || strcmp(f->name, "index.html") == 0) {
         http_send_error_as(call->req, 404, "not_found",
-                           "no such file in the console (/console/, console.js, console.css)");
+                           "no such file in the console (/console/, console.js, console.css, favicon.svg)");
         return 0;
     }
     send_file(call->req, f);
     return 0;
 }
 
+static int on_favicon(http_call *call)
+{
+    const console_static_file *f = find("favicon.svg");
+    if (f == NULL)
+        http_send_error_as(call->req, 404, "not_found", "this runboxd was built without its console");
+    else
+        send_file(call->req, f);
+    return 0;
+}
+
 /* The files need no API key: the router leaves every path under /console (after h2o has
  * resolved dot segments, so /console/../sessions is not one) to this protocol, whose answers
- * are the static files or 404. */
+ * are the static files or 404; and /favicon.ico, the icon. */
 static int own_auth(h2o_req_t *req)
 {
     h2o_iovec_t p = req->path_normalized;
+    if (h2o_memis(p.base, p.len, H2O_STRLIT("/favicon.ico")))
+        return 1;
     return p.base != NULL && p.len >= 8 && memcmp(p.base, "/console", 8) == 0 && (p.len == 8 || p.base[8] == '/');
 }
 
@@ -101,6 +116,8 @@ static const http_route routes[] = {
     {"HEAD", "/console", on_index},
     {"HEAD", "/console/", on_index},
     {"HEAD", "/console/{file}", on_file},
+    {"GET", "/favicon.ico", on_favicon},
+    {"HEAD", "/favicon.ico", on_favicon},
 };
 
 void console_register(rb_server *s)

@@ -25,16 +25,29 @@ ADMIN, USER, VIEWER = KEYS["ops"][0], KEYS["alice"][0], KEYS["audit"][0]
 SOCK = "unix:///var/run/docker.sock"
 
 
-@pytest.fixture(scope="module")
-def server(sandbox_image, tmp_path_factory) -> rbtest.Server:
+def start_server(tmp_path_factory, extra: list[str]) -> rbtest.Server:
     work = tmp_path_factory.mktemp("runboxd-console")
     keys = work / "api-keys"
     keys.write_text("".join(f"{n} sha256:{hashlib.sha256(k.encode()).hexdigest()} {extra}\n"
                             for n, (k, extra) in KEYS.items()))
-    s = rbtest.Server(work, ["--api-keys-file", str(keys), "--pool-size", "0", "--metrics-interval", "1s",
-                             "--engine", f"one={SOCK}", "--engine", f"two={SOCK}"])
+    s = rbtest.Server(work, ["--api-keys-file", str(keys), "--pool-size", "0", "--metrics-interval", "1s", *extra])
     s.start()
     s.http.headers["Authorization"] = f"Bearer {ADMIN}"  # an admin's teardown sees every key's sessions
+    return s
+
+
+@pytest.fixture(scope="module")
+def server(sandbox_image, tmp_path_factory) -> rbtest.Server:
+    """Two engine entries (on the local Docker engine): the console offers drain buttons."""
+    s = start_server(tmp_path_factory, ["--engine", f"one={SOCK}", "--engine", f"two={SOCK}"])
+    yield s
+    rbtest.finish_servers([s])
+
+
+@pytest.fixture(scope="module")
+def bare_server(sandbox_image, tmp_path_factory) -> rbtest.Server:
+    """One engine (--docker-socket's) and nothing run yet: the console's empty states."""
+    s = start_server(tmp_path_factory, [])
     yield s
     rbtest.finish_servers([s])
 

@@ -42,6 +42,7 @@ ROUTES = {
     ("/web/page-text", "post"), ("/engines/{name}/drain", "post"), ("/engines/{name}/drain", "delete"),
     ("/console", "get"), ("/console", "head"), ("/console/", "get"), ("/console/", "head"),
     ("/console/{file}", "get"), ("/console/{file}", "head"),  # the operator's console (server/console)
+    ("/favicon.ico", "get"), ("/favicon.ico", "head"),  # its icon, where browsers look for one
     ("/keys/reload", "post"), ("/audit", "get"), ("/sessions/{session_id}/executions", "get"),  # admin keys only; admin and viewer keys
     ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"), ("/sse", "get"), ("/messages", "post"),
     # the AgentRun-compatible surface (server/agentrun/rest.c, server/agentrun/mcp.c)
