@@ -1,7 +1,8 @@
 /*
  * test_console.c: the console's static files (server/console/console.c) over real HTTP against
  * the fake core: each file with its type and the console's headers (CSP, nosniff, no Referer, no
- * caching, no cookie), HEAD, and 404 for every other name under /console.
+ * caching, no cookie), HEAD, the icon at /favicon.ico too, and 404 for every other name under
+ * /console.
  */
 #include <string.h>
 
@@ -45,13 +46,16 @@ static void expect_file(const char *method, const char *path, const char *type, 
     http_resp_dispose(&r);
 }
 
-Test(console, serves_its_three_files)
+Test(console, serves_its_files)
 {
     expect_file("GET", "/console", "text/html; charset=utf-8", "<script src=\"/console/console.js\"");
     expect_file("GET", "/console/", "text/html; charset=utf-8", "<title>runbox console</title>");
     expect_file("GET", "/console/console.js", "text/javascript; charset=utf-8", "textContent");
     expect_file("GET", "/console/console.css", "text/css; charset=utf-8", "@media");
     expect_file("HEAD", "/console/console.js", "text/javascript; charset=utf-8", NULL);
+    expect_file("GET", "/console/favicon.svg", "image/svg+xml", "<svg");
+    expect_file("GET", "/favicon.ico", "image/svg+xml", "<svg"); /* where browsers look, without a key */
+    expect_file("HEAD", "/favicon.ico", "image/svg+xml", NULL);
 }
 
 Test(console, any_other_name_is_not_found)
