@@ -60,11 +60,8 @@ void sup_run_for(int ms)
     }
 }
 
-rb_core *sup_core_open(void)
+void sup_wait_docker(rb_core *c)
 {
-    char err[RB_ERR_LEN];
-    rb_core *c;
-    cr_assert_eq(core_new(&sup_loop, &sup_cfg, &c, err), RB_OK, "%s", err);
     int64_t end = rb_mono_ms() + 10000;
     for (;;) {
         json_t *h = core_health(c);
@@ -74,6 +71,14 @@ rb_core *sup_core_open(void)
             break;
         sup_run_for(10);
     }
+}
+
+rb_core *sup_core_open(void)
+{
+    char err[RB_ERR_LEN];
+    rb_core *c;
+    cr_assert_eq(core_new(&sup_loop, &sup_cfg, &c, err), RB_OK, "%s", err);
+    sup_wait_docker(c);
     return c;
 }
 

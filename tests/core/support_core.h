@@ -33,6 +33,8 @@ void sup_run_for(int ms);
 
 /** core_new on sup_loop and sup_cfg (asserts success), then waits up to 10 s for Docker. */
 rb_core *sup_core_open(void);
+/** Runs the loop until c's first probe found Docker reachable (at most 10 s). */
+void sup_wait_docker(rb_core *c);
 /** Runs the loop until core_pending(c) is 0 or ms pass. */
 void sup_wait_pending(rb_core *c, int ms);
 /** Stops the core, gives background container removals up to removal_ms (expecting them all

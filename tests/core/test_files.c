@@ -223,15 +223,7 @@ static rb_core *spy_core_open(void)
     rb_core *c;
     cr_assert_eq(core_new_with_backend(&sup_loop, &sup_cfg, backend_new(&spy_ops, &the_spy), &c, err), RB_OK, "%s",
                  err);
-    int64_t end = rb_mono_ms() + 10000;
-    for (;;) {
-        json_t *h = core_health(c);
-        int ok = json_is_true(json_object_get(json_object_get(h, "docker"), "reachable"));
-        json_decref(h);
-        if (ok || rb_mono_ms() > end)
-            break;
-        sup_run_for(10);
-    }
+    sup_wait_docker(c);
     return c;
 }
 

@@ -80,15 +80,7 @@ static rb_core *open_core(void)
     cr_assert_eq(stubborn_open(&c), RB_OK);
     live_core = c;
     snprintf(live_instance, sizeof(live_instance), "%s", c->instance);
-    int64_t end = rb_mono_ms() + 10000;
-    for (;;) {
-        json_t *h = core_health(c);
-        int ok = json_is_true(json_object_get(json_object_get(h, "docker"), "reachable"));
-        json_decref(h);
-        if (ok || rb_mono_ms() > end)
-            break;
-        sup_run_for(10);
-    }
+    sup_wait_docker(c);
     return c;
 }
 
