@@ -53,8 +53,9 @@ def test_preloaded_modules_are_loaded_before_the_first_cell_but_not_named(monkey
             r = py.execute(name)
             assert r.status == "error" and r.error["ename"] == "NameError", (name, r.events)
         assert py.execute("import decimal as d, xml.dom.minidom\nstr(d.Decimal('1.5') * 2)").result == "'3.0'"
-        assert py.execute("__name__, sorted(k for k in globals() if not k.startswith('_'))").result == \
-            "('__main__', ['d', 'sys', 'xml'])"
+        # (IPython's own names, In, Out, get_ipython, ..., are hidden as %who hides them)
+        assert py.execute("__name__, sorted(k for k in globals() if not k.startswith('_') and "
+                          "k not in get_ipython().user_ns_hidden)").result == "('__main__', ['d', 'sys', 'xml'])"
         py.send({"op": "ping", "id": "q"})
         pong = py.event()
         assert pong["warming"] is False and pong["worker_pid"] > 0
