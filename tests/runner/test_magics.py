@@ -137,6 +137,18 @@ def test_ipythons_magics_run(py):
     assert r.status == "error" and r.error["ename"] == "ModuleNotFoundError", r.events
 
 
+def test_an_error_is_not_formatted_again_by_ipython(py):
+    """IPython 9 formats every error again for its history with ultratb (stack_data's import,
+    source reading: hundreds of ms on a loaded host), after the error was sent: an interrupted
+    cell's done then came after the supervisor's grace, and the interpreter was reset. History
+    keeps the traceback that was sent instead."""
+    r = py.execute("1 / 0")
+    assert r.error["ename"] == "ZeroDivisionError"
+    r = py.execute("import sys\n[m for m in ('stack_data', 'executing') if m in sys.modules], "
+                   "get_ipython().history_manager.exceptions[max(get_ipython().history_manager.exceptions)]['ename']")
+    assert r.result == "([], 'ZeroDivisionError')", r.events
+
+
 def test_indented_cells_run_and_the_last_value_is_shown(py):
     """E2B's examples and tests send cells indented as in their source (IPython dedents)."""
     r = py.execute("    x = 20\n    x + 22\n")
@@ -154,6 +166,9 @@ def test_display_and_ipython_display_are_there(py):
     assert r.status == "completed", r.events
     assert [(e["mime"], e["data"]) for e in r.of("display")] == [("image/png", png)]
     assert r.result == "'after'"
+    # a display without an image is printed as its text/plain (as IPython in a terminal does)
+    r = py.execute("display({'k': 1}, 'text')\nfrom IPython.display import Markdown\ndisplay(Markdown('# T'))")
+    assert r.text("stdout") == "{'k': 1}\n'text'\n<IPython.core.display.Markdown object>\n", r.events
     # a trailing semicolon hides the value, as in IPython (nor is it kept in _ and Out)
     assert py.execute("3 * 3;").result is None
     assert py.execute("_, Out[max(Out)]").result == "('after', 'after')"
@@ -326,6 +341,9 @@ def test_pip_in_a_sealed_sandbox_says_how_to_install_and_installs_local_wheels(t
     r = Runner(argv=argv)
     try:
         started = time.monotonic()
+        # IPython's folder is not in the user's workspace (IPYTHONDIR)
+        res = r.execute("import os\nsorted(os.listdir('/workspace')), os.environ['IPYTHONDIR']", timeout=60)
+        assert res.result == "([], '/tmp/ipython')", res.events
         res = r.execute("%pip install requests", timeout=60)
         assert res.status == "error" and res.error["ename"] == "UsageError", res.events
         assert "no network" in res.error["evalue"] and "/dependencies" in res.error["evalue"]

@@ -70,7 +70,6 @@ class _Worker:
 
     def __init__(self, ctrl_in, ctrl_out, entry):
         import builtins
-        import types
         import warnings
         self.entry = entry
         self.ctrl_in = os.fdopen(ctrl_in, "rb", buffering=0)
@@ -82,6 +81,7 @@ class _Worker:
         self.text_cap = 1024 * 1024
         self.cell_n = None            # the cell that runs, or ran last
         self.follow_threads = 0       # > 0 while threads started are FOLLOW (runbox_runner.shell)
+        self.last_error = None        # the last error sent (fields of its message), for IPython's history
         self.reap_pending = set()     # killed children not collected yet (reap_zombies)
         self.cell_fds = {}            # n -> {1: fd, 2: fd}: the pipes of cell n, for its threads
         # Copies of the worker's own output pipes: fd 1/2 when a cell has no pipes of its own
@@ -95,13 +95,13 @@ class _Worker:
                 pass
         sys.stdout = _OrderedStream(sys.stdout, "stdout", self)
         sys.stderr = _OrderedStream(sys.stderr, "stderr", self)
-        main = types.ModuleType("__main__")
+        from runbox_runner import shell
+        self.shell_dir = shell.IPYTHON_DIR
+        self.shell = shell.make_shell(self)
+        main = self.shell.user_module
         main.__dict__["__builtins__"] = builtins
         sys.modules["__main__"] = main
         self.ns = main.__dict__
-        from runbox_runner import shell
-        self.shell_dir = shell.IPYTHON_DIR
-        self.shell = shell.make_shell(self, main)
         # plt.show() cannot show anything with Agg; figures are sent at the end of the cell.
         warnings.filterwarnings("ignore", message=".*non-GUI backend.*")
         warnings.filterwarnings("ignore", message=".*is non-interactive, and thus cannot be shown.*")
@@ -368,9 +368,13 @@ class _Worker:
         self.send(msg)
 
     def send_display(self, data, metadata, transient, update):
-        """A display() output (or update_display when update)."""
+        """A display() output (or update_display when update). The supervisor forwards its
+        image/png (PROTOCOL.md); one without it is printed as its text/plain, as IPython in a
+        terminal shows it."""
         bundle = self.bundle(data)
-        if not bundle:
+        if "image/png" not in bundle:
+            if bundle.get("text/plain"):
+                print(bundle["text/plain"])
             return
         msg = {"t": "display", "data": bundle}
         if metadata:
@@ -415,6 +419,7 @@ class _Worker:
         except BaseException:
             evalue = "<str() failed>"
         msg = {"t": "error", "ename": ename, "evalue": evalue, "traceback": lines}
+        self.last_error = {"ename": ename, "evalue": evalue, "traceback": lines}
         if isinstance(stb, list) and all(isinstance(x, str) for x in stb):
             msg["ansi"] = self._bounded_lines(iter(stb), cap)
         self.send(msg)

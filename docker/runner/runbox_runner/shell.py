@@ -147,6 +147,17 @@ class RunboxShell(InteractiveShell):
                 value = value.with_traceback(tb)
             self.runbox.send_error(value, None)
 
+    def _format_exception_for_storage(self, exception, filename=None, running_compiled_code=False):
+        """What history keeps of a cell's error (for %notebook): the traceback the worker sent,
+        not one IPython formats again (ultratb: stack_data's import and source reading cost
+        hundreds of ms, after the error was sent and before the cell's done)."""
+        sent = self.runbox.last_error
+        if sent is not None and sent.get("ename") in (type(exception).__name__, "UsageError"):
+            return sent
+        import traceback
+        return {"ename": type(exception).__name__, "evalue": str(exception),
+                "traceback": traceback.format_exception_only(type(exception), exception)}
+
     def _showtraceback(self, etype, evalue, stb):
         self.runbox.send_error(evalue, stb)
 
@@ -183,19 +194,52 @@ class RunboxShell(InteractiveShell):
         self.showsyntaxerror()
 
 
-def make_shell(worker, main_module):
-    """The shell of WORKER (python_worker._Worker) with MAIN_MODULE (__main__) as the user's
-    namespace: history in memory, outputs to the worker."""
+_prepared = None  # the shell the zygote made before its forks (prepare)
+
+
+def _new_shell(history):
+    """A RunboxShell with a new __main__ module as the user's namespace; its history in memory,
+    or off (HISTORY false: no SQLite connection, which must not cross a fork)."""
+    import types
     from traitlets.config import Config
     c = Config()
     c.HistoryManager.hist_file = ":memory:"
+    c.HistoryManager.enabled = history
     c.InteractiveShell.warn_venv = False
-    c.InteractiveShell.xmode = "Context"
     c.InteractiveShell.colors = "nocolor"
     warnings.filterwarnings("ignore", message="To exit: use 'exit', 'quit', or Ctrl-D.")
-    shell = RunboxShell.instance(config=c, user_module=main_module, user_ns=main_module.__dict__,
-                        displayhook_class=_DisplayHook, display_pub_class=_DisplayPublisher)
-    shell.runbox = worker
+    main = types.ModuleType("__main__")
+    shell = RunboxShell.instance(config=c, user_module=main, user_ns=main.__dict__,
+                                 displayhook_class=_DisplayHook, display_pub_class=_DisplayPublisher)
     shell.compile.get_code_name = lambda raw, transformed, number: "<cell-%d>" % number
     shell.register_magics(_RunboxMagics)
+    shell.made_in_pid = os.getpid()  # the zygote's, in a worker forked from it
+    return shell
+
+
+def prepare():
+    """In the zygote, after the preload: the shell every worker forked from it starts with (its
+    making costs tens of ms of each reset otherwise). Its history is off until make_shell."""
+    global _prepared
+    if _prepared is None:
+        _prepared = _new_shell(history=False)
+
+
+def make_shell(worker):
+    """The shell of WORKER (python_worker._Worker): the zygote's (prepare) with a history of its
+    own, in memory, or a new one; its user_module is the worker's __main__."""
+    from IPython.core.history import HistoryManager
+    shell = _prepared
+    if shell is None:
+        shell = _new_shell(history=True)
+    else:
+        old = shell.history_manager
+        hm = HistoryManager(shell=shell, parent=shell, hist_file=":memory:", enabled=True)
+        shell.history_manager = hm
+        shell.configurables = [hm if x is old else x for x in shell.configurables]
+        ns = shell.user_ns
+        for name, attr in (("_ih", "input_hist_parsed"), ("In", "input_hist_parsed"), ("_oh", "output_hist"),
+                           ("Out", "output_hist"), ("_dh", "dir_hist")):
+            ns[name] = getattr(hm, attr)
+    shell.runbox = worker
     return shell

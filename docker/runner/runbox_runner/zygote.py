@@ -9,8 +9,9 @@ its socket to the supervisor: each request carries the four pipe ends of a new w
 in, control out, stdout, stderr) and is answered with the pid of a worker forked from this
 process, so that a fresh interpreter (at start and after every reset) has the preload at the
 cost of a fork instead of seconds of imports. IPython (runbox_runner.shell) is imported here
-too, whatever the preload; each worker makes its own InteractiveShell after the fork (its
-history is in memory: an SQLite connection must not cross a fork). The user's namespace stays
+too, whatever the preload, and its InteractiveShell is made once here, with its history off;
+each worker gives it a history of its own after the fork (in memory: an SQLite connection must
+not cross a fork). The user's namespace stays
 empty: the modules are in sys.modules, not in __main__ (python_worker makes a new one).
 
 What makes the fork safe:
@@ -135,6 +136,10 @@ def main(sock_fd, entry):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+    try:
+        shell.prepare()
+    except BaseException as e:  # the workers then make their own
+        failed["(IPython shell)"] = ("%s: %s" % (type(e).__name__, e))[:500]
     import gc
     gc.collect()
     gc.freeze()
