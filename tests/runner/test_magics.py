@@ -149,6 +149,17 @@ def test_an_error_is_not_formatted_again_by_ipython(py):
     assert r.result == "([], 'ZeroDivisionError')", r.events
 
 
+def test_an_interrupt_reaches_the_users_code_only(py):
+    """The worker's SIGINT handler raises KeyboardInterrupt only while the cell's own code runs,
+    never in IPython's bookkeeping around it (its history's locks, its traps): a KeyboardInterrupt
+    there could leave a lock held and hang every later cell."""
+    py.execute("ip = get_ipython()\nseen = []\n"
+               "ip.events.register('pre_run_cell', lambda info: seen.append(('pre', ip.runbox.running)))\n"
+               "ip.events.register('post_run_cell', lambda r: seen.append(('post', ip.runbox.running)))")
+    assert py.execute("ip.runbox.running").result == "True"
+    assert py.execute("seen[-4:]").result == "[('post', False), ('pre', False), ('post', False), ('pre', False)]"
+
+
 def test_indented_cells_run_and_the_last_value_is_shown(py):
     """E2B's examples and tests send cells indented as in their source (IPython dedents)."""
     r = py.execute("    x = 20\n    x + 22\n")

@@ -82,6 +82,7 @@ class _Worker:
         self.cell_n = None            # the cell that runs, or ran last
         self.follow_threads = 0       # > 0 while threads started are FOLLOW (runbox_runner.shell)
         self.last_error = None        # the last error sent (fields of its message), for IPython's history
+        self.cell_error = False       # the running cell sent an error
         self.reap_pending = set()     # killed children not collected yet (reap_zombies)
         self.cell_fds = {}            # n -> {1: fd, 2: fd}: the pipes of cell n, for its threads
         # Copies of the worker's own output pipes: fd 1/2 when a cell has no pipes of its own
@@ -298,11 +299,7 @@ class _Worker:
         self.cell_error = False
         try:
             try:
-                self.running = True
-                if self.interrupted_before_start(n):
-                    raise KeyboardInterrupt
-                self.shell.run_cell(code, store_history=True)
-                self.running = False
+                self.shell.run_cell(code, store_history=True)  # running while its code runs (shell.run_code)
                 if os.getpid() != self.pid:
                     self.child_exit(0)
             except BaseException as e:
@@ -318,7 +315,8 @@ class _Worker:
     def interrupted_before_start(self, n):
         """Whether the supervisor interrupted cell n before its code began (its SIGINT then found
         running False): it writes {"interrupt": n} to the command pipe before the signal, and
-        nothing else is sent between a cell's command and its code."""
+        nothing else is sent between a cell's command and its code. Asked by the shell each time
+        the cell's code is about to run (shell.RunboxShell.run_code)."""
         import select
         fd = self.ctrl_in.fileno()
         while select.select([fd], [], [], 0)[0]:

@@ -101,6 +101,26 @@ class RunboxShell(InteractiveShell):
         interpreter and its variables stay)."""
         raise SystemExit()
 
+    async def run_code(self, code_obj, result=None, *, async_=False):
+        """As IPython's, with the worker's `running` on while the user's code runs, and only
+        then: the worker's SIGINT handler raises KeyboardInterrupt only in it, never in IPython's
+        own bookkeeping (its history's locks, its traps) before and after. An interrupt the
+        supervisor sent before (when it found the worker not running) is taken here."""
+        w = self.runbox
+        w.running = True
+        try:
+            if w.interrupted_before_start(w.cell_n):
+                try:
+                    raise KeyboardInterrupt
+                except KeyboardInterrupt as e:
+                    if result is not None:
+                        result.error_in_exec = e
+                    self.showtraceback()
+                    return True
+            return await super().run_code(code_obj, result, async_=async_)
+        finally:
+            w.running = False
+
     # -- shell commands: bash with the cell's own stdout and stderr
     def runbox_run(self, argv, capture=False):
         """Runs ARGV with the cell's fd 1/2 (stdout captured when CAPTURE); sets _exit_code and
