@@ -17,10 +17,13 @@ A rule is named "<kind>:<target>" and its name alone says what it forbids:
   open:write       open()/io.open()/codecs.open() in a writing mode (w, a, x, +) or with a
                    mode that is not a literal, .open() methods with a literal writing mode,
                    os.open() with write flags, Path.write_text/write_bytes
-Python standard library only; this module holds no state.
+Python standard library only, but for cells Python cannot parse: they are read through IPython's
+input transformer (IPython.core.inputtransformer2), as the worker runs them; this module holds no
+state.
 """
 
 import ast
+import re
 
 KINDS = ("import", "builtin", "name", "attr", "open")
 MAX_VIOLATIONS = 20
@@ -230,10 +233,13 @@ def _check_node(node, rules, out):
 
 def check(code, rule_names):
     """The violations of code (a cell) against the rules, sorted by position, at most
-    MAX_VIOLATIONS. A cell with IPython's `!cmd` and `%magic` lines is checked as the worker
-    runs it (rewritten), its magics counting as what they do (a shell command as
-    import:subprocess, %cd and %env as import:os, %%writefile as open:write). Other code that
-    does not parse gives [] (running it reports the SyntaxError as Python would). RuleError for a malformed rule name; RecursionError/MemoryError propagate
+    MAX_VIOLATIONS. A cell Python cannot parse is checked as IPython runs it (its input
+    transformations: `!cmd`, `%magic`, `%%magic`, an indented cell), its magics counting as what
+    they do (a shell command, %pip, %run, %%bash and the shell aliases as import:subprocess, %cd
+    and %env as import:os, %%writefile and %save as open:write, the Python of %time, %timeit and
+    %%capture as a cell of its own); so is a one-line cell IPython runs as a magic without its
+    `%` (`cd /tmp`, `pip install x`). Other code that does not parse gives [] (running it reports
+    the SyntaxError as Python would). RuleError for a malformed rule name; RecursionError/MemoryError propagate
     (the caller refuses the cell: it could not be checked)."""
     rules = _Rules(rule_names)
     if not rule_names:
@@ -241,6 +247,9 @@ def check(code, rule_names):
     out = []
     try:
         tree = ast.parse(code, "<cell>", "exec")
+        auto = _automagic(code)
+        if auto is not None:
+            _check_magics(auto, rules, out, 1)
     except (SyntaxError, ValueError):
         tree = _check_magics(code, rules, out)
         if tree is None:
@@ -258,42 +267,168 @@ class _At:
         self.lineno, self.col_offset = line, 0
 
 
-# What IPython's `!cmd` and `%magic` lines (runbox_runner.magics) do, as the rule that covers it.
+# What IPython's `!cmd` and `%magic` lines do, as the rule that covers it: by kind, and the
+# magics of each kind (line and cell magics by name; IPython's shell aliases among them).
 _MAGIC_RULES = {
     "shell": ("import:subprocess", "running a shell command (%s) is not allowed"),
     "os": ("import:os", "changing the process (%s) is not allowed"),
     "write": ("open:write", "writing a file (%s) is not allowed"),
 }
+_SHELL_MAGICS = {"pip", "conda", "mamba", "micromamba", "uv", "sx", "system", "alias", "rehashx", "run", "script",
+                 "bash", "sh", "perl", "ruby", "python", "python2", "python3", "pypy",
+                 "cat", "cp", "ls", "ll", "lf", "lk", "ldir", "lx", "mkdir", "mv", "rm", "rmdir", "clear", "less",
+                 "man", "more"}
+_OS_MAGICS = {"cd", "env", "set_env", "pushd", "popd", "bookmark"}
+_WRITE_MAGICS = {"writefile", "file", "save", "logstart", "logon", "store", "notebook"}
+_PYTHON_MAGICS = {"time", "timeit", "prun", "capture"}  # their code (line: the arguments; cell: the body) runs
+_IPY = "get_ipython"
+_AUTOMAGIC_NOT = ("=", ",")  # an assignment (IPython's AssignmentChecker runs the line as Python)
 
 
-def _check_magics(code, rules, out):
-    """For a cell Python cannot parse: the AST of its rewritten form (runbox_runner.magics), with
-    OUT given a violation for each magic a rule covers and for the Python %time runs; None
-    when the cell has no such line or does not parse even so (it fails as it runs)."""
-    from runbox_runner import magics
-    src, uses = magics.transform(code)
-    if not uses:
+# A physical line IPython may transform: `!cmd`, `%magic`, `x = !cmd`, `x = %magic` (checked
+# against IPython's own transformer line by line: a cell-wide pass is quadratic in the lines).
+_ESCAPED = re.compile(r"[ \t]*(?:[!%]|[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*[ \t]*=[ \t]*[!%])")
+
+
+def _ipython_python(code):
+    """The Python IPython runs for a cell, as far as the policy needs it, with the cell's line
+    numbers: IPython's cleanup (dedent of an indented cell, prompts), its cell magic on the
+    first line, and each line that starts with an escape (with the lines its backslashes join)
+    through its token transformations. Linear in the cell; None when IPython cannot be
+    imported or fails on the cell."""
+    try:
+        from IPython.core.inputtransformer2 import (TransformerManager, classic_prompt, ipython_prompt,
+                                                    leading_indent, cell_magic)
+    except ImportError:
+        return None
+    try:
+        tm = TransformerManager()
+        lines = (code if code.endswith("\n") else code + "\n").splitlines(True)
+        skipped = 0
+        while skipped < len(lines) and not lines[skipped].strip():
+            skipped += 1
+        lines = lines[skipped:]
+        for transform in (leading_indent, classic_prompt, ipython_prompt, cell_magic):
+            lines = transform(lines)
+        out = ["\n"] * skipped
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            if not _ESCAPED.match(line):
+                out.append(line)
+                i += 1
+                continue
+            j = i + 1
+            while lines[j - 1].rstrip("\r\n").endswith("\\") and j < len(lines):
+                j += 1
+            indent = line[:len(line) - len(line.lstrip(" \t"))]
+            chunk = [x[len(indent):] if x.startswith(indent) else x for x in lines[i:j]]
+            text = "".join(tm.do_token_transforms(chunk)).rstrip("\n")
+            out.append(indent + text + "\n" + "\n" * max(0, (j - i) - (text.count("\n") + 1)))
+            i = j
+        return "".join(out)
+    except Exception:
+        return None
+
+
+def _magic_call(node):
+    """(kind, name, args, body) of a call IPython's transformations make (get_ipython().system
+    / getoutput / run_line_magic / run_cell_magic with literal arguments), or None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    inner = node.func.value
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == _IPY):
+        return None
+    args = [_literal_str(a) for a in node.args]
+    if any(a is None for a in args):
+        return None
+    what = node.func.attr
+    if what in ("system", "getoutput") and len(args) >= 1:
+        return ("shell", "!" + args[0].strip(), None, None)
+    if what == "run_line_magic" and len(args) >= 2:
+        return ("line", args[0], args[1], None)
+    if what == "run_cell_magic" and len(args) >= 3:
+        return ("cell", args[0], args[1], args[2])
+    return None
+
+
+def _automagic(code):
+    """A one-line cell that IPython runs as a magic without its `%` (automagic: `cd /tmp`,
+    `pip install x`): that line with the `%`, else None."""
+    line = code.strip()
+    if "\n" in line or not line:
+        return None
+    i = 0
+    while i < len(line) and (line[i].isalnum() or line[i] == "_"):
+        i += 1
+    word, rest = line[:i], line[i:]
+    if not word.isidentifier() or rest.startswith("."):
+        return None
+    if word not in _SHELL_MAGICS | _OS_MAGICS | _WRITE_MAGICS | _PYTHON_MAGICS:
+        return None
+    rest = rest.lstrip()
+    if rest.startswith(_AUTOMAGIC_NOT) and not rest.startswith("=="):
+        return None
+    return "%" + word + " " + rest
+
+
+def _check_magics(code, rules, out, depth=0):
+    """The AST of the Python IPython runs for a cell (_ipython_python), with OUT given a
+    violation for each magic a rule covers and for the Python of %time and the like (checked
+    as a cell of its own, on the magic's lines); None when the cell does not parse even so (it
+    fails as it runs, as it does where IPython is missing)."""
+    src = _ipython_python(code)
+    if src is None:
         return None
     try:
         tree = ast.parse(src, "<cell>", "exec")
     except (SyntaxError, ValueError):
-        return None
+        auto = _automagic(code) if depth == 0 else None
+        if auto is None:
+            return None
+        return _check_magics(auto, rules, out, depth + 1)
     active = {name for names in (rules.imports, rules.names, rules.attrs) for name in names.values()}
     active.add(rules.open_write)
-    for use in uses:
-        if use.kind in _MAGIC_RULES:
-            rule, what = _MAGIC_RULES[use.kind]
+    for node in ast.walk(tree):
+        call = _magic_call(node)
+        if call is None:
+            continue
+        kind, name, args, body = call
+        line = getattr(node, "lineno", 1)
+        if kind == "shell":
+            use, what = "shell", name
+        else:
+            what = ("%" if kind == "line" else "%%") + name
+            use = "shell" if name in _SHELL_MAGICS else "os" if name in _OS_MAGICS else \
+                "write" if name in _WRITE_MAGICS else None
+        if use is not None:
+            rule, message = _MAGIC_RULES[use]
             if rule in active:
-                out.append(Violation(rule, _At(use.line), what % use.what))
-        elif use.kind == "python":
-            try:
-                inner = ast.parse(use.code, "<cell>", "exec")
-            except (SyntaxError, ValueError):
-                continue  # %time reports it as it runs
-            ast.increment_lineno(inner, use.line - 1)
-            for node in ast.walk(inner):
-                _check_node(node, rules, out)
+                out.append(Violation(rule, _At(line), message % what))
+            continue
+        inner = None
+        if name in _PYTHON_MAGICS:
+            inner, first = (body, line + 1) if kind == "cell" else (args, line)
+        elif name in ("load_ext", "reload_ext") and args.strip().replace(".", "").replace("_", "").isalnum():
+            inner, first = "import " + args.strip(), line
+        if inner is None or depth > 8:
+            continue
+        sub = []
+        sub_tree = _parse_or_magics(inner, rules, sub, depth + 1)
+        if sub_tree is not None:
+            for n in ast.walk(sub_tree):
+                _check_node(n, rules, sub)
+        for v in sub:
+            v.line += first - 1
+        out.extend(sub)
     return tree
+
+
+def _parse_or_magics(code, rules, out, depth):
+    try:
+        return ast.parse(code, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return _check_magics(code, rules, out, depth)
 
 
 def report(code, violations, filename):

@@ -466,7 +466,7 @@ def test_preload_off(make_server):
 
 
 def test_ipython_lines_through_rest(server, session):
-    """IPython's `!cmd` and `%` lines (runbox_runner/magics.py) through runboxd: shell output,
+    """IPython's `!cmd` and `%` lines (runbox_runner/shell.py) through runboxd: shell output,
     %pip refused in the sealed sandbox with the way to install, a wheel uploaded through the
     files API installed with %pip and imported by the next cell."""
     sid = session["session_id"]

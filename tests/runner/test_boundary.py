@@ -18,12 +18,14 @@ RUNNER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "docker", "runn
 WORKER_ENTRY = os.path.join(RUNNER_DIR, "runbox_worker.py")
 # The worker side: its entry script and the modules it may load.
 WORKER_FILES = ["runbox_worker.py", "runbox_runner/__init__.py", "runbox_runner/python_worker.py",
-                "runbox_runner/protocol.py", "runbox_runner/zygote.py", "runbox_runner/magics.py"]
-WORKER_MODULES = ["runbox_runner", "runbox_runner.protocol", "runbox_runner.python_worker"]
+                "runbox_runner/protocol.py", "runbox_runner/zygote.py", "runbox_runner/shell.py",
+                "runbox_runner/pipcheck.py"]
+# IPython's shell (runbox_runner.shell, with the %pip checks of runbox_runner.pipcheck) is in
+# every worker.
+WORKER_MODULES = ["runbox_runner", "runbox_runner.pipcheck", "runbox_runner.protocol", "runbox_runner.python_worker",
+                  "runbox_runner.shell"]
 # A worker forked from the zygote (RUNBOX_PRELOAD) has the zygote's module too.
 FORKED_WORKER_MODULES = sorted(WORKER_MODULES + ["runbox_runner.zygote"])
-# Loaded by the first cell with IPython's `!` or `%` lines (and by the code policy, for its check).
-MAGICS = "runbox_runner.magics"
 SHOW_MODULES = "import sys\nsorted(m for m in sys.modules if m.startswith(('runbox', 'runner')))"
 
 
@@ -46,7 +48,7 @@ def test_worker_files_import_nothing_of_the_supervisor_side():
     for path in WORKER_FILES:
         for name in imported_names(path):
             if name.startswith("runbox") or name.startswith("runner"):
-                assert name in FORKED_WORKER_MODULES + [MAGICS], \
+                assert name in FORKED_WORKER_MODULES, \
                     "%s imports %s, which is not on the worker's side" % (path, name)
 
 
@@ -65,7 +67,8 @@ def test_worker_alone_loads_only_its_modules():
         while msgs[-1]["t"] != "done":
             msgs.append(json.loads(ctrl.readline()))
         assert msgs[-1] == {"t": "done", "n": 1, "status": "completed"}
-        assert [m for m in msgs if m["t"] == "result"] == [{"t": "result", "text": repr(WORKER_MODULES)}]
+        results = [m for m in msgs if m["t"] == "result"]
+        assert len(results) == 1 and ast.literal_eval(results[0]["text"]) == WORKER_MODULES, results
     finally:
         os.close(cmd_w)
         assert proc.wait(timeout=30) == 0
@@ -76,8 +79,8 @@ def test_worker_alone_loads_only_its_modules():
 def test_worker_started_by_the_supervisor_loads_only_its_modules():
     py = Runner()
     try:
-        assert py.execute(SHOW_MODULES).result == repr(WORKER_MODULES)
-        assert py.execute("!true\n" + SHOW_MODULES).result == repr(sorted(WORKER_MODULES + [MAGICS]))
+        assert ast.literal_eval(py.execute(SHOW_MODULES).result) == WORKER_MODULES
+        assert ast.literal_eval(py.execute("!true\n" + SHOW_MODULES).result) == WORKER_MODULES
         err = py.execute("def f():\n    print(1 / 0)\nf()").error
         tb = "".join(err["traceback"])
         assert err["ename"] == "ZeroDivisionError" and "runbox" not in tb and "runner" not in tb, tb
@@ -89,7 +92,7 @@ def test_worker_forked_from_the_zygote_loads_only_its_modules(monkeypatch):
     monkeypatch.setenv("RUNBOX_PRELOAD", "decimal")
     py = Runner()
     try:
-        assert py.execute(SHOW_MODULES).result == repr(FORKED_WORKER_MODULES)
+        assert ast.literal_eval(py.execute(SHOW_MODULES).result) == FORKED_WORKER_MODULES
         err = py.execute("def f():\n    print(1 / 0)\nf()").error
         tb = "".join(err["traceback"])
         assert err["ename"] == "ZeroDivisionError" and "runbox" not in tb and "runner" not in tb, tb

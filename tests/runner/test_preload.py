@@ -53,8 +53,9 @@ def test_preloaded_modules_are_loaded_before_the_first_cell_but_not_named(monkey
             r = py.execute(name)
             assert r.status == "error" and r.error["ename"] == "NameError", (name, r.events)
         assert py.execute("import decimal as d, xml.dom.minidom\nstr(d.Decimal('1.5') * 2)").result == "'3.0'"
-        assert py.execute("__name__, sorted(k for k in globals() if not k.startswith('_'))").result == \
-            "('__main__', ['d', 'sys', 'xml'])"
+        # (IPython's own names, In, Out, get_ipython, ..., are hidden as %who hides them)
+        assert py.execute("__name__, sorted(k for k in globals() if not k.startswith('_') and "
+                          "k not in get_ipython().user_ns_hidden)").result == "('__main__', ['d', 'sys', 'xml'])"
         py.send({"op": "ping", "id": "q"})
         pong = py.event()
         assert pong["warming"] is False and pong["worker_pid"] > 0
@@ -81,6 +82,31 @@ def test_a_reset_gives_a_preloaded_interpreter_with_a_fresh_random_state(monkeyp
             for j in range(i):
                 assert all(a != b for a, b in zip(seen[i], seen[j])), seen  # pid, numpy, random
         assert py.execute("import numpy as np\nint(np.arange(10).sum())").result == "45"
+    finally:
+        py.close()
+
+
+def test_the_zygote_makes_ipythons_shell_and_each_worker_its_own_history(monkeypatch):
+    """IPython's InteractiveShell is made once in the zygote (history off: no SQLite connection
+    crosses a fork); each worker forked from it gives it a history in memory, so In, %history
+    and the cell names start over with each interpreter."""
+    py = runner(monkeypatch, PRELOAD)
+    try:
+        shell_made_before = ("import os, sys\nip = get_ipython()\n"
+                             "(sys.modules['__main__'] is ip.user_module, ip.history_manager.enabled, "
+                             "ip.history_manager.hist_file, ip.made_in_pid != os.getpid(), os.getpid())")
+        first = py.execute(shell_made_before).result
+        assert first.startswith("(True, True, ':memory:', True, "), first
+        py.execute("x = 41")
+        r = py.execute("%history -n")
+        assert "   2: x = 41\n" in r.text("stdout") and "   1:\nimport os" in r.text("stdout"), r.events
+        assert 'File "<cell-4>"' in "".join(py.execute("1 / 0").error["traceback"])
+        reset(py)
+        r = py.execute("len(In), In[-1]")
+        assert r.result == "(2, 'len(In), In[-1]')", r.events
+        second = py.execute(shell_made_before).result
+        assert second.startswith("(True, True, ':memory:', True, ") and second != first, (first, second)
+        assert 'File "<cell-3>"' in "".join(py.execute("1 / 0").error["traceback"])
     finally:
         py.close()
 

@@ -415,7 +415,7 @@ def test_runner_modules_are_compiled_in_sandbox_image():
             "def spy(source, filename, *a, **k):\n    compiled.append(filename)\n"
             "    return real(source, filename, *a, **k)\nbuiltins.compile = spy\n"
             "import runbox_runner.supervisor, runbox_runner.python_worker, runbox_runner.zygote, "
-            "runbox_runner.bash_worker, runbox_runner.magics, runbox_policy\n"
+            "runbox_runner.bash_worker, runbox_runner.shell, runbox_runner.pipcheck, runbox_policy\n"
             "print([f for f in compiled if f.startswith('/opt/runbox/')])")
     out = subprocess.run(["docker", "run", "--rm", "--label", "runbox.test=1", "--network", "none", "--read-only",
                           "--tmpfs", "/tmp", IMAGE, "python3", "-c", code], capture_output=True, text=True,

@@ -14,10 +14,13 @@ The package is split along the trust boundary between runboxd's side and the use
     preload        starts the zygote, asks it for each Python worker, checks what it answers
   untrusted (the Python worker process, started as runbox_worker.py, running the user's code):
     python_worker  runs cells in one persistent __main__ namespace
-    zygote         imports the preload once and forks every Python worker (RUNBOX_PRELOAD)
+    shell          IPython's InteractiveShell that runs each cell, its outputs sent by python_worker
+    pipcheck       what %pip (and the shell's pip, runbox_pip.py) decides before pip runs
+    zygote         imports the preload and IPython once and forks every Python worker (RUNBOX_PRELOAD)
   both:
     protocol       the control channel between supervisor and worker (JSON lines over pipes)
 
-The worker side imports nothing but python_worker, protocol and zygote; this file imports nothing, so
+The worker side imports nothing but python_worker, shell, pipcheck, protocol and zygote (and
+IPython, the standard library and what the user's code imports); this file imports nothing, so
 that importing the package from the worker loads no supervisor code.
 """

@@ -61,10 +61,12 @@ class CellForward:
                 "traceback": protocol.bounded_lines(tb, self.cap) if isinstance(tb, list) else []}
 
     def display(self, msg):
-        """The fields of a `display` event, or None (an unknown type, or past the cell's budget)."""
-        mime, data = msg.get("mime"), msg.get("data")
-        if mime not in DISPLAY_MIMES or not isinstance(data, str) \
-                or self.display_bytes + len(data) > DISPLAY_BYTES_MAX:
+        """The fields of a `display` event, or None (no known type, or past the cell's budget).
+        The worker sends a mime bundle (`data`: {mime: text}); the event carries its image/png."""
+        bundle = msg.get("data")
+        data = bundle.get("image/png") if isinstance(bundle, dict) else None
+        mime = "image/png"
+        if not isinstance(data, str) or self.display_bytes + len(data) > DISPLAY_BYTES_MAX:
             self.dropped += _size(data)
             return None
         self.display_bytes += len(data)

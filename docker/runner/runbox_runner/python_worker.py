@@ -7,14 +7,16 @@ output caps and restarts from outside, and the code policy is checked there befo
 here. It is started by runbox_worker.py with the two control pipes; its fd 1/2 are pipes read
 by the supervisor (for each cell, that cell's own pair: see pipes) and its stdin is /dev/null.
 
-What it does: runs each cell in one persistent __main__ namespace, sends the value of a last
-expression (repr), the exception that ended a cell (traceback without the runner's frames, a
-SyntaxError as Python prints it) and the matplotlib figures left open (PNG); runs IPython's
-`!cmd` and `%magic` lines (runbox_runner.magics); keeps stdout and
-stderr of Python code in write order; puts each cell's pipes on fd 1/2 (repairing them and
+What it does: runs each cell in one persistent __main__ namespace through IPython's
+InteractiveShell (runbox_runner.shell: IPython's transformations, magics and display machinery),
+sends the value of a last expression (its mime bundle), display() outputs, the exception that
+ended a cell (traceback without the runner's or IPython's frames, a SyntaxError as Python prints
+it) and the matplotlib figures left open (PNG); keeps stdout and stderr of Python code in write
+order; puts each cell's pipes on fd 1/2 (repairing them and
 sys.stdout/sys.stderr) and sends what a thread writes to the pipes of the cell that started
-it; makes a process forked by user code exit at the end of its cell. Python standard library only;
-imports are kept lazy so that the worker starts fast.
+it; makes a process forked by user code exit at the end of its cell. Imports IPython (through
+runbox_runner.shell; the zygote has it imported before it forks) and otherwise the standard
+library, lazily.
 """
 
 import json
@@ -28,6 +30,8 @@ DEPS_SITE = "/workspace/.runbox/site-packages"  # where core/deps.c installs ses
 TEXT_CAP_MAX = 4 * 1024 * 1024 # largest result text / traceback sent for one cell (characters)
 TEXT_CAP_MIN = 4096            # ... and the least, whatever max_output says
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # frames from here are the runner's
+FOLLOW = "follow"              # a thread that writes for whichever cell runs (IPython's script magics)
+DISPLAY_MAX = 32 * 1024 * 1024  # largest mime bundle of one display or result (characters, all formats)
 
 
 class _OrderedStream:
@@ -66,7 +70,6 @@ class _Worker:
 
     def __init__(self, ctrl_in, ctrl_out, entry):
         import builtins
-        import types
         import warnings
         self.entry = entry
         self.ctrl_in = os.fdopen(ctrl_in, "rb", buffering=0)
@@ -77,6 +80,9 @@ class _Worker:
         self.sync_seq = 0
         self.text_cap = 1024 * 1024
         self.cell_n = None            # the cell that runs, or ran last
+        self.follow_threads = 0       # > 0 while threads started are FOLLOW (runbox_runner.shell)
+        self.last_error = None        # the last error sent (fields of its message), for IPython's history
+        self.cell_error = False       # the running cell sent an error
         self.reap_pending = set()     # killed children not collected yet (reap_zombies)
         self.cell_fds = {}            # n -> {1: fd, 2: fd}: the pipes of cell n, for its threads
         # Copies of the worker's own output pipes: fd 1/2 when a cell has no pipes of its own
@@ -90,7 +96,10 @@ class _Worker:
                 pass
         sys.stdout = _OrderedStream(sys.stdout, "stdout", self)
         sys.stderr = _OrderedStream(sys.stderr, "stderr", self)
-        main = types.ModuleType("__main__")
+        from runbox_runner import shell
+        self.shell_dir = shell.IPYTHON_DIR
+        self.shell = shell.make_shell(self)
+        main = self.shell.user_module
         main.__dict__["__builtins__"] = builtins
         sys.modules["__main__"] = main
         self.ns = main.__dict__
@@ -109,7 +118,9 @@ class _Worker:
 
         def tracked_start(thread):
             parent = threading.current_thread()
-            if parent is threading.main_thread():
+            if worker.follow_threads:
+                cell = FOLLOW
+            elif parent is threading.main_thread():
                 cell = worker.cell_n if worker.running else None
             else:
                 cell = getattr(parent, "_runbox_cell", None)
@@ -131,6 +142,8 @@ class _Worker:
         if t is self.threading.main_thread():
             return None
         cell = getattr(t, "_runbox_cell", None)
+        if cell == FOLLOW:
+            return None
         fd = 1 if name == "stdout" else 2
         own = self.cell_fds.get(cell, {}).get(fd)
         if own is not None:
@@ -277,80 +290,33 @@ class _Worker:
                         pass
 
     def run_cell(self, n, code):
-        import ast
         import importlib
-        import linecache
         # Packages installed while the session runs land in DEPS_SITE (runboxd's installer,
         # core/deps.c); finders that looked there before must look again.
         if DEPS_SITE not in sys.path:
             sys.path.insert(0, DEPS_SITE)
         importlib.invalidate_caches()
-        filename = "<cell-%d>" % n
-        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-        status = "completed"
+        self.cell_error = False
         try:
             try:
-                try:
-                    tree = self.parse_cell(code, filename)
-                    last = None
-                    if tree.body and isinstance(tree.body[-1], ast.Expr):
-                        last = ast.Expression(tree.body.pop().value)
-                    body = compile(tree, filename, "exec")
-                    tail = compile(last, filename, "eval") if last is not None else None
-                except (SyntaxError, ValueError) as e:
-                    e.__traceback__ = None  # shown as Python shows it: no frames of the compiler
-                    e.__context__ = None
-                    raise
-                self.running = True
-                if self.interrupted_before_start(n):
-                    raise KeyboardInterrupt
-                exec(body, self.ns)
-                value = eval(tail, self.ns) if tail is not None else None
-                self.running = False
+                self.shell.run_cell(code, store_history=True)  # running while its code runs (shell.run_code)
                 if os.getpid() != self.pid:
                     self.child_exit(0)
-                if value is not None:
-                    self.ns["_"] = value
-                    self.send({"t": "result", "text": protocol.clip(self._repr(value), self.text_cap, "result")})
             except BaseException as e:
                 self.running = False
                 if os.getpid() != self.pid:
-                    if not isinstance(e, SystemExit):
-                        try:
-                            import traceback
-                            te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
-                            self._drop_runner_frames(te, set())
-                            sys.stderr.write("".join(te.format()))
-                        except BaseException:
-                            pass
-                    self.child_exit(0 if isinstance(e, SystemExit) and not e.code else 1)
-                status = "error"
-                self.send_error(e)
+                    self.child_exit(1)
+                self.send_error(e, None)
             self.send_figures()
         finally:
             self.running = False
-        self.send({"t": "done", "n": n, "status": status})
-
-    def parse_cell(self, code, filename):
-        """The AST of a cell; a cell Python cannot parse may have IPython's `!cmd` and `%magic`
-        lines (runbox_runner.magics), rewritten into calls of the magics (same line numbers)."""
-        import ast
-        try:
-            return ast.parse(code, filename, "exec")
-        except SyntaxError:
-            if "!" not in code and "%" not in code:
-                raise
-            from runbox_runner import magics
-            src, uses = magics.transform(code)
-            if not uses:
-                raise
-        magics.install(self)
-        return ast.parse(src, filename, "exec")
+        self.send({"t": "done", "n": n, "status": "error" if self.cell_error else "completed"})
 
     def interrupted_before_start(self, n):
         """Whether the supervisor interrupted cell n before its code began (its SIGINT then found
         running False): it writes {"interrupt": n} to the command pipe before the signal, and
-        nothing else is sent between a cell's command and its code."""
+        nothing else is sent between a cell's command and its code. Asked by the shell each time
+        the cell's code is about to run (shell.RunboxShell.run_code)."""
         import select
         fd = self.ctrl_in.fileno()
         while select.select([fd], [], [], 0)[0]:
@@ -365,26 +331,96 @@ class _Worker:
                 return True
         return False
 
-    def _repr(self, value):
-        try:
-            return repr(value)
-        except BaseException as e:
-            return "<repr() failed: %s: %s>" % (type(e).__name__, e)
+    def bundle(self, data):
+        """A mime bundle as sent: string values only, each text clipped to the cell's cap, at
+        most DISPLAY_MAX characters in all (a binary format past it is left out)."""
+        out, size = {}, 0
+        if not isinstance(data, dict):
+            return out
+        for mime, value in data.items():
+            if not isinstance(mime, str):
+                continue
+            if not isinstance(value, str):
+                try:
+                    value = json.dumps(value)
+                except (TypeError, ValueError):
+                    continue
+            if mime.startswith("text/") or mime == "application/json":
+                value = protocol.clip(value, self.text_cap, "output")
+            if size + len(value) > DISPLAY_MAX:
+                continue
+            size += len(value)
+            out[mime] = value
+        return out
 
-    def send_error(self, e):
+    def send_result(self, data, metadata):
+        """The value of the cell's last expression, as the display formatter gave it."""
+        if os.getpid() != self.pid:
+            self.child_exit(0)
+        bundle = self.bundle(data)
+        msg = {"t": "result", "text": bundle.get("text/plain", "")}
+        if set(bundle) != {"text/plain"}:
+            msg["data"] = bundle
+        if metadata:
+            msg["metadata"] = _plain(metadata)
+        self.send(msg)
+
+    def send_display(self, data, metadata, transient, update):
+        """A display() output (or update_display when update). The supervisor forwards its
+        image/png (PROTOCOL.md); one without it is printed as its text/plain, as IPython in a
+        terminal shows it."""
+        bundle = self.bundle(data)
+        if "image/png" not in bundle:
+            if bundle.get("text/plain"):
+                print(bundle["text/plain"])
+            return
+        msg = {"t": "display", "data": bundle}
+        if metadata:
+            msg["metadata"] = _plain(metadata)
+        display_id = (transient or {}).get("display_id") if isinstance(transient, dict) else None
+        if isinstance(display_id, str):
+            msg["display_id"] = display_id
+            if update:
+                msg["update"] = True
+        self.send(msg)
+
+    def send_clear(self, wait):
+        self.send({"t": "clear", "wait": wait})
+
+    def send_error(self, e, stb, usage=False):
+        """The exception that ended the cell: Python's traceback without the runner's and
+        IPython's frames, and IPython's (coloured) one, STB, when it made one."""
         import traceback
+        if os.getpid() != self.pid:
+            if not isinstance(e, SystemExit):
+                try:
+                    te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
+                    self._drop_runner_frames(te, set())
+                    sys.stderr.write("".join(te.format()))
+                except BaseException:
+                    pass
+            self.child_exit(0 if isinstance(e, SystemExit) and not e.code else 1)
+        self.cell_error = True
         cap = self.text_cap
+        ename = "UsageError" if usage else type(e).__name__
         try:
-            te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
-            self._drop_runner_frames(te, set())
-            lines = self._bounded_lines(te.format(), cap)
+            if usage:
+                lines = ["UsageError: %s\n" % protocol.clip(str(e), cap // 2, "message")]
+            else:
+                te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
+                self._drop_runner_frames(te, set())
+                lines = self._bounded_lines(te.format(), cap)
         except BaseException:
-            lines = ["%s: <traceback formatting failed>\n" % type(e).__name__]
+            lines = ["%s: <traceback formatting failed>\n" % ename]
         try:
             evalue = protocol.clip(str(e), cap // 4, "message")
         except BaseException:
             evalue = "<str() failed>"
-        self.send({"t": "error", "ename": type(e).__name__, "evalue": evalue, "traceback": lines})
+        msg = {"t": "error", "ename": ename, "evalue": evalue, "traceback": lines}
+        self.last_error = {"ename": ename, "evalue": evalue, "traceback": lines}
+        if isinstance(stb, list) and all(isinstance(x, str) for x in stb):
+            msg["ansi"] = self._bounded_lines(iter(stb), cap)
+        self.send(msg)
 
     def _bounded_lines(self, gen, cap):
         """The traceback's lines within about cap characters (protocol.bounded_lines)."""
@@ -397,14 +433,18 @@ class _Worker:
         seen.add(id(te))
         te.stack = traceback.StackSummary.from_list(
             [f for f in te.stack if not self._is_runner_file(f.filename)])
+
         self._drop_runner_frames(te.__cause__, seen)
         self._drop_runner_frames(te.__context__, seen)
         for sub in te.exceptions or ():
             self._drop_runner_frames(sub, seen)
 
     def _is_runner_file(self, filename):
+        if filename.startswith("<") or not filename:
+            return False
         path = os.path.abspath(filename)
-        return path == self.entry or os.path.dirname(path) == PACKAGE_DIR
+        return path == self.entry or os.path.dirname(path) == PACKAGE_DIR or \
+            path.startswith(self.shell_dir + os.sep)
 
     def send_figures(self):
         plt = sys.modules.get("matplotlib.pyplot")
@@ -417,11 +457,26 @@ class _Worker:
                 fig = plt.figure(num)
                 buf = io.BytesIO()
                 fig.savefig(buf, format="png", bbox_inches="tight")
-                self.send({"t": "display", "mime": "image/png",
-                           "data": base64.b64encode(buf.getvalue()).decode("ascii")})
+                self.send_display({"image/png": base64.b64encode(buf.getvalue()).decode("ascii"),
+                                   "text/plain": _text(fig)}, None, None, False)
             plt.close("all")
         except Exception as e:
             sys.stderr.write("runbox: could not render the figures: %s: %s\n" % (type(e).__name__, e))
+
+
+def _plain(value):
+    """VALUE (display metadata) as JSON can carry it, or {}."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return {}
+
+
+def _text(obj):
+    try:
+        return repr(obj)
+    except Exception:
+        return "<figure>"
 
 
 def seed_matplotlib():

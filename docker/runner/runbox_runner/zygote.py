@@ -8,8 +8,11 @@ capabilities), in a process of its own that the supervisor starts with runbox_wo
 its socket to the supervisor: each request carries the four pipe ends of a new worker (command
 in, control out, stdout, stderr) and is answered with the pid of a worker forked from this
 process, so that a fresh interpreter (at start and after every reset) has the preload at the
-cost of a fork instead of seconds of imports. The user's namespace stays empty: the modules are
-in sys.modules, not in __main__ (python_worker makes a new one).
+cost of a fork instead of seconds of imports. IPython (runbox_runner.shell) is imported here
+too, whatever the preload, and its InteractiveShell is made once here, with its history off;
+each worker gives it a history of its own after the fork (in memory: an SQLite connection must
+not cross a fork). The user's namespace stays
+empty: the modules are in sys.modules, not in __main__ (python_worker makes a new one).
 
 What makes the fork safe:
   - threads: numerical libraries start their thread pools at import (OpenBLAS: one thread per
@@ -116,6 +119,7 @@ def main(sock_fd, entry):
     """Imports the preload, reports ready, and forks a worker for each request until the socket
     closes. Returns only in the zygote; a worker never comes back here."""
     from runbox_runner import python_worker  # noqa: F401  (in every worker; loaded once here)
+    from runbox_runner import shell  # noqa: F401  (IPython: each worker makes its shell after the fork)
     os.set_inheritable(sock_fd, False)
     sock = socket.socket(fileno=sock_fd)
     started = time.monotonic()
@@ -132,6 +136,10 @@ def main(sock_fd, entry):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+    try:
+        shell.prepare()
+    except BaseException as e:  # the workers then make their own
+        failed["(IPython shell)"] = ("%s: %s" % (type(e).__name__, e))[:500]
     import gc
     gc.collect()
     gc.freeze()
