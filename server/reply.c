@@ -362,11 +362,13 @@ static rb_err read_json(h2o_req_t *req, size_t max, int empty_ok, int any, json_
     }
     unsigned char byte = 0;
     const char *id = control_in_id(v, &byte);
-    if (id != NULL) {
+    if (id != NULL) { /* id is v's key: said before v goes */
+        rb_err e = rb_fail(RB_EINVAL, err,
+                           "'%s' holds a control character (\\u%04x): an id never does; send it exactly as runboxd gave "
+                           "it",
+                           id, byte);
         json_decref(v);
-        return rb_fail(RB_EINVAL, err,
-                       "'%s' holds a control character (\\u%04x): an id never does; send it exactly as runboxd gave it",
-                       id, byte);
+        return e;
     }
     *out = v;
     return RB_OK;

@@ -150,7 +150,7 @@ def test_schemas_accept_contract_examples():
     rbtest.check_schema({"request_id": RID, "session_id": SID, "status": "queued", "created_at": T,
                          "started_at": None, "completed_at": None}, "ExecutionStatus")
     rbtest.check_schema({"error": {"code": "not_found", "message": "no session s_x"}}, "Error")
-    rbtest.check_schema({"status": "degraded", "version": "0.1.0",
+    rbtest.check_schema({"status": "degraded", "version": "0.1.0", "instance": "i_" + "0" * 32,
                          "docker": {"reachable": False, "api_version": None, "error": "connect: no such file"},
                          "sessions": {"live": 0, "busy": 0}, "executions": {"running": 0, "queued": 0},
                          "pool": {"size": 2, "ready": 2, "starting": 0, "hits": 0, "misses": 0}}, "Health")
