@@ -331,9 +331,10 @@ class _Worker:
                 return True
         return False
 
-    def bundle(self, data):
-        """A mime bundle as sent: string values only, each text clipped to the cell's cap, at
-        most DISPLAY_MAX characters in all (a binary format past it is left out)."""
+    def bundle(self, data, what="output"):
+        """A mime bundle as sent: string values only, each text clipped to the cell's cap (the
+        marker names what was cut: PROTOCOL.md), at most DISPLAY_MAX characters in all (a binary
+        format past it is left out)."""
         out, size = {}, 0
         if not isinstance(data, dict):
             return out
@@ -346,7 +347,7 @@ class _Worker:
                 except (TypeError, ValueError):
                     continue
             if mime.startswith("text/") or mime == "application/json":
-                value = protocol.clip(value, self.text_cap, "output")
+                value = protocol.clip(value, self.text_cap, what)
             if size + len(value) > DISPLAY_MAX:
                 continue
             size += len(value)
@@ -357,7 +358,7 @@ class _Worker:
         """The value of the cell's last expression, as the display formatter gave it."""
         if os.getpid() != self.pid:
             self.child_exit(0)
-        bundle = self.bundle(data)
+        bundle = self.bundle(data, "result")
         msg = {"t": "result", "text": bundle.get("text/plain", "")}
         if set(bundle) != {"text/plain"}:
             msg["data"] = bundle
