@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "docker/docker.h"
+
 uv_loop_t sup_loop;
 core_settings sup_cfg;
 static char dir[64];
@@ -209,4 +211,49 @@ const char *sup_str(json_t *o, const char *k)
 {
     const char *s = json_string_value(json_object_get(o, k));
     return s ? s : "(null)";
+}
+
+struct sup_answer {
+    int done;
+    json_t *body;
+};
+
+static void sup_answer_cb(void *data, rb_err err, const char *msg, int status, json_t *body)
+{
+    struct sup_answer *a = data;
+    (void)err, (void)msg, (void)status;
+    a->done = 1;
+    a->body = json_incref(body);
+}
+
+static void close_leftover(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+void sup_sweep_instance(const char *instance)
+{
+    char err[RB_ERR_LEN], label[80];
+    docker *dk;
+    if (instance != NULL && instance[0] != '\0' && docker_new(&sup_loop, sup_cfg.docker_socket, &dk, err) == RB_OK) {
+        snprintf(label, sizeof(label), "runbox.instance=%s", instance);
+        struct sup_answer list = {0};
+        if (docker_container_list(dk, label, sup_answer_cb, &list, err) == RB_OK)
+            sup_run_until(&list.done, 20000);
+        size_t i;
+        json_t *ct;
+        json_array_foreach(list.body, i, ct)
+        {
+            struct sup_answer r = {0};
+            if (docker_container_remove(dk, json_string_value(json_object_get(ct, "Id")), sup_answer_cb, &r, err) ==
+                RB_OK)
+                sup_run_until(&r.done, 30000);
+            json_decref(r.body);
+        }
+        json_decref(list.body);
+        docker_free(dk);
+    }
+    uv_walk(&sup_loop, close_leftover, NULL); /* a Docker client of the test's own left by a failed assertion */
 }

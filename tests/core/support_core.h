@@ -33,6 +33,9 @@ void sup_run_for(int ms);
 
 /** core_new on sup_loop and sup_cfg (asserts success), then waits up to 10 s for Docker. */
 rb_core *sup_core_open(void);
+/** For a fixture's fini, whatever happened before: removes every container labelled
+ * runbox.instance=instance (no assertions) and closes the loop's leftover handles. */
+void sup_sweep_instance(const char *instance);
 /** Runs the loop until c's first probe found Docker reachable (at most 10 s). */
 void sup_wait_docker(rb_core *c);
 /** Runs the loop until core_pending(c) is 0 or ms pass. */

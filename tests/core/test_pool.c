@@ -45,51 +45,6 @@ static void setup(void)
     sup_cfg.pool_size = 1;
 }
 
-struct sweep {
-    int done;
-    json_t *body;
-};
-
-static void sweep_cb(void *data, rb_err err, const char *msg, int status, json_t *body)
-{
-    struct sweep *r = data;
-    (void)err, (void)msg, (void)status;
-    r->done = 1;
-    r->body = json_incref(body);
-}
-
-/* Removes every container labelled with the test's instance (no assertions: it runs after a failed
- * one too). */
-static void sweep_containers(void)
-{
-    char err[RB_ERR_LEN], label[80];
-    docker *dk;
-    if (live_instance[0] == '\0' || docker_new(&sup_loop, sup_cfg.docker_socket, &dk, err) != RB_OK)
-        return;
-    snprintf(label, sizeof(label), "runbox.instance=%s", live_instance);
-    struct sweep list = {0};
-    if (docker_container_list(dk, label, sweep_cb, &list, err) == RB_OK)
-        sup_run_until(&list.done, 20000);
-    size_t i;
-    json_t *ct;
-    json_array_foreach(list.body, i, ct)
-    {
-        struct sweep r = {0};
-        if (docker_container_remove(dk, json_string_value(json_object_get(ct, "Id")), sweep_cb, &r, err) == RB_OK)
-            sup_run_until(&r.done, 30000);
-        json_decref(r.body);
-    }
-    json_decref(list.body);
-    docker_free(dk);
-}
-
-static void close_leftover(uv_handle_t *h, void *arg)
-{
-    (void)arg;
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 static void teardown(void)
 {
     if (live_core != NULL) { /* an assertion failed with it open */
@@ -98,8 +53,7 @@ static void teardown(void)
         core_free(live_core);
         live_core = NULL;
     }
-    sweep_containers();
-    uv_walk(&sup_loop, close_leftover, NULL); /* a Docker client of the test's own left by a failed assertion */
+    sup_sweep_instance(live_instance);
     sup_fixture_close();
 }
 

@@ -103,16 +103,8 @@ static void answer_cb(void *data, rb_err err, const char *msg, int status, json_
     a->body = json_incref(body);
 }
 
-static void close_leftover(uv_handle_t *h, void *arg)
-{
-    (void)arg;
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 static void teardown(void)
 {
-    char err[RB_ERR_LEN], label[80];
     if (live_core != NULL) {
         core_stop(live_core);
         sup_wait_pending(live_core, 20000);
@@ -121,26 +113,7 @@ static void teardown(void)
     }
     free(inner); /* its self went with the core's backend */
     inner = NULL;
-    docker *dk;
-    if (live_instance[0] != '\0' && docker_new(&sup_loop, sup_cfg.docker_socket, &dk, err) == RB_OK) {
-        snprintf(label, sizeof(label), "runbox.instance=%s", live_instance);
-        struct answer list = {0};
-        if (docker_container_list(dk, label, answer_cb, &list, err) == RB_OK)
-            sup_run_until(&list.done, 20000);
-        size_t i;
-        json_t *ct;
-        json_array_foreach(list.body, i, ct)
-        {
-            struct answer r = {0};
-            if (docker_container_remove(dk, json_string_value(json_object_get(ct, "Id")), answer_cb, &r, err) ==
-                RB_OK)
-                sup_run_until(&r.done, 30000);
-            json_decref(r.body);
-        }
-        json_decref(list.body);
-        docker_free(dk);
-    }
-    uv_walk(&sup_loop, close_leftover, NULL);
+    sup_sweep_instance(live_instance);
     sup_fixture_close();
 }
 
