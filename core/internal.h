@@ -41,6 +41,12 @@
  * the session as unresponsive: a fork bomb on a busy 2-core host kept the runner from restarting the
  * interpreter for more than 10 s (CI), and a false verdict destroys a session that was fine. */
 #define RB_BACKSTOP_EXTRA_MS 30000
+/* At the backstop runboxd pings the runner before judging: a sandbox whose supervisor answers
+ * within RB_BACKSTOP_PONG_MS is slow (a host at a load of 100 on 2 cores took more than a minute
+ * for `1/0` in CI), not dead, and gets another RB_BACKSTOP_EXTRA_MS, at most RB_BACKSTOP_PINGS
+ * times; no answer, or still no result after the last, ends the session. */
+#define RB_BACKSTOP_PONG_MS 30000
+#define RB_BACKSTOP_PINGS 10
 /* Error items kept per execution (the runner's and one of runboxd's own); more are a flood. */
 #define EXECUTION_ERRORS_MAX 2
 /* Traceback lines kept per error item (the first and last halves around a marker). */
@@ -90,6 +96,8 @@ struct execution {
     json_t *policy_rules; /* code policy rule names the runner checks the cell against, or NULL (core/policy/) */
     int restart;          /* not code: a fresh interpreter in place of the session's (Jupyter's restart) */
     uv_timer_t *backstop;
+    int backstop_pings;   /* pings sent at the backstop (RB_BACKSTOP_PINGS) */
+    int backstop_waiting; /* one of them not answered yet */
     core_watch *watches;
     execution *next;      /* session queue */
 };
@@ -209,6 +217,9 @@ void session_free(session *s);
 void session_end(session *s, const char *status, const char *reason);
 /** Starts the next queued execution if the session is idle and its sandbox ready. */
 void session_pump(session *s);
+/** The runner answered the backstop's ping (sandbox_probe): the running execution gets another
+ * RB_BACKSTOP_EXTRA_MS. */
+void session_backstop_pong(session *s);
 
 /* session_freeze.c */
 /** Freezes (on != 0) or thaws container like backend_pause, trying again a few times with a wait
@@ -350,6 +361,9 @@ rb_err sandbox_execute(sandbox *sb, execution *ex, char *err);
 /** Asks the runner to interrupt ex if it is the cell running (a timeout or cancel); the
  * runner answers with ex's done (status cancelled, or reset if it had to kill the worker). */
 void sandbox_interrupt(sandbox *sb, execution *ex);
+/** Pings the runner of a ready sandbox while a cell runs; its pong reaches
+ * session_backstop_pong. The stream's error when the ping cannot be written. */
+rb_err sandbox_probe(sandbox *sb, char *err);
 /** Closes the stream; removes the container when remove != 0. Frees sb. */
 void sandbox_close(sandbox *sb, int remove);
 /* ---- removal.c ---- */

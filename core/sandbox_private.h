@@ -32,6 +32,7 @@ struct sandbox {
     char *name;           /* the container name asked for, while its create is in flight */
     execution *ex;        /* the execution the runner is working on */
     char ping_id[RB_ID_LEN];
+    char probe_id[RB_ID_LEN]; /* the backstop's ping while a cell runs (sandbox_probe) */
     char stale_id[RB_ID_LEN]; /* a cell left running by a previous runboxd, being interrupted */
     uv_timer_t *timer;    /* handshake deadline */
     /* Bytes from the sandbox are untrusted (privilege separation keeps user code out of the

@@ -36,6 +36,12 @@ static void handle_event(sandbox *sb, const runner_event *ev)
     if (ev->type == RUNNER_EV_NONE)
         return;
     if (ev->type == RUNNER_EV_PONG) {
+        if (sb->state == SB_READY && id != NULL && sb->probe_id[0] != '\0' && strcmp(id, sb->probe_id) == 0) {
+            sb->probe_id[0] = '\0';
+            if (sb->s != NULL)
+                session_backstop_pong(sb->s);
+            return;
+        }
         if (sb->state != SB_HANDSHAKE || id == NULL || strcmp(id, sb->ping_id) != 0)
             return;
         const char *busy = ev->busy;
@@ -261,6 +267,17 @@ rb_err sandbox_execute(sandbox *sb, execution *ex, char *err)
         sb->ex = ex;
         sb->ex_bytes = 0;
     }
+    return e;
+}
+
+rb_err sandbox_probe(sandbox *sb, char *err)
+{
+    if (sb->state != SB_READY)
+        return rb_fail(RB_ECONFLICT, err, "the sandbox is not connected");
+    rb_random_id("p_", sb->probe_id, sizeof(sb->probe_id));
+    json_t *ping = json_pack("{s:s, s:s}", "op", "ping", "id", sb->probe_id);
+    rb_err e = sandbox__send_line(sb, ping, err);
+    json_decref(ping);
     return e;
 }
 

@@ -198,11 +198,43 @@ static void backstop_cb(uv_timer_t *t)
 {
     execution *ex = t->data;
     session *s = ex->s;
-    rb_warn("session %s: execution %s: the sandbox gave no answer %d s after the timeout; ending the session", s->id,
-            ex->id, RB_BACKSTOP_EXTRA_MS / 1000);
+    char err[RB_ERR_LEN];
+    if (!ex->backstop_waiting && ex->backstop_pings < RB_BACKSTOP_PINGS && s->sb != NULL &&
+        sandbox_probe(s->sb, err) == RB_OK) {
+        ex->backstop_pings++;
+        ex->backstop_waiting = 1;
+        rb_warn("session %s: execution %s: no answer from the sandbox long after the timeout; pinging it (%d of %d)",
+                s->id, ex->id, ex->backstop_pings, RB_BACKSTOP_PINGS);
+        uv_timer_start(ex->backstop, backstop_cb, RB_BACKSTOP_PONG_MS, 0);
+        return;
+    }
+    if (ex->backstop_pings == 0)
+        rb_warn("session %s: execution %s: the sandbox gave no answer %d s after the timeout and cannot be pinged; "
+                "ending the session",
+                s->id, ex->id, RB_BACKSTOP_EXTRA_MS / 1000);
+    else if (ex->backstop_waiting)
+        rb_warn("session %s: execution %s: the sandbox gave no answer after the timeout and none to a ping in %d s; "
+                "ending the session",
+                s->id, ex->id, RB_BACKSTOP_PONG_MS / 1000);
+    else
+        rb_warn("session %s: execution %s: the sandbox answered pings but gave no result in %d s after the timeout; "
+                "ending the session",
+                s->id, ex->id, (RB_BACKSTOP_PINGS + 1) * RB_BACKSTOP_EXTRA_MS / 1000);
     session_end(s, "dead",
                 "the sandbox stopped answering (no reply long after the execution's timeout); the session was "
                 "ended and its container removed: create a new session");
+}
+
+void session_backstop_pong(session *s)
+{
+    execution *ex = s->running;
+    if (ex == NULL || ex->backstop == NULL || !ex->backstop_waiting)
+        return;
+    ex->backstop_waiting = 0;
+    rb_warn("session %s: execution %s: the sandbox is slow (no result yet after the timeout) but answers; waiting "
+            "%d s more",
+            s->id, ex->id, RB_BACKSTOP_EXTRA_MS / 1000);
+    uv_timer_start(ex->backstop, backstop_cb, RB_BACKSTOP_EXTRA_MS, 0);
 }
 
 void session_pump(session *s)

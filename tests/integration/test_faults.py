@@ -249,6 +249,26 @@ def test_stalled_attach_stream_ends_the_execution_at_its_backstop(rig):
     works(srv)
 
 
+def test_a_sandbox_slow_past_the_backstop_but_answering_a_ping_keeps_its_session(rig):
+    # A host so loaded that the sandbox answers nothing until long after the cell's timeout (CI at a
+    # load of 100 on 2 cores: `1/0` took over a minute) is slow, not dead: at the backstop runboxd
+    # pings the runner, and a pong gives the cell more time. Here the stream stalls past the
+    # backstop, then relays again: the ping's pong and the cell's answer come, the session lives.
+    proxy, srv = rig
+    sid = srv.create_session(timeout=ANSWER_S)["session_id"]
+    srv.execute(sid, "x = 'kept'")
+    proxy.fault(dp.ATTACH, "stall", streams_only=True)
+    rid = srv.execute(sid, "x + ' too'", timeout=1, wait=False)["request_id"]
+    rbtest.wait_until(lambda: f"execution {rid}: no answer from the sandbox" in srv.log_text(),
+                      "runboxd to ping the sandbox at the backstop", deadline=120)
+    assert srv.session(sid)["status"] == "busy"
+    proxy.clear()
+    res = srv.wait_done(rid, deadline=ANSWER_S)
+    assert res["status"] == "completed" and res["result"] == "'kept too'", res
+    assert srv.execute(sid, "6 * 7")["result"] == "42"
+    srv.delete_session(sid)
+
+
 def test_attach_stream_held_for_a_moment_resumes_and_the_cell_keeps_all_its_output(rig):
     # The engine holds an open attach stream for 2 s both ways (a busy engine, a paused
     # proxy), then relays again: the cell running meanwhile completes with every line it printed,
