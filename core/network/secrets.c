@@ -89,12 +89,14 @@ static int value_ok(const char *v, size_t n, secret_kind kind, const char **why)
 /* Parses one key=value word of the line into d; sets what it saw in *seen (bit per key). */
 enum { K_HOSTS = 1, K_AS = 2, K_KEYS = 4, K_SOURCE = 8, K_VAR = 16 };
 
-static rb_err parse_word(secret_def *d, const char *w, size_t n, int *seen, char *why, size_t whyn)
+/* Errors quote no word of the line but key names: a word may be (or hold) a value, as when a
+ * space slipped in (value= sk-...). word is the word's position on the line, for the message. */
+static rb_err parse_word(secret_def *d, const char *w, size_t n, int word, int *seen, char *why, size_t whyn)
 {
     const char *eq = memchr(w, '=', n);
     if (eq == NULL) {
-        snprintf(why, whyn, "\"%.*s\" is not key=value (hosts=, as=, keys=, value=, from-env=, from-file=, var=)",
-                 (int)(n > 60 ? 60 : n), w);
+        snprintf(why, whyn, "word %d is not key=value (hosts=, as=, keys=, value=, from-env=, from-file=, var=)",
+                 word);
         return RB_EINVAL;
     }
     size_t kl = (size_t)(eq - w);
@@ -104,8 +106,7 @@ static rb_err parse_word(secret_def *d, const char *w, size_t n, int *seen, char
     int bit = IS("hosts") ? K_HOSTS : IS("as") ? K_AS : IS("keys") ? K_KEYS : IS("var") ? K_VAR
             : (IS("value") || IS("from-env") || IS("from-file")) ? K_SOURCE : 0;
     if (bit == 0) {
-        snprintf(why, whyn, "unknown key \"%.*s\" (hosts, as, keys, value, from-env, from-file, var)",
-                 (int)(kl > 40 ? 40 : kl), w);
+        snprintf(why, whyn, "word %d: unknown key (hosts, as, keys, value, from-env, from-file, var)", word);
         return RB_EINVAL;
     }
     if (*seen & bit) {
@@ -126,7 +127,7 @@ static rb_err parse_word(secret_def *d, const char *w, size_t n, int *seen, char
                 return RB_EINVAL;
             }
             if (hostpattern_parse(item, len, &d->hosts[d->n_hosts], pwhy) != 0) {
-                snprintf(why, whyn, "hosts: host pattern \"%.*s\": %s", (int)(len > 80 ? 80 : len), item, pwhy);
+                snprintf(why, whyn, "hosts=: host pattern %zu: %s", d->n_hosts + 1, pwhy);
                 free(list);
                 return RB_EINVAL;
             }
@@ -145,7 +146,7 @@ static rb_err parse_word(secret_def *d, const char *w, size_t n, int *seen, char
         } else if (vl > 7 && memcmp(v, "header:", 7) == 0 && vl - 7 <= SECRET_HEADER_MAX) {
             for (size_t i = 7; i < vl; i++) {
                 if (!token_char(v[i])) {
-                    snprintf(why, whyn, "as=header:NAME: \"%.*s\" is not a header name", (int)(vl > 80 ? 80 : vl), v);
+                    snprintf(why, whyn, "as=header:NAME: NAME is not a header name");
                     return RB_EINVAL;
                 }
             }
@@ -155,12 +156,13 @@ static rb_err parse_word(secret_def *d, const char *w, size_t n, int *seen, char
             if (strcasecmp(h, "host") == 0 || strcasecmp(h, "content-length") == 0 ||
                 strcasecmp(h, "transfer-encoding") == 0 || strcasecmp(h, "connection") == 0 ||
                 strncasecmp(h, "proxy-", 6) == 0) {
-                snprintf(why, whyn, "as=header:%s: a header the proxy must set itself", h);
+                snprintf(why, whyn, "as=header:NAME: a header the proxy must set itself (Host, Content-Length, "
+                                    "Transfer-Encoding, Connection, Proxy-*)");
                 return RB_EINVAL;
             }
             return RB_OK;
         } else {
-            snprintf(why, whyn, "as=\"%.*s\": bearer, basic or header:NAME", (int)(vl > 60 ? 60 : vl), v);
+            snprintf(why, whyn, "as= is bearer, basic or header:NAME");
             return RB_EINVAL;
         }
         snprintf(d->header, sizeof(d->header), "Authorization");
@@ -178,8 +180,8 @@ static rb_err parse_word(secret_def *d, const char *w, size_t n, int *seen, char
             }
             for (size_t i = 0; i < len; i++) {
                 if (!name_char(item[i]) || len > 64) {
-                    snprintf(why, whyn, "keys: \"%.*s\" is not a key name ([A-Za-z0-9._-], or * for every key)",
-                             (int)(len > 60 ? 60 : len), item);
+                    snprintf(why, whyn, "keys=: item %d is not a key name ([A-Za-z0-9._-], or * for every key)",
+                             count);
                     free(list);
                     return RB_EINVAL;
                 }
@@ -193,8 +195,7 @@ static rb_err parse_word(secret_def *d, const char *w, size_t n, int *seen, char
         d->keys = list;
     } else if (bit == K_VAR) {
         if (!var_ok(v, vl)) {
-            snprintf(why, whyn, "var=\"%.*s\" is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
-                     (int)(vl > 60 ? 60 : vl), v);
+            snprintf(why, whyn, "var= is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
             return RB_EINVAL;
         }
         snprintf(d->var, sizeof(d->var), "%.*s", (int)vl, v);
@@ -205,7 +206,7 @@ static rb_err parse_word(secret_def *d, const char *w, size_t n, int *seen, char
             return RB_EINVAL;
         }
         if (d->source == SECRET_FROM_ENV && !var_ok(v, vl)) {
-            snprintf(why, whyn, "from-env=\"%.*s\" is not an environment variable name", (int)(vl > 60 ? 60 : vl), v);
+            snprintf(why, whyn, "from-env= is not an environment variable name");
             return RB_EINVAL;
         }
         if (d->source == SECRET_FROM_FILE && (v[0] != '/' || vl > 1024)) {
@@ -226,7 +227,7 @@ static rb_err parse_word(secret_def *d, const char *w, size_t n, int *seen, char
 static rb_err parse_line(secret_def *d, const char *s, size_t n, char *why, size_t whyn)
 {
     size_t i = 0;
-    int seen = 0;
+    int seen = 0, word = 1;
     while (i < n && (s[i] == ' ' || s[i] == '\t'))
         i++;
     size_t b = i;
@@ -238,8 +239,7 @@ static rb_err parse_line(secret_def *d, const char *s, size_t n, char *why, size
     }
     for (size_t k = b; k < i; k++) {
         if (!name_char(s[k])) {
-            snprintf(why, whyn, "\"%.*s\" is not a secret name ([A-Za-z0-9._-], then key=value words)",
-                     (int)(i - b > 60 ? 60 : i - b), s + b);
+            snprintf(why, whyn, "the first word is not a secret name ([A-Za-z0-9._-], then key=value words)");
             return RB_EINVAL;
         }
     }
@@ -250,7 +250,7 @@ static rb_err parse_line(secret_def *d, const char *s, size_t n, char *why, size
         b = i;
         while (i < n && s[i] != ' ' && s[i] != '\t')
             i++;
-        if (i > b && parse_word(d, s + b, i - b, &seen, why, whyn) != RB_OK)
+        if (i > b && parse_word(d, s + b, i - b, ++word, &seen, why, whyn) != RB_OK)
             return RB_EINVAL;
     }
     const char *missing = !(seen & K_HOSTS) ? "hosts=" : !(seen & K_AS) ? "as=" : !(seen & K_KEYS) ? "keys="

@@ -69,7 +69,9 @@ Test(secrets, bad_lines_are_named_without_their_value)
     expect_bad("\na hosts=x.test as=bearer keys=* value=VALUEM\n", "line 2: secret \"a\": its value is shorter than 8");
     expect_bad("a hosts=x.test as=basic keys=* value=VALUEMARKnocolon\n", "is not user:password");
     expect_bad("a hosts=x.test as=bearer keys=* value=VALUEMARK\x01x\n", "line 1: a control character");
-    expect_bad("a hosts=10.0.0.1 as=bearer keys=* value=VALUEMARK1\n", "an IP address");
+    expect_bad("a hosts=10.0.0.1 as=bearer keys=* value=VALUEMARK1\n", "hosts=: host pattern 1: an IP address");
+    expect_bad("a hosts=x.test as=bearer keys=* value= VALUEMARK1\n", "value= is empty");
+    expect_bad("a hosts=x.test as=bearer keys=alice,VALUEMARK!1 value=VALUEMARK1\n", "keys=: item 2 is not a key name");
     expect_bad("a hosts=x.test as=header:Host keys=* value=VALUEMARK1\n", "a header the proxy must set itself");
     expect_bad("a hosts=x.test as=bearer keys=*,alice value=VALUEMARK1\n", "or is *");
     expect_bad("a hosts=x.test as=bearer keys=* value=VALUEMARK1\na hosts=y.test as=bearer keys=* value=VALUEMARK2\n",
@@ -79,7 +81,7 @@ Test(secrets, bad_lines_are_named_without_their_value)
     expect_bad("a hosts=x.test keys=* value=VALUEMARK1\n", "has no as=");
     expect_bad("a hosts=x.test as=bearer value=VALUEMARK1\n", "has no keys=");
     expect_bad("a hosts=x.test as=bearer keys=*\n", "has no a source");
-    expect_bad("a hosts=x.test as=bearer keys=* value=VALUEMARK1 colour=blue\n", "unknown key \"colour\"");
+    expect_bad("a hosts=x.test as=bearer keys=* value=VALUEMARK1 colour=blue\n", "word 6: unknown key");
     expect_bad("a hosts=x.test as=bearer keys=* from-file=relative\n", "absolute path");
     expect_bad("9a hosts=x.test as=bearer keys=* value=VALUEMARK1\n", "give one with var=");
     expect_bad("a-b hosts=x.test as=bearer keys=* value=VALUEMARK1\na.b hosts=x.test as=bearer keys=* value=VALUEMARK2\n",
