@@ -148,6 +148,22 @@ out
     assert index and index[-1]["headers"].get("Authorization") == basic, index[-1:]
 
 
+NODE = r"""
+const https = require('https');
+const HttpsProxyAgent = require('https-proxy-agent');  // Debian's node-https-proxy-agent (5.x)
+const agent = new HttpsProxyAgent(process.env.HTTPS_PROXY);
+https.get('https://api.example.test/hello?c=node', {agent, headers: {Authorization: 'Bearer ' + process.env.API}},
+          (r) => { console.log(r.statusCode); r.resume(); }).on('error', (e) => console.log('ERR ' + e.message));
+"""
+
+
+def test_node_sends_it_too_trusting_the_session_ca_by_node_extra_ca_certs(srv, sid, inet):
+    code = SH + "import json\nopen('/tmp/n.js', 'w').write(%r)\n(sh('node /tmp/n.js'),)\n" % NODE
+    out = value(srv, sid, code)[0]
+    assert out.strip() == "200", out
+    assert seen(inet, "www", "c=node")[-1]["headers"]["Authorization"] == "Bearer " + VALUE
+
+
 def test_an_echo_of_the_value_comes_back_as_stars(srv, sid):
     code = SH + r'''
 (sh('curl -sS -i "https://api.example.test/echo"'),)
