@@ -112,6 +112,7 @@ class Recorder(http.server.BaseHTTPRequestHandler):
     /redirect?to=URL answers 302 to URL, anything else 200 'ok'."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # head and body are two writes: no delayed-ACK stall between them
 
     def log_message(self, *a):
         pass
