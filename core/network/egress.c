@@ -534,6 +534,7 @@ void egress_recover(rb_core *c, const char *session_id, const char *net, json_t 
     snprintf(e->net, sizeof(e->net), "%s", net);
     snprintf(e->proxy, sizeof(e->proxy), "%s-proxy", net);
     e->recovering = 1;
+    e->ca_copied = e->intercept; /* its sandbox has the bundle; a proxy made anew copies it again */
     rb_info("session %s: taking over its egress proxy %s", e->sid, e->proxy);
     chain_step(e, S_ATTACH);
 }

@@ -97,6 +97,7 @@ static void proxy_line(entry *e, const char *line, size_t len)
     }
     if (strcmp(kind, "ready") == 0) {
         e->ready = 1;
+        egress__ca_recopy(e); /* after a restart: a proxy made anew has a new CA */
         egress__maybe_open(e);
     } else if (strcmp(kind, "allowed") == 0 && host != NULL) {
         r->counts.allowed++;

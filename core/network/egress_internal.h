@@ -58,6 +58,7 @@ typedef struct entry {
     struct update *updates;    /* policy writes waiting for the proxy to be up */
     int intercept;             /* its proxy has a session CA and adds secrets (the policy names "secrets") */
     struct ca_copy *ca_copy;   /* the CA bundle being copied into the sandbox (egress_ready) */
+    int ca_copied;             /* the sandbox has it: a proxy made anew (a new CA) copies it again */
 } entry;
 
 typedef struct update {
@@ -99,6 +100,9 @@ void egress__secrets_dispose(room *r);
 json_t *egress__proxy_secrets(entry *e);
 /** Whether policy names secrets (has the "secrets" key: the session has a CA). */
 int egress__policy_intercepts(json_t *policy);
+/** e's proxy said ready again after a restart: its bundle is copied into the sandbox again (a
+ * proxy made anew has a new CA), in the background. */
+void egress__ca_recopy(entry *e);
 /** The room is disposed of: e's CA copy no longer calls back (freed now or by its engine call). */
 void egress__ca_copy_orphan(entry *e);
 /** The pending CA copy of e ends: its waiter hears RB_ECANCELED (egress_close). */

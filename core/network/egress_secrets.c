@@ -196,10 +196,14 @@ static void ca_finish(ca_copy *cc, rb_err err, const char *what, const char *msg
     char text[RB_ERR_LEN];
     if (cc->e != NULL) {
         cc->e->ca_copy = NULL;
+        cc->e->ca_copied |= err == RB_OK;
         if (err != RB_OK && err != RB_ECANCELED)
             snprintf(text, sizeof(text), "the session's egress proxy: %s: %.300s", what, msg ? msg : "no detail");
-        cc->cb(cc->data, err == RB_OK || err == RB_ECANCELED ? err : RB_EUNAVAILABLE,
-               err == RB_OK ? NULL : err == RB_ECANCELED ? msg : text);
+        if (cc->cb != NULL)
+            cc->cb(cc->data, err == RB_OK || err == RB_ECANCELED ? err : RB_EUNAVAILABLE,
+                   err == RB_OK ? NULL : err == RB_ECANCELED ? msg : text);
+        else if (err != RB_OK && err != RB_ECANCELED)
+            rb_warn("session %s: %s", cc->e->sid, text);
     }
     free(cc->container);
     free(cc);
@@ -275,7 +279,19 @@ void egress__ca_copy_cancel(entry *e)
         return;
     e->ca_copy = NULL;
     cc->e = NULL; /* the engine call in flight frees it */
-    cc->cb(cc->data, RB_ECANCELED, "the session ended");
+    if (cc->cb != NULL)
+        cc->cb(cc->data, RB_ECANCELED, "the session ended");
+}
+
+void egress__ca_recopy(entry *e)
+{
+    char err[RB_ERR_LEN];
+    core_session_view v;
+    if (!e->intercept || !e->ca_copied || e->ca_copy != NULL ||
+        core_heart_lookup(e->c, NULL, e->sid, &v, err) != RB_OK || v.container_id == NULL)
+        return;
+    if (egress__ca_copy_start(e, v.container_id, NULL, NULL, err) != RB_OK)
+        rb_warn("session %s: cannot copy its proxy's CA into the sandbox again: %s", e->sid, err);
 }
 
 /* ---- the proxies' events ---------------------------------------------------------------------- */

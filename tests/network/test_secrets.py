@@ -291,6 +291,37 @@ sh('curl -sS -o /dev/null -w "%{http_code}" "https://api.example.test/hello?c=TA
     poll(lambda: n.__setitem__(0, n[0] + 1) or auth_of(f"back{n[0]}") == "Bearer " + VALUE, "restored", every=0.5)
 
 
+def test_a_proxy_made_anew_has_a_new_ca_which_the_sandbox_gets_again(srv, inet):
+    r = create(srv)
+    assert r.status_code == 201, r.text
+    s2 = r.json()["session_id"]
+    code = SH + r'''
+(sh('curl -sS -o /dev/null -w "%{http_code}" "https://api.example.test/hello?c=TAG"'),
+ sh("grep -c 'BEGIN CERTIFICATE' /workspace/.runbox-egress-ca.pem; tail -3 /workspace/.runbox-egress-ca.pem"))
+'''
+    first = value(srv, s2, code.replace("TAG", "before"))
+    assert first[0] == "200", first
+    from inet import docker
+
+    for cid in nettest.egress_objects(s2)["containers"]:
+        docker("rm", "-f", "-v", cid)
+    n = [0]
+
+    def works():
+        n[0] += 1
+        doc = srv.run(s2, code.replace("TAG", f"after{n[0]}"))
+        return doc["status"] == "completed" and doc["result"] and "'200'" in doc["result"] and doc
+
+    doc = poll(works, "a request with the secret through the proxy made anew", every=1)
+    srv.results.append(doc)
+    import ast
+
+    assert ast.literal_eval(doc["result"])[1] != first[1], "the same CA: the proxy was not made anew"
+    got = seen(inet, "www", f"c=after{n[0]}")
+    assert got[-1]["headers"]["Authorization"] == "Bearer " + VALUE
+    srv.delete(s2)
+
+
 def test_uses_are_audited_counted_and_the_value_is_nowhere(srv, sid):
     root = {"Authorization": "Bearer " + KEYS["root"]}
     r = requests.get(srv.url + "/audit", params={"kind": "secret_used", "limit": 1000}, headers=root, timeout=30)
