@@ -291,6 +291,26 @@ sh('curl -sS -o /dev/null -w "%{http_code}" "https://api.example.test/hello?c=TA
     poll(lambda: n.__setitem__(0, n[0] + 1) or auth_of(f"back{n[0]}") == "Bearer " + VALUE, "restored", every=0.5)
 
 
+def test_put_network_changes_the_secrets_of_a_live_session(srv, sid, inet):
+    code = SH + r'''
+sh('curl -sS -o /dev/null -w "%{http_code}" "https://api.example.test/hello?c=TAG"')
+'''
+    r = srv.put_network(sid, {"allow": ["www.example.test", "api.example.test"], "secrets": []})
+    assert r.status_code == 200, r.text
+    assert r.json()["execution_options"]["network"]["secrets"] == []
+    assert value(srv, sid, code.replace("TAG", "put-none")) == "200"
+    assert "Authorization" not in seen(inet, "www", "c=put-none")[-1]["headers"]
+    r = srv.put_network(sid, {"allow": ["www.example.test"], "secrets": ["api", "index"]})
+    assert r.status_code == 200, r.text
+    assert value(srv, sid, code.replace("TAG", "put-back")) == "200"
+    assert seen(inet, "www", "c=put-back")[-1]["headers"]["Authorization"] == "Bearer " + VALUE
+    # false: nothing allowed from now on, and no secret either
+    r = srv.put_network(sid, False)
+    assert r.status_code == 200 and r.json()["execution_options"]["network"]["secrets"] == [], r.text
+    r = srv.put_network(sid, {"allow": ["www.example.test"], "secrets": ["api", "index"]})
+    assert r.status_code == 200, r.text
+
+
 def test_a_proxy_made_anew_has_a_new_ca_which_the_sandbox_gets_again(srv, inet):
     r = create(srv)
     assert r.status_code == 201, r.text
