@@ -41,9 +41,16 @@ In the page reader's mode refused, unreachable, allowed and closed lines togethe
 MAX_EVENT_LINES, then one log_cap line; in policy mode they are not capped (runboxd reads them
 as they come: a long-lived proxy's counts must not stop). --resolve NAME=ADDR (like curl's) is for tests only.
 
-It is not a general-purpose proxy: no keep-alive, no caching, no TLS interception, no
-authentication, no absolute-form https:// (clients use CONNECT for that), and it does not look
-at what it relays. It trusts its command line and policy file (runboxd) and nothing a client
+With --ca-dir (policy mode, sessions with secrets; egress_secrets), a client's request to a host
+one of its secrets is bound to gets the secret added: over HTTP as it is forwarded; over HTTPS the
+CONNECT is answered, TLS ended with a leaf of the proxy's own session CA, the one request read
+and sent on over the proxy's own TLS to the host (its certificate checked), and the answer
+relayed with the value scrubbed. Every other CONNECT stays an end-to-end tunnel. Events:
+secret_used and secret_refused (the secret's name, never its value).
+
+It is not a general-purpose proxy: no keep-alive, no caching, no TLS interception but for
+secrets, no authentication, no absolute-form https:// (clients use CONNECT for that), and it
+does not look at what it relays but to scrub a secret from an answer. It trusts its command line and policy file (runboxd) and nothing a client
 sends.
 """
 import argparse
