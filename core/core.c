@@ -405,7 +405,7 @@ static void proxy_ready_cb(void *data, rb_err err, const char *msg)
 static void networked_sandbox_cb(session *s, rb_err err, const char *msg)
 {
     char e2[RB_ERR_LEN];
-    if (err == RB_OK && egress_ready(s->core, s->id, proxy_ready_cb, s, e2) != RB_OK) {
+    if (err == RB_OK && egress_ready(s->core, s->id, s->container_id, proxy_ready_cb, s, e2) != RB_OK) {
         err = RB_EINTERNAL;
         msg = e2;
     }

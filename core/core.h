@@ -82,6 +82,12 @@ enum { CORE_ROLE_USER = 0, CORE_ROLE_ADMIN = 1, CORE_ROLE_VIEWER = 2 };
  * naming the bad pattern otherwise. */
 rb_err core_egress_limit_check(const char *list, char *err);
 
+/** Reads --secrets-file again (SIGHUP; docs/network.md, "Secrets"): the next request of each
+ * session's proxy uses the new values, and none of a secret no longer there. RB_ENOTFOUND when
+ * runboxd has no --secrets-file; RB_EINVAL naming the line (never a value): nothing changes.
+ * *n: the secrets in force. */
+rb_err core_reload_secrets(rb_core *c, size_t *n, char *err);
+
 /** Checks a key's shares= value (core_caller.shares): "none", "*" or share names. RB_EINVAL
  * naming the bad name otherwise. */
 rb_err core_shares_key_check(const char *list, char *err);

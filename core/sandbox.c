@@ -389,7 +389,7 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     int64_t tmp = s ? s->tmp_bytes : (int64_t)cfg->tmp_size;
     const char *network = s ? s->egress_net : NULL;
     size_t n = 0;
-    ss->env = xcalloc(9 + 12 + json_object_size(env_vars), sizeof(*ss->env));
+    ss->env = xcalloc(9 + 12 + EGRESS_ENV_MAX + json_object_size(env_vars), sizeof(*ss->env));
     ss->env[n++] = xasprintf("RUNBOX_LANGUAGE=%s", language);
     /* Modules the runner's zygote imports (docker/runner/PROTOCOL.md, "Preload"): before the
      * first cell in a warm pool sandbox; in one made for a session (the cold path) only from its
@@ -419,6 +419,8 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
         /* pip retries a refused connection for about 15 s by default: a refusal is final */
         ss->env[n++] = xstrdup("PIP_RETRIES=1");
         ss->env[n++] = xstrdup("RUNBOX_NETWORK=policy");
+        /* secrets (docs/network.md): their placeholders and the bundle with the session's CA */
+        n += egress_sandbox_env(c, s->net_policy, ss->env + n, EGRESS_ENV_MAX);
     }
     /* HOME, MPLBACKEND, MPLCONFIGDIR and the rest come from the image (docker/build-images). */
     const char *k;

@@ -57,8 +57,18 @@ rb_err core_session_network(rb_core *c, const core_caller *who, const char *sess
     if (e != RB_OK)
         return e;
     json_t *pol = NULL;
-    if ((e = egress_policy(c, who ? who->egress : NULL, json_object_get(body, "network"), "'network'", &pol, err)) != RB_OK)
+    if ((e = egress_policy(c, who ? who->egress : NULL, who ? who->owner : NULL, json_object_get(body, "network"),
+                           "'network'", &pol, err)) != RB_OK)
         return e;
+    /* secrets need the session CA its sandbox trusts, made when it was created with secrets */
+    int had = json_object_get(s->net_policy, "secrets") != NULL;
+    if (pol != NULL && json_object_get(pol, "secrets") != NULL && !had) {
+        json_decref(pol);
+        return rb_fail(RB_ECONFLICT, err,
+                       "session %s was created without secrets: its sandbox does not trust a CA of its proxy; create a "
+                       "new session whose execution_options.network names \"secrets\"",
+                       session_id);
+    }
     if (s->egress_net == NULL && s->net_policy == NULL) {
         json_decref(pol);
         return rb_fail(RB_ECONFLICT, err,
@@ -68,6 +78,8 @@ rb_err core_session_network(rb_core *c, const core_caller *who, const char *sess
     }
     if (pol == NULL) /* false: nothing allowed from now on (the sandbox keeps its proxy) */
         pol = json_pack("{s:[], s:[]}", "allow", "deny");
+    if (had && json_object_get(pol, "secrets") == NULL) /* none now; the CA stays */
+        json_object_set_new(pol, "secrets", json_array());
     net_change *nc = xcalloc(1, sizeof(*nc));
     nc->c = c;
     snprintf(nc->session_id, sizeof(nc->session_id), "%s", s->id);

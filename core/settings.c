@@ -59,6 +59,8 @@ void core_settings_init(core_settings *s)
     s->egress_max = NULL;
     s->egress_deny = NULL;
     s->egress_cidr = NULL;
+    s->secrets_file = NULL;
+    s->egress_ca_file = NULL;
     s->code_policy = xstrdup(RB_DEFAULT_CODE_POLICY);
     s->code_policy_file = NULL;
     s->code_policy_overridable = xstrdup(RB_DEFAULT_CODE_POLICY_OVERRIDABLE);
@@ -82,7 +84,7 @@ void core_settings_dispose(core_settings *s)
 {
     if (s == NULL)
         return;
-    char **strs[] = {&s->idle_action, &s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->egress_allow, &s->egress_max, &s->egress_deny, &s->egress_cidr, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload, &s->web_image, &s->web_network, &s->web_allow, &s->web_ports, &s->docker_tls_ca, &s->docker_tls_cert, &s->docker_tls_key, &s->engines, &s->docker_runtimes, &s->isolation, &s->gvisor_runtime, &s->engine_tls_ca, &s->engine_tls_cert, &s->engine_tls_key, &s->shares, &s->default_mounts};
+    char **strs[] = {&s->idle_action, &s->db_path, &s->image, &s->docker_socket, &s->egress_network, &s->egress_allow, &s->egress_max, &s->egress_deny, &s->egress_cidr, &s->secrets_file, &s->egress_ca_file, &s->deps_network, &s->deps_allow, &s->deps_block, &s->deps_index_url, &s->deps_npm_registry, &s->deps_ca_file, &s->code_policy, &s->code_policy_file, &s->code_policy_overridable, &s->preload, &s->web_image, &s->web_network, &s->web_allow, &s->web_ports, &s->docker_tls_ca, &s->docker_tls_cert, &s->docker_tls_key, &s->engines, &s->docker_runtimes, &s->isolation, &s->gvisor_runtime, &s->engine_tls_ca, &s->engine_tls_cert, &s->engine_tls_key, &s->shares, &s->default_mounts};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

@@ -134,6 +134,10 @@ typedef struct core_settings {
                               "*": any name) */
     char *egress_deny;     /* --egress-deny / RUNBOX_EGRESS_DENY: host patterns denied to every session */
     char *egress_cidr;     /* --egress-cidr / RUNBOX_EGRESS_CIDR: addresses proxies may reach although not public */
+    char *secrets_file;    /* --secrets-file / RUNBOX_SECRETS_FILE: the operator's secrets (core/network/secrets.h),
+                              reloaded on SIGHUP; NULL: none */
+    char *egress_ca_file;  /* --egress-ca-file / RUNBOX_EGRESS_CA_FILE: CA certificates (PEM) the proxies trust beside
+                              the image's when they open TLS to a host a secret is bound to; NULL: none */
     char *shares;          /* --share (repeated) / RUNBOX_SHARE: folders of the Docker host sessions may mount,
                               "NAME=/host/path[:ro|:rw]" separated by newlines, ',' or ';' (core/shares/) */
     char *default_mounts;  /* --default-mounts / RUNBOX_DEFAULT_MOUNTS: "SHARE[:/workspace/PATH][:ro],..." mounted

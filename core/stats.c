@@ -97,6 +97,8 @@ void stats_read(rb_core *c, stats_snapshot *out)
     out->egress_restarts = ec.restarts;
     out->egress_bytes_up = ec.bytes_up;
     out->egress_bytes_down = ec.bytes_down;
+    out->egress_secret_uses = ec.secret_uses;
+    out->egress_secret_refusals = ec.secret_refusals;
     out->docker_reachable = c->docker_ok != 0;
     backend_stats_read(c->be, &out->engine);
 }

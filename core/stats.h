@@ -112,6 +112,7 @@ typedef struct stats_snapshot {
     const char *const *egress_refusal_names;
     int n_egress_refusals;
     int64_t egress_bytes_up, egress_bytes_down;
+    int64_t egress_secret_uses, egress_secret_refusals; /* secrets added to requests; refused (docs/network.md) */
 } stats_snapshot;
 
 /** Fills *out with the current numbers of c (cost: one pass over live sessions and executions). */

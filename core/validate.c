@@ -214,7 +214,7 @@ static rb_err parse_sandbox_limits(rb_core *c, const core_caller *who, session *
         return e;
     json_decref(s->net_policy);
     s->net_policy = NULL;
-    if ((e = egress_policy(c, who ? who->egress : NULL, json_object_get(eo, "network"), "'execution_options.network'",
+    if ((e = egress_policy(c, who ? who->egress : NULL, who ? who->owner : NULL, json_object_get(eo, "network"), "'execution_options.network'",
                            &s->net_policy, err)) != RB_OK)
         return e;
     if (s->net_policy != NULL && strcmp(s->isolation, "gvisor") == 0 && !c->cfg->gvisor_network) {
@@ -233,6 +233,13 @@ static rb_err parse_sandbox_limits(rb_core *c, const core_caller *who, session *
 rb_err core_egress_limit_check(const char *list, char *err)
 {
     return egress_key_limit_check(list, err);
+}
+
+rb_err core_reload_secrets(rb_core *c, size_t *n, char *err)
+{
+    if (c->cfg->secrets_file == NULL || c->cfg->secrets_file[0] == '\0')
+        return rb_fail(RB_ENOTFOUND, err, "no --secrets-file");
+    return egress_secrets_reload(c, n, err);
 }
 
 rb_err core__parse_session_opts(rb_core *c, const core_caller *who, session *s, json_t *opts, char *err)

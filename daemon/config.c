@@ -210,6 +210,13 @@ static const key_def keys[] = {
     {"egress-cidr", "RUNBOX_EGRESS_CIDR", K_LIST, OFF(core.egress_cidr),
      "addresses or CIDR ranges proxies may connect to although not public (loopback, private, link-local ... are "
      "refused otherwise, whatever a name resolves to)"},
+    {"secrets-file", "RUNBOX_SECRETS_FILE", K_STR, OFF(core.secrets_file),
+     "file of secrets sandbox code can use but never see (lines: name hosts=PATTERNS as=bearer|basic|header:NAME "
+     "keys=KEYS|* value=TEXT|from-env=VAR|from-file=PATH [var=NAME]); the session's egress proxy adds the value to "
+     "requests to those hosts; reloaded on SIGHUP (docs/network.md, Secrets)"},
+    {"egress-ca-file", "RUNBOX_EGRESS_CA_FILE", K_STR, OFF(core.egress_ca_file),
+     "CA certificates (PEM) the egress proxies trust beside the image's when they open TLS to a host a secret is "
+     "bound to (a private API's CA); sandboxes with secrets trust them too"},
     {"share", "RUNBOX_SHARE", K_ITEMS, OFF(core.shares),
      "a folder of the Docker host that sessions may mount, NAME=/host/path[:ro|:rw] (read-only unless :rw; what code "
      "writes there belongs to uid 1000, the sandbox user); give it once per share (in the environment: separated "

@@ -123,7 +123,8 @@ static void on_signal(uv_signal_t *sig, int signum)
     begin_shutdown(d);
 }
 
-/* SIGHUP: the API key file is read again; a file that does not parse leaves the keys as they were. */
+/* SIGHUP: the API key file and the secrets file are read again; a file that does not parse leaves what it
+ * defines as it was. */
 static void on_hangup(uv_signal_t *sig, int signum)
 {
     (void)signum;
@@ -136,6 +137,11 @@ static void on_hangup(uv_signal_t *sig, int signum)
         rb_info("runboxd: SIGHUP: API keys reloaded, %zu in force", n);
     else
         rb_error("runboxd: SIGHUP: API keys not reloaded (the keys in force are kept): %s", err);
+    rb_err e = core_reload_secrets(d->core, &n, err);
+    if (e == RB_OK)
+        rb_info("runboxd: SIGHUP: secrets reloaded, %zu in force", n);
+    else if (e != RB_ENOTFOUND)
+        rb_error("runboxd: SIGHUP: secrets not reloaded (the secrets in force are kept): %s", err);
 }
 
 /* Parses argv into cfg; returns 0 to run, 1 when --help/--version was handled, -1 on error. */

@@ -60,8 +60,11 @@ rb_err egress_init(rb_core *c, char *err)
 {
     const core_settings *s = core_heart_settings(c);
     room *r = egress__room(c);
-    return netpolicy_limits_init(&r->limits, s->egress, s->egress_allow, s->egress_max, s->egress_deny, LIMIT_FLAGS,
-                                 err);
+    rb_err e = netpolicy_limits_init(&r->limits, s->egress, s->egress_allow, s->egress_max, s->egress_deny,
+                                     LIMIT_FLAGS, err);
+    if (e == RB_OK)
+        e = egress__secrets_init(c, r, err);
+    return e;
 }
 
 static void entry_free(entry *e)
@@ -94,6 +97,7 @@ void egress_dispose(rb_core *c)
             }
             e->att = NULL;
             e->orphaned = 1;
+            egress__ca_copy_orphan(e);
             if (e->refs == 0)
                 entry_free(e);
         }
@@ -101,6 +105,7 @@ void egress_dispose(rb_core *c)
     map_dispose(&r->entries);
     map_dispose(&r->closing);
     netpolicy_limits_dispose(&r->limits);
+    egress__secrets_dispose(r);
     free(r);
     *slot = NULL;
 }
@@ -117,7 +122,26 @@ rb_err egress_key_limit_check(const char *list, char *err)
     return e;
 }
 
-rb_err egress_policy(rb_core *c, const char *key_limit, json_t *v, const char *what, json_t **out, char *err)
+static rb_err policy_of(rb_core *c, const char *key_limit, json_t *v, const char *what, json_t **out, char *err);
+
+rb_err egress_policy(rb_core *c, const char *key_limit, const char *owner, json_t *v, const char *what, json_t **out,
+                     char *err)
+{
+    json_t *names = json_is_object(v) ? json_object_get(v, "secrets") : NULL;
+    if (names == NULL)
+        return policy_of(c, key_limit, v, what, out, err);
+    json_t *rest = json_copy(v); /* netpolicy knows allow and deny only */
+    json_object_del(rest, "secrets");
+    rb_err e = policy_of(c, key_limit, rest, what, out, err);
+    json_decref(rest);
+    if (e == RB_OK && *out != NULL && (e = egress__policy_add_secrets(c, owner, names, what, *out, err)) != RB_OK) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    return e;
+}
+
+static rb_err policy_of(rb_core *c, const char *key_limit, json_t *v, const char *what, json_t **out, char *err)
 {
     room *r = egress__room(c);
     *out = NULL;
@@ -261,6 +285,8 @@ static void write_policy(entry *e)
     e->refs++;
     json_t *client = json_pack("{s:s, s:O, s:O}", "session", e->sid, "allow", json_object_get(e->policy, "allow"),
                                "deny", json_object_get(e->policy, "deny"));
+    if (e->intercept) /* the values: only in the proxy's file, never in a log or the store */
+        json_object_set_new(client, "secrets", egress__proxy_secrets(e));
     json_t *doc = json_pack("{s:{s:o}}", "clients", "*", client);
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
@@ -371,6 +397,14 @@ static rb_err create_proxy(entry *e, char *err)
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         argv[n++] = fixed[i];
     n = add_cidrs(argv, n, ARGV_MAX, cfg->egress_cidr, own, &n_own);
+    if (e->intercept) { /* a CA of its own, made by the proxy in its policy folder: the key never leaves it */
+        argv[n++] = "--ca-dir";
+        argv[n++] = PROXY_CA_DIR;
+        if (egress__room(c)->upstream_ca != NULL) {
+            argv[n++] = "--upstream-ca-pem";
+            argv[n++] = egress__room(c)->upstream_ca;
+        }
+    }
     argv[n] = NULL;
     const backend_label labels[] = {{"runbox.instance", core_heart_instance(c)},
                                     {"runbox.managed", "1"},
@@ -471,6 +505,7 @@ static entry *entry_new(rb_core *c, const char *session_id, json_t *policy)
     e->c = c;
     snprintf(e->sid, sizeof(e->sid), "%s", session_id);
     e->policy = json_deep_copy(policy);
+    e->intercept = egress__policy_intercepts(policy);
     rb_buf_init(&e->line, LINE_MAX_BYTES);
     map_put(&egress__room(c)->entries, e->sid, e);
     return e;
@@ -499,15 +534,14 @@ void egress_recover(rb_core *c, const char *session_id, const char *net, json_t 
     snprintf(e->net, sizeof(e->net), "%s", net);
     snprintf(e->proxy, sizeof(e->proxy), "%s-proxy", net);
     e->recovering = 1;
+    e->ca_copied = e->intercept; /* its sandbox has the bundle; a proxy made anew copies it again */
     rb_info("session %s: taking over its egress proxy %s", e->sid, e->proxy);
     chain_step(e, S_ATTACH);
 }
 
-rb_err egress_ready(rb_core *c, const char *session_id, egress_done_cb cb, void *data, char *err)
+rb_err egress__wait_open(entry *e, egress_done_cb cb, void *data, char *err)
 {
-    entry *e = map_get(&egress__room(c)->entries, session_id);
-    if (e == NULL)
-        return rb_fail(RB_ENOTFOUND, err, "session %s has no way out", session_id);
+    (void)err;
     if (e->state == E_OPEN) {
         cb(data, RB_OK, NULL);
         return RB_OK;
@@ -519,6 +553,24 @@ rb_err egress_ready(rb_core *c, const char *session_id, egress_done_cb cb, void 
     u->next = e->updates;
     e->updates = u;
     return RB_OK;
+}
+
+rb_err egress_ready(rb_core *c, const char *session_id, const char *container, egress_done_cb cb, void *data,
+                    char *err)
+{
+    entry *e = map_get(&egress__room(c)->entries, session_id);
+    if (e == NULL)
+        return rb_fail(RB_ENOTFOUND, err, "session %s has no way out", session_id);
+    if (e->intercept && container != NULL)
+        return egress__ca_copy_start(e, container, cb, data, err);
+    return egress__wait_open(e, cb, data, err);
+}
+
+void egress__policy_changed(entry *e)
+{
+    e->dirty = 1;
+    if (e->state == E_OPEN && !e->writing)
+        write_policy(e);
 }
 
 rb_err egress_update(rb_core *c, const char *session_id, json_t *policy, egress_done_cb cb, void *data, char *err)
@@ -630,6 +682,7 @@ void egress_close(rb_core *c, const char *session_id)
     e->open_cb = NULL;
     core_heart_hold(c, 1); /* a graceful stop waits for the removal (close_step lets go) */
     finish_updates(e, RB_ECANCELED, "the session ended");
+    egress__ca_copy_cancel(e);
     if (e->att != NULL) {
         /* no callback comes after this, not even a pending on_open: its reference goes here */
         int opening = e->att_opening;

@@ -43,12 +43,28 @@ rb_err egress_init(rb_core *c, char *err);
 /** Releases the room (core_free); proxies and networks stay for the next start. */
 void egress_dispose(rb_core *c);
 
-/** The policy of a caller's request v (false, true or {"allow", "deny"}; what names it in
- * errors): *out NULL for none, else the canonical {"allow": [...], "deny": [...]}
- * (netpolicy_request with the operator's limits). key_limit (NULL or "": none) is the caller's
- * API key's own maximum from the keys file ("none": no network; `*`; host patterns), which
- * replaces --egress-max for it; `true` then needs the default list within it. */
-rb_err egress_policy(rb_core *c, const char *key_limit, json_t *v, const char *what, json_t **out, char *err);
+/** The policy of a caller's request v (false, true or {"allow", "deny", "secrets"}; what names it
+ * in errors): *out NULL for none, else the canonical {"allow": [...], "deny": [...]}
+ * (netpolicy_request with the operator's limits), with "secrets": [names] when v names secrets
+ * (each one's host patterns are then added to allow). key_limit (NULL or "": none) is the
+ * caller's API key's own maximum from the keys file ("none": no network; `*`; host patterns),
+ * which replaces --egress-max for it; `true` then needs the default list within it. owner is the
+ * caller's key name (NULL: the trusted caller of a runboxd without keys): a secret it may not use
+ * is RB_EFORBIDDEN, worded as for one that does not exist. */
+rb_err egress_policy(rb_core *c, const char *key_limit, const char *owner, json_t *v, const char *what, json_t **out,
+                     char *err);
+
+/** Reads --secrets-file again (SIGHUP): the next request of every session obeys the new values
+ * (rotation) and the secrets no longer there or no longer allowed to its key (revocation). On
+ * error nothing changes. *n: the secrets now in force. */
+rb_err egress_secrets_reload(rb_core *c, size_t *n, char *err);
+
+/** The environment a sandbox with policy gets beside the proxy's (new strings into env[0..max),
+ * returns how many): for a policy that names secrets, the variables holding their placeholders
+ * and SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, PIP_CERT and NODE_EXTRA_CA_CERTS naming
+ * the bundle with the session's CA. */
+#define EGRESS_ENV_MAX 40
+size_t egress_sandbox_env(rb_core *c, json_t *policy, char **env, size_t max);
 
 /** Checks a key's limit as egress_policy takes it; RB_EINVAL naming the pattern. */
 rb_err egress_key_limit_check(const char *list, char *err);
@@ -66,8 +82,11 @@ rb_err egress_open(rb_core *c, const char *session_id, json_t *policy, egress_op
 typedef void (*egress_done_cb)(void *data, rb_err err, const char *msg);
 
 /** cb once session_id's proxy runs with its policy (at once if it does): RB_EUNAVAILABLE naming
- * the step when its start failed, RB_ECANCELED when the session's way out is closed first. */
-rb_err egress_ready(rb_core *c, const char *session_id, egress_done_cb cb, void *data, char *err);
+ * the step when its start failed, RB_ECANCELED when the session's way out is closed first. For a
+ * session with secrets, the bundle with its CA is copied into sandbox container's /workspace
+ * first. */
+rb_err egress_ready(rb_core *c, const char *session_id, const char *container, egress_done_cb cb, void *data,
+                    char *err);
 
 /** After a restart: takes over session_id's network net (as stored) and its proxy, started again
  * if it stopped (recreated if gone) and given policy again. */
@@ -107,6 +126,9 @@ typedef struct egress_counts {
     int64_t unreachable;    /* connections allowed but failed */
     int64_t restarts;       /* proxies started again after they stopped */
     int64_t bytes_up, bytes_down;
+    int64_t secret_uses;     /* requests a proxy added a secret to */
+    int64_t secret_refusals; /* requests to a secret's host a proxy refused (a Host that disagrees with the target),
+                                and sessions refused a secret their key may not use */
 } egress_counts;
 void egress_counts_read(rb_core *c, egress_counts *out);
 

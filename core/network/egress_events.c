@@ -97,6 +97,7 @@ static void proxy_line(entry *e, const char *line, size_t len)
     }
     if (strcmp(kind, "ready") == 0) {
         e->ready = 1;
+        egress__ca_recopy(e); /* after a restart: a proxy made anew has a new CA */
         egress__maybe_open(e);
     } else if (strcmp(kind, "allowed") == 0 && host != NULL) {
         r->counts.allowed++;
@@ -128,6 +129,8 @@ static void proxy_line(entry *e, const char *line, size_t len)
         if (it != NULL && why != NULL && json_object_get(it, "reason") == NULL)
             json_object_set_new(it, "reason",
                                 json_sprintf("%s%.300s", strcmp(kind, "unreachable") == 0 ? "unreachable: " : "", why));
+    } else if (strcmp(kind, "secret_used") == 0 || strcmp(kind, "secret_refused") == 0) {
+        egress__secret_event(e, ev, kind);
     } else if (strcmp(kind, "policy_error") == 0 && e->written) {
         const char *why = json_string_value(json_object_get(ev, "error"));
         rb_warn("session %s: its egress proxy cannot read its policy: %.300s", e->sid, why ? why : "?");

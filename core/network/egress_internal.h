@@ -8,10 +8,14 @@
 #include "base/map.h"
 #include "core/network/egress.h"
 #include "core/network/netpolicy.h"
+#include "core/network/secrets.h"
 
 #define PROXY_MEMORY ((int64_t)128 * 1024 * 1024)
 #define PROXY_TMP ((int64_t)16 * 1024 * 1024)
 #define PROXY_POLICY_DIR "/policy"
+#define PROXY_CA_DIR "/policy/ca" /* the session CA of a proxy that adds secrets (key and bundle) */
+#define PROXY_CA_BUNDLE ".runbox-egress-ca.pem" /* in PROXY_CA_DIR, copied into the sandbox's /workspace */
+#define SANDBOX_CA_BUNDLE "/workspace/" PROXY_CA_BUNDLE
 #define PROXY_POLICY_SIZE ((int64_t)8 * 1024 * 1024)
 #define PROXY_PIDS 64
 #define PROXY_CONNECTIONS "256"
@@ -52,6 +56,9 @@ typedef struct entry {
     void *open_data;
     json_t *reached, *refused; /* this execution's report: "host:port" -> entry */
     struct update *updates;    /* policy writes waiting for the proxy to be up */
+    int intercept;             /* its proxy has a session CA and adds secrets (the policy names "secrets") */
+    struct ca_copy *ca_copy;   /* the CA bundle being copied into the sandbox (egress_ready) */
+    int ca_copied;             /* the sandbox has it: a proxy made anew (a new CA) copies it again */
 } entry;
 
 typedef struct update {
@@ -68,6 +75,8 @@ typedef struct room {
     egress_counts counts;
     int64_t log_window;    /* when the current minute of refusal logging began */
     int logged, log_dropped;
+    secret_set secrets;    /* the operator's (--secrets-file), reloaded on SIGHUP */
+    char *upstream_ca;     /* --egress-ca-file's PEM text, or NULL */
 } room;
 
 /** The room of c (made on first use). */
@@ -81,5 +90,35 @@ void egress__chain_failed(entry *e, rb_err err, const char *what, const char *ms
 /** The proxy's attach stream: its output, and its end. */
 void egress__proxy_data(void *data, int stream, const char *buf, size_t len);
 void egress__proxy_closed(void *data, rb_err err, const char *errmsg);
+
+/* egress_secrets.c */
+/** Loads --secrets-file and --egress-ca-file into r (egress_init). */
+rb_err egress__secrets_init(rb_core *c, room *r, char *err);
+void egress__secrets_dispose(room *r);
+/** The secrets of e's policy its session's key may use, as the proxy's policy file lists them
+ * (new array; values inside: never logged). */
+json_t *egress__proxy_secrets(entry *e);
+/** Whether policy names secrets (has the "secrets" key: the session has a CA). */
+int egress__policy_intercepts(json_t *policy);
+/** e's proxy said ready again after a restart: its bundle is copied into the sandbox again (a
+ * proxy made anew has a new CA), in the background. */
+void egress__ca_recopy(entry *e);
+/** The room is disposed of: e's CA copy no longer calls back (freed now or by its engine call). */
+void egress__ca_copy_orphan(entry *e);
+/** The pending CA copy of e ends: its waiter hears RB_ECANCELED (egress_close). */
+void egress__ca_copy_cancel(entry *e);
+/** Checks names (a caller's "secrets") for owner and adds them to pol ("secrets", their hosts in
+ * "allow"); RB_EINVAL / RB_EFORBIDDEN naming what. */
+rb_err egress__policy_add_secrets(rb_core *c, const char *owner, json_t *names, const char *what, json_t *pol,
+                                  char *err);
+/** Copies e's CA bundle into container once e is open, then cb (egress_ready). */
+rb_err egress__ca_copy_start(entry *e, const char *container, egress_done_cb cb, void *data, char *err);
+/* egress.c */
+/** e's proxy is given its policy again (the secrets changed). */
+void egress__policy_changed(entry *e);
+/** cb once e is open (at once if it is). */
+rb_err egress__wait_open(entry *e, egress_done_cb cb, void *data, char *err);
+/** Records a proxy's secret_used / secret_refused event. */
+void egress__secret_event(entry *e, json_t *ev, const char *kind);
 
 #endif

@@ -19,7 +19,7 @@ Ports: an allow pattern without a port allows the proxy's default ports (80 and 
 a deny pattern without a port denies every port, with `:PORT` only that port.
 
 The policy file (PolicyFile) is runboxd's: {"clients": {"<client ip>": {"session": "s_...",
-"allow": [...], "deny": [...]}}}, one entry per sandbox address on its internal network, or the
+"allow": [...], "deny": [...], "secrets": [...]}}}, one entry per sandbox address on its internal network, or the
 one entry "*" for any address (a proxy of one session, alone with its sandbox on their network);
 a client's own address wins over "*". The proxy looks at the file (os.stat) on every new
 connection and reads it when it changed, so that a connection opened after runboxd replaced it
@@ -37,7 +37,13 @@ import ipaddress
 import json
 import os
 import re
+import sys
 import time
+
+# The sibling module (python3 -I leaves the script's folder off sys.path)
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from egress_secrets import parse_secrets  # noqa: E402
 
 MAX_PATTERNS = 256  # patterns in one allow or deny list
 MAX_NAME = 253  # characters of a DNS name (without its trailing dot)
@@ -273,7 +279,8 @@ class Policy:
 
 # ---- the policy file -------------------------------------------------------------------------
 
-Client = collections.namedtuple("Client", "session policy")
+Client = collections.namedtuple("Client", "session policy secrets")
+Client.__new__.__defaults__ = ((),)  # secrets: egress_secrets.Secret tuples (none by default)
 
 
 def client_key(address):
@@ -327,8 +334,11 @@ def parse_policy_file(data):
         session = entry.get("session")
         if not isinstance(session, str) or len(session) > MAX_SESSION or not SESSION.fullmatch(session):
             raise ValueError("%s.session: not a session id (1-%d of A-Z a-z 0-9 _ . : -)" % (what, MAX_SESSION))
-        policy = Policy.parse({k: v for k, v in entry.items() if k != "session"}, what)
-        clients[key] = Client(session, policy)
+        policy = Policy.parse({k: v for k, v in entry.items() if k not in ("session", "secrets")}, what)
+        secrets = ()
+        if "secrets" in entry:
+            secrets = parse_secrets(entry["secrets"], what + ".secrets", parse_pattern)
+        clients[key] = Client(session, policy, secrets)
     return clients
 
 

@@ -41,9 +41,16 @@ In the page reader's mode refused, unreachable, allowed and closed lines togethe
 MAX_EVENT_LINES, then one log_cap line; in policy mode they are not capped (runboxd reads them
 as they come: a long-lived proxy's counts must not stop). --resolve NAME=ADDR (like curl's) is for tests only.
 
-It is not a general-purpose proxy: no keep-alive, no caching, no TLS interception, no
-authentication, no absolute-form https:// (clients use CONNECT for that), and it does not look
-at what it relays. It trusts its command line and policy file (runboxd) and nothing a client
+With --ca-dir (policy mode, sessions with secrets; egress_secrets), a client's request to a host
+one of its secrets is bound to gets the secret added: over HTTP as it is forwarded; over HTTPS the
+CONNECT is answered, TLS ended with a leaf of the proxy's own session CA, the one request read
+and sent on over the proxy's own TLS to the host (its certificate checked), and the answer
+relayed with the value scrubbed. Every other CONNECT stays an end-to-end tunnel. Events:
+secret_used and secret_refused (the secret's name, never its value).
+
+It is not a general-purpose proxy: no keep-alive, no caching, no TLS interception but for
+secrets, no authentication, no absolute-form https:// (clients use CONNECT for that), and it
+does not look at what it relays but to scrub a secret from an answer. It trusts its command line and policy file (runboxd) and nothing a client
 sends.
 """
 import argparse
@@ -55,12 +62,14 @@ import os
 import re
 import signal
 import socket
+import ssl
 import sys
 
 # The sibling module: python3 -I (as runboxd starts it) leaves the script's folder off sys.path.
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from egress_policy import PolicyFile, check_address, client_key  # noqa: E402
+from egress_secrets import Scrubber, SessionCA, bound, host_agrees, inject  # noqa: E402
 
 MAX_HEAD = 64 * 1024  # bytes of a request or response head (request line and headers)
 HEAD_TIMEOUT = 30.0  # seconds a client has to send its request head
@@ -134,13 +143,17 @@ class Unreachable(Exception):
 
 
 class Meter:
-    """One upstream connection's byte counts; EVENT (policy mode) is logged as "closed" with them."""
+    """One upstream connection's byte counts; EVENT (policy mode) is logged as "closed" with them.
+    SECRETS: the client's secrets bound to the target (egress_secrets); SCRUBBER, once they were
+    added to a request, cleans the answer."""
 
-    __slots__ = ("up", "down", "event")
+    __slots__ = ("up", "down", "event", "secrets", "scrubber")
 
-    def __init__(self, event=None):
+    def __init__(self, event=None, secrets=()):
         self.up = self.down = 0
         self.event = event
+        self.secrets = secrets
+        self.scrubber = None
 
 
 class BadRequest(Exception):
@@ -157,6 +170,7 @@ class Proxy:
         self.allow = [ipaddress.ip_network(c, strict=False) for c in args.allow]
         self.ports = set(DEFAULT_PORTS) | set(args.allow_port)
         self.policies = args.policies  # a started PolicyFile in policy mode, else None
+        self.ca = args.ca  # a started egress_secrets.SessionCA with --ca-dir, else None
         self.resolve = args.resolve  # --resolve (tests): name -> ipaddress
         self.max_bytes = args.max_bytes  # None in policy mode: no byte cap
         self.max_connections = args.max_connections
@@ -394,7 +408,7 @@ class Proxy:
                 return up_reader, up_writer, Meter()
             event = dict(who, host=host, port=port, address=address)
             self.emit_counted(event="allowed", rule=rule, **event)
-            return up_reader, up_writer, Meter(event)
+            return up_reader, up_writer, Meter(event, bound(client.secrets, host, port, self.ports))
         except Refused as e:
             self.emit_counted(event="refused", **who, host=host, port=port, address=e.address, reason=e.reason)
             text = "runbox egress proxy refused %s:%d: %s" % (host, port, e.reason)
@@ -413,11 +427,48 @@ class Proxy:
             return
         up_reader, up_writer, meter = up
         try:
+            if meter.secrets and self.ca is not None:
+                await self.intercept(reader, writer, up_reader, up_writer, meter, host, port)
+                return
             writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             await writer.drain()
             await self.relay_both(reader, writer, up_reader, up_writer, meter)
         finally:
             self.close_upstream(up_writer, meter)
+
+    async def intercept(self, reader, writer, up_reader, up_writer, meter, host, port):
+        """A tunnel to a host a secret of the client is bound to: TLS is ended here with a leaf of the
+        session's CA, the one request read, the secret added, and sent on over TLS checked against
+        the image's and the operator's CAs (never end to end: an upstream that fails the check gets
+        nothing)."""
+        ctx = await self.ca.server_context(host)
+        # no await between the answer and start_tls: the client's TLS hello must reach TLS, not the
+        # plain stream's buffer (start_tls stops the plain reading at once)
+        writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        await writer.start_tls(ctx, ssl_handshake_timeout=HEAD_TIMEOUT)
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
+        except (asyncio.LimitOverrunError, ValueError):
+            await answer(writer, 431, "Request Header Fields Too Large", "request head too large\n")
+            return
+        try:
+            method, target, headers = parse_head(head)
+            if not target.startswith("/"):
+                raise BadRequest(400, "an origin-form request (GET /path) inside the tunnel\n")
+            body = request_body_framing(headers)
+        except BadRequest as e:
+            await answer(writer, e.status, "Bad Request", e.text)
+            return
+        try:
+            await up_writer.start_tls(self.ca.upstream, server_hostname=host, ssl_handshake_timeout=self.connect_timeout)
+        except (ssl.SSLError, ssl.CertificateError, OSError, asyncio.TimeoutError) as e:
+            self.emit_counted(event="unreachable", **{k: meter.event[k] for k in ("session", "client")},
+                              host=host, port=port, reason="TLS: %s" % reason_phrase(str(e), 200))
+            await answer(writer, 502, "Bad Gateway",
+                         "runbox egress proxy could not reach %s:%d over TLS: %s\n" % (host, port, e))
+            return
+        await self.send_request(reader, writer, up_reader, up_writer, meter, method, target, headers, body,
+                                host, port, 443)
 
     async def forward(self, reader, writer, method, rest, headers):
         # rest: the absolute URL without "http://": authority, then path and query
@@ -439,26 +490,49 @@ class Proxy:
             return
         up_reader, up_writer, meter = up
         try:
-            drop = HOP_BY_HOP | connection_tokens(headers)
-            lines = ["%s %s HTTP/1.1" % (method, path), "Host: %s" % authority]
-            for name, value in headers:
-                if name.lower() in drop or name.lower() == "host":
-                    continue
-                lines.append("%s: %s" % (name, value))
-            lines.append("Connection: close")
-            data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-            up_writer.write(data)
-            meter.up += len(data)
-            await up_writer.drain()
-            # The request body (if any) is relayed in its own task so that an upstream may
-            # answer before reading it all.
-            sender = asyncio.ensure_future(send_body(reader, up_writer, body, meter))
-            try:
-                await self.relay_response(up_reader, writer, meter)
-            finally:
-                sender.cancel()
+            await self.send_request(reader, writer, up_reader, up_writer, meter, method, path, headers, body,
+                                    host, port, 80, authority)
         finally:
             self.close_upstream(up_writer, meter)
+
+    async def send_request(self, reader, writer, up_reader, up_writer, meter, method, path, headers, body, host,
+                           port, default_port, authority=None):
+        """Sends one request upstream (its secrets added when the client has some bound to the
+        target) and relays the answer."""
+        if meter.secrets:
+            if not host_agrees(headers, host, port, default_port, parse_authority):
+                for secret in meter.secrets:
+                    self.emit(event="secret_refused", session=meter.event.get("session"), secret=secret.name,
+                              host=host, port=port, reason="the Host header disagrees with the target")
+                await answer(writer, 421, "Misdirected Request",
+                             "runbox egress proxy: the Host header does not name %s:%d, the host this request goes "
+                             "to; a secret is never sent with a Host that disagrees\n" % (host, port))
+                return
+            headers = inject(headers, meter.secrets)
+            meter.scrubber = Scrubber(meter.secrets)
+            for secret in meter.secrets:
+                self.emit(event="secret_used", session=meter.event.get("session"), secret=secret.name, host=host,
+                          port=port)
+        if authority is None:
+            authority = host if port == default_port else "%s:%d" % (host, port)
+        drop = HOP_BY_HOP | connection_tokens(headers)
+        lines = ["%s %s HTTP/1.1" % (method, path), "Host: %s" % authority]
+        for name, value in headers:
+            if name.lower() in drop or name.lower() == "host":
+                continue
+            lines.append("%s: %s" % (name, value))
+        lines.append("Connection: close")
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        up_writer.write(data)
+        meter.up += len(data)
+        await up_writer.drain()
+        # The request body (if any) is relayed in its own task so that an upstream may
+        # answer before reading it all.
+        sender = asyncio.ensure_future(send_body(reader, up_writer, body, meter))
+        try:
+            await self.relay_response(up_reader, writer, meter)
+        finally:
+            sender.cancel()
 
     async def relay_response(self, up_reader, writer, meter):
         """Relays the one response: its head with the hop-by-hop headers replaced by
@@ -482,7 +556,10 @@ class Proxy:
         drop = HOP_BY_HOP | connection_tokens(fields)
         out = [status] + ["%s: %s" % (n, v) for n, v in fields if n.lower() not in drop]
         out.append("Connection: close")
-        if not await self.send_counted(writer, ("\r\n".join(out) + "\r\n\r\n").encode("latin-1"), meter):
+        head = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
+        if meter.scrubber is not None:  # an answer that echoes the secret shows '*'s
+            head = meter.scrubber.replace(head)
+        if not await self.send_counted(writer, head, meter):
             self.cut.discard(writer)  # cut within its head: Chromium fails it at once, nothing to keep
             return
         await self.pump(up_reader, writer, meter)
@@ -498,8 +575,21 @@ class Proxy:
 
     async def pump(self, up_reader, writer, meter):
         writer.transport.set_write_buffer_limits(high=RELAY_LIMIT)  # fewer waits in drain()
+        scrubber = meter.scrubber
         while True:
-            data = await up_reader.read(CHUNK)
+            try:
+                data = await up_reader.read(CHUNK)
+            except ssl.SSLError:  # a TLS upstream that ends without close_notify: the end
+                data = b""
+            if scrubber is not None:  # an answer that echoes the secret shows '*'s
+                if not data:
+                    rest = scrubber.flush()
+                    if rest:
+                        await self.send_counted(writer, rest, meter)
+                    return
+                data = scrubber.feed(data)
+                if not data:
+                    continue
             if not data:
                 return
             if not await self.send_counted(writer, data, meter):
@@ -700,6 +790,8 @@ def parse_args(argv):
     p.add_argument("--deadline", required=True, type=float, help="seconds to live (0: no limit, policy mode only)")
     p.add_argument("--policy-file", help="sandbox sessions: the clients' policies (see egress_policy)")
     p.add_argument("--resolve", action="append", default=[], metavar="NAME=ADDR", help="tests only: NAME resolves to ADDR")
+    p.add_argument("--ca-dir", help="policy mode: a folder of the proxy's own for its session CA (adds secrets)")
+    p.add_argument("--upstream-ca-pem", help="with --ca-dir: CA certificates (PEM text) upstreams may be signed by")
     args = p.parse_args(argv)
     resolve = {}
     for item in args.resolve:
@@ -709,7 +801,15 @@ def parse_args(argv):
         except ValueError:
             p.error("--resolve %s: not NAME=ADDR" % item)
     args.resolve = resolve
-    args.policies = args.policy_event = None
+    args.policies = args.policy_event = args.ca = None
+    if args.ca_dir is not None:
+        if args.policy_file is None:
+            p.error("--ca-dir: only with --policy-file")
+        args.ca = SessionCA(args.ca_dir, args.upstream_ca_pem)
+        try:
+            args.ca.start()
+        except (OSError, ssl.SSLError, ValueError) as e:
+            p.error("--ca-dir %s: %s" % (args.ca_dir, e))
     if args.policy_file is not None:
         if args.max_bytes is not None:
             p.error("--max-bytes: the byte cap is the page reader's, not with --policy-file")

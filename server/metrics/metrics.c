@@ -250,6 +250,13 @@ static void render_egress(rb_buf *b, const stats_snapshot *st)
     put(b, "runbox_egress_bytes_total{direction=\"down\"} %" PRId64 "\n", st->egress_bytes_down);
     counter(b, "runbox_egress_proxy_restarts_total", "Egress proxies started again after they stopped.",
             (uint64_t)st->egress_restarts);
+    counter(b, "runbox_egress_secret_uses_total",
+            "Requests an egress proxy added an operator's secret to (--secrets-file; never the value).",
+            (uint64_t)st->egress_secret_uses);
+    counter(b, "runbox_egress_secret_refusals_total",
+            "Secrets refused: a session naming one its key may not use, or a request to a secret's host whose Host "
+            "header disagrees with its target.",
+            (uint64_t)st->egress_secret_refusals);
 }
 
 /* Per-session usage (core_usage_latest): the newest sample of at most USAGE_SERIES_MAX sessions

@@ -73,7 +73,8 @@ int rest_audit(http_call *call)
         return 0;
     }
     static const char *const kinds[] = {"execution", "file_upload", "file_download", "file_delete", "install",
-                                        "network_refused", "session_created", "session_ended", NULL};
+                                        "network_refused", "secret_used", "secret_refused", "session_created",
+                                        "session_ended", NULL};
     const char *kind = http_query_param(call->req, "kind");
     size_t k = 0;
     while (kind != NULL && kinds[k] != NULL && strcmp(kinds[k], kind) != 0)
@@ -81,7 +82,7 @@ int rest_audit(http_call *call)
     if (kind != NULL && kinds[k] == NULL) {
         http_send_error(call->req, RB_EINVAL,
                         "'kind' is execution, file_upload, file_download, file_delete, install, network_refused, "
-                        "session_created or session_ended");
+                        "secret_used, secret_refused, session_created or session_ended");
         return 0;
     }
     q.key = http_query_param(call->req, "key");

@@ -56,7 +56,9 @@ ROOM_BENCHES = (("bench_network", "network by policy: a networked session beside
                 ("bench_dify", "Dify: a code node's run beside a REST execute of the same code"),
                 ("bench_jupyter", "Jupyter: /jupyter's kernels beside the real jupyter_kernel_gateway on the same "
                                   "image"),
-                ("bench_gvisor", "gVisor: sandboxes under runsc beside runc, on one nested engine offering both"))
+                ("bench_gvisor", "gVisor: sandboxes under runsc beside runc, on one nested engine offering both"),
+                ("bench_secrets", "secrets: an HTTPS request with a secret injected by the egress proxy beside the "
+                                  "same through a plain tunnel and without the proxy"))
 
 
 # ---- figures --------------------------------------------------------------------------------

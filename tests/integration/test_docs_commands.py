@@ -28,6 +28,7 @@ NOT_RUN = {
     '"dependencies"': "a package index (tests/files/test_dependencies.py runs its own)",
     "/web/page-text": "--web-tool and Chromium's image (tests/web)",
     "$ADMIN": "an admin key of an --api-keys-file (tests/integration/test_audit.py)",
+    '"secrets"': "--egress and a --secrets-file (tests/network/test_secrets.py)",
 }
 
 # What a doc's commands find in the session before they run (the state its prose describes).

@@ -9,6 +9,8 @@ It serves, on every name it is reached by:
 - HTTP on --http ports (80 and 8080), HTTPS on --https ports (443) with --cert/--key (signed by
   the test's CA, with the names as SANs);
 - GET /hello: 200, "hello from HOST (server NAME, port PORT, SCHEME)", HOST the Host header;
+- GET /echo: the request's headers as JSON (and its Authorization in X-Echo-Authorization);
+- GET /redirect?to=URL: 302 to URL;
 - GET /big?bytes=N: N bytes ("x"), N at most 256 MiB;
 - a PEP 503 simple index of the wheels in DATA/pypi: GET /simple/ and /simple/<name>/, links
   to /files/<wheel>#sha256=<hex>, and GET /files/<wheel>;
@@ -18,8 +20,8 @@ It serves, on every name it is reached by:
   /<name>/-/<file> the tarball;
 - a raw TCP banner and echo on --echo ports (7000): "rbt-echo NAME\\n", then what it receives.
 
-Every HTTP request is logged on stdout as one JSON line {"event": "request", ...} (so that a
-test can tell that a refused request never reached the server); "READY" is printed once every
+Every HTTP request is logged on stdout as one JSON line {"event": "request", ..., "headers"} (so
+that a test can tell that a refused request never reached the server, and what it carried); "READY" is printed once every
 port listens.
 """
 
@@ -121,8 +123,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         path = url.path
         emit(event="request", server=srv.name, port=srv.server_address[1], scheme=srv.scheme, host=host,
-             method=self.command, path=self.path, client=self.client_address[0])
+             method=self.command, path=self.path, client=self.client_address[0], headers=dict(self.headers.items()))
         cat = srv.catalog
+        if path == "/echo":  # the request's headers, in the body (JSON) and in X-Echo-Authorization
+            data = json.dumps(dict(self.headers.items())).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("X-Echo-Authorization", self.headers.get("Authorization", ""))
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+            self.close_connection = True
+            return None
+        if path == "/redirect":  # 302 to the URL in ?to=
+            self.send_response(302)
+            self.send_header("Location", urllib.parse.parse_qs(url.query).get("to", ["/hello"])[0])
+            self.send_header("Content-Length", "0")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            return None
         if path == "/hello":
             return self.send_body(200, "hello from %s (server %s, port %d, %s)\n"
                                   % (host, srv.name, srv.server_address[1], srv.scheme))
