@@ -16,7 +16,7 @@
  * (processes, terminals and watchers per sandbox; output kept while nobody watches). A client
  * that reads slowly pauses the process's output (back-pressure) instead of buffering it here.
  * The filesystem service's Stat, ListDir, MakeDir and Remove are e2b_fs.c's. What envd offers
- * and runbox does not (streamed input, Move, watchers) answers `unimplemented` with a message
+ * and runbox does not (Move, watchers) answers `unimplemented` with a message
  * that names it. Commands run as the sandbox user; a cwd under /home/user runs in the same
  * folder of the session's workspace.
  */
@@ -639,6 +639,79 @@ static int rpc_update(h2o_req_t *req, const e2b_sandbox *sbx)
     return 0;
 }
 
+/* StreamInput, a client stream: envelopes {"start": {"process": {"pid"} or {"tag"}}}, then
+ * {"data": {"input": {"stdin" or "pty": base64}}} and {"keepalive": {}} in any number. runboxd
+ * reads the whole request before answering (it is bounded like any body), so the input reaches
+ * the process when the client ends its stream, in order; the answer is one empty message and the
+ * end of the stream. */
+static int rpc_stream_input(h2o_req_t *req, const e2b_sandbox *sbx)
+{
+    char err[RB_ERR_LEN];
+    const char *ctype = header(req, "content-type");
+    if (ctype == NULL || strncasecmp(ctype, "application/connect+json", 24) != 0) {
+        send_error(req, "unimplemented",
+                   "process.Process/StreamInput takes the Connect streaming protocol with the JSON codec "
+                   "(Content-Type: application/connect+json)");
+        return 0;
+    }
+    const char *body = req->entity.base;
+    size_t len = req->entity.len, off = 0;
+    core_process_sel sel = {0};
+    int started = 0;
+    rb_err e = RB_OK;
+    json_t *start = NULL;
+    while (e == RB_OK && off < len) {
+        json_t *msg = NULL;
+        if ((e = connect_next_request(body, len, &off, RPC_REQUEST_MAX, &msg, err)) != RB_OK)
+            break;
+        json_t *ev = json_object_get(msg, "event");
+        if (ev == NULL)
+            ev = msg; /* the oneof's members may come at the top */
+        if (!started) {
+            start = json_incref(json_object_get(ev, "start"));
+            json_decref(msg);
+            if (start == NULL)
+                e = rb_fail(RB_EINVAL, err, "the input stream must begin with a start event naming the process");
+            else if (!selector(req, start, &sel))
+                return json_decref(start), 0;
+            started = 1;
+            continue;
+        }
+        json_t *input = json_object_get(json_object_get(ev, "data"), "input");
+        const char *b64 = json_string_value(json_object_get(input, "stdin"));
+        if (b64 == NULL)
+            b64 = json_string_value(json_object_get(input, "pty"));
+        char *bytes = NULL;
+        size_t blen = 0;
+        if (b64 != NULL && (e = codec_base64_decode(b64, strlen(b64), &bytes, &blen, err)) == RB_OK && blen > 0)
+            e = core_process_input(sbx->core, sbx->who, sbx->session_id, &sel, bytes, blen, err);
+        free(bytes);
+        json_decref(msg);
+    }
+    json_decref(start);
+    if (e == RB_OK && !started)
+        e = rb_fail(RB_EINVAL, err, "the input stream is empty: it must begin with a start event naming the process");
+    if (e != RB_OK) {
+        send_fail(req, e, err);
+        return 0;
+    }
+    rb_buf out;
+    rb_buf_init(&out, 64);
+    json_t *empty = json_object();
+    connect_envelope(&out, 0, empty);
+    connect_end_stream(&out, NULL, NULL);
+    json_decref(empty);
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = out.len;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/connect+json"));
+    char *copy = h2o_mem_alloc_pool(&req->pool, out.len);
+    memcpy(copy, out.data, out.len);
+    rb_buf_dispose(&out);
+    h2o_send_inline(req, copy, req->res.content_length);
+    return 0;
+}
+
 /* List {} -> {"processes": [{"config": {cmd, args, envs, cwd}, "pid", "tag"?}]}. */
 static int rpc_list(h2o_req_t *req, const e2b_sandbox *sbx)
 {
@@ -682,6 +755,8 @@ int e2b_rpc_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *method)
         return rpc_connect(req, sbx);
     if (strcmp(method, "process.Process/Update") == 0)
         return rpc_update(req, sbx);
+    if (strcmp(method, "process.Process/StreamInput") == 0)
+        return rpc_stream_input(req, sbx);
     if (strcmp(method, "process.Process/SendSignal") == 0)
         return rpc_send_signal(req, sbx);
     if (strcmp(method, "process.Process/List") == 0)
@@ -694,8 +769,8 @@ int e2b_rpc_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *method)
         return 0;
     if (strncmp(method, "process.Process/", 16) == 0)
         snprintf(msg, sizeof(msg),
-                 "%.100s is not supported by runbox: send input with process.Process/SendInput, one call a "
-                 "chunk",
+                 "%.100s is not a method of envd's process service that runbox offers (Start, Connect, List, "
+                 "SendInput, StreamInput, CloseStdin, Update, SendSignal)",
                  method);
     else if (strncmp(method, "filesystem.Filesystem/", 22) == 0)
         snprintf(msg, sizeof(msg),

@@ -118,6 +118,8 @@ def test_a_terminal_driven_like_a_terminal(sbx):
     at = screen.wait_for(b"/dev/pts/", at)
     sbx.pty.send_stdin(h.pid, b"echo $((6 * 7))\n")
     at = screen.wait_for(b"42\r\n", at)
+    sbx.pty.stream_input(h.pid, [b"echo stre", b"amed\n"])
+    at = screen.wait_for(b"streamed\r\n", at)
     sbx.pty.resize(h.pid, PtySize(rows=40, cols=132))
     sbx.pty.send_stdin(h.pid, b"stty size\n")
     at = screen.wait_for(b"40 132\r\n", at)
@@ -154,6 +156,11 @@ def test_a_background_command_is_connected_to_sent_input_and_killed(env, sbx):
     h2.send_stdin("y\n")
     r = h2.wait()
     assert r.exit_code == 0 and r.stdout == "got-x\ngot-y\n", r
+
+    # a stream of input (client streaming: runboxd hands it over when the stream ends)
+    h = sbx.commands.run("read a; read b; echo $a-$b", background=True, stdin=True, timeout=0)
+    other.commands.stream_input(h.pid, ["one\n", b"two\n"])
+    assert h.wait().stdout == "one-two\n"
 
     # kill by pid from another client
     h = sbx.commands.run("sleep 600", background=True, timeout=0)
