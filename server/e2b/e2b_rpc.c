@@ -288,7 +288,9 @@ static void proc_end(void *data, rb_err err, const char *msg, const core_process
     rpc_stream *s = data;
     s->proc = NULL; /* it is gone */
     if (err != RB_OK) {
-        end_stream(s, connect_code_of(err), msg);
+        /* its sandbox ended (killed, timed out, runboxd stopping): envd's proxy says unavailable,
+         * after which the SDK asks /health and reports the sandbox gone */
+        end_stream(s, err == RB_ECANCELED ? "unavailable" : connect_code_of(err), msg);
         return;
     }
     queue_event(s, json_pack("{s:{s:i, s:b, s:s}}", "end", "exitCode", end->exit_code, "exited", end->exited,

@@ -362,3 +362,16 @@ def test_another_keys_sandbox_is_refused(env, sbx):
         assert h.pid in {p.pid for p in sbx.commands.list()}  # untouched
     finally:
         sbx.pty.kill(h.pid)
+
+
+def test_a_command_whose_sandbox_ends_reports_the_sandbox_gone(env):
+    """The stream of a process whose sandbox is killed ends `unavailable`, as envd's proxy answers;
+    the SDK then asks /health and raises SandboxNotRunningException."""
+    from e2b import SandboxNotRunningException
+
+    box = Sandbox.create()
+    env.session_ids.add(box.sandbox_id)
+    cmd = box.commands.run("sleep 60", background=True)
+    box.kill()
+    with pytest.raises(SandboxNotRunningException, match="killed or reached its end of life"):
+        cmd.wait()
