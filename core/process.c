@@ -28,6 +28,10 @@
 #define SANDBOX_USER "1000:1000"
 #define MARKER_MAX 32
 #define EARLY_MAX (4u * 1024 * 1024)
+/* Bytes a second read from a process nobody watches (its output goes to the backlog and beyond
+ * it nowhere): past them its output is paused for the rest of the second, so that a detached
+ * flood costs runboxd and the engine little. */
+#define UNWATCHED_BYTES_PER_S (1u * 1024 * 1024)
 
 #define WRAPPER_BODY                                                                                                   \
     "cd -- \"$1\" 2>/dev/null || { printf 'rbcwd\\n' >&2; exit 126; }; "                                             \
@@ -62,6 +66,11 @@ struct core_process {
     char container[RB_ID_LEN * 2];
     json_t *info;         /* {cmd, args, envs, cwd, tag?, tty?} for core_process_list */
     uv_timer_t *timeout;  /* its timeout_ms, or NULL */
+    uv_timer_t *throttle; /* ends a pause for UNWATCHED_BYTES_PER_S, or NULL */
+    int throttled;        /* paused for that */
+    int backend_paused;   /* what the stream was last told */
+    int64_t window_ms;    /* the second the unwatched bytes are counted in */
+    size_t window_bytes;
     rb_buf early;         /* stdout that came before the line on stderr (Docker copies the two
                              streams apart, so their order is not kept); bounded by EARLY_MAX */
     rb_buf backlog;       /* output no watcher took: records [stream][len BE32][bytes], the latest
@@ -90,6 +99,10 @@ static void process_free(core_process *p)
     if (p->timeout != NULL) {
         uv_timer_stop(p->timeout);
         uv_close((uv_handle_t *)p->timeout, (uv_close_cb)free);
+    }
+    if (p->throttle != NULL) {
+        uv_timer_stop(p->throttle);
+        uv_close((uv_handle_t *)p->throttle, (uv_close_cb)free);
     }
     rb_buf_dispose(&p->early);
     rb_buf_dispose(&p->backlog);
@@ -163,6 +176,44 @@ static rb_err send_signal(core_process *p, int sig, core_op *op, char *err)
     return RB_OK;
 }
 
+/* Tells the stream whether to read: not while a watcher or the throttle holds it, always once doomed. */
+static void apply_pause(core_process *p)
+{
+    int want = !p->doomed && (p->npaused > 0 || p->throttled);
+    if (p->st != NULL && want != p->backend_paused)
+        backend_stream_pause(p->c->be, p->st, want);
+    p->backend_paused = want;
+}
+
+static void on_throttle_end(uv_timer_t *t)
+{
+    core_process *p = t->data;
+    p->throttled = 0;
+    apply_pause(p);
+}
+
+/* Counts bytes read while nobody watches; past UNWATCHED_BYTES_PER_S in this second, pauses. */
+static void throttle_unwatched(core_process *p, size_t len)
+{
+    int64_t now = rb_now_ms();
+    if (now - p->window_ms >= 1000) {
+        p->window_ms = now;
+        p->window_bytes = 0;
+    }
+    p->window_bytes += len;
+    if (p->window_bytes <= UNWATCHED_BYTES_PER_S || p->throttled)
+        return;
+    if (p->throttle == NULL) {
+        p->throttle = xmalloc(sizeof(*p->throttle));
+        uv_timer_init(p->c->loop, p->throttle);
+        p->throttle->data = p;
+    }
+    p->throttled = 1;
+    apply_pause(p);
+    int64_t left = 1000 - (now - p->window_ms);
+    uv_timer_start(p->throttle, on_throttle_end, (uint64_t)(left > 0 ? left : 1), 0);
+}
+
 /* Kills p now if it runs, else once its pid is known. */
 static void doom(core_process *p)
 {
@@ -170,8 +221,7 @@ static void doom(core_process *p)
     if (p->doomed || p->st == NULL)
         return;
     p->doomed = 1;
-    if (p->npaused > 0)
-        backend_stream_pause(p->c->be, p->st, 0); /* let it run into the kill */
+    apply_pause(p); /* let it run into the kill */
     if (p->state == P_RUNNING && send_signal(p, SIGKILL, NULL, err) != RB_OK)
         rb_warn("session %s: could not kill process %u: %s", p->s ? p->s->id : "?", p->pid, err);
 }
@@ -232,8 +282,10 @@ static void keep_backlog(core_process *p, int stream, const char *buf, size_t le
 static void deliver(core_process *p, int stream, const char *buf, size_t len)
 {
     if (p->watches == NULL) {
-        if (p->keep && !p->doomed)
+        if (p->keep && !p->doomed) {
             keep_backlog(p, stream, buf, len);
+            throttle_unwatched(p, len);
+        }
         return;
     }
     for (core_process_watch *w = p->watches, *next; w != NULL; w = next) {
@@ -406,6 +458,11 @@ static core_process_watch *watch_new(core_process *p, const core_process_cbs *cb
     w->next = p->watches;
     p->watches = w;
     p->nwatches++;
+    if (p->throttled) { /* someone reads again: at its pace */
+        uv_timer_stop(p->throttle);
+        p->throttled = 0;
+        apply_pause(p);
+    }
     return w;
 }
 
@@ -479,8 +536,7 @@ void core_process_pause(core_process_watch *w, int paused)
         return;
     w->paused = !!paused;
     p->npaused += w->paused ? 1 : -1;
-    if (p->st != NULL && !p->doomed && (p->npaused == 0 || (p->npaused == 1 && w->paused)))
-        backend_stream_pause(p->c->be, p->st, p->npaused > 0);
+    apply_pause(p);
 }
 
 void core_process_detach(core_process_watch *w)

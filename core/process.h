@@ -14,9 +14,10 @@
  * (core_process_detach), so that nothing runs on that nobody waits for; with keep it runs on until
  * it ends, is signalled, its timeout passes (timeout_ms) or its session ends, and output that
  * comes while nobody watches is kept, at most CORE_PROCESS_BACKLOG bytes (the latest), for the
- * next watcher (core_process_replay). Output is not buffered otherwise: a watcher that cannot keep
- * up pauses the process's output (core_process_pause), and the process then blocks in its writes
- * (back-pressure).
+ * next watcher (core_process_replay); such a process is read at most 1 MiB a second while nobody
+ * watches (its output paused for the rest of the second). Output is not buffered otherwise: a
+ * watcher that cannot keep up pauses the process's output (core_process_pause), and the process
+ * then blocks in its writes (back-pressure).
  *
  * It is not the interpreter (executions, core/execution.c) and knows no protocol; the E2B
  * Connect RPC (server/e2b/e2b_rpc.c) translates it. Without a terminal a process's standard
