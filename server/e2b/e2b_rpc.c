@@ -672,10 +672,12 @@ static int rpc_stream_input(h2o_req_t *req, const e2b_sandbox *sbx)
         if (!started) {
             start = json_incref(json_object_get(ev, "start"));
             json_decref(msg);
-            if (start == NULL)
+            if (start == NULL) {
                 e = rb_fail(RB_EINVAL, err, "the input stream must begin with a start event naming the process");
-            else if (!selector(req, start, &sel))
-                return json_decref(start), 0;
+            } else if (!selector(req, start, &sel)) {
+                json_decref(start);
+                return 0; /* answered */
+            }
             started = 1;
             continue;
         }

@@ -224,6 +224,13 @@ def test_kill_and_input_by_tag(env, sbx):
               _envelope({"process": {"cmd": "/bin/bash"}, "pty": {"size": {"rows": 0, "cols": 100000}}}),
               "application/connect+json")
     assert r.status_code == 400 and "rows and cols" in r.json()["message"], r.text
+    # a client stream of input that is cut, or starts without naming the process, is refused
+    data = _envelope({"data": {"input": {"stdin": "eA=="}}})
+    r = _envd(env, sbx, "process.Process/StreamInput", data, "application/connect+json")
+    assert r.status_code == 400 and "start event" in r.json()["message"], r.text
+    r = _envd(env, sbx, "process.Process/StreamInput", _envelope({"start": {"process": {"pid": h.pid}}}) + data[:-3],
+              "application/connect+json")
+    assert r.status_code == 400 and "envelope announces" in r.json()["message"], r.text
     h.kill()
 
 
