@@ -109,6 +109,14 @@ rb_err docker_exec_inspect(docker *d, const char *exec_id, docker_cb cb, void *d
     return docker__ref_request(d, DOCKER__SHORT, "GET", "/exec/", exec_id, "/json", NULL, 0, cb, data, err);
 }
 
+rb_err docker_exec_resize(docker *d, const char *exec_id, unsigned rows, unsigned cols, docker_cb cb, void *data,
+                          char *err)
+{
+    char post[64];
+    snprintf(post, sizeof(post), "/resize?h=%u&w=%u", rows, cols);
+    return docker__ref_request(d, DOCKER__SHORT, "POST", "/exec/", exec_id, post, NULL, 0, cb, data, err);
+}
+
 rb_err docker_volume_create(docker *d, json_t *config, docker_cb cb, void *data, char *err)
 {
     if (!json_is_object(config))

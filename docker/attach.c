@@ -64,6 +64,7 @@ struct docker_attach {
     int status;       /* HTTP status of the upgrade answer */
     uint64_t started_ns; /* uv_hrtime() of docker_attach_start, for the statistics */
     docker_demux demux;
+    int tty;          /* an exec started with a terminal: its output is raw bytes, no frames */
     size_t hdr_len;
     char hdr[ATTACH_HDR_MAX];
     char readbuf[ATTACH_READ_SIZE];
@@ -78,10 +79,7 @@ typedef struct attach_write {
 
 /* ---- demultiplexer ---- */
 
-void docker_demux_init(docker_demux *m)
-{
-    memset(m, 0, sizeof(*m));
-}
+void docker_demux_init(docker_demux *m) { memset(m, 0, sizeof(*m)); }
 
 rb_err docker_demux_feed(docker_demux *m, const char *buf, size_t len, docker_demux_cb cb, void *data)
 {
@@ -336,6 +334,10 @@ static void feed_stream(docker_attach *a, const char *buf, size_t len)
 {
     if (len == 0 || a->closed)
         return;
+    if (a->tty) {
+        on_frame(a, 1, buf, len);
+        return;
+    }
     if (docker_demux_feed(&a->demux, buf, len, on_frame, a) != RB_OK) {
         char msg[RB_ERR_LEN];
         rb_fail(RB_EIO, msg, "malformed frame header on the attach stream of %s %s", a->kind, a->id);
@@ -611,10 +613,10 @@ static void send_request(docker_attach *a)
     const char *version = a->d != NULL ? docker_api_version(a->d) : "1.41";
     char *http;
     if (strcmp(a->kind, "exec") == 0) {
-        static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+        const char *body = a->tty ? "{\"Detach\":false,\"Tty\":true}" : "{\"Detach\":false,\"Tty\":false}";
         http = xasprintf("POST /v%s/exec/%s/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
                          "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-                         version, a->id, sizeof(body) - 1, body);
+                         version, a->id, strlen(body), body);
     } else {
         http = xasprintf("POST /v%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1 HTTP/1.1\r\n"
                          "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
@@ -701,8 +703,8 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     attach_release(a); /* the resolution's hold */
 }
 
-static rb_err attach_start(docker *d, const char *kind, const char *container_id, const docker_attach_cbs *cbs,
-                           void *data, docker_attach **out, char *err)
+static rb_err attach_start(docker *d, const char *kind, int tty, const char *container_id,
+                           const docker_attach_cbs *cbs, void *data, docker_attach **out, char *err)
 {
     if (docker__freeing(d))
         return rb_fail(RB_ECANCELED, err, "the Docker client is shutting down");
@@ -727,6 +729,7 @@ static rb_err attach_start(docker *d, const char *kind, const char *container_id
     a->data = data;
     a->id = xstrdup(container_id);
     a->kind = kind;
+    a->tty = tty;
     a->socket_path = xstrdup(docker__where(d)); /* how messages name the engine */
     if (tcp) {
         a->host = xstrdup(d->host);
@@ -773,13 +776,13 @@ static rb_err attach_start(docker *d, const char *kind, const char *container_id
 rb_err docker_attach_start(docker *d, const char *container_id, const docker_attach_cbs *cbs, void *data,
                            docker_attach **out, char *err)
 {
-    return attach_start(d, "container", container_id, cbs, data, out, err);
+    return attach_start(d, "container", 0, container_id, cbs, data, out, err);
 }
 
-rb_err docker_exec_attach(docker *d, const char *exec_id, const docker_attach_cbs *cbs, void *data,
+rb_err docker_exec_attach(docker *d, const char *exec_id, int tty, const docker_attach_cbs *cbs, void *data,
                           docker_attach **out, char *err)
 {
-    return attach_start(d, "exec", exec_id, cbs, data, out, err);
+    return attach_start(d, "exec", tty, exec_id, cbs, data, out, err);
 }
 
 void docker_attach_pause(docker_attach *a, int paused)

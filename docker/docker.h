@@ -283,13 +283,19 @@ typedef struct docker_attach_cbs {
  * on_close runs, or docker_attach_close is called. */
 rb_err docker_attach_start(docker *d, const char *container_id, const docker_attach_cbs *cbs, void *data,
                            docker_attach **out, char *err);
-/** Starts an exec created with docker_exec_create (Tty false) and streams its output while it
- * runs: POST /exec/{exec_id}/start {Detach:false, Tty:false} with `Upgrade: tcp`, then the same
+/** Starts an exec created with docker_exec_create and streams its output while it runs:
+ * POST /exec/{exec_id}/start {Detach:false, Tty:tty} with `Upgrade: tcp`, then the same
  * stream and callbacks as docker_attach_start (on_close with RB_OK once the command has exited
- * and its output is complete; read its exit code with docker_exec_inspect). Writes reach the
- * command's stdin only if the exec was created with AttachStdin. */
-rb_err docker_exec_attach(docker *d, const char *exec_id, const docker_attach_cbs *cbs, void *data,
+ * and its output is complete; read its exit code with docker_exec_inspect). tty must be what the
+ * exec was created with: with a terminal the output is the terminal's raw bytes (on_data's
+ * stream 1), else frames. Writes reach the command's stdin only if the exec was created with
+ * AttachStdin. */
+rb_err docker_exec_attach(docker *d, const char *exec_id, int tty, const docker_attach_cbs *cbs, void *data,
                           docker_attach **out, char *err);
+/** POST /exec/{exec_id}/resize?h=rows&w=cols: the terminal of an exec created with Tty gets
+ * that size (its process group gets SIGWINCH). */
+rb_err docker_exec_resize(docker *d, const char *exec_id, unsigned rows, unsigned cols, docker_cb cb, void *data,
+                          char *err);
 /** Queues bytes for the container's stdin (copied). RB_ECONFLICT if not open or closed;
  * RB_ETOOBIG if more than 64 MiB is already queued. */
 rb_err docker_attach_write(docker_attach *a, const char *buf, size_t len, char *err);

@@ -190,6 +190,14 @@ rb_err backend_stream_write(backend *b, backend_stream *st, const char *buf, siz
     return b->ops->stream_write(b->self, st, buf, len, err);
 }
 
+rb_err backend_stream_resize(backend *b, backend_stream *st, unsigned rows, unsigned cols, backend_cb cb, void *data,
+                             char *err)
+{
+    if (b->ops->stream_resize == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot resize a command's terminal", b->ops->name);
+    return b->ops->stream_resize(b->self, st, rows, cols, cb, data, err);
+}
+
 rb_err backend_stream_close_input(backend *b, backend_stream *st, char *err)
 {
     if (b->ops->stream_close_input == NULL)

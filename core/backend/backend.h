@@ -158,6 +158,10 @@ typedef struct backend_exec_spec {
     /* backend_exec_stream only: the command's standard input is open for backend_stream_write
      * until backend_stream_close_input (0: it has none) */
     int input;
+    /* backend_exec_stream only: the command runs on a terminal of its own (its controlling
+     * terminal, standard input, output and error); its output is the terminal's bytes, all as
+     * stream 1; backend_stream_resize sets its size */
+    int tty;
 } backend_exec_spec;
 /** What a finished command (backend_exec) or one-shot sandbox (backend_run) left: its exit code
  * (-1 if the engine did not say) and its output, separated by stream (each NUL-terminated after
@@ -275,6 +279,9 @@ typedef struct backend_ops {
     rb_err (*stream_write)(void *self, backend_stream *st, const char *buf, size_t len, char *err);
     rb_err (*stream_close_input)(void *self, backend_stream *st, char *err);
     void (*stream_close)(void *self, backend_stream *st);
+    /* Optional (NULL: RB_EINTERNAL, "not supported"): backend_stream_resize. */
+    rb_err (*stream_resize)(void *self, backend_stream *st, unsigned rows, unsigned cols, backend_cb cb, void *data,
+                            char *err);
     /* Optional (NULL: RB_EINTERNAL, "not supported"). */
     rb_err (*state)(void *self, const char *id, backend_state_cb cb, void *data, char *err);
     /* Optional (NULL: no operations, nothing counted). */
@@ -397,6 +404,11 @@ rb_err backend_stream_write(backend *b, backend_stream *st, const char *buf, siz
 /** Ends a streamed command's standard input after what is queued (it reads end of file).
  * RB_ECONFLICT as for backend_stream_write. */
 rb_err backend_stream_close_input(backend *b, backend_stream *st, char *err);
+/** Sets the size of the terminal of a streamed command started with spec->tty (its process group
+ * gets SIGWINCH); cb reports the engine's answer. RB_ECONFLICT when it has no terminal or has not
+ * started yet; RB_EINTERNAL for a backend that cannot. cb may run after st is gone. */
+rb_err backend_stream_resize(backend *b, backend_stream *st, unsigned rows, unsigned cols, backend_cb cb, void *data,
+                             char *err);
 /** Detaches from a streamed command: no callback runs after this returns; the command itself
  * is not stopped (signal it from inside the sandbox). Memory is released on the loop. */
 void backend_stream_close(backend *b, backend_stream *st);

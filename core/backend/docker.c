@@ -709,6 +709,7 @@ static const backend_ops docker_ops = {
     .stream_pause = backend_docker__stream_pause,
     .stream_write = backend_docker__stream_write,
     .stream_close_input = backend_docker__stream_close_input,
+    .stream_resize = backend_docker__stream_resize,
     .stream_close = backend_docker__stream_close,
     .state = d_state,
     .stats = d_stats,

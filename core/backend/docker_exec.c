@@ -241,11 +241,13 @@ static void exec_created_cb(void *data, rb_err err, const char *errmsg, int stat
         exec_finish(x, RB_EIO, msg, -1);
 }
 
-/* The exec create body of spec, output attached, stdin only if spec->input, no TTY. */
+/* The exec create body of spec, output attached, stdin only if spec->input, a terminal only if
+ * spec->tty. */
 static json_t *exec_config(const backend_exec_spec *spec)
 {
-    json_t *conf = json_pack("{s:o, s:b, s:b, s:b}", "Cmd", backend_docker__string_list(spec->argv), "AttachStdin",
-                             spec->input != 0, "AttachStdout", 1, "AttachStderr", 1);
+    json_t *conf = json_pack("{s:o, s:b, s:b, s:b, s:b}", "Cmd", backend_docker__string_list(spec->argv),
+                             "AttachStdin", spec->input != 0, "AttachStdout", 1, "AttachStderr", 1, "Tty",
+                             spec->tty != 0);
     if (spec->user != NULL)
         json_object_set_new(conf, "User", json_string(spec->user));
     if (spec->working_dir != NULL)
@@ -289,6 +291,7 @@ struct backend_stream {
     docker_attach *a; /* the output stream while open */
     exit_wait *wait;  /* waiting for the exit code once the output ended */
     int input;        /* the command's stdin is attached (spec->input) */
+    int tty;          /* it runs on a terminal (spec->tty) */
     int closed;       /* stream_close ran: no callback, free when the call in flight answers */
     char id[80];      /* the exec's */
 };
@@ -353,7 +356,7 @@ static void xs_created_cb(void *data, rb_err err, const char *errmsg, int status
     }
     snprintf(x->id, sizeof(x->id), "%s", id);
     docker_attach_cbs cbs = {xs_open_cb, xs_data_cb, xs_close_cb};
-    if (docker_exec_attach(x->bd->d, x->id, &cbs, x, &x->a, msg) != RB_OK) {
+    if (docker_exec_attach(x->bd->d, x->id, x->tty, &cbs, x, &x->a, msg) != RB_OK) {
         x->a = NULL;
         xs_exit(x, RB_EIO, msg, -1);
     }
@@ -367,6 +370,7 @@ rb_err backend_docker__exec_stream(void *self, const char *id, const backend_exe
     x->cbs = *cbs;
     x->data = data;
     x->input = spec->input != 0;
+    x->tty = spec->tty != 0;
     json_t *conf = exec_config(spec);
     rb_err e = docker_exec_create(x->bd->d, id, conf, xs_created_cb, x, err);
     json_decref(conf);
@@ -415,4 +419,37 @@ void backend_docker__stream_close(void *self, backend_stream *x)
         return;
     }
     x->closed = 1;
+}
+
+/* ---- a terminal's size ------------------------------------------------------------------------ */
+
+typedef struct resize_op {
+    backend_cb cb;
+    void *data;
+} resize_op;
+
+static void resized_cb(void *data, rb_err err, const char *errmsg, int status, json_t *body)
+{
+    resize_op *r = data;
+    (void)status;
+    (void)body;
+    r->cb(r->data, err, errmsg);
+    free(r);
+}
+
+rb_err backend_docker__stream_resize(void *self, backend_stream *x, unsigned rows, unsigned cols, backend_cb cb,
+                                     void *data, char *err)
+{
+    (void)self;
+    if (!x->tty)
+        return rb_fail(RB_ECONFLICT, err, "the command was started without a terminal");
+    if (x->a == NULL || x->id[0] == '\0')
+        return rb_fail(RB_ECONFLICT, err, "the command's terminal is not open (it has not started or has ended)");
+    resize_op *r = xmalloc(sizeof(*r));
+    r->cb = cb;
+    r->data = data;
+    rb_err e = docker_exec_resize(x->bd->d, x->id, rows, cols, resized_cb, r, err);
+    if (e != RB_OK)
+        free(r);
+    return e;
 }

@@ -52,5 +52,7 @@ void backend_docker__stream_pause(void *self, backend_stream *x, int paused);
 rb_err backend_docker__stream_write(void *self, backend_stream *x, const char *buf, size_t len, char *err);
 rb_err backend_docker__stream_close_input(void *self, backend_stream *x, char *err);
 void backend_docker__stream_close(void *self, backend_stream *x);
+rb_err backend_docker__stream_resize(void *self, backend_stream *x, unsigned rows, unsigned cols, backend_cb cb,
+                                     void *data, char *err);
 
 #endif

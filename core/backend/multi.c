@@ -523,6 +523,14 @@ static rb_err m_stream_close_input(void *self, backend_stream *h, char *err)
     return backend_stream_close_input(s->e->be, s->inner, err);
 }
 
+static rb_err m_stream_resize(void *self, backend_stream *h, unsigned rows, unsigned cols, backend_cb cb, void *data,
+                              char *err)
+{
+    (void)self;
+    m_stream *s = (m_stream *)h;
+    return backend_stream_resize(s->e->be, s->inner, rows, cols, cb, data, err);
+}
+
 static void m_stream_close(void *self, backend_stream *h)
 {
     (void)self;
@@ -652,6 +660,7 @@ static const backend_ops multi_ops = {
     .stream_pause = m_stream_pause,
     .stream_write = m_stream_write,
     .stream_close_input = m_stream_close_input,
+    .stream_resize = m_stream_resize,
     .stream_close = m_stream_close,
     .state = m_state,
     .stats = m_stats,

@@ -38,6 +38,21 @@ rb_err connect_parse_request(const char *body, size_t len, size_t max, json_t **
     return RB_OK;
 }
 
+rb_err connect_next_request(const char *body, size_t len, size_t *off, size_t max, json_t **out, char *err)
+{
+    size_t n = len - *off;
+    if (n >= CONNECT_HEADER_LEN) { /* this envelope only: its header's length, checked by the parser */
+        const unsigned char *h = (const unsigned char *)body + *off;
+        size_t announced = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | (size_t)h[4];
+        if (announced <= n - CONNECT_HEADER_LEN)
+            n = CONNECT_HEADER_LEN + announced;
+    }
+    rb_err e = connect_parse_request(body + *off, n, max, out, err);
+    if (e == RB_OK)
+        *off += n;
+    return e;
+}
+
 rb_err connect_envelope(rb_buf *b, unsigned flags, json_t *msg)
 {
     char *text = json_dumps(msg, JSON_COMPACT);

@@ -25,6 +25,10 @@
  * not an object, with its line and column); RB_ETOOBIG beyond max. */
 rb_err connect_parse_request(const char *body, size_t len, size_t max, json_t **out, char *err);
 
+/** Reads the next envelope of a client stream's body[*off..len) as connect_parse_request reads
+ * one (same errors, a cut envelope included) and moves *off past it. Call while *off < len. */
+rb_err connect_next_request(const char *body, size_t len, size_t *off, size_t max, json_t **out, char *err);
+
 /** Appends one envelope with flags and the compact JSON of msg (borrowed) to b. RB_ETOOBIG (b
  * unchanged) when b cannot hold it. */
 rb_err connect_envelope(rb_buf *b, unsigned flags, json_t *msg);

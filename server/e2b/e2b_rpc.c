@@ -1,20 +1,24 @@
 /*
  * e2b_rpc.c: envd's Connect RPC (E2B's port 49983) on a runbox session: the process service,
- * which E2B's `sandbox.commands` drives, over core/process.h. process.Process/Start is a
- * server stream (Connect envelopes, JSON codec: server/e2b/connect.h): a start event with the
- * process's id once it runs, data events with its stdout and stderr (base64) as they come,
- * keepalives, then its end event and the end-of-stream envelope. SendSignal (SIGKILL, SIGTERM),
- * List, SendInput and CloseStdin (for a command started with stdin) are unary calls (plain JSON). Errors take Connect's shape, {"code", "message"} with
- * the status Connect gives the code, before a stream has started, and the end-of-stream
- * envelope's error after.
+ * which E2B's `sandbox.commands` and `sandbox.pty` drive, over core/process.h.
+ * process.Process/Start and Connect are server streams (Connect envelopes, JSON codec:
+ * server/e2b/connect.h): a start event with the process's id once it runs, data events with its
+ * stdout and stderr, or its terminal's bytes ("pty"), base64, as they come, keepalives, then its
+ * end event and the end-of-stream envelope. SendSignal (SIGKILL, SIGTERM), List, SendInput,
+ * CloseStdin and Update (a terminal's size) are unary calls (plain JSON); they name a process by
+ * pid or by tag. Errors take Connect's shape, {"code", "message"} with the status Connect gives
+ * the code, before a stream has started, and the end-of-stream envelope's error after.
  *
- * The stream owns its process: when its client goes away (a failed write, the stream's
- * deadline from Connect-Timeout-Ms, runboxd stopping) the process is killed. A client that
- * reads slowly pauses the process's output (back-pressure) instead of buffering it here.
+ * As in envd, a process outlives its stream: a client that goes away (a failed write, the
+ * stream's deadline, handle.disconnect()) leaves it running, and Connect watches it again from
+ * any client of the sandbox's key. What bounds it is the Start call's Connect-Timeout-Ms (the
+ * SDK's `timeout`, after which core kills it), the session's end, and core/process.h's limits
+ * (processes, terminals and watchers per sandbox; output kept while nobody watches). A client
+ * that reads slowly pauses the process's output (back-pressure) instead of buffering it here.
  * The filesystem service's Stat, ListDir, MakeDir and Remove are e2b_fs.c's. What envd offers
- * and runbox does not (PTY, reconnecting to a process, streamed input, Move, watchers) answers
- * `unimplemented` with a message that names it. Commands run as the sandbox
- * user; a cwd under /home/user runs in the same folder of the session's workspace.
+ * and runbox does not (Move, watchers) answers `unimplemented` with a message
+ * that names it. Commands run as the sandbox user; a cwd under /home/user runs in the same
+ * folder of the session's workspace.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -99,18 +103,27 @@ static const char *command_cwd(h2o_req_t *req, const e2b_sandbox *sbx, const cha
     return out;
 }
 
-/* ---- process.Process/Start: the stream ------------------------------------------------------- */
+/* The call's Connect-Timeout-Ms (0: none). */
+static long long timeout_ms(h2o_req_t *req)
+{
+    const char *to = header(req, "connect-timeout-ms");
+    long long ms = to != NULL ? strtoll(to, NULL, 10) : 0;
+    return ms > 0 ? ms : 0;
+}
+
+/* ---- process.Process/Start and Connect: the stream ------------------------------------------- */
 
 typedef struct rpc_stream {
     h2o_generator_t gen; /* first: h2o passes it back to proceed/stop */
     h2o_req_t *req;
     http_stream_link link;
-    core_process *proc;  /* until it ends or is detached */
+    core_process_watch *proc; /* until it ends or is detached */
     sse_writer w;
     uv_timer_t *keepalive, *deadline;
     uint64_t keepalive_ms;
     int started;  /* the response has begun (after the start event) */
     int paused;   /* the process's output is paused for the client to catch up */
+    int attached; /* Connect's (watching a process another call started) */
 } rpc_stream;
 
 static void close_timer(uv_timer_t **t)
@@ -122,7 +135,7 @@ static void close_timer(uv_timer_t **t)
     }
 }
 
-/* The process is no longer the stream's: killed if it still runs (core_process_detach). */
+/* The process is no longer the stream's watch (it runs on: core_process_detach). */
 static void drop_process(rpc_stream *s)
 {
     if (s->proc != NULL) {
@@ -229,7 +242,7 @@ static void on_server_stop(http_stream_link *l)
 {
     rpc_stream *s = H2O_STRUCT_FROM_MEMBER(rpc_stream, link, l);
     drop_process(s);
-    end_stream(s, "unavailable", "runboxd is shutting down; the command was stopped");
+    end_stream(s, "unavailable", "runboxd is shutting down");
 }
 
 static void on_keepalive(uv_timer_t *t)
@@ -243,7 +256,9 @@ static void on_deadline(uv_timer_t *t)
 {
     rpc_stream *s = t->data;
     drop_process(s);
-    end_stream(s, "deadline_exceeded", "the command ran past the call's timeout and was killed");
+    end_stream(s, "deadline_exceeded",
+               s->attached ? "the call's timeout passed; the command runs on (Connect again to watch it)"
+                           : "the command ran past the call's timeout and was killed");
 }
 
 static void proc_start(void *data, unsigned pid)
@@ -263,7 +278,8 @@ static void proc_output(void *data, int stream, const char *buf, size_t len)
 {
     rpc_stream *s = data;
     char *b64 = codec_base64_encode(buf, len);
-    queue_event(s, json_pack("{s:{s:s}}", "data", stream == 2 ? "stderr" : "stdout", b64));
+    const char *name = stream == CORE_PROCESS_TTY_STREAM ? "pty" : stream == 2 ? "stderr" : "stdout";
+    queue_event(s, json_pack("{s:{s:s}}", "data", name, b64));
     free(b64);
 }
 
@@ -272,7 +288,9 @@ static void proc_end(void *data, rb_err err, const char *msg, const core_process
     rpc_stream *s = data;
     s->proc = NULL; /* it is gone */
     if (err != RB_OK) {
-        end_stream(s, connect_code_of(err), msg);
+        /* its sandbox ended (killed, timed out, runboxd stopping): envd's proxy says unavailable,
+         * after which the SDK asks /health and reports the sandbox gone */
+        end_stream(s, err == RB_ECANCELED ? "unavailable" : connect_code_of(err), msg);
         return;
     }
     queue_event(s, json_pack("{s:{s:i, s:b, s:s}}", "end", "exitCode", end->exit_code, "exited", end->exited,
@@ -304,31 +322,98 @@ static const char **string_list(h2o_req_t *req, json_t *a, char *err)
     return list;
 }
 
-static int rpc_start(h2o_req_t *req, const e2b_sandbox *sbx)
+/* A new stream for req (in req->pool), not yet begun. */
+static rpc_stream *stream_new(h2o_req_t *req)
 {
-    char err[RB_ERR_LEN], user[80];
+    rpc_stream *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), on_dispose);
+    memset(s, 0, sizeof(*s));
+    s->gen.proceed = on_proceed;
+    s->gen.stop = on_stop;
+    s->req = req;
+    sse_writer_init(&s->w, req, RPC_PENDING_MAX);
+    return s;
+}
+
+/* The stream watches its process: tracked for runboxd's stop, keepalives at the client's
+ * Keepalive-Ping-Interval, and the deadline of its Connect-Timeout-Ms. */
+static void stream_begin(rpc_stream *s, const e2b_sandbox *sbx)
+{
+    h2o_req_t *req = s->req;
+    s->link.shutdown = on_server_stop;
+    server_track_stream(sbx->server, &s->link);
+    const char *ka = header(req, "keepalive-ping-interval");
+    long ka_s = ka != NULL ? strtol(ka, NULL, 10) : 0;
+    s->keepalive_ms = ka_s > 0 && ka_s * 1000 < RPC_KEEPALIVE_MAX_MS ? (uint64_t)ka_s * 1000 : RPC_KEEPALIVE_MAX_MS;
+    s->keepalive = xmalloc(sizeof(*s->keepalive));
+    uv_timer_init(req->conn->ctx->loop, s->keepalive);
+    s->keepalive->data = s;
+    long long to_ms = timeout_ms(req);
+    if (to_ms > 0) {
+        s->deadline = xmalloc(sizeof(*s->deadline));
+        uv_timer_init(req->conn->ctx->loop, s->deadline);
+        s->deadline->data = s;
+        uv_timer_start(s->deadline, on_deadline, (uint64_t)to_ms, 0);
+    }
+}
+
+/* A terminal's size {"size": {"rows", "cols"}} (pty may be NULL: none) into rows and cols; 0
+ * after answering a bad one. */
+static int pty_size(h2o_req_t *req, json_t *pty, unsigned *rows, unsigned *cols)
+{
+    *rows = *cols = 0;
+    if (pty == NULL || json_is_null(pty))
+        return 1;
+    json_t *size = json_object_get(pty, "size");
+    json_int_t r = json_integer_value(json_object_get(size, "rows"));
+    json_int_t c = json_integer_value(json_object_get(size, "cols"));
+    if (r < 1 || c < 1 || r > CORE_PROCESS_TTY_SIZE_MAX || c > CORE_PROCESS_TTY_SIZE_MAX) {
+        char msg[RB_ERR_LEN];
+        snprintf(msg, sizeof(msg), "pty.size needs rows and cols, each from 1 to %d", CORE_PROCESS_TTY_SIZE_MAX);
+        send_error(req, "invalid_argument", msg);
+        return 0;
+    }
+    *rows = (unsigned)r;
+    *cols = (unsigned)c;
+    return 1;
+}
+
+/* A streaming call's request message (Content-Type application/connect+json, one envelope), or
+ * NULL after answering. */
+static json_t *stream_body(h2o_req_t *req, const char *method)
+{
+    char err[RB_ERR_LEN];
     const char *ctype = header(req, "content-type");
     if (ctype == NULL || strncasecmp(ctype, "application/connect+json", 24) != 0) {
-        send_error(req, "unimplemented",
-                   "process.Process/Start takes the Connect streaming protocol with the JSON codec "
-                   "(Content-Type: application/connect+json)");
-        return 0;
+        snprintf(err, sizeof(err),
+                 "process.Process/%s takes the Connect streaming protocol with the JSON codec "
+                 "(Content-Type: application/connect+json)",
+                 method);
+        send_error(req, "unimplemented", err);
+        return NULL;
     }
     json_t *body = NULL;
     rb_err e = connect_parse_request(req->entity.base, req->entity.len, RPC_REQUEST_MAX, &body, err);
     if (e != RB_OK) {
         send_fail(req, e, err);
-        return 0;
+        return NULL;
     }
+    return body;
+}
+
+static int rpc_start(h2o_req_t *req, const e2b_sandbox *sbx)
+{
+    char err[RB_ERR_LEN], user[80];
+    json_t *body = stream_body(req, "Start");
+    if (body == NULL)
+        return 0;
     json_t *proc = json_object_get(body, "process");
-    json_t *stdin_v = json_object_get(body, "stdin");
     const char *cmd = json_string_value(json_object_get(proc, "cmd"));
     const char **args = NULL;
-    json_t *tag = json_object_get(body, "tag");
+    unsigned rows = 0, cols = 0;
     if (!json_is_object(proc) || cmd == NULL) {
         send_error(req, "invalid_argument", "process.cmd is required: the program to run, e.g. /bin/bash");
-    } else if (json_object_get(body, "pty") != NULL && !json_is_null(json_object_get(body, "pty"))) {
-        send_error(req, "unimplemented", "runbox runs commands without a terminal: PTY is not supported");
+    } else if (!pty_size(req, json_object_get(body, "pty"), &rows, &cols)) {
+        /* answered */
     } else if (other_user(req, user, sizeof(user))) {
         snprintf(err, sizeof(err), "runbox runs commands as the sandbox user only, not as '%s'", user);
         send_error(req, "permission_denied", err);
@@ -337,39 +422,76 @@ static int rpc_start(h2o_req_t *req, const e2b_sandbox *sbx)
     } else if (!server_stream_room(sbx->server, err)) {
         send_error(req, "resource_exhausted", err);
     } else {
-        rpc_stream *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), on_dispose);
-        memset(s, 0, sizeof(*s));
-        s->gen.proceed = on_proceed;
-        s->gen.stop = on_stop;
-        s->req = req;
-        sse_writer_init(&s->w, req, RPC_PENDING_MAX);
-        const char *cwd = command_cwd(req, sbx, json_string_value(json_object_get(proc, "cwd")));
-        core_process_spec spec = {cmd, args, json_object_get(proc, "envs"), cwd, json_string_value(tag),
-                                  json_is_true(stdin_v)};
+        rpc_stream *s = stream_new(req);
+        core_process_spec spec = {.cmd = cmd,
+                                  .args = args,
+                                  .envs = json_object_get(proc, "envs"),
+                                  .cwd = command_cwd(req, sbx, json_string_value(json_object_get(proc, "cwd"))),
+                                  .tag = json_string_value(json_object_get(body, "tag")),
+                                  .stdin_open = json_is_true(json_object_get(body, "stdin")),
+                                  .tty_rows = rows,
+                                  .tty_cols = cols,
+                                  .keep = 1,
+                                  .timeout_ms = (long)timeout_ms(req)};
         if (json_is_null(spec.envs))
             spec.envs = NULL;
-        e = core_process_start(sbx->core, sbx->who, sbx->session_id, &spec, &stream_cbs, s, &s->proc, err);
+        rb_err e = core_process_start(sbx->core, sbx->who, sbx->session_id, &spec, &stream_cbs, s, &s->proc, err);
         if (e != RB_OK) {
             s->w.finished = 1;
             send_fail(req, e, err);
         } else {
-            s->link.shutdown = on_server_stop;
-            server_track_stream(sbx->server, &s->link);
-            const char *ka = header(req, "keepalive-ping-interval");
-            long ka_s = ka != NULL ? strtol(ka, NULL, 10) : 0;
-            s->keepalive_ms = ka_s > 0 && ka_s * 1000 < RPC_KEEPALIVE_MAX_MS ? (uint64_t)ka_s * 1000
-                                                                               : RPC_KEEPALIVE_MAX_MS;
-            s->keepalive = xmalloc(sizeof(*s->keepalive));
-            uv_timer_init(req->conn->ctx->loop, s->keepalive);
-            s->keepalive->data = s;
-            const char *to = header(req, "connect-timeout-ms");
-            long long to_ms = to != NULL ? strtoll(to, NULL, 10) : 0;
-            if (to_ms > 0) {
-                s->deadline = xmalloc(sizeof(*s->deadline));
-                uv_timer_init(req->conn->ctx->loop, s->deadline);
-                s->deadline->data = s;
-                uv_timer_start(s->deadline, on_deadline, (uint64_t)to_ms, 0);
-            }
+            stream_begin(s, sbx);
+        }
+    }
+    json_decref(body);
+    return 0;
+}
+
+/* The process a call names ({"process": {"pid"} or {"tag"}}) into *sel, or 0 after answering. */
+static int selector(h2o_req_t *req, json_t *body, core_process_sel *sel)
+{
+    json_t *proc = json_object_get(body, "process");
+    json_t *pid = json_object_get(proc, "pid");
+    const char *tag = json_string_value(json_object_get(proc, "tag"));
+    memset(sel, 0, sizeof(*sel));
+    if (json_is_integer(pid) && json_integer_value(pid) > 0 && json_integer_value(pid) <= 0xffffffffLL) {
+        sel->pid = (unsigned)json_integer_value(pid);
+        return 1;
+    }
+    if (pid == NULL && tag != NULL) {
+        sel->tag = tag;
+        return 1;
+    }
+    send_error(req, "invalid_argument",
+               "process.pid or process.tag is required: the pid of a command this sandbox runs, or its tag");
+    return 0;
+}
+
+/* process.Process/Connect {"process": {"pid"} or {"tag"}}: the stream of a running process from
+ * now on (what came while nobody watched it first), as Start's from its start event. */
+static int rpc_connect(h2o_req_t *req, const e2b_sandbox *sbx)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = stream_body(req, "Connect");
+    if (body == NULL)
+        return 0;
+    core_process_sel sel;
+    if (!selector(req, body, &sel)) {
+        /* answered */
+    } else if (!server_stream_room(sbx->server, err)) {
+        send_error(req, "resource_exhausted", err);
+    } else {
+        rpc_stream *s = stream_new(req);
+        s->attached = 1;
+        unsigned pid = 0;
+        rb_err e = core_process_attach(sbx->core, sbx->who, sbx->session_id, &sel, &stream_cbs, s, &s->proc, &pid, err);
+        if (e != RB_OK) {
+            s->w.finished = 1;
+            send_fail(req, e, err);
+        } else {
+            stream_begin(s, sbx);
+            proc_start(s, pid);
+            core_process_replay(s->proc);
         }
     }
     json_decref(body);
@@ -415,30 +537,30 @@ static void signalled_cb(void *data, rb_err err, const char *msg, json_t *body)
     json_decref(body);
 }
 
-/* SendSignal {"process": {"pid"}, "signal": "SIGNAL_SIGKILL" | 9 | ...}. */
+/* SendSignal {"process": {"pid"} or {"tag"}, "signal": "SIGNAL_SIGKILL" | 9 | ...}. */
 static int rpc_send_signal(h2o_req_t *req, const e2b_sandbox *sbx)
 {
     char err[RB_ERR_LEN];
     json_t *body = unary_body(req);
     if (body == NULL)
         return 0;
-    json_t *pid = json_object_get(json_object_get(body, "process"), "pid");
+    core_process_sel sel;
     json_t *sig = json_object_get(body, "signal");
     const char *name = json_string_value(sig);
     int signo = name != NULL ? (strcmp(name, "SIGNAL_SIGKILL") == 0 ? SIGKILL
                                 : strcmp(name, "SIGNAL_SIGTERM") == 0 ? SIGTERM
                                                                        : 0)
                              : (int)json_integer_value(sig);
-    if (!json_is_integer(pid) || json_integer_value(pid) <= 0 || json_integer_value(pid) > 0xffffffffLL) {
-        send_error(req, "invalid_argument", "process.pid is required: the pid of a command this sandbox runs");
+    if (!selector(req, body, &sel)) {
+        /* answered */
     } else if (signo != SIGKILL && signo != SIGTERM) {
         send_error(req, "invalid_argument", "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
     } else {
         signal_call *sc = h2o_mem_alloc_shared(&req->pool, sizeof(*sc), signal_disposed);
         sc->req = req;
         sc->op = NULL;
-        rb_err e = core_process_signal(sbx->core, sbx->who, sbx->session_id, (unsigned)json_integer_value(pid), signo,
-                                       signalled_cb, sc, &sc->op, err);
+        rb_err e = core_process_signal(sbx->core, sbx->who, sbx->session_id, &sel, signo, signalled_cb, sc, &sc->op,
+                                       err);
         if (e != RB_OK) {
             sc->op = NULL;
             send_fail(req, e, err);
@@ -448,55 +570,149 @@ static int rpc_send_signal(h2o_req_t *req, const e2b_sandbox *sbx)
     return 0;
 }
 
-/* The pid a unary call names ({"process": {"pid"}}), or 0 after answering. */
-static unsigned selected_pid(h2o_req_t *req, json_t *body)
-{
-    json_t *pid = json_object_get(json_object_get(body, "process"), "pid");
-    if (!json_is_integer(pid) || json_integer_value(pid) <= 0 || json_integer_value(pid) > 0xffffffffLL) {
-        send_error(req, "invalid_argument", "process.pid is required: the pid of a command this sandbox runs");
-        return 0;
-    }
-    return (unsigned)json_integer_value(pid);
-}
-
-/* SendInput {"process": {"pid"}, "input": {"stdin": base64}} and CloseStdin {"process": {"pid"}}. */
+/* SendInput {"process": {"pid"} or {"tag"}, "input": {"stdin" or "pty": base64}} and CloseStdin
+ * {"process": ...}. */
 static int rpc_input(h2o_req_t *req, const e2b_sandbox *sbx, int close)
 {
     char err[RB_ERR_LEN];
     json_t *body = unary_body(req);
     if (body == NULL)
         return 0;
-    unsigned pid = selected_pid(req, body);
+    core_process_sel sel;
     json_t *input = json_object_get(body, "input");
     const char *b64 = json_string_value(json_object_get(input, "stdin"));
+    if (b64 == NULL)
+        b64 = json_string_value(json_object_get(input, "pty"));
     char *bytes = NULL;
     size_t len = 0;
     rb_err e = RB_OK;
-    if (pid == 0) {
-        /* answered */
+    int answered = 0;
+    if (!selector(req, body, &sel)) {
+        answered = 1;
     } else if (close) {
-        e = core_process_close_input(sbx->core, sbx->who, sbx->session_id, pid, err);
-    } else if (json_object_get(input, "pty") != NULL) {
-        send_error(req, "unimplemented", "runbox runs commands without a terminal: PTY input is not supported");
-        pid = 0;
+        e = core_process_close_input(sbx->core, sbx->who, sbx->session_id, &sel, err);
     } else if (b64 == NULL) {
-        send_error(req, "invalid_argument", "input.stdin is required: the bytes for the command's input (base64)");
-        pid = 0;
+        send_error(req, "invalid_argument",
+                   "input.stdin (or input.pty for a terminal) is required: the bytes for the command's input (base64)");
+        answered = 1;
     } else if (codec_base64_decode(b64, strlen(b64), &bytes, &len, err) != RB_OK) {
         send_error(req, "invalid_argument", err);
-        pid = 0;
+        answered = 1;
     } else {
-        e = core_process_input(sbx->core, sbx->who, sbx->session_id, pid, bytes, len, err);
+        e = core_process_input(sbx->core, sbx->who, sbx->session_id, &sel, bytes, len, err);
     }
-    if (pid != 0 && e != RB_OK)
+    if (!answered && e != RB_OK) {
         send_fail(req, e, err);
-    else if (pid != 0) {
+    } else if (!answered) {
         json_t *empty = json_object();
         http_send_json(req, 200, empty);
         json_decref(empty);
     }
     free(bytes);
     json_decref(body);
+    return 0;
+}
+
+/* Update {"process": {"pid"} or {"tag"}, "pty": {"size": {"rows", "cols"}}}: a terminal's size. */
+static int rpc_update(h2o_req_t *req, const e2b_sandbox *sbx)
+{
+    char err[RB_ERR_LEN];
+    json_t *body = unary_body(req);
+    if (body == NULL)
+        return 0;
+    core_process_sel sel;
+    unsigned rows = 0, cols = 0;
+    if (!selector(req, body, &sel) || !pty_size(req, json_object_get(body, "pty"), &rows, &cols)) {
+        /* answered */
+    } else if (rows == 0) {
+        send_error(req, "invalid_argument", "pty.size is required: the terminal's new rows and cols");
+    } else {
+        signal_call *sc = h2o_mem_alloc_shared(&req->pool, sizeof(*sc), signal_disposed);
+        sc->req = req;
+        sc->op = NULL;
+        rb_err e = core_process_resize(sbx->core, sbx->who, sbx->session_id, &sel, rows, cols, signalled_cb, sc,
+                                       &sc->op, err);
+        if (e != RB_OK) {
+            sc->op = NULL;
+            send_fail(req, e, err);
+        }
+    }
+    json_decref(body);
+    return 0;
+}
+
+/* StreamInput, a client stream: envelopes {"start": {"process": {"pid"} or {"tag"}}}, then
+ * {"data": {"input": {"stdin" or "pty": base64}}} and {"keepalive": {}} in any number. runboxd
+ * reads the whole request before answering (it is bounded like any body), so the input reaches
+ * the process when the client ends its stream, in order; the answer is one empty message and the
+ * end of the stream. */
+static int rpc_stream_input(h2o_req_t *req, const e2b_sandbox *sbx)
+{
+    char err[RB_ERR_LEN];
+    const char *ctype = header(req, "content-type");
+    if (ctype == NULL || strncasecmp(ctype, "application/connect+json", 24) != 0) {
+        send_error(req, "unimplemented",
+                   "process.Process/StreamInput takes the Connect streaming protocol with the JSON codec "
+                   "(Content-Type: application/connect+json)");
+        return 0;
+    }
+    const char *body = req->entity.base;
+    size_t len = req->entity.len, off = 0;
+    core_process_sel sel = {0};
+    int started = 0;
+    rb_err e = RB_OK;
+    json_t *start = NULL;
+    while (e == RB_OK && off < len) {
+        json_t *msg = NULL;
+        if ((e = connect_next_request(body, len, &off, RPC_REQUEST_MAX, &msg, err)) != RB_OK)
+            break;
+        json_t *ev = json_object_get(msg, "event");
+        if (ev == NULL)
+            ev = msg; /* the oneof's members may come at the top */
+        if (!started) {
+            start = json_incref(json_object_get(ev, "start"));
+            json_decref(msg);
+            if (start == NULL) {
+                e = rb_fail(RB_EINVAL, err, "the input stream must begin with a start event naming the process");
+            } else if (!selector(req, start, &sel)) {
+                json_decref(start);
+                return 0; /* answered */
+            }
+            started = 1;
+            continue;
+        }
+        json_t *input = json_object_get(json_object_get(ev, "data"), "input");
+        const char *b64 = json_string_value(json_object_get(input, "stdin"));
+        if (b64 == NULL)
+            b64 = json_string_value(json_object_get(input, "pty"));
+        char *bytes = NULL;
+        size_t blen = 0;
+        if (b64 != NULL && (e = codec_base64_decode(b64, strlen(b64), &bytes, &blen, err)) == RB_OK && blen > 0)
+            e = core_process_input(sbx->core, sbx->who, sbx->session_id, &sel, bytes, blen, err);
+        free(bytes);
+        json_decref(msg);
+    }
+    json_decref(start);
+    if (e == RB_OK && !started)
+        e = rb_fail(RB_EINVAL, err, "the input stream is empty: it must begin with a start event naming the process");
+    if (e != RB_OK) {
+        send_fail(req, e, err);
+        return 0;
+    }
+    rb_buf out;
+    rb_buf_init(&out, 64);
+    json_t *empty = json_object();
+    connect_envelope(&out, 0, empty);
+    connect_end_stream(&out, NULL, NULL);
+    json_decref(empty);
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = out.len;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/connect+json"));
+    char *copy = h2o_mem_alloc_pool(&req->pool, out.len);
+    memcpy(copy, out.data, out.len);
+    rb_buf_dispose(&out);
+    h2o_send_inline(req, copy, req->res.content_length);
     return 0;
 }
 
@@ -523,6 +739,8 @@ static int rpc_list(h2o_req_t *req, const e2b_sandbox *sbx)
                                  json_object_get(p, "cwd"), "pid", json_object_get(p, "pid"));
         if (json_object_get(p, "tag") != NULL)
             json_object_set(info, "tag", json_object_get(p, "tag"));
+        if (json_object_get(p, "tty") != NULL) /* envd lists a PTY as its shell (the SDK ignores more) */
+            json_object_set(json_object_get(info, "config"), "pty", json_object_get(p, "tty"));
         json_array_append_new(procs, info);
     }
     json_decref(list);
@@ -537,6 +755,12 @@ int e2b_rpc_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *method)
     char msg[RB_ERR_LEN];
     if (strcmp(method, "process.Process/Start") == 0)
         return rpc_start(req, sbx);
+    if (strcmp(method, "process.Process/Connect") == 0)
+        return rpc_connect(req, sbx);
+    if (strcmp(method, "process.Process/Update") == 0)
+        return rpc_update(req, sbx);
+    if (strcmp(method, "process.Process/StreamInput") == 0)
+        return rpc_stream_input(req, sbx);
     if (strcmp(method, "process.Process/SendSignal") == 0)
         return rpc_send_signal(req, sbx);
     if (strcmp(method, "process.Process/List") == 0)
@@ -549,8 +773,8 @@ int e2b_rpc_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *method)
         return 0;
     if (strncmp(method, "process.Process/", 16) == 0)
         snprintf(msg, sizeof(msg),
-                 "%.100s is not supported by runbox: commands run without a terminal, and a command's output "
-                 "is read only by the call that started it",
+                 "%.100s is not a method of envd's process service that runbox offers (Start, Connect, List, "
+                 "SendInput, StreamInput, CloseStdin, Update, SendSignal)",
                  method);
     else if (strncmp(method, "filesystem.Filesystem/", 22) == 0)
         snprintf(msg, sizeof(msg),

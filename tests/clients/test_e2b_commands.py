@@ -7,7 +7,7 @@ E2B_API_KEY, as docs/e2b.md says.
 Commands run as the sandbox user with the session's workspace as E2B's /home/user; their output
 streams while they run; a non-zero exit raises CommandExitException; a background command can
 be listed and killed; standard input works when asked for; what runbox does not offer (another
-user, PTY, Move) fails readably.
+user, Move) fails readably. Terminals and reconnecting: test_e2b_pty.py.
 """
 
 from __future__ import annotations

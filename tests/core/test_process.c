@@ -22,7 +22,7 @@ typedef struct proc_rec {
     char end_msg[RB_ERR_LEN];
     core_process_end end;
     char status[64];
-    core_process *p;
+    core_process_watch *p;
 } proc_rec;
 
 static void rec_start(void *data, unsigned pid)
@@ -35,6 +35,8 @@ static void rec_start(void *data, unsigned pid)
 static void rec_output(void *data, int stream, const char *buf, size_t len)
 {
     proc_rec *r = data;
+    if (stream == CORE_PROCESS_TTY_STREAM)
+        stream = 1;
     if (!r->started)
         r->outputs_before_start++;
     if (stream == 1)
@@ -61,6 +63,9 @@ static void rec_end(void *data, rb_err err, const char *msg, const core_process_
 }
 
 static const core_process_cbs rec_cbs = {rec_start, rec_output, rec_end};
+
+/* A selector of pid x. */
+#define SEL(x) (&(core_process_sel){.pid = (x)})
 
 static rb_core *core;
 static char *sid;
@@ -153,11 +158,11 @@ Test(process, listed_then_killed_by_signal)
     cr_assert_str_eq(sup_str(item, "cwd"), "/workspace");
     json_decref(list);
 
-    cr_assert_eq(core_process_signal(core, NULL, sid, r.pid + 100000, SIGKILL, sup_op_cb, NULL, NULL, err),
+    cr_assert_eq(core_process_signal(core, NULL, sid, SEL(r.pid + 100000), SIGKILL, sup_op_cb, NULL, NULL, err),
                  RB_ENOTFOUND);
-    cr_assert_eq(core_process_signal(core, NULL, sid, r.pid, SIGINT, sup_op_cb, NULL, NULL, err), RB_EINVAL);
+    cr_assert_eq(core_process_signal(core, NULL, sid, SEL(r.pid), SIGINT, sup_op_cb, NULL, NULL, err), RB_EINVAL);
     sup_result res = {0};
-    cr_assert_eq(core_process_signal(core, NULL, sid, r.pid, SIGKILL, sup_op_cb, &res, NULL, err), RB_OK, "%s",
+    cr_assert_eq(core_process_signal(core, NULL, sid, SEL(r.pid), SIGKILL, sup_op_cb, &res, NULL, err), RB_OK, "%s",
                  err);
     sup_run_until(&res.done, 60000);
     cr_assert_eq(res.err, RB_OK, "%s", res.msg);
@@ -207,7 +212,7 @@ Test(process, a_caller_that_goes_away_kills_the_process)
 Test(process, bad_specs_are_refused)
 {
     char err[RB_ERR_LEN];
-    core_process *p = NULL;
+    core_process_watch *p = NULL;
     core_process_spec empty = {.cmd = ""};
     cr_assert_eq(core_process_start(core, NULL, sid, &empty, &rec_cbs, NULL, &p, err), RB_EINVAL);
     core_process_spec rel = {.cmd = "ls", .cwd = "relative"};
@@ -244,10 +249,10 @@ Test(process, standard_input_when_asked_for)
     cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &r, &r.p, err), RB_OK, "%s", err);
     sup_run_until(&r.started, 60000);
     cr_assert(r.started);
-    cr_assert_eq(core_process_input(core, NULL, sid, r.pid, "hello ", 6, err), RB_OK, "%s", err);
-    cr_assert_eq(core_process_input(core, NULL, sid, r.pid, "there\n", 6, err), RB_OK, "%s", err);
-    cr_assert_eq(core_process_close_input(core, NULL, sid, r.pid, err), RB_OK, "%s", err);
-    cr_assert_eq(core_process_input(core, NULL, sid, r.pid, "late", 4, err), RB_ECONFLICT, "closed input");
+    cr_assert_eq(core_process_input(core, NULL, sid, SEL(r.pid), "hello ", 6, err), RB_OK, "%s", err);
+    cr_assert_eq(core_process_input(core, NULL, sid, SEL(r.pid), "there\n", 6, err), RB_OK, "%s", err);
+    cr_assert_eq(core_process_close_input(core, NULL, sid, SEL(r.pid), err), RB_OK, "%s", err);
+    cr_assert_eq(core_process_input(core, NULL, sid, SEL(r.pid), "late", 4, err), RB_ECONFLICT, "closed input");
     sup_run_until(&r.ended, 60000);
     cr_assert_eq(r.end_err, RB_OK, "%s", r.end_msg);
     cr_assert_str_eq(r.out, "hello there\n", "cat read '%s'", r.out);
@@ -258,10 +263,10 @@ Test(process, standard_input_when_asked_for)
     start(&n, "/bin/sh", (const char *const[]){"-c", "cat; echo done", NULL}, NULL, NULL);
     sup_run_until(&n.started, 60000);
     if (!n.ended)
-        cr_assert_eq(core_process_input(core, NULL, sid, n.pid, "x", 1, err), RB_ECONFLICT);
+        cr_assert_eq(core_process_input(core, NULL, sid, SEL(n.pid), "x", 1, err), RB_ECONFLICT);
     sup_run_until(&n.ended, 60000);
     cr_assert_str_eq(n.out, "done\n");
-    cr_assert_eq(core_process_input(core, NULL, sid, 99999, "x", 1, err), RB_ENOTFOUND);
+    cr_assert_eq(core_process_input(core, NULL, sid, SEL(99999), "x", 1, err), RB_ENOTFOUND);
 }
 
 Test(process, at_most_core_process_max_at_once)
@@ -308,4 +313,115 @@ Test(process, the_exit_after_the_output_ended_is_waited_for)
     cr_assert_eq(r.end_err, RB_OK, "%s", r.end_msg);
     cr_assert_str_eq(r.out, "bye\n");
     cr_assert_eq(r.end.exit_code, 5, "exit code %d (%s)", r.end.exit_code, r.status);
+}
+
+/* Runs the loop until r's stdout holds needle (or 60 s). */
+static int wait_output(proc_rec *r, const char *needle)
+{
+    for (int i = 0; i < 600 && strstr(r->out, needle) == NULL && !r->ended; i++)
+        sup_run_for(100);
+    return strstr(r->out, needle) != NULL;
+}
+
+Test(process, a_terminal_has_its_size_takes_input_and_resizes)
+{
+    char err[RB_ERR_LEN];
+    proc_rec r;
+    memset(&r, 0, sizeof(r));
+    const char *args[] = {"-c", "stty size; tty >/dev/null && echo on-a-tty; read line; echo \"got $line\"; "
+                                "read again; stty size",
+                          NULL};
+    core_process_spec spec = {.cmd = "/bin/bash", .args = args, .tty_rows = 24, .tty_cols = 80};
+    cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &r, &r.p, err), RB_OK, "%s", err);
+    cr_assert(wait_output(&r, "on-a-tty"), "output was '%s'", r.out);
+    cr_assert(strncmp(r.out, "24 80\r\n", 7) == 0, "the terminal's size first, was '%s'", r.out);
+    cr_assert_eq(core_process_input(core, NULL, sid, SEL(r.pid), "hello\r", 6, err), RB_OK, "%s", err);
+    cr_assert(wait_output(&r, "got hello"), "output was '%s'", r.out);
+    sup_result res = {0};
+    cr_assert_eq(core_process_resize(core, NULL, sid, SEL(r.pid), 40, 132, sup_op_cb, &res, NULL, err), RB_OK, "%s",
+                 err);
+    sup_run_until(&res.done, 60000);
+    cr_assert_eq(res.err, RB_OK, "%s", res.msg);
+    json_decref(res.body);
+    cr_assert_eq(core_process_input(core, NULL, sid, SEL(r.pid), "\r", 1, err), RB_OK, "%s", err);
+    sup_run_until(&r.ended, 60000);
+    cr_assert_eq(r.end_err, RB_OK, "%s", r.end_msg);
+    cr_assert(strstr(r.out, "40 132\r\n") != NULL, "the new size, output was '%s'", r.out);
+    cr_assert_eq(r.err_len, 0, "a terminal has no stderr of its own");
+    /* a process without a terminal has no size */
+    proc_rec n;
+    start(&n, "sleep", (const char *const[]){"30", NULL}, NULL, NULL);
+    sup_run_until(&n.started, 60000);
+    cr_assert_eq(core_process_resize(core, NULL, sid, SEL(n.pid), 10, 10, sup_op_cb, &res, NULL, err), RB_ECONFLICT);
+    cr_assert_eq(core_process_resize(core, NULL, sid, SEL(99999), 10, 10, sup_op_cb, &res, NULL, err), RB_ENOTFOUND);
+    core_process_detach(n.p);
+}
+
+Test(process, at_most_core_process_tty_max_terminals)
+{
+    char err[RB_ERR_LEN];
+    static proc_rec r[CORE_PROCESS_TTY_MAX + 1];
+    core_process_spec bad = {.cmd = "true", .tty_rows = 5, .tty_cols = 0};
+    cr_assert_eq(core_process_start(core, NULL, sid, &bad, &rec_cbs, &r[0], &r[0].p, err), RB_EINVAL);
+    core_process_spec spec = {.cmd = "sleep", .args = (const char *const[]){"300", NULL}, .tty_rows = 5, .tty_cols = 5};
+    for (int i = 0; i < CORE_PROCESS_TTY_MAX; i++)
+        cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &r[i], &r[i].p, err), RB_OK, "%s", err);
+    cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &r[CORE_PROCESS_TTY_MAX],
+                                    &r[CORE_PROCESS_TTY_MAX].p, err),
+                 RB_EBUSY);
+    cr_assert(strstr(err, "terminals") != NULL, "%s", err);
+    for (int i = 0; i < CORE_PROCESS_TTY_MAX; i++)
+        core_process_detach(r[i].p);
+}
+
+Test(process, a_kept_process_runs_on_and_is_watched_again_with_what_it_missed)
+{
+    char err[RB_ERR_LEN];
+    proc_rec r;
+    memset(&r, 0, sizeof(r));
+    const char *args[] = {"-c", "echo first; read x; echo \"missed $x\"; read y; echo \"late $y\"", NULL};
+    core_process_spec spec = {.cmd = "/bin/sh", .args = args, .tag = "mine", .stdin_open = 1, .keep = 1};
+    cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &r, &r.p, err), RB_OK, "%s", err);
+    cr_assert(wait_output(&r, "first"), "%s", r.out);
+    unsigned pid = r.pid;
+    core_process_detach(r.p);
+    /* it runs on: input reaches it by tag, and what it writes meanwhile is kept */
+    cr_assert_eq(core_process_input(core, NULL, sid, &(core_process_sel){.tag = "mine"}, "a\n", 2, err), RB_OK, "%s",
+                 err);
+    json_t *list = NULL;
+    cr_assert_eq(core_process_list(core, NULL, sid, &list, err), RB_OK, "%s", err);
+    cr_assert_eq(json_array_size(list), 1, "the kept process is listed");
+    json_decref(list);
+    sup_run_for(1500); /* the echo lands in the backlog (a later attach must see it either way) */
+    proc_rec again;
+    memset(&again, 0, sizeof(again));
+    again.started = 1;
+    unsigned got = 0;
+    cr_assert_eq(core_process_attach(core, NULL, sid, &(core_process_sel){.tag = "nope"}, &rec_cbs, &again, &again.p,
+                                     &got, err),
+                 RB_ENOTFOUND);
+    cr_assert_eq(core_process_attach(core, NULL, sid, SEL(pid), &rec_cbs, &again, &again.p, &got, err), RB_OK, "%s",
+                 err);
+    cr_assert_eq(got, pid);
+    core_process_replay(again.p);
+    cr_assert(wait_output(&again, "missed a"), "the output nobody watched is handed over: '%s'", again.out);
+    cr_assert_eq(core_process_input(core, NULL, sid, SEL(pid), "b\n", 2, err), RB_OK, "%s", err);
+    sup_run_until(&again.ended, 60000);
+    cr_assert_eq(again.end_err, RB_OK, "%s", again.end_msg);
+    cr_assert_str_eq(again.out, "missed a\nlate b\n");
+    cr_assert(!r.ended, "the first watcher hears nothing after its detach");
+}
+
+Test(process, a_timeout_kills_a_kept_process)
+{
+    proc_rec r;
+    char err[RB_ERR_LEN];
+    memset(&r, 0, sizeof(r));
+    core_process_spec spec = {.cmd = "sleep", .args = (const char *const[]){"300", NULL}, .keep = 1,
+                              .timeout_ms = 1000};
+    cr_assert_eq(core_process_start(core, NULL, sid, &spec, &rec_cbs, &r, &r.p, err), RB_OK, "%s", err);
+    sup_run_until(&r.ended, 60000);
+    cr_assert(r.ended);
+    cr_assert_eq(r.end_err, RB_OK, "%s", r.end_msg);
+    cr_assert_str_eq(r.status, "signal: killed");
 }

@@ -6,6 +6,8 @@
  *     RB_ETOOBIG and a message, never both;
  *   - an accepted body re-encoded by connect_envelope (flags 0) parses back to an equal object,
  *     and with the end-of-stream flag it is refused;
+ *   - connect_next_request walks the input as a client stream: each step accepts an object and
+ *     moves past it, or refuses with a message and stays; it never reads past the end;
  *   - connect_end_stream with the input (up to its first NUL) as the error message writes an
  *     envelope whose length field matches its size.
  * Built only with clang and -DRUNBOX_FUZZ=ON. The seed corpus (tests/fuzz/corpus/connect/) is
@@ -46,6 +48,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
         FUZZ_CHECK(connect_parse_request(b.data, b.len, 16u * 1024 * 1024, &again, err) == RB_EINVAL);
         rb_buf_dispose(&b);
         json_decref(v);
+    }
+    for (size_t off = 0, last = 0; off < n;) {
+        json_t *one = NULL;
+        err[0] = '\0';
+        rb_err es = connect_next_request(copy, n, &off, FUZZ_MAX, &one, err);
+        FUZZ_CHECK((es == RB_OK) == (one != NULL));
+        json_decref(one);
+        if (es != RB_OK) {
+            FUZZ_CHECK(off == last && err[0] != '\0');
+            break;
+        }
+        FUZZ_CHECK(off > last && off <= n);
+        last = off;
     }
     char *msg = malloc(n + 1);
     if (n > 0)
