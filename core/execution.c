@@ -158,6 +158,12 @@ json_t *execution_doc_result_api(json_t *doc)
             json_decref(result);
             result = json_incref(json_object_get(item, "text"));
             json_array_append_new(compat, json_pack("{s:s, s:O}", "type", "result", "content", result));
+        } else if (strcmp(type, "page") == 0) {
+            /* stdout shows the pager's text, as IPython in a terminal prints it (Jupyter: a payload) */
+            json_t *text = json_object_get(json_object_get(item, "data"), "text/plain");
+            rb_buf_append(&so, json_string_value(text), json_string_length(text));
+            if (json_string_length(text) > 0)
+                rb_buf_append(&so, "\n", 1);
         } else if (strcmp(type, "error") == 0) {
             json_decref(error);
             error = json_pack("{s:O?, s:O?, s:O?}", "ename", json_object_get(item, "ename"), "evalue",

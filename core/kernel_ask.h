@@ -22,8 +22,9 @@
 /* Questions in flight to one session at once; more are RB_EBUSY. */
 #define CORE_ASK_MAX 8
 /* How long an answer may take (the runner interrupts its interpreter's answer a little before:
- * the first completion imports jedi, seconds on a busy host). */
-#define CORE_ASK_TIMEOUT_MS 15000
+ * the first completion of an interpreter loads jedi and parses the builtins: about 1 s, 17 s on
+ * a loaded 2-core host). */
+#define CORE_ASK_TIMEOUT_MS 35000
 /* Bytes of a question's content and of an answer's line. */
 #define CORE_ASK_CONTENT_MAX (1024u * 1024)
 #define CORE_ASK_ANSWER_MAX (1024u * 1024 + 4096)

@@ -103,7 +103,9 @@ static void on_answer(void *data, rb_err e, const char *why, json_t *answer)
         content = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
                             e == RB_ETIMEDOUT ? "TimeoutError" : "KernelError", "evalue", why ? why : "", "traceback");
     }
+    jupyter__conn_hold(c, 1); /* the reply may close the socket */
     reply(c, q->msg, content);
+    jupyter__conn_hold(c, -1);
     json_decref(answer);
     json_decref(q->msg);
     free(q);
@@ -148,7 +150,10 @@ int jupyter__ask(jconn *c, json_t *msg, int execs_in_flight)
         *slot = xcalloc(1, sizeof(**slot));
         (*slot)->waiting = json_array();
     }
-    if (execs_in_flight == 0 && json_array_size((*slot)->waiting) == 0) {
+    if (strcmp(kind, "kernel_info") == 0 && (execs_in_flight > 0 || json_array_size((*slot)->waiting) > 0)) {
+        jupyter__conn_status(c, msg, "busy"); /* at once, as ipykernel answers it on control: what it knows */
+        reply(c, msg, kernel_info(c, msg, NULL));
+    } else if (execs_in_flight == 0 && json_array_size((*slot)->waiting) == 0) {
         ask_now(c, msg);
     } else if (json_array_size((*slot)->waiting) < WAIT_MAX) {
         json_array_append((*slot)->waiting, msg); /* after this socket's executions, as ipykernel */
@@ -162,10 +167,9 @@ int jupyter__ask(jconn *c, json_t *msg, int execs_in_flight)
 
 void jupyter__asks_resume(jconn *c)
 {
-    jasks *st = *jupyter__conn_asks(c);
-    if (st == NULL)
-        return;
-    while (json_array_size(st->waiting) > 0) {
+    jasks *st;
+    /* each time afresh: a reply that closes the socket drops the state (jupyter__asks_close) */
+    while ((st = *jupyter__conn_asks(c)) != NULL && json_array_size(st->waiting) > 0) {
         json_t *msg = json_incref(json_array_get(st->waiting, 0));
         json_array_remove(st->waiting, 0);
         ask_now(c, msg);

@@ -100,11 +100,14 @@ void jupyter__end_kernel(jupyter *j, const char *id, const jconn *except);
 /** Closes every websocket (server_stop). */
 void jupyter__close_all(jupyter *j);
 
-/** A socket as jupyter_ask.c uses it (jupyter_ws.c): sends msg (stolen) to its client, sends a
- * status of execution_state state answering parent, and what it belongs to (borrowed). */
+/** A socket as jupyter_ask.c uses it (jupyter_ws.c): sends msg (stolen) to its client (which may
+ * close the socket: hold it across), sends a status of execution_state state answering parent,
+ * holds (delta 1) or lets go (-1, which frees a socket closed meanwhile) of it, and what it
+ * belongs to (borrowed). */
 typedef struct jasks jasks;
 void jupyter__conn_send(jconn *c, json_t *msg);
 void jupyter__conn_status(jconn *c, json_t *parent, const char *state);
+void jupyter__conn_hold(jconn *c, int delta);
 jupyter *jupyter__conn_j(jconn *c);
 const core_caller *jupyter__conn_who(jconn *c);
 const char *jupyter__conn_kernel(jconn *c);

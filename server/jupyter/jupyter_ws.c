@@ -111,16 +111,19 @@ static void send_status(jconn *c, json_t *parent, const char *state)
 
 void jupyter__conn_send(jconn *c, json_t *msg)
 {
-    c->refs++;
     send_msg(c, msg);
-    c->refs--;
-    conn_free_if_done(c);
 }
 
 void jupyter__conn_status(jconn *c, json_t *parent, const char *state)
 {
-    jupyter__conn_send(c, jmsg_make(parent, "iopub", "status", json_pack("{s:s}", "execution_state", state),
-                                    c->kernel));
+    send_status(c, parent, state);
+}
+
+void jupyter__conn_hold(jconn *c, int delta)
+{
+    c->refs += delta;
+    if (delta < 0)
+        conn_free_if_done(c);
 }
 
 jupyter *jupyter__conn_j(jconn *c)

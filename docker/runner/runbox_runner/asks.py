@@ -17,7 +17,7 @@ import time
 
 KINDS = ("complete", "inspect", "is_complete", "history", "kernel_info")
 ASKS_MAX = 8                  # questions in the worker at once
-ASK_TIMEOUT_S = 12.0          # runboxd gives up a little later (core/kernel_ask.c)
+ASK_TIMEOUT_S = 30.0          # the first completion loads jedi: 17 s on this 2-core host at load 40 (runboxd waits 35 s)
 ANSWER_MAX = 1024 * 1024      # bytes of an answer's content as JSON
 CONTENT_MAX = 2 * 1024 * 1024  # bytes of a question's content as JSON
 
