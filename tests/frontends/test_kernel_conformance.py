@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import uuid
 
 import jupyter_kernel_test as jkt
@@ -137,8 +138,14 @@ def test_complete_as_ipykernel(sock):
     r = sock.request("complete_request", code="my_cou", cursor_pos=6)
     assert r["status"] == "ok" and r["matches"] == ["my_counter"], r
     assert (r["cursor_start"], r["cursor_end"]) == (0, 6)
+    # the first completions come without jedi while it warms up in the kernel; then jedi's types
+    deadline = time.monotonic() + 300
+    while r["metadata"]["_jupyter_types_experimental"][0]["type"] != "instance":
+        assert time.monotonic() < deadline, r
+        time.sleep(0.2)
+        r = sock.request("complete_request", code="my_cou", cursor_pos=6)
     types = r["metadata"]["_jupyter_types_experimental"]
-    assert types[0]["text"] == "my_counter" and types[0]["type"] == "instance", types
+    assert types[0]["text"] == "my_counter" and r["matches"] == ["my_counter"], types
     r = sock.request("complete_request", code="my_counter.most", cursor_pos=15)  # jedi on a live object
     assert r["matches"] == ["most_common"] and r["cursor_start"] == 11, r
     r = sock.request("complete_request", code="import collections.abc as c\nc.Mapp", cursor_pos=34)
@@ -259,6 +266,20 @@ def test_busy_kernel_answers_after_the_cell_of_this_socket(sock):
     assert [o[0] for o in order] == ["execute_reply", "complete_reply"]
     assert order[1][1]["parent_header"]["msg_id"] == cid and order[1][1]["content"]["matches"] == ["done"]
     assert order[0][1]["parent_header"]["msg_id"] == mid
+
+
+def test_busy_with_another_clients_code_the_reply_says_so(server, sock, kernels):
+    sid = session_id_of(kernels[-1][0])
+    rid = server.execute(sid, "import time; time.sleep(600)", wait=False)["request_id"]
+    server.wait_status(rid, "running")
+    r = sock.request("complete_request", code="pri", cursor_pos=3)
+    assert r["status"] == "error" and r["ename"] == "KernelBusy", r
+    info = sock.request("kernel_info_request")  # what it knows without the interpreter
+    assert info["status"] == "ok" and info["language_info"]["pygments_lexer"] == "ipython3", info
+    assert server.delete(f"/execute/{rid}").status_code == 200
+    server.wait_done(rid)
+    r = sock.request("complete_request", code="pri", cursor_pos=3)
+    assert "print" in r.get("matches", []), r
 
 
 def test_bash_kernels_keep_the_plain_replies(server, kernels):

@@ -5,6 +5,7 @@ ipykernel answers, in a runner started as a plain subprocess (no Docker).
 Run: python3 -m pytest tests/runner/test_asks.py -q
 """
 
+import time
 import uuid
 
 import pytest
@@ -29,10 +30,19 @@ def ask(r, kind, **content):
 
 def test_complete_uses_the_session_names_and_jedi(py):
     py.execute("my_variable = 1")
+    # the first completions come without jedi (it warms up in a thread): names all the same
     a = ask(py, "complete", code="my_va", cursor_pos=5)
     assert a["status"] == "ok" and a["matches"] == ["my_variable"]
     assert (a["cursor_start"], a["cursor_end"]) == (0, 5)
-    assert a["metadata"]["_jupyter_types_experimental"][0]["type"] == "instance"
+    # then jedi's: its type of the value (IPython's own matcher says "variable")
+    deadline = time.monotonic() + 300
+    while a["metadata"]["_jupyter_types_experimental"][0]["type"] != "instance":
+        assert time.monotonic() < deadline, "jedi never answered"
+        time.sleep(0.2)
+        a = ask(py, "complete", code="my_va", cursor_pos=5)
+    assert a["matches"] == ["my_variable"]
+    f = ask(py, "complete", code="import json\njson.dum")
+    assert "dumps" in f["matches"] and "(obj" in f["metadata"]["_jupyter_types_experimental"][0]["signature"]
     a = ask(py, "complete", code="import os\nos.pa", cursor_pos=15)
     assert "path" in a["matches"] and a["cursor_start"] == 13
     assert ask(py, "complete", code="zzz_nothing")["matches"] == []

@@ -18,6 +18,21 @@ CODE_MAX = 1024 * 1024        # characters of code a question may carry
 MATCHES_MAX = 1000            # completions returned at most
 HISTORY_MAX = 1000            # history entries returned at most
 
+_jedi = {"ready": False, "thread": None}  # jedi warmed up in this interpreter (_warm_jedi)
+
+
+def _warm_jedi():
+    """A first completion with jedi parses the builtins' stubs: about a second, 17 s on a loaded
+    2-core host, which no Tab key waits for. It is done once, in a thread of its own started at
+    the first completion; until it is over, completions are IPython's without jedi (names,
+    attributes, keys, paths, magics: what a Tab needs most)."""
+    try:
+        import jedi
+        jedi.Interpreter("zi", [{}]).complete(1, 2)
+    except Exception:
+        pass
+    _jedi["ready"] = True
+
 
 class AskError(Exception):
     """A question that cannot be answered as asked (its content is wrong): the reply says why."""
@@ -47,8 +62,19 @@ def complete(shell, content):
     from IPython.core.completer import provisionalcompleter, rectify_completions
     code = _code(content)
     pos = _cursor(content, code)
-    with provisionalcompleter():
-        found = list(rectify_completions(code, shell.Completer.completions(code, pos)))
+    completer = shell.Completer
+    use_jedi = completer.use_jedi
+    if use_jedi and not _jedi["ready"]:
+        if _jedi["thread"] is None:
+            import threading
+            _jedi["thread"] = threading.Thread(target=_warm_jedi, name="runbox-jedi-warmup", daemon=True)
+            _jedi["thread"].start()
+        completer.use_jedi = False
+    try:
+        with provisionalcompleter():
+            found = list(rectify_completions(code, completer.completions(code, pos)))
+    finally:
+        completer.use_jedi = use_jedi
     found = found[:MATCHES_MAX]
     if found:
         start, end = found[0].start, found[0].end
