@@ -21,9 +21,8 @@
 
 /* Questions in flight to one session at once; more are RB_EBUSY. */
 #define CORE_ASK_MAX 8
-/* How long an answer may take (the runner interrupts its interpreter's answer a little before:
- * the first completion of an interpreter loads jedi and parses the builtins: about 1 s, 17 s on
- * a loaded 2-core host). */
+/* How long an answer may take (the runner interrupts its interpreter's answer a little before).
+ * Answers take milliseconds; an inspection runs the object's __repr__, which may take longer. */
 #define CORE_ASK_TIMEOUT_MS 35000
 /* Bytes of a question's content and of an answer's line. */
 #define CORE_ASK_CONTENT_MAX (1024u * 1024)
