@@ -389,7 +389,7 @@ int sandbox_ready(const sandbox *sb);
 
 /* kernel_ask.c */
 /** The runner's answer (content borrowed; the line was line_bytes long) to question id, if one
- * of c's waits for it; anything else is ignored. */
+ * of c's waits for it; anything else is ignored. content NULL: the runner did not know the op. */
 void kernel_ask__answered(rb_core *c, const char *id, json_t *content, size_t line_bytes);
 /** Ends the questions waiting with RB_ECANCELED (core_free). */
 void kernel_ask__dispose(rb_core *c);

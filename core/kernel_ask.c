@@ -106,6 +106,9 @@ void kernel_ask__answered(rb_core *c, const char *id, json_t *content, size_t li
         return; /* late (given up on) or never asked: the sandbox is not trusted */
     if (line_bytes > CORE_ASK_ANSWER_MAX)
         k->e = rb_fail(RB_ETOOBIG, k->msg, "the kernel's answer is larger than %u bytes", CORE_ASK_ANSWER_MAX);
+    else if (content == NULL)
+        k->e = rb_fail(RB_EUNAVAILABLE, k->msg, "this sandbox's runner answers no questions (its image was built "
+                       "before them: rebuild it with docker/build-images)");
     else if (!json_is_object(content))
         k->e = rb_fail(RB_EIO, k->msg, "the kernel's answer was not an object");
     else

@@ -79,6 +79,11 @@ static void handle_event(sandbox *sb, const runner_event *ev, size_t line_bytes)
         kernel_ask__answered(sb->c, id, json_object_get(ev->json, "content"), line_bytes);
         return;
     }
+    if (ev->type == RUNNER_EV_ERROR_REPLY && id != NULL && strncmp(id, "k_", 2) == 0) {
+        /* a runner older than questions (an image built before them): the question is refused */
+        kernel_ask__answered(sb->c, id, NULL, 0);
+        return;
+    }
     if (ev->type == RUNNER_EV_ERROR_REPLY) {
         rb_warn("container %.12s: runner: %s", sb->container_id, ev->message ? ev->message : "(no message)");
         return;
