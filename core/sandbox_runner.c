@@ -273,13 +273,6 @@ rb_err sandbox_execute(sandbox *sb, execution *ex, char *err)
     return e;
 }
 
-rb_err sandbox_ask(sandbox *sb, json_t *line, char *err)
-{
-    if (sb->state != SB_READY)
-        return rb_fail(RB_ECONFLICT, err, "the sandbox is not ready");
-    return sandbox__send_line(sb, line, err);
-}
-
 void sandbox_interrupt(sandbox *sb, execution *ex)
 {
     if (sb->ex != ex)
@@ -289,4 +282,11 @@ void sandbox_interrupt(sandbox *sb, execution *ex)
     if (sandbox__send_line(sb, req, err) != RB_OK)
         rb_warn("execution %s: could not send the interrupt: %s", ex->id, err);
     json_decref(req);
+}
+
+rb_err sandbox_ask(sandbox *sb, json_t *line, char *err)
+{
+    if (sb->state != SB_READY)
+        return rb_fail(RB_ECONFLICT, err, "the sandbox is not ready");
+    return sandbox__send_line(sb, line, err);
 }
