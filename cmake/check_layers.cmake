@@ -30,7 +30,7 @@ set(RULES
     "core/volumes|base/,core/volumes/,core/heart.h,core/core.h,core/settings.h,core/deps/oneshot.h,core/shares/sharespec.h,store/store.h"
     "core|base/,store/,core/"
     "server/dify|base/,server/dify/,server/http.h,server/settings.h,core/core.h,core/settings.h"
-    "server|base/,server/,core/core.h,core/mcp_sessions.h,core/process.h,core/deps/requirements.h,core/settings.h,core/stats.h,core/web/web_wire.h"
+    "server|base/,server/,core/core.h,core/kernel_ask.h,core/mcp_sessions.h,core/process.h,core/deps/requirements.h,core/settings.h,core/stats.h,core/web/web_wire.h"
     "daemon|base/,server/,daemon/,core/")
 # Private headers of a folder: only files of that folder may include them.
 set(PRIVATE_HEADERS

@@ -315,6 +315,7 @@ void core_free(rb_core *c)
     web_dispose(c);
     core__pause_dispose(c);
     core__freeze_dispose(c);
+    kernel_ask__dispose(c); /* questions waiting end with RB_ECANCELED */
     egress_dispose(c); /* after the backend: its cancelled calls may still come back */
     store_close(c->st);
     policy_free(c->policy);

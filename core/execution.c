@@ -158,6 +158,12 @@ json_t *execution_doc_result_api(json_t *doc)
             json_decref(result);
             result = json_incref(json_object_get(item, "text"));
             json_array_append_new(compat, json_pack("{s:s, s:O}", "type", "result", "content", result));
+        } else if (strcmp(type, "page") == 0) {
+            /* stdout shows the pager's text, as IPython in a terminal prints it (Jupyter: a payload) */
+            json_t *text = json_object_get(json_object_get(item, "data"), "text/plain");
+            rb_buf_append(&so, json_string_value(text), json_string_length(text));
+            if (json_string_length(text) > 0)
+                rb_buf_append(&so, "\n", 1);
         } else if (strcmp(type, "error") == 0) {
             json_decref(error);
             error = json_pack("{s:O?, s:O?, s:O?}", "ename", json_object_get(item, "ename"), "evalue",
@@ -382,6 +388,31 @@ void execution_add_event(execution *ex, json_t *event)
                          clip_traceback(ex, tb));
         json_decref(ex->error);
         ex->error = json_incref(item);
+    } else if (strcmp(type, "page") == 0) {
+        /* IPython's pager (`obj?`): one per execution, the last (ipykernel's payload keeps one) */
+        json_t *data = json_object_get(event, "data"), *start = json_object_get(event, "start");
+        if (!json_is_object(data) || !json_is_string(json_object_get(data, "text/plain")))
+            return;
+        json_t *page = json_object();
+        const char *mime;
+        json_t *v;
+        json_object_foreach(data, mime, v)
+        {
+            if ((strcmp(mime, "text/plain") == 0 || strcmp(mime, "text/html") == 0) && json_is_string(v))
+                json_object_set_new(page, mime, clip_text(ex, v, "page"));
+        }
+        json_int_t line = json_is_integer(start) ? json_integer_value(start) : 0;
+        item = json_pack("{s:s, s:o, s:I}", "type", "page", "data", page, "start",
+                         line > 0 && line < 2147483647 ? line : (json_int_t)0);
+        size_t i;
+        json_t *old;
+        json_array_foreach(ex->outputs, i, old)
+        {
+            if (json_equal(json_object_get(old, "type"), json_object_get(item, "type"))) {
+                json_array_remove(ex->outputs, i);
+                break;
+            }
+        }
     } else {
         return;
     }

@@ -112,6 +112,7 @@ typedef enum core_room {
     CORE_ROOM_VOLUMES, /* core/volumes/: measurements in flight */
     CORE_ROOM_USAGE,   /* core/usage/: the sessions' usage samples and the readings in flight */
     CORE_ROOM_FREEZE,  /* core/session_freeze.c: freezes waiting to try again, the change queues' kick */
+    CORE_ROOM_ASKS,    /* core/kernel_ask.c: questions waiting for their answers */
     CORE_ROOMS
 } core_room;
 

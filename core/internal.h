@@ -358,6 +358,10 @@ const char *sandbox_container_id(const sandbox *sb);
  * execution_add_event and its "done" finishes it. RB_ECONFLICT when the sandbox is not ready,
  * or the stream's error when the request cannot be written (ex is then not started). */
 rb_err sandbox_execute(sandbox *sb, execution *ex, char *err);
+/** Sends a question's line ({"op": "ask", "id", "kind", "content"}, borrowed: core/kernel_ask.c) to
+ * the runner; its answer comes back through kernel_ask__answered. RB_ECONFLICT when the sandbox is
+ * not ready, or the stream's error. */
+rb_err sandbox_ask(sandbox *sb, json_t *line, char *err);
 /** Asks the runner to interrupt ex if it is the cell running (a timeout or cancel); the
  * runner answers with ex's done (status cancelled, or reset if it had to kill the worker). */
 void sandbox_interrupt(sandbox *sb, execution *ex);
@@ -396,6 +400,13 @@ void removal_sweep_volumes(rb_core *c, int64_t now);
 void removal_sweep_kept(rb_core *c);
 /** Non-zero if sb's runner is attached and takes executions. */
 int sandbox_ready(const sandbox *sb);
+
+/* kernel_ask.c */
+/** The runner's answer (content borrowed; the line was line_bytes long) to question id, if one
+ * of c's waits for it; anything else is ignored. content NULL: the runner did not know the op. */
+void kernel_ask__answered(rb_core *c, const char *id, json_t *content, size_t line_bytes);
+/** Ends the questions waiting with RB_ECANCELED (core_free). */
+void kernel_ask__dispose(rb_core *c);
 
 /* process.c */
 /** Ends s's processes (session end, core_free): their callers hear RB_ECANCELED with reason;

@@ -30,7 +30,7 @@ rb_err sandbox__send_line(sandbox *sb, json_t *msg, char *err)
 
 /* ---- runner events ------------------------------------------------------------------- */
 
-static void handle_event(sandbox *sb, const runner_event *ev)
+static void handle_event(sandbox *sb, const runner_event *ev, size_t line_bytes)
 {
     const char *id = ev->id;
     if (ev->type == RUNNER_EV_NONE)
@@ -81,6 +81,15 @@ static void handle_event(sandbox *sb, const runner_event *ev)
     }
     if (ev->type == RUNNER_EV_READY)
         return;
+    if (ev->type_name != NULL && strcmp(ev->type_name, "answer") == 0) { /* not a cell's: core/kernel_ask.c */
+        kernel_ask__answered(sb->c, id, json_object_get(ev->json, "content"), line_bytes);
+        return;
+    }
+    if (ev->type == RUNNER_EV_ERROR_REPLY && id != NULL && strncmp(id, "k_", 2) == 0) {
+        /* a runner older than questions (an image built before them): the question is refused */
+        kernel_ask__answered(sb->c, id, NULL, 0);
+        return;
+    }
     if (ev->type == RUNNER_EV_ERROR_REPLY) {
         rb_warn("container %.12s: runner: %s", sb->container_id, ev->message ? ev->message : "(no message)");
         return;
@@ -152,7 +161,7 @@ static void handle_line(sandbox *sb, const char *p, size_t n)
         sb_warn(sb, "dropped a malformed runner line (%zu bytes): %s", n, err);
         return;
     }
-    handle_event(sb, &ev);
+    handle_event(sb, &ev, n);
     runner_event_dispose(&ev);
 }
 
@@ -290,4 +299,11 @@ void sandbox_interrupt(sandbox *sb, execution *ex)
     if (sandbox__send_line(sb, req, err) != RB_OK)
         rb_warn("execution %s: could not send the interrupt: %s", ex->id, err);
     json_decref(req);
+}
+
+rb_err sandbox_ask(sandbox *sb, json_t *line, char *err)
+{
+    if (sb->state != SB_READY)
+        return rb_fail(RB_ECONFLICT, err, "the sandbox is not ready");
+    return sandbox__send_line(sb, line, err);
 }

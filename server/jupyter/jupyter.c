@@ -419,6 +419,7 @@ static void on_free(void *data)
     for (size_t i = 0; i < JUPYTER_LOGINS_MAX; i++)
         free(j->logins[i].key);
     map_dispose(&j->counts);
+    json_decref(j->python_info);
     free(j);
 }
 

@@ -52,6 +52,7 @@ typedef struct jupyter {
     jlogin logins[JUPYTER_LOGINS_MAX];
     jorphan orphans[JUPYTER_ORPHANS_MAX];
     size_t next_orphan; /* the slot the next orphan takes */
+    json_t *python_info;  /* the language_info a Python kernel gave last (its real version), or NULL */
     int stopping;
 } jupyter;
 
@@ -98,6 +99,31 @@ int jupyter__channels(http_call *call);
 void jupyter__end_kernel(jupyter *j, const char *id, const jconn *except);
 /** Closes every websocket (server_stop). */
 void jupyter__close_all(jupyter *j);
+
+/** A socket as jupyter_ask.c uses it (jupyter_ws.c): sends msg (stolen) to its client (which may
+ * close the socket: hold it across), sends a status of execution_state state answering parent,
+ * holds (delta 1) or lets go (-1, which frees a socket closed meanwhile) of it, and what it
+ * belongs to (borrowed). */
+typedef struct jasks jasks;
+void jupyter__conn_send(jconn *c, json_t *msg);
+void jupyter__conn_status(jconn *c, json_t *parent, const char *state);
+void jupyter__conn_hold(jconn *c, int delta);
+jupyter *jupyter__conn_j(jconn *c);
+const core_caller *jupyter__conn_who(jconn *c);
+const char *jupyter__conn_kernel(jconn *c);
+const char *jupyter__conn_language(jconn *c);
+/** The slot of the socket's questions (jupyter_ask.c's state; NULL until the first). */
+jasks **jupyter__conn_asks(jconn *c);
+
+/** A Python kernel's complete, inspect, is_complete, history or kernel_info request on socket c,
+ * answered by its interpreter (core/kernel_ask.h) as ipykernel answers it (jupyter_ask.c): now, or
+ * after the socket's executions in flight (execs_in_flight > 0) end. 0 (nothing done) for another
+ * request or language. */
+int jupyter__ask(jconn *c, json_t *msg, int execs_in_flight);
+/** The socket's executions have ended: the questions waiting for them are asked. */
+void jupyter__asks_resume(jconn *c);
+/** The socket closes: the answers in flight go nowhere, the questions waiting are dropped. */
+void jupyter__asks_close(jconn *c);
 
 /** Password mode's login (jupyter_login.c): GET and POST /login; the API key a request's cookie
  * stands for. */

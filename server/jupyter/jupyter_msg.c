@@ -111,6 +111,35 @@ json_t *jmsg_make(json_t *parent, const char *channel, const char *msg_type, jso
                      content != NULL ? content : json_object(), "channel", channel, "buffers");
 }
 
+#define ANSI_RED "\x1b[31m"
+#define ANSI_GREEN "\x1b[32m"
+#define ANSI_RESET "\x1b[39m"
+
+json_t *jmsg_colour_traceback(json_t *lines, const char *ename)
+{
+    json_t *out = json_array();
+    size_t n = json_array_size(lines), en = ename != NULL ? strlen(ename) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *line = json_array_get(lines, i);
+        if (!json_is_string(line))
+            continue;
+        const char *s = json_string_value(line);
+        size_t len = json_string_length(line);
+        static const char file[] = "  File \"";
+        const char *nl = memchr(s, '\n', len);
+        size_t head = nl != NULL ? (size_t)(nl - s) : len;
+        json_t *coloured = NULL;
+        if (len >= sizeof(file) - 1 && memcmp(s, file, sizeof(file) - 1) == 0) {
+            coloured = json_sprintf(ANSI_GREEN "%.*s" ANSI_RESET "%.*s", (int)head, s, (int)(len - head), s + head);
+        } else if (i + 1 == n && en > 0 && len >= en && memcmp(s, ename, en) == 0 &&
+                   (len == en || s[en] == ':' || s[en] == '\n')) {
+            coloured = json_sprintf(ANSI_RED "%.*s" ANSI_RESET "%.*s", (int)en, s, (int)(len - en), s + en);
+        }
+        json_array_append_new(out, coloured != NULL ? coloured : json_incref(line));
+    }
+    return out;
+}
+
 static const struct {
     const char *language, *kernel, *display, *version, *mimetype, *ext;
 } KERNELS[] = {
@@ -141,6 +170,10 @@ const char *jmsg_language_of(const char *kernel_name)
 
 static json_t *language_info(const char *language)
 {
+    if (strcmp(language, "python") == 0) /* as ipykernel says it (the real version: jupyter_ask.c) */
+        return json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:i}, s:s, s:s}", "name", "python", "version", "3", "mimetype",
+                         "text/x-python", "file_extension", ".py", "codemirror_mode", "name", "ipython", "version", 3,
+                         "pygments_lexer", "ipython3", "nbconvert_exporter", "python");
     for (size_t i = 0; i < NKERNELS; i++)
         if (strcmp(KERNELS[i].language, language) == 0)
             return json_pack("{s:s, s:s, s:s, s:s}", "name", KERNELS[i].language, "version", KERNELS[i].version,
@@ -156,7 +189,9 @@ json_t *jmsg_simple_reply(json_t *msg, const char *language)
         return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:[], s:b}", "status", "ok", "protocol_version",
                          JMSG_PROTOCOL, "implementation", "runbox", "implementation_version", RUNBOX_VERSION,
                          "language_info", language_info(language), "banner",
-                         "runbox: a sandboxed kernel (no completion, no introspection, no input())", "help_links",
+                         strcmp(language, "python") == 0 ? "runbox: IPython in a sandbox (no input())"
+                                                         : "runbox: a sandboxed kernel (no completion, no introspection, no input())",
+                         "help_links",
                          "debugger", 0);
     if (strcmp(t, "complete_request") == 0) {
         json_t *pos = json_object_get(content, "cursor_pos");

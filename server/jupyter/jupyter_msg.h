@@ -46,6 +46,11 @@ const char *jmsg_channel(json_t *msg);
  * "<type>_reply", new reference). language names the kernel's language (the session's). */
 json_t *jmsg_simple_reply(json_t *msg, const char *language);
 
+/** A traceback (lines of Python's format, borrowed) in colour, as Jupyter frontends show
+ * ipykernel's (ANSI escapes): the "File ..." line of each frame green, ename red where the last
+ * line names it. Items that are not strings are left out. New reference. */
+json_t *jmsg_colour_traceback(json_t *lines, const char *ename);
+
 /** The Jupyter kernelspec name of a runbox language ("python" -> "python3"), and back (NULL for a
  * name runbox has no kernel of). */
 const char *jmsg_kernel_name(const char *language);

@@ -53,6 +53,7 @@ struct jconn {
     int in_recv;  /* inside on_message (h2o's proceed): no proceed now */
     int closed;
     int ending;   /* its kernel ended: a close frame was queued */
+    jasks *asks;  /* questions to its kernel (jupyter_ask.c) */
     jconn *next;
 };
 
@@ -63,6 +64,7 @@ struct jexec {
     char rid[64];
     int64_t count;
     int restart;  /* a shutdown_request with restart: its reply when done */
+    json_t *page; /* what IPython's pager showed ({type: "page", data, start}), for the reply's payload */
     jexec *next;
 };
 
@@ -107,6 +109,48 @@ static void send_status(jconn *c, json_t *parent, const char *state)
     send_msg(c, jmsg_make(parent, "iopub", "status", json_pack("{s:s}", "execution_state", state), c->kernel));
 }
 
+void jupyter__conn_send(jconn *c, json_t *msg)
+{
+    send_msg(c, msg);
+}
+
+void jupyter__conn_status(jconn *c, json_t *parent, const char *state)
+{
+    send_status(c, parent, state);
+}
+
+void jupyter__conn_hold(jconn *c, int delta)
+{
+    c->refs += delta;
+    if (delta < 0)
+        conn_free_if_done(c);
+}
+
+jupyter *jupyter__conn_j(jconn *c)
+{
+    return c->j;
+}
+
+const core_caller *jupyter__conn_who(jconn *c)
+{
+    return c->who;
+}
+
+const char *jupyter__conn_kernel(jconn *c)
+{
+    return c->kernel;
+}
+
+const char *jupyter__conn_language(jconn *c)
+{
+    return c->language;
+}
+
+jasks **jupyter__conn_asks(jconn *c)
+{
+    return &c->asks;
+}
+
 /* ---- executions --------------------------------------------------------------------------- */
 
 static void exec_unlink(jexec *x)
@@ -123,6 +167,7 @@ static void exec_unlink(jexec *x)
 static void exec_free(jexec *x)
 {
     json_decref(x->msg);
+    json_decref(x->page);
     free(x);
 }
 
@@ -143,6 +188,15 @@ static json_t *traceback_of(json_t *tb)
             n--;
         json_array_append_new(out, json_stringn(s, n));
     }
+    return out;
+}
+
+/* A traceback as traceback_of gives it, in colour as ipykernel's (new reference). */
+static json_t *coloured(json_t *tb, json_t *ename)
+{
+    json_t *plain = traceback_of(tb);
+    json_t *out = jmsg_colour_traceback(plain, json_string_value(ename));
+    json_decref(plain);
     return out;
 }
 
@@ -176,7 +230,8 @@ static json_t *iopub_of(jexec *x, json_t *item)
         return jmsg_make(x->msg, "iopub", "error",
                          json_pack("{s:s, s:s, s:o}", "ename",
                                    str_or(json_object_get(item, "ename"), "Error"), "evalue",
-                                   str_or(json_object_get(item, "evalue"), ""), "traceback", traceback_of(tb)),
+                                   str_or(json_object_get(item, "evalue"), ""), "traceback",
+                                   coloured(tb, json_object_get(item, "ename"))),
                          k);
     }
     return NULL;
@@ -187,9 +242,16 @@ static json_t *execute_reply(jexec *x, json_t *doc)
 {
     const char *st = json_string_value(json_object_get(doc, "status"));
     json_t *err = json_object_get(doc, "error");
+    /* IPython's pager (`obj?`) as ipykernel's payloadpage gives it */
+    json_t *payload = json_array();
+    if (x->page != NULL)
+        json_array_append_new(payload, json_pack("{s:s, s:O, s:O}", "source", "page", "data",
+                                                 json_object_get(x->page, "data"), "start",
+                                                 json_object_get(x->page, "start")));
     if (st != NULL && strcmp(st, "completed") == 0 && !json_is_object(err))
-        return json_pack("{s:s, s:I, s:{}, s:[]}", "status", "ok", "execution_count", (json_int_t)x->count,
-                         "user_expressions", "payload");
+        return json_pack("{s:s, s:I, s:{}, s:o}", "status", "ok", "execution_count", (json_int_t)x->count,
+                         "user_expressions", "payload", payload);
+    json_decref(payload);
     const char *ename = json_string_value(json_object_get(err, "ename"));
     json_t *tb = json_object_get(err, "traceback");
     /* "aborted" is a request that never ran (cancelled in the queue); one interrupted while it ran
@@ -197,7 +259,8 @@ static json_t *execute_reply(jexec *x, json_t *doc)
     int aborted = st != NULL && strcmp(st, "cancelled") == 0 && !json_is_object(err);
     return json_pack("{s:s, s:I, s:s, s:s, s:o}", "status", aborted ? "aborted" : "error", "execution_count",
                      (json_int_t)x->count, "ename", ename ? ename : st ? st : "Error", "evalue",
-                     str_or(json_object_get(err, "evalue"), ""), "traceback", traceback_of(tb));
+                     str_or(json_object_get(err, "evalue"), ""), "traceback",
+                     coloured(tb, json_object_get(err, "ename")));
 }
 
 static void on_exec_event(void *data, const char *event, json_t *payload)
@@ -205,7 +268,11 @@ static void on_exec_event(void *data, const char *event, json_t *payload)
     jexec *x = data;
     jconn *c = x->c;
     c->refs++;
-    if (strcmp(event, "output") == 0 && !x->restart) {
+    if (strcmp(event, "output") == 0 && !x->restart &&
+        strcmp(str_or(json_object_get(payload, "type"), ""), "page") == 0) {
+        json_decref(x->page); /* the reply's payload, the last one (ipykernel's is single) */
+        x->page = json_incref(payload);
+    } else if (strcmp(event, "output") == 0 && !x->restart) {
         json_t *m = iopub_of(x, payload);
         if (m != NULL)
             send_msg(c, m);
@@ -221,6 +288,8 @@ static void on_exec_event(void *data, const char *event, json_t *payload)
         send_status(c, x->msg, "idle");
         exec_unlink(x);
         exec_free(x);
+        if (c->nexecs == 0 && !c->closed) /* the questions that waited for them, in order */
+            jupyter__asks_resume(c);
     }
     c->refs--;
     conn_free_if_done(c);
@@ -418,8 +487,10 @@ static void dispatch(jconn *c, json_t *msg)
     const char *t = jmsg_type(msg);
     const char *channel = jmsg_channel(msg);
     char why[RB_ERR_LEN];
+    /* a completion or inspection runs the user's objects' code too (a __repr__, a property) */
     int change = strcmp(t, "execute_request") == 0 || strcmp(t, "shutdown_request") == 0 ||
-                 strcmp(t, "interrupt_request") == 0;
+                 strcmp(t, "interrupt_request") == 0 || strcmp(t, "complete_request") == 0 ||
+                 strcmp(t, "inspect_request") == 0;
     if (change && !key_may_run(c, why)) {
         send_status(c, msg, "busy");
         if (strcmp(t, "execute_request") == 0) {
@@ -428,7 +499,7 @@ static void dispatch(jconn *c, json_t *msg)
         }
         char reply[JMSG_NAME_MAX + 8];
         snprintf(reply, sizeof(reply), "%.*s_reply", (int)(strlen(t) - strlen("_request")), t);
-        send_msg(c, jmsg_make(msg, "control", reply,
+        send_msg(c, jmsg_make(msg, strcmp(channel, "control") == 0 ? "control" : "shell", reply,
                               json_pack("{s:s, s:s, s:s}", "status", "error", "ename", "PermissionError", "evalue", why),
                               c->kernel));
         send_status(c, msg, "idle");
@@ -441,6 +512,8 @@ static void dispatch(jconn *c, json_t *msg)
     } else if (strcmp(t, "interrupt_request") == 0) {
         jupyter__interrupt(c->j, c->who, c->kernel);
         send_msg(c, jmsg_make(msg, "control", "interrupt_reply", json_pack("{s:s}", "status", "ok"), c->kernel));
+    } else if (jupyter__ask(c, msg, c->nexecs)) {
+        /* answered by the kernel's interpreter (jupyter_ask.c) */
     } else {
         json_t *content = jmsg_simple_reply(msg, c->language);
         if (content == NULL) /* unknown or unsupported (input_reply, comm_*): ignored, as kernels do */
@@ -478,6 +551,7 @@ static void conn_close(jconn *c)
         exec_free(x);
     }
     c->nexecs = 0;
+    jupyter__asks_close(c);
     if (c->ws != NULL)
         h2o_websocket_close(c->ws);
     c->ws = NULL;

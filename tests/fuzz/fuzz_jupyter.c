@@ -6,7 +6,9 @@
  *     JMSG_NAME_MAX bytes, an object content and a channel;
  *   - a reply made to it (jmsg_make) carries its header as parent_header, a fresh msg_id and the
  *     protocol version, and encodes as JSON that jmsg_parse reads back;
- *   - jmsg_simple_reply answers the requests it knows with status ok or unknown, and nothing else.
+ *   - jmsg_simple_reply answers the requests it knows with status ok or unknown, and nothing else;
+ *   - jmsg_colour_traceback of a content.traceback (with content.ename) keeps each string line,
+ *     adding at most the escapes of one colour.
  * Built only with clang and -DRUNBOX_FUZZ=ON. The seed corpus (tests/fuzz/corpus/jupyter/) is
  * replayed through these same checks by tests/server/test_jupyter_msg.c, which includes this file.
  */
@@ -54,6 +56,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t n)
         FUZZ_CHECK(strlen(type) > 8 && strcmp(type + strlen(type) - 8, "_request") == 0);
     }
     json_decref(simple);
+    json_t *content = json_object_get(msg, "content"), *tb = json_object_get(content, "traceback");
+    json_t *col = jmsg_colour_traceback(tb, json_string_value(json_object_get(content, "ename")));
+    size_t strings = 0, i;
+    json_t *line;
+    json_array_foreach(tb, i, line)
+    {
+        if (!json_is_string(line))
+            continue;
+        json_t *o = json_array_get(col, strings++);
+        FUZZ_CHECK(json_is_string(o) && json_string_length(o) >= json_string_length(line) &&
+                   json_string_length(o) <= json_string_length(line) + 10);
+    }
+    FUZZ_CHECK(json_array_size(col) == strings);
+    json_decref(col);
     json_decref(back);
     free(text);
     json_decref(reply);

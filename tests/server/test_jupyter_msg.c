@@ -109,6 +109,39 @@ Test(jupyter_msg, requests_answered_without_running_anything)
     json_decref(m);
 }
 
+Test(jupyter_msg, tracebacks_in_colour)
+{
+    json_t *tb = json_pack("[s, s, i, s]", "Traceback (most recent call last):\n",
+                           "  File \"<cell-1>\", line 1, in <module>\n    1/0", 7, "ZeroDivisionError: division by zero");
+    json_t *c = jmsg_colour_traceback(tb, "ZeroDivisionError");
+    cr_assert_eq(json_array_size(c), 3, "the integer is left out");
+    cr_assert_str_eq(json_string_value(json_array_get(c, 0)), "Traceback (most recent call last):\n");
+    cr_assert_str_eq(json_string_value(json_array_get(c, 1)),
+                     "\x1b[32m  File \"<cell-1>\", line 1, in <module>\x1b[39m\n    1/0");
+    cr_assert_str_eq(json_string_value(json_array_get(c, 2)), "\x1b[31mZeroDivisionError\x1b[39m: division by zero");
+    json_decref(c);
+    c = jmsg_colour_traceback(tb, "ValueError"); /* another name: the last line as it is */
+    cr_assert_str_eq(json_string_value(json_array_get(c, 2)), "ZeroDivisionError: division by zero");
+    json_decref(c);
+    json_decref(tb);
+    c = jmsg_colour_traceback(NULL, NULL);
+    cr_assert_eq(json_array_size(c), 0);
+    json_decref(c);
+}
+
+Test(jupyter_msg, python_language_info_as_ipykernel)
+{
+    char err[RB_ERR_LEN];
+    json_t *m = parse("{\"header\":{\"msg_type\":\"kernel_info_request\"}}", RB_OK, err);
+    json_t *r = jmsg_simple_reply(m, "python");
+    json_t *li = json_object_get(r, "language_info");
+    cr_assert_str_eq(json_string_value(json_object_get(li, "pygments_lexer")), "ipython3");
+    cr_assert_str_eq(json_string_value(json_object_get(li, "nbconvert_exporter")), "python");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(li, "codemirror_mode"), "name")), "ipython");
+    json_decref(r);
+    json_decref(m);
+}
+
 Test(jupyter_msg, kernel_names)
 {
     cr_assert_str_eq(jmsg_kernel_name("python"), "python3");

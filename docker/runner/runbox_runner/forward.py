@@ -17,6 +17,8 @@ TEXT_CAP_MAX = 4 * 1024 * 1024  # ... and the most
 NAME_CAP = 256                 # characters of an exception's name
 DISPLAY_BYTES_MAX = 32 * 1024 * 1024  # base64 bytes of displays per cell (runboxd keeps as much)
 DISPLAY_MIMES = ("image/png",)
+PAGE_MIMES = ("text/plain", "text/html")  # what a page (IPython's pager) may carry
+PAGES_MAX = 4                  # pages per cell (the reply shows the last one)
 
 
 
@@ -38,6 +40,7 @@ class CellForward:
         self.results = 0
         self.errors = 0
         self.display_bytes = 0
+        self.pages = 0
         self.dropped = 0
 
     def result(self, msg):
@@ -71,3 +74,18 @@ class CellForward:
             return None
         self.display_bytes += len(data)
         return {"mime": mime, "data": data}
+
+    def page(self, msg):
+        """The fields of a `page` event (IPython's pager: `obj?`), or None past PAGES_MAX a cell:
+        its bundle's text formats clipped to the cell's cap, `start` a line number."""
+        bundle, start = msg.get("data"), msg.get("start")
+        if not isinstance(bundle, dict) or self.pages >= PAGES_MAX:
+            self.dropped += sum(_size(v) for v in bundle.values()) if isinstance(bundle, dict) else 0
+            return None
+        self.pages += 1
+        data = {m: protocol.clip(v, self.cap, "page") for m, v in bundle.items()
+                if m in PAGE_MIMES and isinstance(v, str)}
+        if "text/plain" not in data:
+            data["text/plain"] = ""
+        ok = isinstance(start, int) and not isinstance(start, bool) and 0 <= start < (1 << 31)
+        return {"data": data, "start": start if ok else 0}

@@ -83,6 +83,7 @@ class _Worker:
         self.follow_threads = 0       # > 0 while threads started are FOLLOW (runbox_runner.shell)
         self.last_error = None        # the last error sent (fields of its message), for IPython's history
         self.cell_error = False       # the running cell sent an error
+        self.answering = False        # a question (kernel_requests) is being answered: SIGINT stops it
         self.reap_pending = set()     # killed children not collected yet (reap_zombies)
         self.cell_fds = {}            # n -> {1: fd, 2: fd}: the pipes of cell n, for its threads
         # Copies of the worker's own output pipes: fd 1/2 when a cell has no pipes of its own
@@ -180,8 +181,31 @@ class _Worker:
         self.cell_n = n
 
     def _on_sigint(self, signum, frame):
-        if self.running:
+        if self.running or self.answering:
             raise KeyboardInterrupt
+
+    def answer(self, msg):
+        """A question between cells ({"ask": id, "kind", "content"}: kernel_requests), answered
+        {"t": "answer", "id", "content"}; the supervisor interrupts one that takes too long."""
+        from runbox_runner import kernel_requests
+        content = None
+        self.answering = True
+        try:
+            content = kernel_requests.answer(self.shell, msg.get("kind"), msg.get("content"))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.answering = False
+        if content is None:
+            content = {"status": "error", "ename": "KeyboardInterrupt", "evalue": "the answer took too long",
+                       "traceback": []}
+        try:
+            text = json.dumps({"t": "answer", "id": msg.get("ask"), "content": content}, default=str)
+        except (TypeError, ValueError, RecursionError) as e:
+            text = json.dumps({"t": "answer", "id": msg.get("ask"),
+                               "content": {"status": "error", "ename": type(e).__name__, "evalue": str(e)[:1000],
+                                           "traceback": []}})
+        self.send(json.loads(text))
 
     def send(self, msg):
         if os.getpid() != self.pid:
@@ -266,7 +290,9 @@ class _Worker:
                     msg = None  # a sync answer that came after its write was interrupted
                     continue
                 if "n" not in msg:
-                    if isinstance(msg.get("reap"), list):
+                    if "ask" in msg:
+                        self.answer(msg)
+                    elif isinstance(msg.get("reap"), list):
                         self.reap_zombies(msg["reap"])
                     msg = None
                     continue
@@ -384,6 +410,11 @@ class _Worker:
             if update:
                 msg["update"] = True
         self.send(msg)
+
+    def send_page(self, data, start):
+        """What IPython's pager shows (shell._show_in_pager): a mime bundle and the line to start at."""
+        start = start if isinstance(start, int) and not isinstance(start, bool) and start > 0 else 0
+        self.send({"t": "page", "data": self.bundle(data, "page"), "start": start})
 
     def send_clear(self, wait):
         self.send({"t": "clear", "wait": wait})

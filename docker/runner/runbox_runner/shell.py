@@ -214,6 +214,12 @@ class RunboxShell(InteractiveShell):
         self.showsyntaxerror()
 
 
+def _show_in_pager(shell, data, start=0, screen_lines=0):
+    """IPython's pager (`obj?`, `obj??`, %pdoc, ...): its mime bundle to the worker, which sends
+    it as the cell's page (a Jupyter execute_reply's payload, as ipykernel's payloadpage)."""
+    shell.runbox.send_page(data if isinstance(data, dict) else {"text/plain": str(data)}, start)
+
+
 _prepared = None  # the shell the zygote made before its forks (prepare)
 
 
@@ -233,6 +239,7 @@ def _new_shell(history):
                                  displayhook_class=_DisplayHook, display_pub_class=_DisplayPublisher)
     shell.compile.get_code_name = lambda raw, transformed, number: "<cell-%d>" % number
     shell.register_magics(_RunboxMagics)
+    shell.set_hook("show_in_pager", _show_in_pager, 99)
     shell.made_in_pid = os.getpid()  # the zygote's, in a worker forked from it
     return shell
 

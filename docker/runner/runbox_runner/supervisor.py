@@ -26,7 +26,7 @@ import signal
 import sys
 import time
 
-from runbox_runner import capture, forward, pipes, preload, protocol
+from runbox_runner import asks, capture, forward, pipes, preload, protocol
 from runbox_runner.container import (files_written, in_sandbox, make_undumpable, separate_privileges,
                                      workspace_snapshot)
 from runbox_runner.protocol import write_all
@@ -107,6 +107,7 @@ class Supervisor(WorkerKeeper):
         self.cell = None
         self.n = 0
         self.capture = capture.Capture(self.emit)
+        self.asks = asks.Asks(self.emit)  # questions between cells (complete, inspect, ...)
         self.pipes = pipes.Pipes(lambda fd: self.sel.register(fd, 1), self.sel.unregister, self.end_source,
                                  shared=worker_user is not None)
         self.lost_state = None        # reason the state was lost between cells
@@ -222,6 +223,8 @@ class Supervisor(WorkerKeeper):
                        "busy": self.cell.id if self.cell is not None else None, "warming": self.warming})
         elif op == "execute":
             self.handle_execute(rid, req)
+        elif op == "ask":
+            self.asks.ask(self, rid, req)
         elif op == "interrupt":
             if self.cell is not None and self.cell.id == rid and self.cell.forced is None:
                 self.interrupt("cancelled")
@@ -371,6 +374,9 @@ class Supervisor(WorkerKeeper):
             if isinstance(seq, int) and not isinstance(seq, bool):
                 w.send_bytes(protocol.encode({"ack": seq}), droppable=True)  # output was drained first
             return
+        if t == "answer":
+            self.asks.answered(msg)
+            return
         cell = self.cell
         if cell is None:
             return
@@ -395,7 +401,8 @@ class Supervisor(WorkerKeeper):
                 w.collect_children()
             self.finish_cell(cell.forced or status)
             return
-        take = {"result": cell.forward.result, "display": cell.forward.display, "error": cell.forward.error}.get(t)
+        take = {"result": cell.forward.result, "display": cell.forward.display, "error": cell.forward.error,
+                "page": cell.forward.page}.get(t)
         fields = take(msg) if take is not None else None
         if fields is None:
             return
@@ -457,7 +464,7 @@ class Supervisor(WorkerKeeper):
         cell = self.cell
         timeout = 1.0
         for t in (cell and cell.deadline if cell and not cell.forced else None,
-                  cell and cell.kill_at, cell and cell.clear_at, self.capture.flush_at()):
+                  cell and cell.kill_at, cell and cell.clear_at, self.capture.flush_at(), self.asks.deadline()):
             if t:
                 timeout = min(timeout, max(0.0, t - now))
         if cell is not None:
@@ -497,6 +504,8 @@ class Supervisor(WorkerKeeper):
             return
         now = time.monotonic()
         cell = self.cell
+        if self.asks.pending:
+            self.asks.check(now, self.worker, cell is not None and cell.sent)
         if cell is not None:
             if cell.forced is None and cell.deadline is not None and now >= cell.deadline:
                 self.interrupt("timeout")

@@ -182,6 +182,7 @@ class WorkerKeeper:
         exit locks its root, so the worker sat in the kernel (D state, unlink_anon_vmas) for
         4 s and more on a busy host, and a blocking waitpid here kept the cell's done from
         runboxd until it gave up on the sandbox."""
+        self.asks.drop_all("the interpreter was replaced before it answered")
         w = self.worker
         if w is None:
             return
