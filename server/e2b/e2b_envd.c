@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "server/e2b/connect.h"
 #include "server/e2b/e2b_internal.h"
 #include "server/e2b/e2b_wire.h"
@@ -94,7 +95,24 @@ int e2b__rpc(http_call *call)
     return e2b_rpc_handle(call->req, &sbx, method);
 }
 
-/* The path query parameter, mapped (pool memory), or NULL after answering 400. */
+/* Whether path names a place outside /home/user that core_sandbox_fs reaches (an absolute path,
+ * or one from ~): those are read and written as the sandbox's user through core_sandbox_read and
+ * a move, the rest through the files API on the workspace. */
+static int elsewhere(const char *path)
+{
+    if (path == NULL || path[0] == '\0')
+        return 0;
+    if (e2b_path_map(path) == NULL)
+        return 1;
+    /* a '..' may lead out of /home/user: read as the sandbox reads it, not refused */
+    for (const char *p = strstr(path, ".."); p != NULL; p = strstr(p + 2, ".."))
+        if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+            return 1;
+    return 0;
+}
+
+/* The path query parameter, mapped (pool memory), or NULL after answering 400; a path outside
+ * /home/user (elsewhere) comes back as it is. */
 static const char *query_path(http_call *call, int required)
 {
     char err[RB_ERR_LEN];
@@ -109,6 +127,8 @@ static const char *query_path(http_call *call, int required)
             e2b__sandbox_error(req, 400, "path: required (a file under " E2B_HOME ")");
         return NULL;
     }
+    if (elsewhere(path))
+        return path;
     const char *mapped = e2b__path(path, err);
     if (mapped == NULL)
         e2b__sandbox_error(req, 400, err);
@@ -117,19 +137,67 @@ static const char *query_path(http_call *call, int required)
 
 /* ---- download ------------------------------------------------------------------------------- */
 
+/* A read: the request (NULL once gone), the core call in flight, and the path as named. */
+typedef struct read_ctx {
+    h2o_req_t *req;
+    core_op *op;
+    e2b_sandbox sbx;
+    const char *path;
+} read_ctx;
+
+static void read_disposed(void *p)
+{
+    read_ctx *r = p;
+    if (r->op != NULL)
+        core_cancel(r->op);
+    r->op = NULL;
+    r->req = NULL;
+}
+
 /* The bytes alone (h2o copies them), as envd answers a read. */
+static void send_bytes(h2o_req_t *req, const char *bytes, size_t len)
+{
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = len;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/octet-stream"));
+    h2o_send_inline(req, bytes, len);
+}
+
+static void on_read_elsewhere(void *data, rb_err e, const char *msg, const char *bytes, size_t len)
+{
+    read_ctx *r = data;
+    r->op = NULL;
+    if (e != RB_OK)
+        e2b__sandbox_error(r->req, envd_status(e), msg);
+    else
+        send_bytes(r->req, bytes, len);
+}
+
+/* Reads r->path as the sandbox's user wherever it is. */
+static void read_elsewhere(read_ctx *r)
+{
+    char err[RB_ERR_LEN];
+    rb_err e = core_sandbox_read(r->sbx.core, r->sbx.who, r->sbx.session_id, r->path, on_read_elsewhere, r, &r->op,
+                                 err);
+    if (e != RB_OK) {
+        r->op = NULL;
+        e2b__sandbox_error(r->req, envd_status(e), err);
+    }
+}
+
 static void on_read(void *data, h2o_req_t *req, rb_err e, const char *msg, const core_file *file)
 {
-    (void)data;
+    read_ctx *r = data;
+    if (e == RB_EFORBIDDEN && r->req != NULL) { /* through a link out of the workspace: the user may read it there */
+        read_elsewhere(r);
+        return;
+    }
     if (e != RB_OK) {
         e2b__sandbox_error(req, envd_status(e), msg);
         return;
     }
-    req->res.status = 200;
-    req->res.reason = "OK";
-    req->res.content_length = file->len;
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/octet-stream"));
-    h2o_send_inline(req, file->bytes, file->len);
+    send_bytes(req, file->bytes, file->len);
 }
 
 int e2b__files_read(http_call *call)
@@ -145,7 +213,17 @@ int e2b__files_read(http_call *call)
     const char *path = query_path(call, 1);
     if (path == NULL)
         return 0;
-    rb_err e = http_download(call->req, call->core, sbx.who, sbx.session_id, path, 0, on_read, NULL, err);
+    read_ctx *r = h2o_mem_alloc_shared(&call->req->pool, sizeof(*r), read_disposed);
+    memset(r, 0, sizeof(*r));
+    r->req = call->req;
+    r->sbx = sbx;
+    r->sbx.session_id = http_pool_strdup(call->req, sbx.session_id, strlen(sbx.session_id));
+    r->path = http_query_param(call->req, "path");
+    if (elsewhere(path)) {
+        read_elsewhere(r);
+        return 0;
+    }
+    rb_err e = http_download(call->req, call->core, sbx.who, sbx.session_id, path, 0, on_read, r, err);
     if (e != RB_OK)
         e2b__sandbox_error(call->req, envd_status(e), err);
     return 0;
@@ -161,9 +239,107 @@ typedef struct write_ctx {
     const char *mapped[MULTIPART_MAX_PARTS];
     const char *data[MULTIPART_MAX_PARTS];
     size_t lens[MULTIPART_MAX_PARTS];
+    const char *final[MULTIPART_MAX_PARTS]; /* a file outside /home/user: where its temporary file goes */
+    size_t next;                            /* the next file to move into place */
+    core_op *op;                            /* the move in flight */
+    int fail_status;                        /* how a failed write is answered once cleaned up */
     int bad;
     char err[RB_ERR_LEN];
 } write_ctx;
+
+static void write_disposed(void *p)
+{
+    write_ctx *ctx = p;
+    if (ctx->op != NULL)
+        core_cancel(ctx->op);
+    ctx->op = NULL;
+    ctx->req = NULL;
+}
+
+/* The prefix of the temporary name a file for outside /home/user is uploaded under, in the
+ * workspace, before the sandbox's user moves it into place. */
+#define WRITE_TEMP_PREFIX ".runbox-e2b-"
+
+static void drop_next(write_ctx *ctx);
+
+static void on_dropped(void *data, rb_err e, const char *msg, json_t *body)
+{
+    write_ctx *ctx = data;
+    (void)e;
+    (void)msg;
+    ctx->op = NULL;
+    json_decref(body);
+    drop_next(ctx);
+}
+
+/* Removes the temporary files of ctx from ctx->next on, one after the other, then answers the
+ * error ctx holds (fail_status, err): the caller sees the failure once nothing of it is left. */
+static void drop_next(write_ctx *ctx)
+{
+    char err[RB_ERR_LEN];
+    while (ctx->next < ctx->n) {
+        size_t i = ctx->next++;
+        if (ctx->final[i] == NULL)
+            continue;
+        char *tmp = xasprintf("%s/%s", E2B_HOME, ctx->mapped[i]);
+        rb_err e = core_sandbox_fs(ctx->sbx.core, ctx->sbx.who, ctx->sbx.session_id, CORE_FS_REMOVE, tmp, "", 1,
+                                   on_dropped, ctx, &ctx->op, err);
+        free(tmp);
+        if (e == RB_OK)
+            return;
+        ctx->op = NULL;
+    }
+    e2b__sandbox_error(ctx->req, ctx->fail_status, ctx->err);
+}
+
+/* Fails the write with status and msg once its temporary files are gone. */
+static void drop_temps(write_ctx *ctx, int status, const char *msg)
+{
+    ctx->fail_status = status;
+    snprintf(ctx->err, sizeof(ctx->err), "%s", msg);
+    drop_next(ctx);
+}
+
+static void answer_written(write_ctx *ctx);
+static void move_next(write_ctx *ctx);
+
+static void on_moved(void *data, rb_err e, const char *msg, json_t *body)
+{
+    write_ctx *ctx = data;
+    char err[RB_ERR_LEN];
+    ctx->op = NULL;
+    json_decref(body);
+    if (e != RB_OK) {
+        ctx->next--; /* its temporary file is still there too */
+        snprintf(err, sizeof(err), "%.300s: %s", ctx->paths[ctx->next], msg);
+        drop_temps(ctx, envd_status(e), err);
+        return;
+    }
+    move_next(ctx);
+}
+
+/* Moves the next uploaded temporary file to where it was meant to go, or answers when none is
+ * left. */
+static void move_next(write_ctx *ctx)
+{
+    char err[RB_ERR_LEN];
+    while (ctx->next < ctx->n && ctx->final[ctx->next] == NULL)
+        ctx->next++;
+    if (ctx->next == ctx->n) {
+        answer_written(ctx);
+        return;
+    }
+    size_t i = ctx->next++;
+    char *tmp = xasprintf("%s/%s", E2B_HOME, ctx->mapped[i]);
+    rb_err e = core_sandbox_fs(ctx->sbx.core, ctx->sbx.who, ctx->sbx.session_id, CORE_FS_MOVE, tmp, ctx->final[i], 1,
+                               on_moved, ctx, &ctx->op, err);
+    free(tmp);
+    if (e != RB_OK) {
+        ctx->op = NULL;
+        ctx->next--;
+        drop_temps(ctx, envd_status(e), err);
+    }
+}
 
 /* The E2B path of an upload: absolute under /home/user. */
 static json_t *write_info(const char *given)
@@ -180,18 +356,24 @@ static void on_written(void *data, h2o_req_t *req, rb_err e, const char *msg, si
     write_ctx *ctx = data;
     char err[RB_ERR_LEN];
     (void)done; /* E2B answers with the paths as the caller named them */
+    (void)req; /* ctx->req */
     if (e != RB_OK) {
         if (failed != HTTP_UPLOAD_NONE) {
             snprintf(err, sizeof(err), "%.300s: %s", ctx->paths[failed], msg);
             msg = err;
         }
-        e2b__sandbox_error(req, envd_status(e), msg);
+        drop_temps(ctx, envd_status(e), msg);
         return;
     }
+    move_next(ctx);
+}
+
+static void answer_written(write_ctx *ctx)
+{
     json_t *out = json_array();
     for (size_t i = 0; i < ctx->n; i++)
         json_array_append_new(out, write_info(ctx->paths[i]));
-    http_send_json(req, 200, out);
+    http_send_json(ctx->req, 200, out);
     json_decref(out);
 }
 
@@ -216,7 +398,7 @@ int e2b__files_write(http_call *call)
 {
     char err[RB_ERR_LEN];
     h2o_req_t *req = call->req;
-    write_ctx *ctx = h2o_mem_alloc_pool(&req->pool, sizeof(*ctx));
+    write_ctx *ctx = h2o_mem_alloc_shared(&req->pool, sizeof(*ctx), write_disposed);
     memset(ctx, 0, sizeof(*ctx));
     ctx->req = req;
     if (e2b__sandbox_of(call, E2B_CHANGES, &ctx->sbx) != 0)
@@ -258,6 +440,13 @@ int e2b__files_write(http_call *call)
     if (qpath != NULL && ctx->n == 1)
         ctx->paths[0] = qpath;
     for (size_t i = 0; i < ctx->n; i++) {
+        if (elsewhere(ctx->paths[i])) { /* uploaded beside the home folder, then moved there as the user */
+            char name[64];
+            rb_random_id(WRITE_TEMP_PREFIX, name, sizeof(name));
+            ctx->final[i] = ctx->paths[i];
+            ctx->mapped[i] = http_pool_strdup(req, name, strlen(name));
+            continue;
+        }
         if ((ctx->mapped[i] = e2b__path(ctx->paths[i], err)) == NULL) {
             e2b__sandbox_error(req, 400, err);
             return 0;
