@@ -122,7 +122,7 @@ def test_two_sandboxes_in_parallel_keep_their_own_state(e2b_env):
         assert mine <= ci, (mine, ci)
         first_start = boxes[0].get_info().started_at
         later = {s.sandbox_id for s in Sandbox.list(query=SandboxQuery(started_after=first_start)).next_items()}
-        assert boxes[1].sandbox_id in later and boxes[0].sandbox_id not in later, later
+        assert mine <= later, later  # at or after, as E2B's (tests/clients/test_e2b_files.py)
         pager = Sandbox.list(limit=1)
         first = pager.next_items()
         assert len(first) == 1 and pager.has_next

@@ -248,3 +248,12 @@ def test_a_caller_without_a_token_learns_nothing_and_an_ended_sandbox_says_why(e
     assert r.status_code == 404 and "has ended" in r.json()["message"], r.text
     assert reason[:40] in r.json()["message"], (reason, r.text)
     assert env.get("/health").status_code == 200
+
+
+def test_the_image_has_git_and_python_and_no_sudo(sbx):
+    """What E2B's default template users reach for (docs/e2b.md, "The image"); no sudo, and why."""
+    r = sbx.commands.run("git --version; python --version; command -v sudo || echo no-sudo")
+    assert r.stdout.startswith("git version ") and "Python 3." in r.stdout and "no-sudo" in r.stdout, r.stdout
+    r = sbx.commands.run("cd /home/user && git init -q repo && cd repo && git -c user.email=a@b -c user.name=a "
+                         "commit -q --allow-empty -m first && git log --format=%s")
+    assert r.stdout == "first\n", r
