@@ -460,6 +460,8 @@ typedef enum core_fs_op {
                        envd's RemoveAll); the home folder itself and / are refused */
     CORE_FS_MOVE,   /* {entry} of dest: rename (a copy across file systems), parents of dest made;
                        RB_ENOTFOUND for a missing source */
+    CORE_FS_META,   /* {entry}: dest is a JSON object {key: value} (checked by the caller: printable
+                       ASCII) set as the file's user.e2b.<key> extended attributes (envd's metadata) */
 } core_fs_op;
 /** Does what on path (and dest for CORE_FS_MOVE; depth for CORE_FS_LIST) in who's live session
  * session_id, answering as core_fs_op says. Errors: RB_EINVAL for a path over 4096 bytes or with

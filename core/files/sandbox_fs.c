@@ -40,6 +40,7 @@
  * this many at once (what they hold together is bounded). */
 #define FS_READ_MAX (FS_OUTPUT_MAX - 1024)
 #define FS_READS_MAX 8
+#define FS_META_MAX 4096 /* bytes of a file's metadata, names with their prefix and values (envd's) */
 
 /* The helper: argv[1] the operation, argv[2] the path, argv[3] the destination (move), argv[4]
  * the depth (list). Paths are absolute, "~/..." or relative to /home/user. One JSON object on
@@ -155,6 +156,9 @@ static const char fs_main_py[] =
     "      if x.errno!=errno.EXDEV: raise\n"
     "      shutil.move(q,e)\n"
     "    out(0,entry=ent(e,d))\n"
+    "  if op=='meta':\n"
+    "    for k,v in json.loads(D).items(): os.setxattr(q,'user.e2b.'+k,v.encode())\n"
+    "    out(0,entry=ent(q,p))\n"
     "  if op=='read':\n"
     "    try: fd=os.open(q,os.O_RDONLY|os.O_NONBLOCK)\n"
     "    except FileNotFoundError: fail('missing')\n"
@@ -432,7 +436,7 @@ static int path_ok(const char *p)
 static rb_err start(rb_core *c, const core_caller *who, const char *session_id, fs_op *f, const char *path,
                     const char *dest, const char *arg, core_op **handle, char *err)
 {
-    static const char *const ops[] = {"stat", "list", "mkdir", "remove", "move", "read"};
+    static const char *const ops[] = {"stat", "list", "mkdir", "remove", "move", "meta", "read"};
     f->c = c;
     f->op = xcalloc(1, sizeof(*f->op));
     f->path = xstrdup(path);
@@ -445,7 +449,7 @@ static rb_err start(rb_core *c, const core_caller *who, const char *session_id, 
         return e;
     }
     f->mounts = json_incref(s.mounts);
-    const char *op = f->bytes_cb != NULL ? ops[5] : ops[f->what];
+    const char *op = f->bytes_cb != NULL ? ops[6] : ops[f->what];
     const char *argv[] = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "LANG=C.UTF-8", "/usr/bin/python3", "-I", "-S",
                           "-c", fs_source(), op, path, dest, arg, NULL};
     const char **env = file_helper_env(s.env);
@@ -472,6 +476,8 @@ rb_err core_sandbox_fs(rb_core *c, const core_caller *who, const char *session_i
 {
     if (!path_ok(path) || (what == CORE_FS_MOVE && !path_ok(dest)))
         return rb_fail(RB_EINVAL, err, "a path is at most %d bytes of text without control characters", FS_PATH_MAX);
+    if (what == CORE_FS_META && (dest == NULL || strlen(dest) > 2 * FS_META_MAX))
+        return rb_fail(RB_EINVAL, err, "metadata is at most %d bytes", FS_META_MAX);
     if (what == CORE_FS_LIST && (depth < 1 || depth > 1000))
         return rb_fail(RB_EINVAL, err, "depth must be a whole number from 1 to 1000");
     char arg[16];
@@ -480,7 +486,8 @@ rb_err core_sandbox_fs(rb_core *c, const core_caller *who, const char *session_i
     f->what = what;
     f->cb = cb;
     f->cbdata = cbdata;
-    return start(c, who, session_id, f, path, what == CORE_FS_MOVE ? dest : "", arg, handle, err);
+    return start(c, who, session_id, f, path, what == CORE_FS_MOVE || what == CORE_FS_META ? dest : "", arg, handle,
+                 err);
 }
 
 rb_err core_sandbox_read(rb_core *c, const core_caller *who, const char *session_id, const char *path,

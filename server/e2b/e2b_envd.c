@@ -5,11 +5,14 @@
  * e2b_rpc_handle once the sandbox and its access token are checked. A paused sandbox is not
  * running here (health 502) and its files and commands are refused until it is resumed.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/clock.h"
+#include "base/gzip.h"
 #include "server/e2b/connect.h"
 #include "server/e2b/e2b_internal.h"
 #include "server/e2b/e2b_wire.h"
@@ -243,6 +246,10 @@ typedef struct write_ctx {
     size_t next;                            /* the next file to move into place */
     core_op *op;                            /* the move in flight */
     int fail_status;                        /* how a failed write is answered once cleaned up */
+    json_t *meta;                           /* X-Metadata-* (a new reference, freed with the request), or NULL */
+    char *meta_text;                        /* meta as JSON (heap, freed with the request) */
+    char *inflated;                         /* a gzip'd body inflated (heap, freed with the request) */
+    size_t meta_next;                       /* the next file to set it on */
     int bad;
     char err[RB_ERR_LEN];
 } write_ctx;
@@ -250,6 +257,12 @@ typedef struct write_ctx {
 static void write_disposed(void *p)
 {
     write_ctx *ctx = p;
+    json_decref(ctx->meta);
+    free(ctx->meta_text);
+    free(ctx->inflated);
+    ctx->inflated = NULL;
+    ctx->meta = NULL;
+    ctx->meta_text = NULL;
     if (ctx->op != NULL)
         core_cancel(ctx->op);
     ctx->op = NULL;
@@ -368,13 +381,94 @@ static void on_written(void *data, h2o_req_t *req, rb_err e, const char *msg, si
     move_next(ctx);
 }
 
-static void answer_written(write_ctx *ctx)
+static void meta_next(write_ctx *ctx);
+
+static void on_meta(void *data, rb_err e, const char *msg, json_t *body)
 {
+    write_ctx *ctx = data;
+    char err[RB_ERR_LEN];
+    ctx->op = NULL;
+    json_decref(body);
+    if (e != RB_OK) {
+        snprintf(err, sizeof(err), "%.300s was written, but its metadata could not be set: %s",
+                 ctx->paths[ctx->meta_next - 1], msg);
+        e2b__sandbox_error(ctx->req, envd_status(e), err);
+        return;
+    }
+    meta_next(ctx);
+}
+
+/* Sets the request's metadata on the next written file, or answers when none is left: envd's
+ * WriteInfo of each file as the caller named it, with the metadata. */
+static void meta_next(write_ctx *ctx)
+{
+    char err[RB_ERR_LEN];
+    if (ctx->meta != NULL && ctx->meta_next < ctx->n) {
+        size_t i = ctx->meta_next++;
+        rb_err e = core_sandbox_fs(ctx->sbx.core, ctx->sbx.who, ctx->sbx.session_id, CORE_FS_META, ctx->paths[i],
+                                   ctx->meta_text, 1, on_meta, ctx, &ctx->op, err);
+        if (e != RB_OK) {
+            ctx->op = NULL;
+            e2b__sandbox_error(ctx->req, envd_status(e), err);
+        }
+        return;
+    }
     json_t *out = json_array();
-    for (size_t i = 0; i < ctx->n; i++)
-        json_array_append_new(out, write_info(ctx->paths[i]));
+    for (size_t i = 0; i < ctx->n; i++) {
+        json_t *o = write_info(ctx->paths[i]);
+        if (ctx->meta != NULL)
+            json_object_set(o, "metadata", ctx->meta);
+        json_array_append_new(out, o);
+    }
     http_send_json(ctx->req, 200, out);
     json_decref(out);
+}
+
+static void answer_written(write_ctx *ctx)
+{
+    meta_next(ctx);
+}
+
+/* The request's X-Metadata-<key> headers as envd 0.6.2 takes them into ctx->meta ({key: value},
+ * keys lowercased; none: NULL): 0, or -1 after answering 400 for a key or value envd refuses. */
+static int read_metadata(write_ctx *ctx)
+{
+    static const char prefix[] = "x-metadata-";
+    size_t np = sizeof(prefix) - 1, total = 0;
+    h2o_req_t *req = ctx->req;
+    for (size_t i = 0; i < req->headers.size; i++) {
+        h2o_header_t *h = req->headers.entries + i;
+        if (h->name->len <= np || strncasecmp(h->name->base, prefix, np) != 0)
+            continue;
+        char key[256];
+        size_t klen = h->name->len - np;
+        const char *bad = NULL;
+        if (klen > 255 - strlen("user.e2b."))
+            bad = "a metadata key is at most 246 bytes";
+        for (size_t k = 0; bad == NULL && k < klen; k++) {
+            char c = h->name->base[np + k];
+            key[k] = (char)tolower((unsigned char)c);
+            if (!(isalnum((unsigned char)c) || strchr("!#$%&'*+-.^_`|~", c) != NULL))
+                bad = "metadata keys are HTTP token characters (letters, digits and !#$%&'*+-.^_`|~)";
+        }
+        for (size_t k = 0; bad == NULL && k < h->value.len; k++)
+            if ((unsigned char)h->value.base[k] < 0x20 || (unsigned char)h->value.base[k] > 0x7e)
+                bad = "metadata values are printable US-ASCII";
+        total += strlen("user.e2b.") + klen + h->value.len;
+        if (bad == NULL && total > 4096)
+            bad = "a file's metadata is at most 4096 bytes (keys with their user.e2b. prefix, and values)";
+        if (bad != NULL) {
+            e2b__sandbox_error(req, 400, bad);
+            return -1;
+        }
+        key[klen] = '\0';
+        if (ctx->meta == NULL)
+            ctx->meta = json_object();
+        json_object_set_new(ctx->meta, key, json_stringn(h->value.base, h->value.len));
+    }
+    if (ctx->meta != NULL)
+        ctx->meta_text = json_dumps(ctx->meta, JSON_COMPACT);
+    return 0;
 }
 
 static int on_part(void *data, const multipart_part *p)
@@ -410,16 +504,31 @@ int e2b__files_write(http_call *call)
     const char *qpath = http_query_param(req, "path");
     if (qpath != NULL && query_path(call, 0) == NULL)
         return 0;
-    if (h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1) >= 0) {
-        e2b__sandbox_error(req, 400, "compressed uploads are not supported: send the file uncompressed");
+    if (read_metadata(ctx) != 0)
         return 0;
-    }
     const char *body = req->entity.base != NULL ? req->entity.base : "";
     size_t len = req->entity.base != NULL ? req->entity.len : 0;
+    rb_err e = RB_OK;
+    ssize_t ce = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1);
+    if (ce >= 0) { /* envd >= 0.5.7: files.write(gzip=True) sends the file gzip'd */
+        h2o_iovec_t enc = req->headers.entries[ce].value;
+        if (!h2o_lcstris(enc.base, enc.len, H2O_STRLIT("gzip")) && !h2o_lcstris(enc.base, enc.len, H2O_STRLIT("identity"))) {
+            e2b__sandbox_error(req, 400, "Content-Encoding: only gzip (or identity) is taken");
+            return 0;
+        }
+        if (h2o_lcstris(enc.base, enc.len, H2O_STRLIT("gzip"))) {
+            e = rb_gunzip(body, len, call->cfg->max_upload, &ctx->inflated, &len, err);
+            if (e != RB_OK) {
+                e2b__sandbox_error(req, e == RB_ETOOBIG ? 413 : 400, err);
+                return 0;
+            }
+            body = ctx->inflated;
+        }
+    }
     ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
     h2o_iovec_t ctype = ct >= 0 ? req->headers.entries[ct].value : h2o_iovec_init(H2O_STRLIT(""));
     char boundary[MULTIPART_BOUNDARY_MAX + 1];
-    rb_err e = multipart_boundary(ctype.base, ctype.len, boundary, err);
+    e = multipart_boundary(ctype.base, ctype.len, boundary, err);
     if (e == RB_EMEDIA) {
         /* a raw body: one file, named by ?path= */
         if (qpath == NULL) {

@@ -7,9 +7,12 @@
 
 #include "server/e2b/e2b.h"
 
-/* The envd version runboxd reports: below 0.5.7 the SDK uploads files as multipart/form-data
- * (never gzip'd octet-streams), at or above 0.4.0 it sends no username. */
-#define E2B_ENVD_VERSION "0.5.6"
+/* The envd version runboxd reports, and what the SDK (e2b 2.63) does from it: at or above 0.4.0
+ * it sends no username; from 0.5.7 file-like uploads are raw octet-streams, gzip'd when asked
+ * (e2b_envd.c takes both); from 0.6.2 files.write(metadata=) sends X-Metadata-* headers, kept as
+ * user.e2b.* extended attributes and returned in entries. 0.6.3 (entries in watch events) and
+ * 0.6.4 (watchers on network mounts) would claim watchers, which runbox does not offer. */
+#define E2B_ENVD_VERSION "0.6.2"
 /* The name under which a session's E2B data is kept (core_session_set_extra). */
 #define E2B_EXTRA "e2b"
 /* The sandbox timeout E2B's API allows (seconds). */

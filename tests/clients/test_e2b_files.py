@@ -257,3 +257,57 @@ def test_the_image_has_git_and_python_and_no_sudo(sbx):
     r = sbx.commands.run("cd /home/user && git init -q repo && cd repo && git -c user.email=a@b -c user.name=a "
                          "commit -q --allow-empty -m first && git log --format=%s")
     assert r.stdout == "first\n", r
+
+
+def test_metadata_gzip_and_streamed_uploads_of_envd_0_6_2(sbx, env):
+    """runboxd reports envd 0.6.2: files.write(metadata=) keeps it as user.e2b.* extended attributes
+    (returned by write, get_info, list and rename), gzip=True and file-like data arrive as
+    octet-streams."""
+    import gzip as gz
+    import io
+
+    import requests
+
+    assert str(sbx._envd_version) == "0.6.2"
+    w = sbx.files.write("/home/user/m/a.txt", "meta", metadata={"Owner": "ann", "stage": "raw data"})
+    assert w.metadata == {"owner": "ann", "stage": "raw data"}, w  # keys lowercased, as envd
+    assert sbx.files.get_info("/home/user/m/a.txt").metadata == {"owner": "ann", "stage": "raw data"}
+    assert {e.name: e.metadata for e in sbx.files.list("/home/user/m")} == {"a.txt": {"owner": "ann",
+                                                                                      "stage": "raw data"}}
+    assert sbx.files.rename("/home/user/m/a.txt", "/home/user/m/b.txt").metadata == {"owner": "ann",
+                                                                                       "stage": "raw data"}
+    assert sbx.files.write("/tmp/m.txt", "x", metadata={"k": "v"}).metadata == {"k": "v"}
+    assert sbx.files.get_info("/tmp/m.txt").metadata == {"k": "v"}
+    assert sbx.files.get_info("/home/user/m").metadata is None
+    # gzip'd and streamed uploads
+    sbx.files.write("/home/user/m/z.txt", "z" * 100000, gzip=True)
+    assert sbx.files.read("/home/user/m/z.txt") == "z" * 100000
+    sbx.files.write("/home/user/m/s.bin", io.BytesIO(bytes(range(256)) * 10))
+    assert sbx.files.read("/home/user/m/s.bin", format="bytes") == bytes(range(256)) * 10
+
+    async def run() -> None:
+        box = await AsyncSandbox.connect(sbx.sandbox_id)
+        w = await box.files.write("/home/user/m/async.txt", "a", metadata={"by": "async"}, gzip=True)
+        assert w.metadata == {"by": "async"}
+        assert (await box.files.get_info("/home/user/m/async.txt")).metadata == {"by": "async"}
+
+    asyncio.run(run())
+    # hostile: metadata envd refuses, a gzip bomb, bytes that are not gzip: 4xx, runboxd up
+    token = sbx._envd_access_token
+    headers = {"E2b-Sandbox-Id": sbx.sandbox_id, "E2b-Sandbox-Port": "49983", "X-Access-Token": token,
+               "Content-Type": "application/octet-stream"}
+    url = env.url + "/e2b/files"
+    for extra in ({"X-Metadata-k": "\u00e9".encode().decode("latin-1")}, {"X-Metadata-" + "k" * 300: "v"},
+                  {"X-Metadata-a": "v" * 3000, "X-Metadata-b": "v" * 2000}):
+        r = requests.post(url, params={"path": "/home/user/m/bad.txt"}, data=b"x", headers={**headers, **extra},
+                          timeout=60)
+        assert r.status_code == 400 and "metadata" in r.json()["message"], (extra.keys(), r.text)
+    bomb = gz.compress(b"\0" * (257 * 1024 * 1024), 9)
+    r = requests.post(url, params={"path": "/home/user/m/bomb.bin"}, data=bomb, timeout=120,
+                      headers={**headers, "Content-Encoding": "gzip"})
+    assert r.status_code == 413 and "inflates to more than" in r.json()["message"], r.text
+    r = requests.post(url, params={"path": "/home/user/m/bad.gz"}, data=b"not gzip at all", timeout=60,
+                      headers={**headers, "Content-Encoding": "gzip"})
+    assert r.status_code == 400 and "gzip" in r.json()["message"], r.text
+    assert not sbx.files.exists("/home/user/m/bomb.bin") and not sbx.files.exists("/home/user/m/bad.txt")
+    assert env.get("/health").status_code == 200
