@@ -82,7 +82,11 @@ static int own_auth(h2o_req_t *req)
     if (p.len > strlen(E2B_PREFIX "/volumecontent/") &&
         memcmp(p.base, H2O_STRLIT(E2B_PREFIX "/volumecontent/")) == 0)
         return 1;
-    return is_sandbox_path(p) && h2o_find_header_by_str(&req->headers, H2O_STRLIT("e2b-sandbox-id"), -1) >= 0;
+    if (is_sandbox_path(p) && h2o_find_header_by_str(&req->headers, H2O_STRLIT("e2b-sandbox-id"), -1) >= 0)
+        return 1;
+    /* a presigned file URL (e2b_sign.c) carries its signature, and no header, to /files */
+    return (h2o_memis(p.base, p.len, H2O_STRLIT(E2B_PREFIX "/files")) || h2o_memis(p.base, p.len, H2O_STRLIT("/files"))) &&
+           e2b__is_signed(req);
 }
 
 static const char *header(h2o_req_t *req, const char *name, size_t len)
@@ -278,6 +282,9 @@ void e2b_register(rb_server *s)
         {"GET", "/e2b/health", e2b__health},
         {"GET", "/e2b/files", e2b__files_read},
         {"POST", "/e2b/files", e2b__files_write},
+        /* presigned URLs: the SDK joins "/files" to E2B_SANDBOX_URL, which drops its /e2b */
+        {"GET", "/files", e2b__files_read},
+        {"POST", "/files", e2b__files_write},
         {"POST", "/e2b/process.Process/{method}", e2b__rpc},
         {"POST", "/e2b/filesystem.Filesystem/{method}", e2b__rpc},
         /* the code interpreter (port 49999) */

@@ -207,7 +207,7 @@ int e2b__files_read(http_call *call)
 {
     char err[RB_ERR_LEN];
     e2b_sandbox sbx;
-    if (e2b__sandbox_of(call, E2B_READS, &sbx) != 0)
+    if ((e2b__is_signed(call->req) ? e2b__signed_sandbox(call, E2B_READS, &sbx) : e2b__sandbox_of(call, E2B_READS, &sbx)) != 0)
         return 0;
     if (paused(&sbx, err)) {
         e2b__sandbox_error(call->req, 400, err);
@@ -495,7 +495,8 @@ int e2b__files_write(http_call *call)
     write_ctx *ctx = h2o_mem_alloc_shared(&req->pool, sizeof(*ctx), write_disposed);
     memset(ctx, 0, sizeof(*ctx));
     ctx->req = req;
-    if (e2b__sandbox_of(call, E2B_CHANGES, &ctx->sbx) != 0)
+    if ((e2b__is_signed(req) ? e2b__signed_sandbox(call, E2B_CHANGES, &ctx->sbx)
+                             : e2b__sandbox_of(call, E2B_CHANGES, &ctx->sbx)) != 0)
         return 0;
     if (paused(&ctx->sbx, err)) {
         e2b__sandbox_error(req, 400, err);

@@ -41,6 +41,15 @@ enum { E2B_NO_TOKEN = 0, E2B_READS = 1, E2B_CHANGES = 2 };
  * proxy answers). */
 int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out);
 
+/** The sandbox of a presigned file URL (e2b_sign.c): GET or POST /files whose query has `signature`
+ * (and maybe `signature_expiration`) instead of an X-Access-Token; what is E2B_READS (a download
+ * URL) or E2B_CHANGES (an upload URL). 0 with *out filled as e2b__sandbox_of fills it, or -1 after
+ * answering 401 (expired, or no live sandbox's token signs it) or 403. */
+int e2b__signed_sandbox(http_call *call, int what, e2b_sandbox *out);
+/** Whether a sandbox-traffic request is a presigned URL's: a `signature` in the query and no
+ * X-Access-Token. */
+int e2b__is_signed(h2o_req_t *req);
+
 /* Access tokens (e2b_token.c): one per API key in the E2B data's "tokens" ({key name: token}). */
 /** Whether who may run code and change files in a session of owner: the owner (a user key), an
  * admin key, or the one caller of a runboxd without keys (who NULL); never a viewer. */

@@ -311,3 +311,39 @@ def test_metadata_gzip_and_streamed_uploads_of_envd_0_6_2(sbx, env):
     assert r.status_code == 400 and "gzip" in r.json()["message"], r.text
     assert not sbx.files.exists("/home/user/m/bomb.bin") and not sbx.files.exists("/home/user/m/bad.txt")
     assert env.get("/health").status_code == 200
+
+
+def test_presigned_urls_work_without_headers_and_expire(sbx, env):
+    """download_url/upload_url: signed with the sandbox's token, usable by anyone holding the URL
+    (no headers: the signature names the sandbox), bound to their path, operation and expiry."""
+    import requests
+
+    sbx.files.write("/home/user/signed.txt", "for your eyes")
+    url = sbx.download_url("/home/user/signed.txt")
+    assert "signature=v1_" in url and sbx.sandbox_id not in url
+    r = requests.get(url, timeout=30)
+    assert r.status_code == 200 and r.content == b"for your eyes", r.text
+    r = requests.get(sbx.download_url("/home/user/signed.txt", use_signature_expiration=120), timeout=30)
+    assert r.status_code == 200 and r.content == b"for your eyes", r.text
+    r = requests.get(sbx.download_url("/home/user/signed.txt", use_signature_expiration=-5), timeout=30)
+    assert r.status_code == 401 and "expired" in r.json()["message"], r.text
+    # bound to its path and its operation
+    r = requests.get(url.replace("signed.txt", "other.txt"), timeout=30)
+    assert r.status_code == 401 and "matches no" in r.json()["message"], r.text
+    r = requests.post(url, files={"file": ("x", b"overwrite")}, timeout=30)
+    assert r.status_code == 401, r.text
+    assert sbx.files.read("/home/user/signed.txt") == "for your eyes"
+    # an upload URL, anywhere the user may write
+    for path in ("/home/user/up/loaded.txt", "/tmp/loaded.txt"):
+        r = requests.post(sbx.upload_url(path, use_signature_expiration=60), files={"file": ("f", b"up")},
+                          timeout=30)
+        assert r.status_code == 200 and r.json()[0]["path"] == path, r.text
+        assert sbx.files.read(path) == "up"
+
+    async def run() -> None:
+        box = await AsyncSandbox.connect(sbx.sandbox_id)
+        r = requests.get(box.download_url("/home/user/signed.txt"), timeout=30)
+        assert r.status_code == 200 and r.content == b"for your eyes"
+
+    asyncio.run(run())
+    assert env.get("/health").status_code == 200
