@@ -5,7 +5,8 @@
  * /home/user is the session's workspace. Entries are envd's EntryInfo with enum names as strings;
  * the sandbox's user (uid 1000, gid 1000) is reported as E2B names its default user, `user`
  * (the name the SDK sends for it too), every other owner by the image's names. The watchers
- * answer `unimplemented` naming what to do instead.
+ * (WatchDir, CreateWatcher, GetWatcherEvents, RemoveWatcher) answer `unimplemented` naming what
+ * to do instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +122,13 @@ int e2b_fs_handle(h2o_req_t *req, const e2b_sandbox *sbx, const char *name)
         what = CORE_FS_REMOVE;
     else if (strcmp(name, "Move") == 0)
         what = CORE_FS_MOVE;
-    else
+    else if (strcmp(name, "WatchDir") == 0 || strcmp(name, "CreateWatcher") == 0 ||
+             strcmp(name, "GetWatcherEvents") == 0 || strcmp(name, "RemoveWatcher") == 0) {
+        fs_error(req, "unimplemented",
+                 "watch_dir is not supported by runbox yet: poll files.list (modified_time) or files.get_info "
+                 "instead");
+        return 0;
+    } else
         return -1;
     json_t *body = NULL;
     rb_err e = http_read_json(req, FS_REQUEST_MAX, 1, &body, err);

@@ -347,3 +347,11 @@ def test_presigned_urls_work_without_headers_and_expire(sbx, env):
 
     asyncio.run(run())
     assert env.get("/health").status_code == 200
+
+
+def test_watch_dir_fails_readably(sbx):
+    """Not offered yet (docs/e2b.md): a clear error naming what to do instead, for /proc too."""
+    for path in ("/home/user", "/proc"):
+        with pytest.raises(SandboxException) as info:
+            sbx.files.watch_dir(path)
+        assert "not supported" in str(info.value) and "files.list" in str(info.value), info.value
