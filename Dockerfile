@@ -16,7 +16,7 @@ FROM ${BASE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         gcc make cmake pkg-config libc6-dev \
-        libh2o-dev libwslay-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libjansson-dev \
+        libh2o-dev libwslay-dev libuv1-dev libsqlite3-dev libcurl4-openssl-dev libssl-dev libjansson-dev zlib1g-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

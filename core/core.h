@@ -438,4 +438,53 @@ rb_err core_file_mkdir(rb_core *c, const core_caller *who, const char *session_i
 rb_err core_file_delete(rb_core *c, const core_caller *who, const char *session_id, const char *path, core_cb cb, void *cbdata,
                         core_op **handle, char *err);
 
+/*
+ * The sandbox's own file system, as its user sees it (core/files/sandbox_fs.c), for protocols whose
+ * clients name the sandbox's paths (E2B's envd) rather than the workspace's. A path is absolute,
+ * "~" or "~/..." (the user's home, /home/user: the workspace) or relative to /home/user; paths
+ * are answered as the caller named them (/home/user, never /workspace). The sandbox's user
+ * (uid 1000) does the work, so the kernel's permissions hold (the image's folders are read-only);
+ * runbox's own paths are refused whatever they allow: /opt/runbox, /opt/runbox-egress,
+ * /workspace/.runbox and /proc/<pid> of processes not the user's.
+ *
+ * An entry is {name, path, type: "file"|"directory"|"symlink"|"other", size, mode (permission
+ * bits), permissions (Go's FileMode string, as envd gives it: "-rw-r--r--", "drwxr-xr-x",
+ * "Lrwxrwxrwx"), uid, gid, owner, group (names from the image's /etc/passwd and /etc/group, else
+ * the number), modified (RFC 3339, nanoseconds), target? (where a symbolic link leads, or the link
+ * itself when it leads nowhere), metadata? ({key: value} of the file's user.e2b.* extended
+ * attributes)}; a symbolic link reports its target's type and mode, and "other" when it leads
+ * nowhere.
+ */
+typedef enum core_fs_op {
+    CORE_FS_STAT,   /* {entry}; RB_ENOTFOUND */
+    CORE_FS_LIST,   /* {entries}: depth first, in name order, down to depth levels (1..1000); a link to a
+                       folder is listed, not entered; /workspace/.runbox left out; at most 10000
+                       entries (RB_ETOOBIG beyond); RB_ENOTFOUND, RB_EINVAL (not a folder) */
+    CORE_FS_MKDIR,  /* {entry}, parents made; RB_ECONFLICT with body {reason: "exists"} when it is a
+                       folder already, RB_EINVAL when something else is there */
+    CORE_FS_REMOVE, /* {}: a file, link or folder with what it holds; a missing path is no error (as
+                       envd's RemoveAll); the home folder itself and / are refused */
+    CORE_FS_MOVE,   /* {entry} of dest: rename (a copy across file systems), parents of dest made;
+                       RB_ENOTFOUND for a missing source */
+    CORE_FS_META,   /* {entry}: dest is a JSON object {key: value} (checked by the caller: printable
+                       ASCII) set as the file's user.e2b.<key> extended attributes (envd's metadata) */
+} core_fs_op;
+/** Does what on path (and dest for CORE_FS_MOVE; depth for CORE_FS_LIST) in who's live session
+ * session_id, answering as core_fs_op says. Errors: RB_EINVAL for a path over 4096 bytes or with
+ * control characters; RB_ENOTFOUND, RB_ECONFLICT as core_file_*; RB_EFORBIDDEN for runbox's own
+ * paths and what the user may not do (EACCES, EPERM, EROFS); on failure the body, when there is
+ * one, is {reason} naming the cause in the helper's words. Async like core_file_list. */
+rb_err core_sandbox_fs(rb_core *c, const core_caller *who, const char *session_id, core_fs_op what, const char *path,
+                       const char *dest, unsigned depth, core_cb cb, void *cbdata, core_op **handle, char *err);
+
+/** Callback of core_sandbox_read: bytes[0..len) is the file, valid only during the call. */
+typedef void (*core_bytes_cb)(void *data, rb_err err, const char *msg, const char *bytes, size_t len);
+/** Reads the regular file path (named as for core_sandbox_fs) of who's live session as its user,
+ * whatever file system it lies on (/proc and /sys too, whose sizes are not known before reading):
+ * at most 8 MiB (RB_ETOOBIG beyond: the files API reads larger ones in /workspace), at most 8 such
+ * reads in flight (RB_EBUSY beyond). RB_EINVAL for a folder, device or pipe; otherwise errors as
+ * core_sandbox_fs. Async like core_file_download. */
+rb_err core_sandbox_read(rb_core *c, const core_caller *who, const char *session_id, const char *path,
+                         core_bytes_cb cb, void *cbdata, core_op **handle, char *err);
+
 #endif

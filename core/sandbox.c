@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/isolation/isolation.h"
+#include "core/network/egress.h"
 #include "core/sandbox_private.h"
 
 /* Rounds (successful Docker probes, recovery.c) in which a container whose create failed is
@@ -367,6 +368,20 @@ static void created_cb(void *data, rb_err err, const char *errmsg, const char *i
  * Without the three capabilities the runner refuses to run user code as root. Everything runboxd
  * runs in the container names its user (files.c: SANDBOX_USER), since an exec would otherwise
  * run as root with those capabilities. */
+/* Whether a session of this server may have a network that reaches PyPI: "off" (no networks,
+ * --egress), "allowed" (pypi.org and files.pythonhosted.org within --egress-max), "refused". */
+static const char *pip_index_reach(rb_core *c)
+{
+    if (!c->cfg->egress)
+        return "off";
+    json_t *ask = json_pack("{s:[s,s]}", "allow", "pypi.org", "files.pythonhosted.org");
+    json_t *got = NULL;
+    rb_err e = egress_policy(c, NULL, ask, "pip", &got, NULL);
+    json_decref(ask);
+    json_decref(got);
+    return e == RB_OK ? "allowed" : "refused";
+}
+
 typedef struct sandbox_spec {
     backend_spec spec;
     char **env; /* owned, like each string in it */
@@ -389,7 +404,7 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     int64_t tmp = s ? s->tmp_bytes : (int64_t)cfg->tmp_size;
     const char *network = s ? s->egress_net : NULL;
     size_t n = 0;
-    ss->env = xcalloc(9 + 12 + EGRESS_ENV_MAX + json_object_size(env_vars), sizeof(*ss->env));
+    ss->env = xcalloc(10 + 12 + EGRESS_ENV_MAX + json_object_size(env_vars), sizeof(*ss->env));
     ss->env[n++] = xasprintf("RUNBOX_LANGUAGE=%s", language);
     /* Modules the runner's zygote imports (docker/runner/PROTOCOL.md, "Preload"): before the
      * first cell in a warm pool sandbox; in one made for a session (the cold path) only from its
@@ -406,6 +421,9 @@ static void sandbox_spec_init(sandbox_spec *ss, rb_core *c, const char *owner, c
     /* and npm's (core/deps/deps_npm.c), which `require` looks in before the image's Node modules */
     ss->env[n++] = xstrdup("NODE_PATH=/workspace/.runbox/node_modules");
     ss->env[n++] = xstrdup("RUNBOX_SANDBOX=1"); /* the runner may clean up stray processes */
+    /* what pip's refusal in a sealed sandbox may suggest (docker/runner/runbox_runner/pipcheck.py): a
+     * network policy with PyPI only when this server's limits allow one */
+    ss->env[n++] = xasprintf("RUNBOX_PIP_INDEX=%s", pip_index_reach(c));
     ss->env[n++] = xasprintf("RUNBOX_MEMORY_MB=%lld", (long long)(memory_bytes / (1024 * 1024)));
     if (network != NULL) {
         /* its one way out (core/network/egress.h): every HTTP client that follows these goes through

@@ -82,7 +82,11 @@ static int own_auth(h2o_req_t *req)
     if (p.len > strlen(E2B_PREFIX "/volumecontent/") &&
         memcmp(p.base, H2O_STRLIT(E2B_PREFIX "/volumecontent/")) == 0)
         return 1;
-    return is_sandbox_path(p) && h2o_find_header_by_str(&req->headers, H2O_STRLIT("e2b-sandbox-id"), -1) >= 0;
+    if (is_sandbox_path(p) && h2o_find_header_by_str(&req->headers, H2O_STRLIT("e2b-sandbox-id"), -1) >= 0)
+        return 1;
+    /* a presigned file URL (e2b_sign.c) carries its signature, and no header, to /files */
+    return (h2o_memis(p.base, p.len, H2O_STRLIT(E2B_PREFIX "/files")) || h2o_memis(p.base, p.len, H2O_STRLIT("/files"))) &&
+           e2b__is_signed(req);
 }
 
 static const char *header(h2o_req_t *req, const char *name, size_t len)
@@ -112,6 +116,27 @@ static void refuse_role(rb_server *server, h2o_req_t *req, const core_caller *wh
     server_count_refusal(server, HTTP_REFUSED_ROLE);
 }
 
+/* The message (into msg, RB_ERR_LEN bytes) of sandbox traffic for id, which is not live: why it
+ * ended, as REST says it (its status, when, and the reason runbox recorded, such as the
+ * sandbox's exit code), or that it was not found. */
+static void ended_reason(http_call *call, const char *id, char *msg)
+{
+    char err[RB_ERR_LEN];
+    json_t *session = NULL;
+    if (core_session_get(call->core, NULL, id, &session, err) == RB_OK &&
+        e2b__state_of(json_string_value(json_object_get(session, "status"))) != E2B_STATE_PAUSED) {
+        const char *status = json_string_value(json_object_get(session, "status"));
+        const char *when = json_string_value(json_object_get(session, "ended_at"));
+        const char *reason = json_string_value(json_object_get(session, "end_reason"));
+        snprintf(msg, RB_ERR_LEN, "The sandbox %.64s has ended (%s%s%s): %.300s; create a new one", id,
+                 status ? status : "ended", when ? " at " : "", when ? when : "",
+                 reason ? reason : "no reason was recorded");
+    } else {
+        snprintf(msg, RB_ERR_LEN, "The sandbox %.64s was not found: it was killed, timed out or never existed", id);
+    }
+    json_decref(session);
+}
+
 int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out)
 {
     h2o_req_t *req = call->req;
@@ -133,13 +158,24 @@ int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out)
                            "sandboxID of the create or connect answer (the SDK does)");
         return -1;
     }
+    const char *given = header(req, H2O_STRLIT("x-access-token"));
+    if (what != E2B_NO_TOKEN && given == NULL) {
+        /* before any lookup: a caller without a token learns nothing of which sandboxes exist */
+        e2b__sandbox_error(req, 401,
+                           "sandbox traffic needs an access token in X-Access-Token: the envdAccessToken that create, "
+                           "connect and get_info hand to a key that may run code in the sandbox (its owner or an admin "
+                           "key; the SDK sends it). A viewer key (role=viewer) is handed none: it runs no code and "
+                           "changes no file in a sandbox");
+        return -1;
+    }
     json_t *extra = NULL, *session = NULL;
     char err[RB_ERR_LEN];
     /* Trusted lookups (who NULL): the access token decides who may use the sandbox. */
     if (core_session_extra(call->core, NULL, id, E2B_EXTRA, &extra, err) != RB_OK ||
         core_session_get(call->core, NULL, id, &session, err) != RB_OK) {
         json_decref(extra);
-        snprintf(msg, sizeof(msg), "The sandbox %.64s was not found: it was killed, timed out or never existed", id);
+        ended_reason(call, id, msg);
+        json_decref(session);
         e2b__sandbox_error(req, 502, msg);
         return -1;
     }
@@ -147,7 +183,6 @@ int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out)
     json_t *tokens = extra != NULL ? json_deep_copy(extra) : json_object();
     json_decref(extra);
     e2b__tokens_upgrade(tokens, owner);
-    const char *given = header(req, H2O_STRLIT("x-access-token"));
     const char *key = e2b__token_holder(tokens, given);
     const core_caller *who = NULL;
     int status = 0;
@@ -247,6 +282,9 @@ void e2b_register(rb_server *s)
         {"GET", "/e2b/health", e2b__health},
         {"GET", "/e2b/files", e2b__files_read},
         {"POST", "/e2b/files", e2b__files_write},
+        /* presigned URLs: the SDK joins "/files" to E2B_SANDBOX_URL, which drops its /e2b */
+        {"GET", "/files", e2b__files_read},
+        {"POST", "/files", e2b__files_write},
         {"POST", "/e2b/process.Process/{method}", e2b__rpc},
         {"POST", "/e2b/filesystem.Filesystem/{method}", e2b__rpc},
         /* the code interpreter (port 49999) */

@@ -428,12 +428,18 @@ int e2b__live_sandbox(http_call *call, json_t **session, json_t **extra)
 {
     char err[RB_ERR_LEN];
     const char *id = call->params[0];
+    json_t *ended = NULL;
+    const char *when = NULL, *reason = NULL;
     *session = *extra = NULL;
     rb_err e = core_session_get(call->core, call->who, id, session, err);
     if (e == RB_OK) {
         const char *status = json_string_value(json_object_get(*session, "status"));
-        if (status == NULL || strcmp(status, "ended") == 0 || strcmp(status, "dead") == 0)
+        if (status == NULL || strcmp(status, "ended") == 0 || strcmp(status, "dead") == 0) {
             e = RB_ENOTFOUND;
+            ended = json_incref(*session);
+            when = json_string_value(json_object_get(ended, "ended_at"));
+            reason = json_string_value(json_object_get(ended, "end_reason"));
+        }
     }
     if (e == RB_OK)
         *extra = extra_of(call, *session, &e, err);
@@ -442,15 +448,18 @@ int e2b__live_sandbox(http_call *call, json_t **session, json_t **extra)
         json_decref(*extra);
         *session = *extra = NULL;
     }
-    if (e == RB_ENOTFOUND) {
+    if (e == RB_ENOTFOUND && ended != NULL) { /* the caller's own, ended: why, as REST says it */
+        snprintf(err, sizeof(err), "sandbox %.64s not found: it has ended (%s%s%s): %.300s", id,
+                 json_string_value(json_object_get(ended, "status")), when ? " at " : "", when ? when : "",
+                 reason ? reason : "no reason was recorded");
+        e2b__api_error(call->req, 404, err);
+    } else if (e == RB_ENOTFOUND) {
         e2b__api_not_found(call->req, id);
-        return -1;
-    }
-    if (e != RB_OK) {
+    } else if (e != RB_OK) {
         e2b__api_fail(call->req, e, err);
-        return -1;
     }
-    return 0;
+    json_decref(ended);
+    return e == RB_OK ? 0 : -1;
 }
 
 int e2b__get(http_call *call)
@@ -607,14 +616,14 @@ int e2b__list(http_call *call)
         const char *started_s = json_string_value(json_object_get(o, "startedAt"));
         if ((filter != NULL && !e2b_metadata_match(filter, strlen(filter), json_object_get(o, "metadata"))) ||
             (template != NULL && strcmp(template, json_string_value(json_object_get(o, "templateID"))) != 0) ||
-            (after_s != NULL && (started_s == NULL || rb_time_parse(started_s, &started) != 0 || started <= after))) {
+            (after_s != NULL && (started_s == NULL || rb_time_parse(started_s, &started) != 0 || started < after))) {
             json_decref(o);
             continue;
         }
         all[kept++] = o;
     }
     qsort(all, kept, sizeof(*all), by_start);
-    int desc = order != NULL && strcmp(order, "desc") == 0;
+    int desc = order == NULL || strcmp(order, "desc") == 0; /* E2B lists newest first unless asked otherwise */
     json_t *page = json_array();
     size_t i;
     for (i = (size_t)start; i < kept && json_array_size(page) < (size_t)limit; i++)

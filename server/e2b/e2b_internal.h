@@ -7,9 +7,12 @@
 
 #include "server/e2b/e2b.h"
 
-/* The envd version runboxd reports: below 0.5.7 the SDK uploads files as multipart/form-data
- * (never gzip'd octet-streams), at or above 0.4.0 it sends no username. */
-#define E2B_ENVD_VERSION "0.5.6"
+/* The envd version runboxd reports, and what the SDK (e2b 2.63) does from it: at or above 0.4.0
+ * it sends no username; from 0.5.7 file-like uploads are raw octet-streams, gzip'd when asked
+ * (e2b_envd.c takes both); from 0.6.2 files.write(metadata=) sends X-Metadata-* headers, kept as
+ * user.e2b.* extended attributes and returned in entries. 0.6.3 (entries in watch events) and
+ * 0.6.4 (watchers on network mounts) would claim watchers, which runbox does not offer. */
+#define E2B_ENVD_VERSION "0.6.2"
 /* The name under which a session's E2B data is kept (core_session_set_extra). */
 #define E2B_EXTRA "e2b"
 /* The sandbox timeout E2B's API allows (seconds). */
@@ -37,6 +40,15 @@ enum { E2B_NO_TOKEN = 0, E2B_READS = 1, E2B_CHANGES = 2 };
  * 403 (the key's role or ownership does not allow it) or 502 (no such live sandbox, as E2B's
  * proxy answers). */
 int e2b__sandbox_of(http_call *call, int what, e2b_sandbox *out);
+
+/** The sandbox of a presigned file URL (e2b_sign.c): GET or POST /files whose query has `signature`
+ * (and maybe `signature_expiration`) instead of an X-Access-Token; what is E2B_READS (a download
+ * URL) or E2B_CHANGES (an upload URL). 0 with *out filled as e2b__sandbox_of fills it, or -1 after
+ * answering 401 (expired, or no live sandbox's token signs it) or 403. */
+int e2b__signed_sandbox(http_call *call, int what, e2b_sandbox *out);
+/** Whether a sandbox-traffic request is a presigned URL's: a `signature` in the query and no
+ * X-Access-Token. */
+int e2b__is_signed(h2o_req_t *req);
 
 /* Access tokens (e2b_token.c): one per API key in the E2B data's "tokens" ({key name: token}). */
 /** Whether who may run code and change files in a session of owner: the owner (a user key), an

@@ -62,7 +62,7 @@ ROUTES = {
     ("/e2b/sandboxes/{sandboxID}/fork", "post"), ("/e2b/sandboxes/{sandboxID}/refreshes", "post"),
     ("/e2b/sandboxes/{sandboxID}/metrics", "get"), ("/e2b/sandboxes/{sandboxID}/logs", "get"),
     ("/e2b/v2/sandboxes/{sandboxID}/logs", "get"), ("/e2b/sandboxes/{sandboxID}/network", "put"),
-    ("/e2b/health", "get"), ("/e2b/files", "get"), ("/e2b/files", "post"),
+    ("/e2b/health", "get"), ("/e2b/files", "get"), ("/e2b/files", "post"), ("/files", "get"), ("/files", "post"),
     ("/e2b/process.Process/{method}", "post"), ("/e2b/filesystem.Filesystem/{method}", "post"),
     ("/e2b/execute", "post"), ("/e2b/contexts", "get"), ("/e2b/contexts", "post"),
     ("/e2b/contexts/{contextID}", "delete"), ("/e2b/contexts/{contextID}/restart", "post"),

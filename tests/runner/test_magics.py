@@ -307,8 +307,15 @@ def test_pip_refusal_only_for_an_index_without_a_network(monkeypatch, tmp_path):
         assert refusal and refusal.startswith("pip %s needs a package index" % argv[argv.index(
             next(a for a in argv if not a.startswith("-")))]), argv
         assert "/dependencies" in refusal and "install_dependencies" in refusal and "--no-index" in refusal
-        # ... and names the policy that would allow it
-        assert '"allow": ["pypi.org", "files.pythonhosted.org"]' in refusal and "--egress" in refusal, refusal
+        # ... and names the policy that would allow it only when this server allows one (RUNBOX_PIP_INDEX,
+        # set by runboxd from --egress and --egress-max)
+        policy = '"allow": ["pypi.org", "files.pythonhosted.org"]'
+        for reach, present, words in (("allowed", True, "network policy"), ("refused", False, "--egress-max"),
+                                      ("off", False, "--egress is off")):
+            monkeypatch.setenv("RUNBOX_PIP_INDEX", reach)
+            told = pipcheck.pip_refusal(argv, "pip")
+            assert (policy in told) == present and words in told, (reach, told)
+        monkeypatch.delenv("RUNBOX_PIP_INDEX")
     for argv in (["install", "--no-index", "--find-links", "/w", "x"], ["install", str(wheel)], ["list"],
                  ["--version"], ["show", "numpy"], ["uninstall", "-y", "x"], []):
         assert pipcheck.pip_refusal(argv, "pip") is None, argv
@@ -364,8 +371,15 @@ def test_pip_in_a_sealed_sandbox_says_how_to_install_and_installs_local_wheels(t
         assert res.status == "completed" and res.text("stdout").startswith("pip "), res.events
         # The shell's pip (runbox_pip.py) says the same at once, where Debian's retried for 15 s.
         started = time.monotonic()
+        # `!pip` in a cell fails the cell as %pip does (issue 42, item 11), with the same refusal
         res = r.execute("!pip install requests\n_exit_code", timeout=60)
-        assert res.result == "1" and "ERROR: pip install needs a package index" in res.text("stderr"), res.events
+        assert res.status == "error" and res.error["ename"] == "UsageError", res.events
+        assert "!pip install needs a package index" in res.error["evalue"], res.events
+        res = r.execute("!python3 -m pip install requests", timeout=60)
+        assert res.status == "error" and "needs a package index" in res.error["evalue"], res.events
+        # a shell line that is more than one pip call is bash's: pip's own refusal, the cell goes on
+        res = r.execute("!pip install requests || echo refused\n_exit_code", timeout=60)
+        assert res.result == "0" and "ERROR: pip install needs a package index" in res.text("stderr"), res.events
         assert time.monotonic() - started < 10
         # what the image has already: pip's own answer, in both forms
         res = r.execute("%pip install numpy", timeout=60)

@@ -29,10 +29,36 @@ def pip_refusal(argv, what):
         return None  # local wheels, archives or folders (pip reaches the index only for their dependencies)
     return ("%s %s needs a package index, and this session has no network. Install with "
             "POST /sessions/{id}/dependencies (MCP: install_dependencies), which runbox's installer "
-            "runs outside the sandbox, or create the session with a network policy that allows the "
-            "index: execution_options.network = {\"allow\": [\"pypi.org\", \"files.pythonhosted.org\"]} "
-            "(or true: the server's default list; the operator turns networks on with --egress); local "
-            "wheels install without one (--no-index --find-links DIR)" % (what, command))
+            "runs outside the sandbox%s; local wheels install without one (--no-index --find-links DIR)"
+            % (what, command, _NETWORK_ADVICE.get(os.environ.get("RUNBOX_PIP_INDEX", ""), "")))
+
+
+# What runboxd says (RUNBOX_PIP_INDEX, core/sandbox.c) a session of this server may have: only
+# a way this server allows is suggested.
+_NETWORK_ADVICE = {
+    "allowed": (", or create the session with a network policy that allows the index: "
+                "execution_options.network = {\"allow\": [\"pypi.org\", \"files.pythonhosted.org\"]}"),
+    "refused": (" (this server's --egress-max does not let sessions reach pypi.org: a network policy "
+                "cannot help here)"),
+    "off": " (this server gives sessions no network: --egress is off)",
+}
+
+
+def is_pip_command(cmd):
+    """The arguments pip gets from the shell command CMD (`!cmd` in a cell) when it is one plain
+    pip call (pip, pip3, python -m pip, python3 -m pip; no pipes, lists or redirections), or None."""
+    import shlex
+    if any(c in cmd for c in ";|&<>`$()\n"):
+        return None
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return None
+    if words[:1] in (["pip"], ["pip3"]):
+        return words[1:]
+    if len(words) >= 3 and words[0] in ("python", "python3", "/usr/bin/python3") and words[1:3] == ["-m", "pip"]:
+        return words[3:]
+    return None
 
 
 _REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9,._ -]*\])?$")

@@ -138,8 +138,16 @@ class RunboxShell(InteractiveShell):
         return r.stdout.decode("utf-8", "replace") if capture else None
 
     def system(self, cmd):
-        """`!cmd`: runs cmd in bash ({expr} and $name expanded as IPython does)."""
-        self.runbox_run([SHELL, "-c", self.var_expand(cmd, depth=1)])
+        """`!cmd`: runs cmd in bash ({expr} and $name expanded as IPython does). A plain pip
+        call that cannot work without a network fails the cell as `%pip` does (the same
+        refusal, the same error status), instead of printing it from a command the cell ignores."""
+        cmd = self.var_expand(cmd, depth=1)
+        argv = pipcheck.is_pip_command(cmd)
+        if argv is not None:
+            refusal = pipcheck.pip_refusal(argv, "!pip")
+            if refusal is not None and pipcheck.pip_satisfied(argv) is None:
+                raise UsageError(refusal)
+        self.runbox_run([SHELL, "-c", cmd])
 
     system_piped = system
     system_raw = system
