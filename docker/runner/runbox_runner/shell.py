@@ -214,6 +214,11 @@ class RunboxShell(InteractiveShell):
         self.showsyntaxerror()
 
 
+def _figure_png(fig):
+    from IPython.core.pylabtools import print_figure
+    return print_figure(fig, "png", base64=True)
+
+
 _prepared = None  # the shell the zygote made before its forks (prepare)
 
 
@@ -233,6 +238,9 @@ def _new_shell(history):
                                  displayhook_class=_DisplayHook, display_pub_class=_DisplayPublisher)
     shell.compile.get_code_name = lambda raw, transformed, number: "<cell-%d>" % number
     shell.register_magics(_RunboxMagics)
+    # A matplotlib figure shown (display(fig), or as a cell's value) is a PNG, as with the inline
+    # backend; by name, so that matplotlib is imported only by the user's code.
+    shell.display_formatter.formatters["image/png"].for_type_by_name("matplotlib.figure", "Figure", _figure_png)
     shell.made_in_pid = os.getpid()  # the zygote's, in a worker forked from it
     return shell
 

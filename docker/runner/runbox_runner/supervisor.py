@@ -395,13 +395,14 @@ class Supervisor(WorkerKeeper):
                 w.collect_children()
             self.finish_cell(cell.forced or status)
             return
-        take = {"result": cell.forward.result, "display": cell.forward.display, "error": cell.forward.error}.get(t)
+        take = {"result": cell.forward.result, "display": cell.forward.display, "error": cell.forward.error,
+                "clear": cell.forward.clear}.get(t)
         fields = take(msg) if take is not None else None
         if fields is None:
             return
         self.capture.finish_decoders()
         self.capture.flush_all()
-        self.emit(dict(fields, type=t, id=cell.id))
+        self.emit(dict(fields, type="clear_output" if t == "clear" else t, id=cell.id))
 
     # ---- main loop ----
     def run(self):
