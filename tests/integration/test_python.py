@@ -201,7 +201,8 @@ def test_rich_outputs_are_mime_bundles(server, session):
     DataFrame's value has its HTML, display() keeps its bundle, metadata and display_id,
     update_display and clear_output are outputs of their own, and the schema says so."""
     sid = session["session_id"]
-    r = server.execute(sid, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})")
+    r = server.execute(sid, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})",
+                       timeout=600)  # pandas' first import in a new sandbox, on a host that may be busy
     assert r["status"] == "completed", r["error"]
     value = [o for o in r["outputs"] if o["type"] == "result"][0]
     assert r["result"] == value["text"] == value["bundle"]["text/plain"]  # today's fields stay
