@@ -93,7 +93,7 @@ def test_results_carry_every_format(e2b_env):
             "display(HTML('<b>h</b>'), Markdown('# m'), Latex('$x$'), JSON({'k': [1]}), Javascript('1;'))\n"
             "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"/>'), Rich())\n"
             "import pandas as pd\n"
-            "pd.DataFrame({'a': [1]})")
+            "pd.DataFrame({'a': [1]})", timeout=600, request_timeout=600)  # pandas' first import, on a busy host
         assert ex.error is None, ex.error
         html, md, latex, js_, javascript, svg, rich, value = ex.results
         assert (html.html, md.markdown, latex.latex, javascript.javascript) == ("<b>h</b>", "# m", "$x$", "1;")

@@ -191,7 +191,7 @@ def test_nbclient_gets_rich_outputs_as_a_notebook_holds_them(server, jupyter_ser
     client = km.client
     try:
         client.start_channels()
-        nbc = NotebookClient(nb, km=km, timeout=120, kernel_name="python3")
+        nbc = NotebookClient(nb, km=km, timeout=600, kernel_name="python3")  # pandas' first import
         nbc.kc = client
         nbc.execute()
     finally:

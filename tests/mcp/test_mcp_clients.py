@@ -122,7 +122,7 @@ def test_rich_outputs_reach_the_model(server):
             r = await c.call_tool("execute_code", {"code": (
                 "from IPython.display import display, Markdown\nfrom PIL import Image\nimport pandas as pd\n"
                 "print('before')\ndisplay(Markdown('**bold** words'))\ndisplay(Image.new('RGB', (4, 4), 'blue'))\n"
-                "pd.DataFrame({'col': [7, 8]})")})
+                "pd.DataFrame({'col': [7, 8]})"), "timeout": 600})  # pandas' first import, on a busy host
             assert not r.is_error, texts(r)
             server.session_ids.add(r.structured_content["session_id"])
             blocks = [(b.type, getattr(b, "text", None) or getattr(b, "mime_type", None)) for b in r.content]
