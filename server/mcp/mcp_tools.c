@@ -175,8 +175,8 @@ static json_t *execution_tool_result(mcp_call *call, json_t *doc)
         json_t *jpeg = json_object_get(bundle, "image/jpeg");
         if (json_is_string(jpeg) && json_object_get(bundle, "image/png") == NULL) {
             images++;
-            json_array_append_new(content,
-                                  json_pack("{s:s, s:O, s:s}", "type", "image", "data", jpeg, "mimeType", "image/jpeg"));
+            json_t *block = json_pack("{s:s, s:O, s:s}", "type", "image", "data", jpeg, "mimeType", "image/jpeg");
+            json_array_append_new(content, block);
         }
     }
     int is_error = status == NULL || strcmp(status, "completed") != 0;
