@@ -207,7 +207,9 @@ rb_err core_execution_cancel(rb_core *c, const core_caller *who, const char *req
 /*
  * Watching an execution (for wait=true, SSE, MCP progress). Events, in order:
  *   "output": one output item as it is produced ({type:"stream",name,text} |
- *             {type:"display",mime,data} | {type:"result",text} | {type:"error",...});
+ *             {type:"display",mime,data,bundle,metadata,display_id?,update?} |
+ *             {type:"clear_output",wait} | {type:"result",text,bundle?,metadata?} |
+ *             {type:"error",...}; core_output_bundle reads the bundle of a display or result);
  *   "status": {request_id,status} when it changes (queued -> running);
  *   "done":   the full result document; the last event, after which the watch is finished
  *             and must not be stopped again.
@@ -216,6 +218,14 @@ rb_err core_execution_cancel(rb_core *c, const core_caller *who, const char *req
  * call only).
  */
 typedef struct core_watch core_watch;
+/**
+ * The Jupyter mime bundle of an output item (a display or a result, borrowed) as the Jupyter
+ * messaging protocol carries it: {mime: value}, base64 for binary formats, application/json and
+ * the other +json formats parsed into JSON values (one whose text does not parse stays a
+ * string). A result without a bundle gives {"text/plain": text}; a display stored before
+ * bundles, {mime: data}. New reference; an empty object for any other item.
+ */
+json_t *core_output_bundle(json_t *item);
 typedef void (*core_event_cb)(void *data, const char *event, json_t *payload);
 /** Starts watching request_id (live or stored): events go to cb with data until "done" or
  * core_watch_stop. *out (if out is not NULL; owned by the core) is valid until then.

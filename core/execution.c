@@ -10,6 +10,7 @@
 
 #include "core/audit/audit.h"
 #include "core/internal.h"
+#include "core/mime_bundle.h"
 
 execution *execution_new(rb_core *c, session *s, const char *code, double timeout)
 {
@@ -153,8 +154,17 @@ json_t *execution_doc_result_api(json_t *doc)
             rb_buf_append(b, json_string_value(text), json_string_length(text));
             json_array_append_new(compat, json_pack("{s:s, s:O}", "type", "stream", "content", text));
         } else if (strcmp(type, "display") == 0) {
-            json_array_append(files, json_object_get(item, "data"));
+            /* every PNG shown (an item stored before bundles has only mime and data) */
+            json_t *png = json_object_get(json_object_get(item, "bundle"), "image/png");
+            if (png == NULL && json_is_string(json_object_get(item, "mime")) &&
+                strcmp(json_string_value(json_object_get(item, "mime")), "image/png") == 0)
+                png = json_object_get(item, "data");
+            if (json_is_string(png))
+                json_array_append(files, png);
         } else if (strcmp(type, "result") == 0) {
+            json_t *png = json_object_get(json_object_get(item, "bundle"), "image/png");
+            if (json_is_string(png))
+                json_array_append(files, png);
             json_decref(result);
             result = json_incref(json_object_get(item, "text"));
             json_array_append_new(compat, json_pack("{s:s, s:O}", "type", "result", "content", result));
@@ -339,6 +349,60 @@ static void add_stream(execution *ex, json_t *event)
     json_decref(item);
 }
 
+/* A runner bundle as kept (new reference): mime_bundle_read within the execution's display
+ * budget, its text/plain clipped as a result's text is. */
+static json_t *read_bundle(execution *ex, json_t *in)
+{
+    int64_t gone = 0;
+    json_t *bundle = mime_bundle_read(in, item_cap(ex), &ex->display_bytes, RB_DISPLAY_BYTES_MAX, &gone);
+    if (gone > 0) {
+        ex->truncated = 1;
+        ex->dropped += gone;
+    }
+    json_t *text = json_object_get(bundle, "text/plain");
+    if (text != NULL)
+        json_object_set_new(bundle, "text/plain", clip_text(ex, text, "output"));
+    return bundle;
+}
+
+/* The output item of a display event (new reference), or NULL when it shows nothing or comes
+ * past the execution's budgets: {type, mime, data, bundle, metadata, display_id?, update?}, with
+ * mime and data its main format (mime_bundle_main: what a client that shows one thing shows).
+ * A runner older than bundles sends {mime, data}: a bundle of that one format. */
+static json_t *display_item(execution *ex, json_t *event)
+{
+    json_t *in = json_object_get(event, "bundle"), *legacy = NULL;
+    const char *mime = json_string_value(json_object_get(event, "mime"));
+    if (!json_is_object(in) && mime != NULL && json_is_string(json_object_get(event, "data")))
+        in = legacy = json_pack("{s:O}", mime, json_object_get(event, "data"));
+    if (ex->displays >= EXECUTION_DISPLAYS_MAX) {
+        ex->truncated = 1;
+        const char *k;
+        json_t *v;
+        json_object_foreach(in, k, v) ex->dropped += (int64_t)json_string_length(v);
+        json_decref(legacy);
+        return NULL;
+    }
+    json_t *bundle = read_bundle(ex, in);
+    json_decref(legacy);
+    const char *main_mime = mime_bundle_main(bundle);
+    if (main_mime == NULL) {
+        json_decref(bundle);
+        return NULL;
+    }
+    ex->displays++;
+    json_t *item = json_pack("{s:s, s:s, s:O, s:o, s:o}", "type", "display", "mime", main_mime, "data",
+                             json_object_get(bundle, main_mime), "bundle", bundle, "metadata",
+                             mime_bundle_metadata(json_object_get(event, "metadata")));
+    const char *id = json_string_value(json_object_get(event, "display_id"));
+    if (id != NULL && id[0] != '\0' && strlen(id) <= MIME_BUNDLE_DISPLAY_ID_MAX) {
+        json_object_set_new(item, "display_id", json_string(id));
+        if (json_is_true(json_object_get(event, "update")))
+            json_object_set_new(item, "update", json_true());
+    }
+    return item;
+}
+
 void execution_add_event(execution *ex, json_t *event)
 {
     const char *type = json_string_value(json_object_get(event, "type"));
@@ -349,17 +413,14 @@ void execution_add_event(execution *ex, json_t *event)
         add_stream(ex, event);
         return;
     } else if (strcmp(type, "display") == 0) {
-        json_t *data = json_object_get(event, "data");
-        const char *mime = json_string_value(json_object_get(event, "mime"));
-        if (!json_is_string(data) || mime == NULL)
+        item = display_item(ex, event);
+        if (item == NULL)
             return;
-        if (ex->display_bytes + json_string_length(data) > RB_DISPLAY_BYTES_MAX) {
-            ex->truncated = 1;
-            ex->dropped += (int64_t)json_string_length(data);
+    } else if (strcmp(type, "clear_output") == 0) {
+        if (ex->displays >= EXECUTION_DISPLAYS_MAX)
             return;
-        }
-        ex->display_bytes += json_string_length(data);
-        item = json_pack("{s:s, s:s, s:O}", "type", "display", "mime", mime, "data", data);
+        ex->displays++;
+        item = json_pack("{s:s, s:b}", "type", "clear_output", "wait", json_is_true(json_object_get(event, "wait")));
     } else if (strcmp(type, "result") == 0) {
         json_t *text = json_object_get(event, "text");
         if (!json_is_string(text))
@@ -372,6 +433,22 @@ void execution_add_event(execution *ex, json_t *event)
         }
         ex->results++;
         item = json_pack("{s:s, s:o}", "type", "result", "text", clip_text(ex, text, "result"));
+        json_t *in = json_object_get(event, "bundle");
+        if (json_is_object(in)) { /* its other formats; its text/plain is the text */
+            json_t *others = json_copy(in);
+            json_object_del(others, "text/plain");
+            json_t *bundle = read_bundle(ex, others);
+            json_decref(others);
+            if (json_object_size(bundle) > 0) {
+                json_t *full = json_pack("{s:O}", "text/plain", json_object_get(item, "text"));
+                json_object_update(full, bundle);
+                json_decref(bundle);
+                json_object_set_new(item, "bundle", full);
+                json_object_set_new(item, "metadata", mime_bundle_metadata(json_object_get(event, "metadata")));
+            } else {
+                json_decref(bundle);
+            }
+        }
     } else if (strcmp(type, "error") == 0) {
         json_t *tb = json_object_get(event, "traceback");
         json_t *ename = json_object_get(event, "ename"), *evalue = json_object_get(event, "evalue");

@@ -51,6 +51,8 @@
 #define EXECUTION_ERRORS_MAX 2
 /* Traceback lines kept per error item (the first and last halves around a marker). */
 #define EXECUTION_TRACEBACK_LINES_MAX 1000
+/* Display and clear_output items kept per execution (the runner sends at most 2000). */
+#define EXECUTION_DISPLAYS_MAX 2000
 
 
 typedef struct session session;
@@ -87,6 +89,7 @@ struct execution {
     size_t stream_bytes;  /* stream text received, for the backstop cap */
     size_t display_bytes;
     int results, errors;  /* result and error items kept so far (at most 1 and EXECUTION_ERRORS_MAX) */
+    int displays;         /* display and clear_output items kept so far (at most EXECUTION_DISPLAYS_MAX) */
     int truncated, reset;
     int64_t dropped;
     char *reset_reason;

@@ -77,6 +77,30 @@ static json_t *traceback_text(json_t *tb)
     return out ? out : json_string("");
 }
 
+/* A result or display item as E2B's result line: a key per format (result_keys), the formats E2B
+ * has no key for in extra, is_main_result for the cell's value. New reference. */
+static json_t *result_line(json_t *item, int is_main)
+{
+    json_t *line = json_pack("{s:s, s:b, s:{}}", "type", "result", "is_main_result", is_main, "extra");
+    json_t *bundle = core_output_bundle(item);
+    const char *mime;
+    json_t *value;
+    json_object_foreach(bundle, mime, value)
+    {
+        const char *key = NULL;
+        for (size_t i = 0; i < sizeof(result_keys) / sizeof(result_keys[0]) && key == NULL; i++)
+            if (strcmp(result_keys[i].mime, mime) == 0)
+                key = result_keys[i].key;
+        if (key == NULL) {
+            json_object_set(json_object_get(line, "extra"), mime, value);
+            continue;
+        }
+        json_object_set(line, key, value);
+    }
+    json_decref(bundle);
+    return line;
+}
+
 /* One runbox output item as an E2B line (new reference), or NULL for none. */
 static json_t *line_of(json_t *item)
 {
@@ -88,26 +112,8 @@ static json_t *line_of(json_t *item)
         return json_pack("{s:s, s:O, s:I}", "type", name && strcmp(name, "stderr") == 0 ? "stderr" : "stdout", "text",
                          json_object_get(item, "text"), "timestamp", (json_int_t)now_ns());
     }
-    if (strcmp(type, "result") == 0)
-        return json_pack("{s:s, s:O, s:b, s:{}}", "type", "result", "text", json_object_get(item, "text"),
-                         "is_main_result", 1, "extra");
-    if (strcmp(type, "display") == 0) {
-        const char *mime = json_string_value(json_object_get(item, "mime"));
-        json_t *data = json_object_get(item, "data");
-        json_t *line = json_pack("{s:s, s:b, s:{}}", "type", "result", "is_main_result", 0, "extra");
-        for (size_t i = 0; mime != NULL && i < sizeof(result_keys) / sizeof(result_keys[0]); i++) {
-            if (strcmp(result_keys[i].mime, mime) != 0)
-                continue;
-            json_t *v = NULL;
-            if (strcmp(result_keys[i].key, "json") == 0 && json_is_string(data))
-                v = json_loads(json_string_value(data), JSON_DECODE_ANY, NULL);
-            json_object_set_new(line, result_keys[i].key, v != NULL ? v : json_incref(data));
-            return line;
-        }
-        if (mime != NULL) /* a type E2B has no key for */
-            json_object_set(json_object_get(line, "extra"), mime, data);
-        return line;
-    }
+    if (strcmp(type, "result") == 0 || strcmp(type, "display") == 0)
+        return result_line(item, strcmp(type, "result") == 0);
     if (strcmp(type, "error") == 0) {
         json_t *name = json_object_get(item, "ename"), *value = json_object_get(item, "evalue");
         return json_pack("{s:s, s:O, s:O, s:o}", "type", "error", "name", name ? name : json_string("Error"), "value",

@@ -213,18 +213,27 @@ static json_t *iopub_of(jexec *x, json_t *item)
                                    json_object_get(item, "text")),
                          k);
     if (strcmp(type, "display") == 0) {
-        const char *mime = json_string_value(json_object_get(item, "mime"));
-        json_t *data = json_pack("{s:O}", mime ? mime : "text/plain", json_object_get(item, "data"));
-        if (mime != NULL && strcmp(mime, "text/plain") != 0)
-            json_object_set_new(data, "text/plain", json_string(strncmp(mime, "image/", 6) == 0 ? "<Figure>" : ""));
-        return jmsg_make(x->msg, "iopub", "display_data", json_pack("{s:o, s:{}, s:{}}", "data", data, "metadata",
-                                                                    "transient"), k);
-    }
-    if (strcmp(type, "result") == 0)
-        return jmsg_make(x->msg, "iopub", "execute_result",
-                         json_pack("{s:I, s:{s:O}, s:{}}", "execution_count", (json_int_t)x->count, "data",
-                                   "text/plain", json_object_get(item, "text"), "metadata"),
+        /* display() and update_display: the whole bundle, its metadata, and its display_id as
+         * transient (which update_display_data needs to find the output it replaces) */
+        json_t *id = json_object_get(item, "display_id"), *md = json_object_get(item, "metadata");
+        json_t *transient = json_is_string(id) ? json_pack("{s:O}", "display_id", id) : json_object();
+        int update = json_is_string(id) && json_is_true(json_object_get(item, "update"));
+        return jmsg_make(x->msg, "iopub", update ? "update_display_data" : "display_data",
+                         json_pack("{s:o, s:o, s:o}", "data", core_output_bundle(item), "metadata",
+                                   json_is_object(md) ? json_incref(md) : json_object(), "transient", transient),
                          k);
+    }
+    if (strcmp(type, "clear_output") == 0)
+        return jmsg_make(x->msg, "iopub", "clear_output",
+                         json_pack("{s:b}", "wait", json_is_true(json_object_get(item, "wait"))), k);
+    if (strcmp(type, "result") == 0) {
+        json_t *md = json_object_get(item, "metadata");
+        return jmsg_make(x->msg, "iopub", "execute_result",
+                         json_pack("{s:I, s:o, s:o}", "execution_count", (json_int_t)x->count, "data",
+                                   core_output_bundle(item), "metadata",
+                                   json_is_object(md) ? json_incref(md) : json_object()),
+                         k);
+    }
     if (strcmp(type, "error") == 0) {
         json_t *tb = json_object_get(item, "traceback");
         return jmsg_make(x->msg, "iopub", "error",

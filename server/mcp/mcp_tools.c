@@ -48,6 +48,25 @@ static int version_at_least(const mcp_rt *rt, const char *v)
     return strcmp(rt->version, v) >= 0;
 }
 
+/* The text of a display or result item a model reads (borrowed), or NULL: the first of its
+ * text/markdown, text/html, text/latex, application/json and image/svg+xml; else its text/plain,
+ * unless it is an image's (a plot's "<Figure size ...>") and the item not the cell's value. */
+static const char *model_text(json_t *item, int is_result)
+{
+    static const char *const order[] = {"text/markdown", "text/html", "text/latex", "application/json",
+                                        "image/svg+xml"};
+    json_t *bundle = json_object_get(item, "bundle");
+    if (!json_is_object(bundle)) /* stored before bundles */
+        return is_result ? json_string_value(json_object_get(item, "text")) : NULL;
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        const char *t = json_string_value(json_object_get(bundle, order[i]));
+        if (t != NULL)
+            return t;
+    }
+    int image = json_object_get(bundle, "image/png") != NULL || json_object_get(bundle, "image/jpeg") != NULL;
+    return image && !is_result ? NULL : json_string_value(json_object_get(bundle, "text/plain"));
+}
+
 /* The tool result of a finished execution (result document doc, borrowed). */
 static json_t *execution_tool_result(mcp_call *call, json_t *doc)
 {
@@ -77,12 +96,27 @@ static json_t *execution_tool_result(mcp_call *call, json_t *doc)
         json_array_append_new(content, text_block(t));
         free(t);
     }
-    if (result != NULL)
+    /* display() outputs and the value, each as the text a model reads best (the HTML of a
+     * DataFrame, a Markdown's source, ...); a plot's "<Figure ...>" text is left to its image */
+    size_t i;
+    json_t *item;
+    int had_result = 0;
+    json_array_foreach(json_object_get(doc, "outputs"), i, item)
+    {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        int is_result = type != NULL && strcmp(type, "result") == 0;
+        if (type == NULL || (!is_result && strcmp(type, "display") != 0))
+            continue;
+        had_result |= is_result;
+        const char *t = model_text(item, is_result);
+        if (t != NULL)
+            json_array_append_new(content, text_block(t));
+    }
+    if (!had_result && result != NULL) /* a document without its outputs */
         json_array_append_new(content, text_block(result));
     if (json_is_object(error)) {
         rb_buf tb;
         rb_buf_init(&tb, 4u * 1024 * 1024);
-        size_t i;
         json_t *line;
         json_array_foreach(json_object_get(error, "traceback"), i, line)
         {
@@ -114,10 +148,11 @@ static json_t *execution_tool_result(mcp_call *call, json_t *doc)
         json_array_append_new(content, text_block(t));
         free(t);
     }
-    size_t i;
+    size_t images = 0;
     json_t *png;
     json_array_foreach(json_object_get(doc, "files"), i, png)
     {
+        images++;
         size_t b64 = json_string_length(png);
         size_t bytes = b64 / 4 * 3;
         if (bytes > call->ms->cfg->mcp_image_limit && version_at_least(call->rt, "2025-06-18") && rid != NULL) {
@@ -133,6 +168,17 @@ static json_t *execution_tool_result(mcp_call *call, json_t *doc)
                                   json_pack("{s:s, s:O, s:s}", "type", "image", "data", png, "mimeType", "image/png"));
         }
     }
+    json_array_foreach(json_object_get(doc, "outputs"), i, item)
+    {
+        /* a JPEG shown without a PNG beside it (the PNGs are the files above) */
+        json_t *bundle = json_object_get(item, "bundle");
+        json_t *jpeg = json_object_get(bundle, "image/jpeg");
+        if (json_is_string(jpeg) && json_object_get(bundle, "image/png") == NULL) {
+            images++;
+            json_t *block = json_pack("{s:s, s:O, s:s}", "type", "image", "data", jpeg, "mimeType", "image/jpeg");
+            json_array_append_new(content, block);
+        }
+    }
     int is_error = status == NULL || strcmp(status, "completed") != 0;
     if (status != NULL && strcmp(status, "timeout") == 0) {
         char *t = xasprintf("the execution timed out and was interrupted (request %s); the session's variables are "
@@ -143,14 +189,16 @@ static json_t *execution_tool_result(mcp_call *call, json_t *doc)
     } else if (status != NULL && strcmp(status, "cancelled") == 0) {
         json_array_append_new(content, text_block("the execution was cancelled"));
     }
-    size_t plots = json_array_size(json_object_get(doc, "files"));
+    size_t plots = images;
     if (json_array_size(content) == plots) {
         /* Nothing but plots (or nothing): a text block says so, since hosts that hand the model
          * text only (Chat Completions tool messages; the OpenAI Agents SDK there replaces such a
          * result by "[tool output omitted]") would otherwise tell it nothing happened. */
         char *t = plots == 0 ? xstrdup("(no output)")
-                             : xasprintf("(no text output; %zu plot%s as %s)", plots, plots == 1 ? "" : "s",
-                                         plots == 1 ? "a PNG image" : "PNG images");
+                     : plots == json_array_size(json_object_get(doc, "files"))
+                         ? xasprintf("(no text output; %zu plot%s as %s)", plots, plots == 1 ? "" : "s",
+                                     plots == 1 ? "a PNG image" : "PNG images")
+                         : xasprintf("(no text output; %zu image%s)", plots, plots == 1 ? "" : "s");
         json_array_append_new(content, text_block(t));
         free(t);
     }

@@ -80,6 +80,33 @@ def test_the_issue_flow(e2b_env):
     assert r.json()["status"] == "ended", r.text
 
 
+def test_results_carry_every_format(e2b_env):
+    """Issue 38: Execution.results as E2B's SDK reads them: each display() and the cell's value
+    with every format under E2B's names, is_main_result for the value, the others in extra."""
+    with Sandbox.create() as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        ex = sbx.run_code(
+            "from IPython.display import display, HTML, Markdown, Latex, JSON, Javascript, SVG\n"
+            "class Rich:\n"
+            "    def _repr_mimebundle_(self, include=None, exclude=None):\n"
+            "        return {'text/plain': 'Rich()', 'application/x-runbox+json': '{}'}\n"
+            "display(HTML('<b>h</b>'), Markdown('# m'), Latex('$x$'), JSON({'k': [1]}), Javascript('1;'))\n"
+            "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"/>'), Rich())\n"
+            "import pandas as pd\n"
+            "pd.DataFrame({'a': [1]})", timeout=600, request_timeout=600)  # pandas' first import, on a busy host
+        assert ex.error is None, ex.error
+        html, md, latex, js_, javascript, svg, rich, value = ex.results
+        assert (html.html, md.markdown, latex.latex, javascript.javascript) == ("<b>h</b>", "# m", "$x$", "1;")
+        assert js_.json == {"k": [1]} and svg.svg.startswith("<svg")
+        assert rich.text == "Rich()" and rich.extra == {"application/x-runbox+json": {}}  # a +json format is JSON
+        assert not any(r.is_main_result for r in ex.results[:-1]) and value.is_main_result
+        assert "<table" in value.html and value.text.split() == ["a", "0", "1"]
+        assert set(value.formats()) == {"text", "html"}
+        # PIL images are pngs and jpegs
+        img = sbx.run_code("from PIL import Image\nImage.new('RGB', (2, 2))").results[0]
+        assert base64.b64decode(img.png)[:8] == b"\x89PNG\r\n\x1a\n" and img.jpeg and img.is_main_result
+
+
 def test_kill_then_connect_is_not_found(e2b_env):
     sbx = Sandbox.create()
     e2b_env.session_ids.add(sbx.sandbox_id)

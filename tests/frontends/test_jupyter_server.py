@@ -172,3 +172,54 @@ def test_a_failing_cell_stops_the_notebook(server, jupyter_server):
         client.stop_channels()
     assert nb.cells[2].outputs == [] and nb.cells[2].execution_count is None
     assert time.monotonic() - t0 < 60
+
+
+def test_nbclient_gets_rich_outputs_as_a_notebook_holds_them(server, jupyter_server, tmp_path):
+    """Issue 38: display_data with the whole bundle and metadata, update_display_data by
+    display_id, clear_output and execute_result with every format, as nbclient folds them into
+    a notebook that nbformat validates."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import pandas as pd\npd.DataFrame({'a': [1, 2]})"),
+                nbformat.v4.new_code_cell("from IPython.display import display, Markdown, JSON, clear_output\n"
+                                          "display(Markdown('# kept?'))\n"
+                                          "clear_output()\n"
+                                          "h = display(Markdown('*old*'), display_id='p')\n"
+                                          "h.update(Markdown('*new*'))\n"
+                                          "JSON({'k': [1, 2]})")]
+    km = KernelHttpManager(server_url=jupyter_server.url, token=SERVER_TOKEN)
+    km.start_kernel(name="python3")
+    client = km.client
+    try:
+        client.start_channels()
+        nbc = NotebookClient(nb, km=km, timeout=600, kernel_name="python3")  # pandas' first import
+        nbc.kc = client
+        nbc.execute()
+    finally:
+        km.shutdown_kernel(now=True)
+        client.stop_channels()
+    frame, = nb.cells[0].outputs
+    assert frame.output_type == "execute_result" and "<table" in frame.data["text/html"], frame
+    assert frame.data["text/plain"].split() == ["a", "0", "1", "1", "2"]
+    shown, value = nb.cells[1].outputs  # the cleared display is gone; the updated one shows *new*
+    assert shown.output_type == "display_data" and shown.data["text/markdown"] == "*new*", nb.cells[1].outputs
+    assert value.output_type == "execute_result" and value.data["application/json"] == {"k": [1, 2]}, value
+    assert value.metadata == {"application/json": {"expanded": False, "root": "root"}}, value
+    nbformat.validate(nb)
+
+
+def test_update_display_and_clear_output_on_the_wire(jupyter_server):
+    """The iopub messages themselves: update_display_data carries transient.display_id,
+    clear_output its wait."""
+    with JupyterKernelClient(server_url=jupyter_server.url, token=SERVER_TOKEN) as kernel:
+        seen = []
+        r = kernel.execute_interactive("from IPython.display import display, HTML, clear_output\n"
+                           "h = display(HTML('<b>1</b>'), display_id='x')\nh.update(HTML('<b>2</b>'))\n"
+                           "clear_output(wait=True)", output_hook=seen.append)
+        assert r["content"]["status"] == "ok", r
+        kinds = [(m["header"]["msg_type"], m["content"].get("transient"), m["content"].get("wait")) for m in seen
+                 if m["header"]["msg_type"] in ("display_data", "update_display_data", "clear_output")]
+        assert kinds == [("display_data", {"display_id": "x"}, None),
+                         ("update_display_data", {"display_id": "x"}, None),
+                         ("clear_output", None, True)], kinds
+        assert seen[[m["header"]["msg_type"] for m in seen].index("update_display_data")]["content"]["data"] == {
+            "text/plain": "<IPython.core.display.HTML object>", "text/html": "<b>2</b>"}

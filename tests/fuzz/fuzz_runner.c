@@ -26,6 +26,7 @@
 
 #include "base/tar.h"
 #include "core/internal.h"
+#include "core/mime_bundle.h"
 #include "core/runner_frames.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -121,6 +122,37 @@ static void check_text(json_t *text)
     FUZZ_CHECK(json_string_length(text) <= ITEM_CAP + MARKER_MAX);
 }
 
+/* A display's or result's bundle (core/mime_bundle.c): well-formed mime names with string
+ * values, at most MIME_BUNDLE_FORMATS_MAX (a display always has one: its main format, whose
+ * value is its data), text formats but text/plain within the cap, metadata an object; and the
+ * bundle Jupyter and E2B send (core_output_bundle) has the same formats. */
+static void check_bundle(json_t *item, int display)
+{
+    json_t *bundle = json_object_get(item, "bundle");
+    if (bundle == NULL) {
+        FUZZ_CHECK(!display && json_object_get(item, "metadata") == NULL);
+        return;
+    }
+    FUZZ_CHECK(json_is_object(bundle) && json_object_size(bundle) <= MIME_BUNDLE_FORMATS_MAX + !display);
+    FUZZ_CHECK(json_is_object(json_object_get(item, "metadata")));
+    const char *mime;
+    json_t *value;
+    json_object_foreach(bundle, mime, value)
+    {
+        FUZZ_CHECK(mime_bundle_name_ok(mime) && json_is_string(value));
+        FUZZ_CHECK(mime_bundle_is_binary(mime) || json_string_length(value) <= ITEM_CAP + MARKER_MAX);
+    }
+    if (display) {
+        const char *main_mime = json_string_value(json_object_get(item, "mime"));
+        FUZZ_CHECK(json_object_get(bundle, main_mime) == json_object_get(item, "data"));
+        const char *id = json_string_value(json_object_get(item, "display_id"));
+        FUZZ_CHECK(id == NULL || strlen(id) <= MIME_BUNDLE_DISPLAY_ID_MAX);
+    }
+    json_t *sent = core_output_bundle(item);
+    FUZZ_CHECK(json_object_size(sent) == json_object_size(bundle));
+    json_decref(sent);
+}
+
 /* A time of the API: RFC 3339 in UTC with milliseconds, "YYYY-MM-DDTHH:MM:SS.mmmZ". */
 static void check_time_text(json_t *t)
 {
@@ -136,7 +168,7 @@ static void check_execution(execution *ex)
 {
     FUZZ_CHECK(ex->results <= 1 && ex->errors <= EXECUTION_ERRORS_MAX && ex->dropped >= 0);
     FUZZ_CHECK(ex->stream_bytes <= (size_t)OUTPUT_LIMIT * 2 + 65536);
-    FUZZ_CHECK(ex->display_bytes <= RB_DISPLAY_BYTES_MAX);
+    FUZZ_CHECK(ex->display_bytes <= RB_DISPLAY_BYTES_MAX && ex->displays <= EXECUTION_DISPLAYS_MAX);
     json_t *outs = execution_outputs(ex);
     const char *prev_stream = NULL;
     size_t i;
@@ -153,8 +185,12 @@ static void check_execution(execution *ex)
             FUZZ_CHECK(json_is_string(json_object_get(item, "text")));
         } else if (strcmp(type, "display") == 0) {
             FUZZ_CHECK(json_is_string(json_object_get(item, "mime")) && json_is_string(json_object_get(item, "data")));
+            check_bundle(item, 1);
         } else if (strcmp(type, "result") == 0) {
             check_text(json_object_get(item, "text"));
+            check_bundle(item, 0);
+        } else if (strcmp(type, "clear_output") == 0) {
+            FUZZ_CHECK(json_is_boolean(json_object_get(item, "wait")));
         } else {
             FUZZ_CHECK(strcmp(type, "error") == 0);
             check_text(json_object_get(item, "ename"));

@@ -196,6 +196,42 @@ def test_matplotlib_plot_is_png(server, session):
     assert server.execute(session["session_id"], "1")["files"] == []
 
 
+def test_rich_outputs_are_mime_bundles(server, session):
+    """Issue 38: every format IPython's display formatter gives, beside today's fields: a
+    DataFrame's value has its HTML, display() keeps its bundle, metadata and display_id,
+    update_display and clear_output are outputs of their own, and the schema says so."""
+    sid = session["session_id"]
+    r = server.execute(sid, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})",
+                       timeout=600)  # pandas' first import in a new sandbox, on a host that may be busy
+    assert r["status"] == "completed", r["error"]
+    value = [o for o in r["outputs"] if o["type"] == "result"][0]
+    assert r["result"] == value["text"] == value["bundle"]["text/plain"]  # today's fields stay
+    assert value["bundle"]["text/html"].lstrip().startswith("<div>") and "<table" in value["bundle"]["text/html"]
+    assert value["metadata"] == {}
+    r = server.execute(sid, "from IPython.display import Markdown, JSON, display, clear_output\n"
+                            "display(Markdown('# Title'))\n"
+                            "h = display(JSON({'k': [1]}), display_id='j')\n"
+                            "h.update(Markdown('*done*'))\n"
+                            "clear_output(wait=True)")
+    assert r["status"] == "completed", r["error"]
+    for o in r["outputs"]:
+        check_schema(o, "OutputItem")
+    check_schema(r, "Result")
+    md, js, upd, clear = r["outputs"]
+    assert (md["type"], md["mime"], md["data"]) == ("display", "text/markdown", "# Title")
+    assert md["bundle"] == {"text/plain": "<IPython.core.display.Markdown object>", "text/markdown": "# Title"}
+    assert (js["mime"], js["bundle"]["application/json"], js["display_id"]) == ("application/json", '{"k": [1]}', "j")
+    assert js["metadata"] == {"application/json": {"expanded": False, "root": "root"}} and "update" not in js
+    assert (upd["display_id"], upd["update"], upd["data"]) == ("j", True, "*done*")
+    assert clear == {"type": "clear_output", "wait": True}
+    assert r["stdout"] == "" and r["result"] is None and r["files"] == []
+    # a PNG shown by display() is in files as a plot is
+    r = server.execute(sid, "from PIL import Image\ndisplay(Image.new('RGB', (2, 2)))")
+    shown = [o for o in r["outputs"] if o["type"] == "display"]
+    assert len(shown) == 1 and shown[0]["mime"] == "image/png" and r["files"] == [shown[0]["data"]]
+    assert "image/jpeg" in shown[0]["bundle"], shown[0]["bundle"].keys()
+
+
 def test_timeout_interrupts_and_keeps_state(server, session):
     sid = session["session_id"]
     server.execute(sid, "y = 7")

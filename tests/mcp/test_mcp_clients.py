@@ -113,6 +113,31 @@ def test_sdk_cancel_interrupts_the_code_and_keeps_state(server):
     anyio.run(main)
 
 
+def test_rich_outputs_reach_the_model(server):
+    """Issue 38: an HTML value (a DataFrame) and a Markdown display as text the model reads,
+    images shown by display() (PIL: a PNG) as image content, and the whole bundles in
+    structuredContent beside today's fields."""
+    async def main():
+        async with Client(url(server), mode="legacy") as c:
+            r = await c.call_tool("execute_code", {"code": (
+                "from IPython.display import display, Markdown\nfrom PIL import Image\nimport pandas as pd\n"
+                "print('before')\ndisplay(Markdown('**bold** words'))\ndisplay(Image.new('RGB', (4, 4), 'blue'))\n"
+                "pd.DataFrame({'col': [7, 8]})"), "timeout": 600})  # pandas' first import, on a busy host
+            assert not r.is_error, texts(r)
+            server.session_ids.add(r.structured_content["session_id"])
+            blocks = [(b.type, getattr(b, "text", None) or getattr(b, "mime_type", None)) for b in r.content]
+            assert blocks[0] == ("text", "before\n") and blocks[1] == ("text", "**bold** words"), blocks
+            assert blocks[2][0] == "text" and "<table" in blocks[2][1] and "<td>7</td>" in blocks[2][1], blocks
+            assert blocks[3:] == [("image", "image/png")], blocks
+            assert base64.b64decode(r.content[3].data).startswith(rbtest.PNG_SIGNATURE)
+            sc = r.structured_content
+            assert sc["result"].split() == ["col", "0", "7", "1", "8"]  # today's text/plain stays
+            value = [o for o in sc["outputs"] if o["type"] == "result"][0]
+            assert "<table" in value["bundle"]["text/html"]
+
+    anyio.run(main)
+
+
 def test_delete_then_404(server):
     async def main():
         async with streamable_http_client(url(server), terminate_on_close=False) as (read, write):

@@ -175,14 +175,79 @@ def test_display_and_ipython_display_are_there(py):
     r = py.execute("from IPython.display import Image, display\nimport base64\n"
                    "display(Image(data=base64.b64decode(%r)))\n'after'" % png)
     assert r.status == "completed", r.events
-    assert [(e["mime"], e["data"]) for e in r.of("display")] == [("image/png", png)]
+    assert [e["bundle"]["image/png"] for e in r.of("display")] == [png]
     assert r.result == "'after'"
-    # a display without an image is printed as its text/plain (as IPython in a terminal does)
+    # every display is its mime bundle, none is printed
     r = py.execute("display({'k': 1}, 'text')\nfrom IPython.display import Markdown\ndisplay(Markdown('# T'))")
-    assert r.text("stdout") == "{'k': 1}\n'text'\n<IPython.core.display.Markdown object>\n", r.events
+    assert r.text("stdout") == "", r.events
+    assert [e["bundle"] for e in r.of("display")] == [
+        {"text/plain": "{'k': 1}"}, {"text/plain": "'text'"},
+        {"text/plain": "<IPython.core.display.Markdown object>", "text/markdown": "# T"}]
     # a trailing semicolon hides the value, as in IPython (nor is it kept in _ and Out)
     assert py.execute("3 * 3;").result is None
     assert py.execute("_, Out[max(Out)]").result == "('after', 'after')"
+
+
+def test_outputs_are_jupyter_mime_bundles(py):
+    """What IPython's display formatter gives, as a Jupyter kernel sends it: every format of a
+    value or a display(), its metadata, display_id and update_display, clear_output."""
+    r = py.execute("from IPython.display import HTML, JSON, Latex, Javascript, SVG, Markdown, display, clear_output\n"
+                   "class Rich:\n"
+                   "    def _repr_html_(self): return '<b>rich</b>'\n"
+                   "    def _repr_markdown_(self): return '**rich**'\n"
+                   "    def _repr_latex_(self): return r'$\\alpha$'\n"
+                   "    def _repr_json_(self): return {'a': [1, 2]}\n"
+                   "    def __repr__(self): return 'Rich()'\n"
+                   "display(Latex(r'$x^2$'), Javascript('1;'), SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"/>'))\n"
+                   "h = display(HTML('<i>a</i>'), display_id='p')\n"
+                   "h.update(Markdown('*b*'))\n"
+                   "clear_output(wait=True)\n"
+                   "Rich()")
+    assert r.status == "completed", r.events
+    latex, js, svg, shown, updated = r.of("display")
+    assert latex["bundle"]["text/latex"] == "$x^2$" and js["bundle"]["application/javascript"] == "1;"
+    assert svg["bundle"]["image/svg+xml"].startswith("<svg")
+    assert (shown["bundle"]["text/html"], shown["display_id"], "update" in shown) == ("<i>a</i>", "p", False)
+    assert (updated["bundle"]["text/markdown"], updated["display_id"], updated["update"]) == ("*b*", "p", True)
+    assert r.of("clear_output") == [dict(r.of("clear_output")[0], wait=True)]
+    res = r.of("result")[0]
+    assert res["text"] == "Rich()" and res["bundle"] == {
+        "text/plain": "Rich()", "text/html": "<b>rich</b>", "text/markdown": "**rich**",
+        "text/latex": "$\\alpha$", "application/json": '{"a": [1, 2]}'}, res
+    # the order of the events is the order of the calls
+    kinds = [e["type"] for e in r.events]
+    assert kinds == ["display"] * 5 + ["clear_output", "result", "done"], kinds
+    # JSON's metadata, a plain value has text/plain only (no bundle)
+    r = py.execute("JSON({'k': 1})")
+    assert r.of("result")[0]["metadata"] == {"application/json": {"expanded": False, "root": "root"}}
+    assert "bundle" not in py.execute("[1, 2]").of("result")[0]
+
+
+def test_images_pil_and_matplotlib_figures_are_pngs(py):
+    pytest.importorskip("PIL")
+    pytest.importorskip("matplotlib")
+    r = py.execute("from PIL import Image\nImage.new('RGB', (3, 2), 'red')")
+    b = r.of("result")[0]["bundle"]
+    assert base64.b64decode(b["image/png"]).startswith(b"\x89PNG") and "image/jpeg" in b, r.events
+    assert b["text/plain"].startswith("<PIL.Image.Image image mode=RGB size=3x2")
+    # a figure as a value is its PNG (as with the inline backend), and it is shown again at the
+    # end of the cell as the figures left open are, as in Jupyter
+    r = py.execute("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2])\nfig", timeout=120)
+    value, shown = r.of("result")[0], r.of("display")
+    assert base64.b64decode(value["bundle"]["image/png"]).startswith(b"\x89PNG"), r.events
+    assert len(shown) == 1 and shown[0]["bundle"]["image/png"] == value["bundle"]["image/png"]
+    assert shown[0]["bundle"]["text/plain"] == "<Figure size 640x480 with 1 Axes>"
+
+
+def test_a_text_format_past_the_cap_is_left_out_and_text_plain_is_cut(py):
+    r = py.execute("from IPython.display import HTML, display\n"
+                   "class Big:\n"
+                   "    def _repr_html_(self): return '<p>' + 'x' * 10000 + '</p>'\n"
+                   "    def __repr__(self): return 'y' * 10000\n"
+                   "display(Big())\nBig()", max_output=4096)
+    for item in r.of("display") + r.of("result"):
+        assert "text/html" not in item.get("bundle", {}), item
+        assert "characters of the" in item.get("bundle", {"text/plain": item.get("text")})["text/plain"]
 
 
 def test_cell_names_and_counts_start_over_after_a_restart(py):

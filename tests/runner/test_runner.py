@@ -317,9 +317,9 @@ def test_matplotlib_figure_is_png():
         assert r.status == "completed", r.events
         shows = r.of("display")
         assert len(shows) == 2
-        for d in shows:
-            assert d["mime"] == "image/png"
-            assert base64.b64decode(d["data"]).startswith(b"\x89PNG\r\n\x1a\n")
+        for d in shows:  # as the inline backend shows them: a PNG and the figure's text
+            assert base64.b64decode(d["bundle"]["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
+            assert d["bundle"]["text/plain"].startswith("<Figure size "), d["bundle"]["text/plain"]
         assert "cannot be shown" not in r.text("stderr") and "non-GUI" not in r.text("stderr")
         assert py.execute("len(plt.get_fignums())").result == "0"
     finally:
@@ -517,6 +517,34 @@ def test_forged_control_messages_are_bounded(py):
     assert "lines" in "".join(tb) and "of the traceback dropped" in "".join(tb)
     assert r.of("display") == []
     assert r.done["dropped"] > 100000
+    assert py.execute("1 + 1").result == "2"
+
+
+def test_forged_mime_bundles_are_bounded(py):
+    # A display's bundle from the control pipe is checked as any message is: well-formed mime
+    # names with string values, at most 16 formats, text formats within the cap (text/plain
+    # clipped, the others left out whole), metadata an object of bounded size, and at most
+    # 2000 displays per cell.
+    code = ("import os, sys, json\nfd = int(sys.argv[2])\n"
+            "def send(obj):\n    os.write(fd, (json.dumps(obj) + '\\n').encode())\n"
+            "send({'t': 'display', 'data': {'text/html': 'h' * 20000, 'text/plain': 'p' * 20000, 'bad': 'x',\n"
+            "      'image/png': 'QUJD', 'a/b/c': 'x', 'text/x': 5, **{'x/%d' % i: 'y' for i in range(40)}},\n"
+            "      'metadata': {'k': 'm' * 100000}, 'display_id': 'i' * 1000, 'update': True})\n"
+            "send({'t': 'display', 'data': 'not a bundle'})\n"
+            "send({'t': 'display', 'data': {'text/plain': 'shown'}, 'metadata': [1], 'display_id': 'd', 'update': 1})\n"
+            "for i in range(2100):\n    send({'t': 'clear', 'wait': 'yes'})\n"
+            "send({'t': 'display', 'data': {'text/plain': 'late'}})")
+    r = py.execute(code, max_output=8192)
+    assert r.status == "completed", r.events[-3:]
+    first, second = r.of("display")
+    b = first["bundle"]
+    assert "text/html" not in b and "bad" not in b and "a/b/c" not in b and "text/x" not in b
+    assert b["image/png"] == "QUJD" and "characters of the output dropped" in b["text/plain"]
+    assert len(b) == 16 and "metadata" not in first and "display_id" not in first
+    assert second == dict(second, bundle={"text/plain": "shown"}, display_id="d") and "update" not in second
+    clears = r.of("clear_output")
+    assert len(clears) == 1998 and all(c["wait"] is False for c in clears)
+    assert r.done["dropped"] > 20000
     assert py.execute("1 + 1").result == "2"
 
 

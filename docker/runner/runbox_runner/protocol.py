@@ -7,8 +7,10 @@ large a text or traceback of a message may be, which the worker applies to spare
 applies again as the boundary) only, imports nothing of the runner and keeps no state.
 
 One JSON object per line, ASCII (json's escaping), on the worker's control pipe:
-  worker -> supervisor  {"t": "hello", "pid"}, {"t": "sync", "seq"}, {"t": "result", "text"},
-                        {"t": "display", "mime", "data"}, {"t": "error", "ename", "evalue",
+  worker -> supervisor  {"t": "hello", "pid"}, {"t": "sync", "seq"},
+                        {"t": "result", "text", "data"?, "metadata"?}, {"t": "display",
+                        "data", "metadata"?, "display_id"?, "update"?} (data: a mime bundle,
+                        {mime: str}), {"t": "clear", "wait"}, {"t": "error", "ename", "evalue",
                         "traceback"}, {"t": "done", "n", "status" | "rc"}
   supervisor -> worker  {"n", "code", "limit", "out", "err"} runs cell n (output to the FIFOs
                         out and err); {"interrupt": n} precedes the SIGINT of cell n;
@@ -25,6 +27,9 @@ import json
 import os
 
 MARKER_ROOM = 100  # bytes of a cap left for the marker of a clipped text
+# Formats of a mime bundle that are base64 (bounded by the displays' budget, never by the text
+# cap, never cut); every other format is text.
+BINARY_MIMES = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"))
 
 
 def write_all(fd, data):
@@ -41,6 +46,11 @@ def write_all(fd, data):
 def encode(msg):
     """One control message as its line (bytes, newline-terminated)."""
     return (json.dumps(msg) + "\n").encode("ascii")
+
+
+def fits(text, cap):
+    """Whether text is within cap bytes of UTF-8."""
+    return len(text) * 4 <= cap or len(text.encode("utf-8", "surrogatepass")) <= cap
 
 
 def clip(text, cap, what):

@@ -358,22 +358,33 @@ class _Worker:
         return False
 
     def bundle(self, data, what="output"):
-        """A mime bundle as sent: string values only, each text clipped to the cell's cap (the
-        marker names what was cut: PROTOCOL.md), at most DISPLAY_MAX characters in all (a binary
-        format past it is left out)."""
+        """A mime bundle as sent: string values only (a JSON value as its JSON text, bytes of a
+        binary format in base64), text/plain
+        clipped to the cell's cap (the marker names what was cut: PROTOCOL.md), any other text
+        format past the cap left out (a cut HTML or JSON is no longer one), at most DISPLAY_MAX
+        characters in all (a format past it is left out). The supervisor checks it again
+        (forward)."""
         out, size = {}, 0
         if not isinstance(data, dict):
             return out
         for mime, value in data.items():
             if not isinstance(mime, str):
                 continue
-            if not isinstance(value, str):
+            if isinstance(value, (bytes, bytearray)):  # a _repr_png_ and the like: base64, as ipykernel sends it
+                if mime in protocol.BINARY_MIMES:
+                    import base64
+                    value = base64.b64encode(value).decode("ascii")
+                else:
+                    value = bytes(value).decode("utf-8", "replace")
+            elif not isinstance(value, str):
                 try:
                     value = json.dumps(value)
                 except (TypeError, ValueError):
                     continue
-            if mime.startswith("text/") or mime == "application/json":
+            if mime == "text/plain":
                 value = protocol.clip(value, self.text_cap, what)
+            elif mime not in protocol.BINARY_MIMES and not protocol.fits(value, self.text_cap):
+                continue
             if size + len(value) > DISPLAY_MAX:
                 continue
             size += len(value)
@@ -393,15 +404,11 @@ class _Worker:
         self.send(msg)
 
     def send_display(self, data, metadata, transient, update):
-        """A display() output (or update_display when update). The supervisor forwards its
-        image/png (PROTOCOL.md); one without it is printed as its text/plain, as IPython in a
-        terminal shows it."""
-        bundle = self.bundle(data)
-        if "image/png" not in bundle:
-            if bundle.get("text/plain"):
-                print(bundle["text/plain"])
-            return
-        msg = {"t": "display", "data": bundle}
+        """A display() output, its whole mime bundle (or update_display when update: the output
+        shown under the same display_id is replaced)."""
+        if os.getpid() != self.pid:
+            self.child_exit(0)
+        msg = {"t": "display", "data": self.bundle(data)}
         if metadata:
             msg["metadata"] = _plain(metadata)
         display_id = (transient or {}).get("display_id") if isinstance(transient, dict) else None
@@ -479,18 +486,28 @@ class _Worker:
             path.startswith(self.shell_dir + os.sep)
 
     def send_figures(self):
+        """The matplotlib figures left open, as the inline backend shows them at the end of a
+        cell: each one's bundle from the display formatter (a PNG cut to the drawing, its
+        text/plain), with the inline backend's metadata; then they are closed."""
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
             return
         try:
-            import base64
-            import io
+            try:
+                from matplotlib_inline.backend_inline import _fetch_figure_metadata
+            except Exception:
+                _fetch_figure_metadata = None
             for num in plt.get_fignums():
                 fig = plt.figure(num)
-                buf = io.BytesIO()
-                fig.savefig(buf, format="png", bbox_inches="tight")
-                self.send_display({"image/png": base64.b64encode(buf.getvalue()).decode("ascii"),
-                                   "text/plain": _text(fig)}, None, None, False)
+                data, metadata = self.shell.display_formatter.format(fig)
+                if _fetch_figure_metadata is not None:
+                    try:
+                        extra = _fetch_figure_metadata(fig)
+                    except Exception:
+                        extra = None
+                    if extra:
+                        metadata = dict(metadata or {}, **{"image/png": extra})
+                self.send_display(data, metadata, None, False)
             plt.close("all")
         except Exception as e:
             sys.stderr.write("runbox: could not render the figures: %s: %s\n" % (type(e).__name__, e))
@@ -502,13 +519,6 @@ def _plain(value):
         return json.loads(json.dumps(value, default=str))
     except (TypeError, ValueError, RecursionError):
         return {}
-
-
-def _text(obj):
-    try:
-        return repr(obj)
-    except Exception:
-        return "<figure>"
 
 
 def seed_matplotlib():

@@ -228,6 +228,11 @@ def _show_in_pager(shell, data, start=0, screen_lines=0):
     shell.runbox.send_page(data if isinstance(data, dict) else {"text/plain": str(data)}, start)
 
 
+def _figure_png(fig):
+    from IPython.core.pylabtools import print_figure
+    return print_figure(fig, "png", base64=True)
+
+
 _prepared = None  # the shell the zygote made before its forks (prepare)
 
 
@@ -248,6 +253,9 @@ def _new_shell(history):
     shell.compile.get_code_name = lambda raw, transformed, number: "<cell-%d>" % number
     shell.register_magics(_RunboxMagics)
     shell.set_hook("show_in_pager", _show_in_pager, 99)
+    # A matplotlib figure shown (display(fig), or as a cell's value) is a PNG, as with the inline
+    # backend; by name, so that matplotlib is imported only by the user's code.
+    shell.display_formatter.formatters["image/png"].for_type_by_name("matplotlib.figure", "Figure", _figure_png)
     shell.made_in_pid = os.getpid()  # the zygote's, in a worker forked from it
     return shell
 

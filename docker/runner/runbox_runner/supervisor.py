@@ -402,13 +402,13 @@ class Supervisor(WorkerKeeper):
             self.finish_cell(cell.forced or status)
             return
         take = {"result": cell.forward.result, "display": cell.forward.display, "error": cell.forward.error,
-                "page": cell.forward.page}.get(t)
+                "page": cell.forward.page, "clear": cell.forward.clear}.get(t)
         fields = take(msg) if take is not None else None
         if fields is None:
             return
         self.capture.finish_decoders()
         self.capture.flush_all()
-        self.emit(dict(fields, type=t, id=cell.id))
+        self.emit(dict(fields, type="clear_output" if t == "clear" else t, id=cell.id))
 
     # ---- main loop ----
     def run(self):

@@ -102,8 +102,17 @@ def _first_figure(plt, pd):
             ax.plot([1, 2, 3], label="a")
             ax.set_title("t")
             ax.legend()
+        try:  # the way python_worker.send_figures renders them (IPython's print_figure), with
+            # the inline backend's metadata (tens of ms of imports)
+            from IPython.core.pylabtools import print_figure
+            import matplotlib_inline.backend_inline  # noqa: F401
+        except ImportError:
+            print_figure = None
         for num in plt.get_fignums():
-            plt.figure(num).savefig(io.BytesIO(), format="png", bbox_inches="tight")
+            if print_figure is not None:
+                print_figure(plt.figure(num), "png")
+            else:
+                plt.figure(num).savefig(io.BytesIO(), format="png", bbox_inches="tight")
     finally:
         plt.close("all")
 
