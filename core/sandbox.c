@@ -376,7 +376,8 @@ static const char *pip_index_reach(rb_core *c)
         return "off";
     json_t *ask = json_pack("{s:[s,s]}", "allow", "pypi.org", "files.pythonhosted.org");
     json_t *got = NULL;
-    rb_err e = egress_policy(c, NULL, ask, "pip", &got, NULL);
+    char why[RB_ERR_LEN];
+    rb_err e = egress_policy(c, NULL, NULL, ask, "pip", &got, why);
     json_decref(ask);
     json_decref(got);
     return e == RB_OK ? "allowed" : "refused";
