@@ -671,7 +671,9 @@ rb_err sandbox_claim(sandbox *sb, session *s, sandbox_ready_cb cb, char *err)
         return rb_fail(RB_ECONFLICT, err, "the warm sandbox is not ready");
     char msg[RB_ERR_LEN];
     rb_random_id("p_", sb->ping_id, sizeof(sb->ping_id));
-    json_t *ping = json_pack("{s:s, s:s}", "op", "ping", "id", sb->ping_id);
+    /* claim: a runner whose first interpreter still waits for the preload starts it the plain way
+     * (docker/runner/PROTOCOL.md, "Preload"): a session never waits for the imports */
+    json_t *ping = json_pack("{s:s, s:s, s:b}", "op", "ping", "id", sb->ping_id, "claim", 1);
     rb_err e = sandbox__send_line(sb, ping, msg);
     json_decref(ping);
     if (e != RB_OK)
