@@ -36,7 +36,14 @@
 /* Lines of a sandbox's stderr (the runner's diagnostics) logged per second at most; the rest are
  * counted. */
 #define RUNNER_ERR_LINES_PER_S 20
-#define RB_HANDSHAKE_MS 20000
+/* How long a new sandbox's runner has to answer its first ping once attached: a broken image
+ * fails here. 20 s was too short for a burst of cold starts on a loaded 2-core host (98 of 100
+ * sessions created one every 200 ms failed, docs/benchmark.md "Bursts"); a runner that starts
+ * answers within it, one that never does is rare (an image that exits ends the attach first). */
+#define RB_HANDSHAKE_MS 60000
+/* How long a warm pool sandbox whose runner answered waits for its preload before it counts as
+ * ready all the same (a busy host; its first cell then waits for the imports). */
+#define RB_WARM_WAIT_MS 20000
 /* How long after an execution's timeout and grace runboxd waits for the sandbox's answer before ending
  * the session as unresponsive: a fork bomb on a busy 2-core host kept the runner from restarting the
  * interpreter for more than 10 s (CI), and a false verdict destroys a session that was fine. */
@@ -174,6 +181,8 @@ struct rb_core {
     core_watch *pending_head, *pending_tail;
     int closing;
     int pending_ops;      /* Docker work a graceful stop waits for: container creates and removals in flight */
+    int starts_inflight;  /* container starts sent to the engine (sandbox.c: at most SANDBOX_START_PARALLEL) */
+    struct sandbox *start_head, *start_tail; /* created containers waiting for a start slot, in order */
     rb_map removals;      /* containers whose removal failed, to retry (removal.c): id or name -> struct removal */
     struct pool *pool;    /* warm sandboxes (pool.c) */
     struct policy *policy;/* the optional code policy (core/policy/) */

@@ -69,7 +69,7 @@ static void handshake_timeout_cb(uv_timer_t *t)
     if (sb->awaiting_warm) {
         /* The runner answers; its preload is only slow (a busy host): usable all the same. */
         rb_warn("container %.12s: the preload took more than %d s; the warm sandbox is used without waiting",
-                sb->container_id, RB_HANDSHAKE_MS / 1000);
+                sb->container_id, RB_WARM_WAIT_MS / 1000);
         sb->awaiting_warm = 0;
         sandbox__finish_ready(sb, RB_OK, NULL);
         return;
@@ -79,6 +79,13 @@ static void handshake_timeout_cb(uv_timer_t *t)
              "built by docker/build-images",
              RB_HANDSHAKE_MS / 1000, sb->c->cfg->image);
     sandbox__finish_ready(sb, RB_ETIMEDOUT, msg);
+}
+
+void sandbox__await_warm(sandbox *sb)
+{
+    sb->awaiting_warm = 1;
+    if (sb->timer != NULL)
+        uv_timer_start(sb->timer, handshake_timeout_cb, RB_WARM_WAIT_MS, 0);
 }
 
 static void att_open(void *data, rb_err err, const char *errmsg)
@@ -278,11 +285,72 @@ static rb_err start_attach(sandbox *sb, char *err)
 
 /* ---- create ------------------------------------------------------------------------- */
 
+/* Container starts sent to the engine at once. A start is the engine's heavy step (runc, the
+ * mounts, here a fuse-overlayfs process per container): 100 sent at once on a 2-core host queued
+ * in the Docker client behind each other until their 30 s deadline passed (every session of the
+ * burst failed, where the same 100 bare containers all started in 35-38 s). Beyond this many, a
+ * created container waits here, without a deadline, for a start to answer; the engine is kept
+ * as busy as it gets (measured: docs/benchmark.md, "Bursts"). */
+#define SANDBOX_START_PARALLEL 4
+
+static void started_cb(void *data, rb_err err, const char *errmsg);
+
+static void start_unqueue(sandbox *sb)
+{
+    rb_core *c = sb->c;
+    sandbox *prev = NULL;
+    for (sandbox *q = c->start_head; q != NULL; prev = q, q = q->start_next) {
+        if (q != sb)
+            continue;
+        if (prev != NULL)
+            prev->start_next = sb->start_next;
+        else
+            c->start_head = sb->start_next;
+        if (c->start_tail == sb)
+            c->start_tail = prev;
+        break;
+    }
+    sb->start_next = NULL;
+    sb->start_queued = 0;
+    sb->inflight--;
+}
+
+/* Sends sb's start, or queues it while SANDBOX_START_PARALLEL starts are in flight. */
+static void start_container(sandbox *sb)
+{
+    char msg[RB_ERR_LEN];
+    rb_core *c = sb->c;
+    sb->state = SB_STARTING;
+    if (c->starts_inflight >= SANDBOX_START_PARALLEL) {
+        sb->start_queued = 1;
+        sb->inflight++; /* held by the queue */
+        if (c->start_tail != NULL)
+            c->start_tail->start_next = sb;
+        else
+            c->start_head = sb;
+        c->start_tail = sb;
+        return;
+    }
+    if (backend_start(c->be, sb->container_id, started_cb, sb, msg) != RB_OK) {
+        sandbox__finish_ready(sb, RB_EUNAVAILABLE, msg);
+        return;
+    }
+    c->starts_inflight++;
+    sb->inflight++;
+}
+
 static void started_cb(void *data, rb_err err, const char *errmsg)
 {
     sandbox *sb = data;
     char msg[RB_ERR_LEN];
     sb->inflight--;
+    rb_core *c = sb->c;
+    c->starts_inflight--;
+    while (c->start_head != NULL && c->starts_inflight < SANDBOX_START_PARALLEL) {
+        sandbox *next = c->start_head;
+        start_unqueue(next);
+        start_container(next);
+    }
     if (sb->state == SB_CLOSED) {
         release(sb);
         return;
@@ -343,12 +411,7 @@ static void created_cb(void *data, rb_err err, const char *errmsg, const char *i
         s->container_id = xstrdup(id);
         session_persist(s); /* so a crash from here on finds the container by its session */
     }
-    sb->state = SB_STARTING;
-    if (backend_start(sb->c->be, id, started_cb, sb, msg) != RB_OK) {
-        sandbox__finish_ready(sb, RB_EUNAVAILABLE, msg);
-        return;
-    }
-    sb->inflight++;
+    start_container(sb);
 }
 
 /* The sandbox of a session: owner is the session id, or "pool" for a warm pool entry (labels
@@ -606,6 +669,9 @@ rb_err sandbox_create_pooled(rb_core *c, const char *language, const char *isola
     sb->pool_data = data;
     sandbox_spec ss;
     sandbox_spec_init(&ss, c, "pool", language, core_default_memory(c), c->cfg->cpus, NULL, NULL, isolation);
+    /* Its start and preload yield to the cells of sessions while it waits (pool.c raises it at
+     * its claim). */
+    ss.spec.cpu_shares = c->cfg->pool_cpu_shares;
     char name[64], rnd[RB_ID_LEN];
     rb_random_id("", rnd, sizeof(rnd));
     snprintf(name, sizeof(name), "runbox-pool-%.16s", rnd);
@@ -626,7 +692,9 @@ rb_err sandbox_claim(sandbox *sb, session *s, sandbox_ready_cb cb, char *err)
         return rb_fail(RB_ECONFLICT, err, "the warm sandbox is not ready");
     char msg[RB_ERR_LEN];
     rb_random_id("p_", sb->ping_id, sizeof(sb->ping_id));
-    json_t *ping = json_pack("{s:s, s:s}", "op", "ping", "id", sb->ping_id);
+    /* claim: a runner whose first interpreter still waits for the preload starts it the plain way
+     * (docker/runner/PROTOCOL.md, "Preload"): a session never waits for the imports */
+    json_t *ping = json_pack("{s:s, s:s, s:b}", "op", "ping", "id", sb->ping_id, "claim", 1);
     rb_err e = sandbox__send_line(sb, ping, msg);
     json_decref(ping);
     if (e != RB_OK)
@@ -661,6 +729,8 @@ void sandbox_close(sandbox *sb, int remove)
     sb->s = NULL;
     sb->ex = NULL;
     sb->ready_cb = NULL;
+    if (sb->start_queued)
+        start_unqueue(sb); /* its container is removed below, never started */
     if (sb->att != NULL) {
         /* After backend_attach_close no callback runs, so a pending on_open never comes. */
         if (sb->opening) {

@@ -52,6 +52,8 @@ struct sandbox {
     sandbox_pool_cb pool_cb; /* owner while a warm pool entry (s == NULL); NULL once claimed */
     void *pool_data;
     char *lost;           /* SB_LOST: how the stream ended */
+    int start_queued;     /* created, waiting in c->start_head's queue for a start slot */
+    sandbox *start_next;
 };
 
 /* sandbox.c */
@@ -59,6 +61,9 @@ struct sandbox {
  * is RB_OK, and reports to the session's ready callback (once: it is cleared) or, for a warm pool
  * entry (no session), to its owner; to no one once sb is closed. msg (borrowed) says why. */
 void sandbox__finish_ready(sandbox *sb, rb_err err, const char *msg);
+/** A warm pool entry's runner answered while its preload is still importing: it becomes ready at
+ * the runner's "warm" event, or after RB_WARM_WAIT_MS all the same. */
+void sandbox__await_warm(sandbox *sb);
 
 /* sandbox_runner.c */
 /** Writes msg (borrowed) to sb's runner as one line of compact JSON. RB_ECONFLICT when the stream

@@ -59,7 +59,7 @@ static void handle_event(sandbox *sb, const runner_event *ev, size_t line_bytes)
         if (ev->warming && sb->s == NULL && sb->pool_cb != NULL) {
             /* A warm pool entry is ready once its first interpreter has imported the preload
              * (--preload): the session that claims it pays nothing for the imports. */
-            sb->awaiting_warm = 1;
+            sandbox__await_warm(sb);
             return;
         }
         sandbox__finish_ready(sb, RB_OK, NULL);

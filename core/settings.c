@@ -46,6 +46,8 @@ void core_settings_init(core_settings *s)
     s->max_download_memory = RB_DEFAULT_MAX_DOWNLOAD_MEMORY;
     s->pool_size = RB_DEFAULT_POOL_SIZE;
     s->pool_bash_size = RB_DEFAULT_POOL_BASH_SIZE;
+    s->pool_max = RB_DEFAULT_POOL_MAX;
+    s->pool_cpu_shares = RB_DEFAULT_POOL_CPU_SHARES;
     s->max_pids_limit = RB_DEFAULT_MAX_PIDS_LIMIT;
     s->workspace_size = RB_DEFAULT_WORKSPACE_SIZE;
     s->max_workspace_size = RB_DEFAULT_MAX_WORKSPACE_SIZE;

@@ -34,6 +34,8 @@
 #define RB_DEFAULT_MAX_MCP_SESSIONS 1000
 #define RB_DEFAULT_POOL_SIZE 2
 #define RB_DEFAULT_POOL_BASH_SIZE 0
+#define RB_DEFAULT_POOL_MAX 16          /* the python pool grows with demand up to this (core/pool_demand.h) */
+#define RB_DEFAULT_POOL_CPU_SHARES 256  /* a warm sandbox's CPU weight until claimed (user sandboxes: 1024) */
 #define RB_DEFAULT_MAX_PIDS_LIMIT 1024
 #define RB_DEFAULT_WORKSPACE_SIZE (512 * 1024 * 1024)
 #define RB_DEFAULT_MAX_WORKSPACE_SIZE ((size_t)4 * 1024 * 1024 * 1024)
@@ -110,6 +112,10 @@ typedef struct core_settings {
     int max_mcp_sessions;  /* --max-mcp-sessions / RUNBOX_MAX_MCP_SESSIONS: live MCP client sessions at once */
     int max_queue;         /* --max-queue / RUNBOX_MAX_QUEUE: queued executions per session */
     int pool_size;         /* --pool-size / RUNBOX_POOL_SIZE: warm python sandboxes (default profile) kept ready; 0 = no pool */
+    int pool_max;          /* --pool-max / RUNBOX_POOL_MAX: the python pool's size follows demand up to this
+                              (never below pool_size; memory left bounds it too) */
+    int pool_cpu_shares;   /* --pool-cpu-shares / RUNBOX_POOL_CPU_SHARES: warm sandboxes' CPU weight until
+                              claimed (Docker CpuShares; sessions have 1024); 0 = the same as sessions */
     int pool_bash_size;    /* --pool-bash-size / RUNBOX_POOL_BASH_SIZE: warm bash sandboxes kept ready */
     int pool_other_size;   /* --pool-other-isolation-size / RUNBOX_POOL_OTHER_ISOLATION_SIZE: warm python sandboxes
                               of the isolation that is not the default (gvisor when --isolation is container) */

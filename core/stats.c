@@ -6,6 +6,7 @@
  */
 #include "core/stats.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -82,6 +83,9 @@ void stats_read(rb_core *c, stats_snapshot *out)
     out->pool_size = pool_number(ph, "size");
     out->pool_ready = pool_number(ph, "ready");
     out->pool_starting = pool_number(ph, "starting");
+    out->pool_target = pool_number(ph, "target");
+    const char *why = json_string_value(json_object_get(ph, "reason"));
+    snprintf(out->pool_reason, sizeof(out->pool_reason), "%s", why != NULL ? why : "minimum");
     out->pool_hits = json_integer_value(json_object_get(ph, "hits"));
     out->pool_misses = json_integer_value(json_object_get(ph, "misses"));
     json_decref(ph);

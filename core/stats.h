@@ -102,6 +102,8 @@ typedef struct stats_snapshot {
     int sessions[STATS_LIVE_MAX];
     int executions_running, executions_queued;
     int pool_size, pool_ready, pool_starting;
+    int pool_target;         /* what the pool keeps now (follows demand, core/pool_demand.h) */
+    char pool_reason[16];    /* why: "minimum", "rate", "maximum", "memory", "idle" */
     int64_t pool_hits, pool_misses;
     int docker_reachable; /* 1 when the last probe of the engine answered */
     backend_stats engine; /* the calls the sandbox engine answered, by operation (backend_stats_read) */

@@ -168,6 +168,10 @@ static const key_def keys[] = {
      "PNG size above which MCP results link to the image instead of inlining it (bytes, or k/m/g suffix)"},
     {"pool-size", "RUNBOX_POOL_SIZE", K_INT, OFF(core.pool_size),
      "warm python sandboxes (default limits) kept started for fast session creation; 0 disables the pool"},
+    {"pool-max", "RUNBOX_POOL_MAX", K_INT, OFF(core.pool_max),
+     "the python pool grows with the rate of creates up to this many (never below --pool-size; memory left bounds it)"},
+    {"pool-cpu-shares", "RUNBOX_POOL_CPU_SHARES", K_INT, OFF(core.pool_cpu_shares),
+     "CPU weight of warm sandboxes until claimed (sessions: 1024), so refills yield to cells; 0: as sessions"},
     {"pool-bash-size", "RUNBOX_POOL_BASH_SIZE", K_INT, OFF(core.pool_bash_size), "warm bash sandboxes kept started"},
     {"pool-other-isolation-size", "RUNBOX_POOL_OTHER_ISOLATION_SIZE", K_INT, OFF(core.pool_other_size),
      "warm python sandboxes of the isolation that is not --isolation's (gvisor ones when it is container), for keys "
@@ -681,6 +685,10 @@ rb_err config_validate(const rb_config *cfg, char *err)
         return rb_fail(RB_EINVAL, err, "log-level: must be one of debug, info, warn, error");
     if (cfg->core.pool_size < 0 || cfg->core.pool_size > 64)
         return rb_fail(RB_EINVAL, err, "pool-size: must be between 0 and 64");
+    if (cfg->core.pool_max < 0 || cfg->core.pool_max > 256)
+        return rb_fail(RB_EINVAL, err, "pool-max: must be between 0 and 256");
+    if (cfg->core.pool_cpu_shares != 0 && (cfg->core.pool_cpu_shares < 2 || cfg->core.pool_cpu_shares > 1024))
+        return rb_fail(RB_EINVAL, err, "pool-cpu-shares: must be 0 or between 2 and 1024");
     if (cfg->core.pool_bash_size < 0 || cfg->core.pool_bash_size > 64)
         return rb_fail(RB_EINVAL, err, "pool-bash-size: must be between 0 and 64");
     if (cfg->core.pool_other_size < 0 || cfg->core.pool_other_size > 64)

@@ -95,6 +95,14 @@ rb_err docker_container_pause(docker *d, const char *id, int on, docker_cb cb, v
     return e;
 }
 
+rb_err docker_container_cpu_shares(docker *d, const char *id, int64_t shares, docker_cb cb, void *data, char *err)
+{
+    json_t *body = json_pack("{s:I}", "CpuShares", (json_int_t)shares);
+    rb_err e = docker__ref_request(d, DOCKER__SHORT, "POST", "/containers/", id, "/update", body, 0, cb, data, err);
+    json_decref(body);
+    return e;
+}
+
 rb_err docker_container_kill(docker *d, const char *id, const char *signal, docker_cb cb, void *data, char *err)
 {
     rb_err e = docker__check_ref(id, err);

@@ -184,6 +184,8 @@ rb_err docker_ping_version(docker *d, docker_cb cb, void *data, char *err);
 rb_err docker_container_create(docker *d, const char *name, json_t *config, docker_cb cb, void *data, char *err);
 /** POST /containers/{id}/start. */
 rb_err docker_container_start(docker *d, const char *id, docker_cb cb, void *data, char *err);
+/** POST /containers/{id}/update {"CpuShares": shares}: the container's relative CPU weight. */
+rb_err docker_container_cpu_shares(docker *d, const char *id, int64_t shares, docker_cb cb, void *data, char *err);
 /** POST /containers/{id}/pause (on != 0: the cgroup freezer stops every process) or /unpause.
  * RB_EBUSY when the freezer gave up on processes that kept changing (cgroup v1's "unable to
  * freeze"; the container runs on unfrozen): worth another try in a moment. */

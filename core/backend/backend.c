@@ -51,6 +51,14 @@ rb_err backend_pause(backend *b, const char *id, int on, backend_cb cb, void *da
     return b->ops->pause(b->self, id, on, cb, data, err);
 }
 
+rb_err backend_cpu_shares(backend *b, const char *id, int64_t shares, backend_cb cb, void *data, char *err)
+{
+    assert(cb != NULL);
+    if (b->ops->cpu_shares == NULL)
+        return rb_fail(RB_EINTERNAL, err, "the %s backend cannot change a sandbox's CPU weight", b->ops->name);
+    return b->ops->cpu_shares(b->self, id, shares, cb, data, err);
+}
+
 rb_err backend_remove(backend *b, const char *id, backend_cb cb, void *data, char *err)
 {
     assert(cb != NULL);

@@ -91,6 +91,8 @@ typedef struct backend_spec {
     int64_t memory;                 /* bytes of memory (0: no limit) ... */
     int64_t swap;                   /* ... plus bytes of swap on top of it (0: none) */
     int64_t nano_cpus;              /* CPU time in billionths of a CPU (0: no limit) */
+    int64_t cpu_shares;             /* relative CPU weight against other sandboxes when the CPUs are
+                                       busy (Docker's CpuShares, 1024 as usual; 0: the default) */
     int64_t pids_limit;             /* processes and threads (0: no limit) */
     int readonly_root;              /* the image's file system is read-only */
     const backend_mount *tmpfs;     /* n_tmpfs scratch mounts, gone with the sandbox */
@@ -309,6 +311,8 @@ typedef struct backend_ops {
     /* Optional (NULL: runc only): backend_offers and backend_runtimes. */
     int (*offers)(void *self, const char *runtime);
     json_t *(*runtimes)(void *self);
+    /* Optional (NULL: RB_EINTERNAL, "not supported"): backend_cpu_shares. */
+    rb_err (*cpu_shares)(void *self, const char *id, int64_t shares, backend_cb cb, void *data, char *err);
 } backend_ops;
 
 /** A backend: an implementation's ops and its instance. Read-only after backend_new. */
@@ -347,6 +351,10 @@ rb_err backend_start(backend *b, const char *id, backend_cb cb, void *data, char
  * up on processes that kept changing (the sandbox runs on unfrozen: try again in a moment; core's
  * core__freeze does). */
 rb_err backend_pause(backend *b, const char *id, int on, backend_cb cb, void *data, char *err);
+/** Changes a running sandbox's relative CPU weight (backend_spec.cpu_shares; 1024 as usual): the
+ * warm pool starts its sandboxes low and raises a claimed one. Optional. RB_ENOTFOUND when it
+ * no longer exists. */
+rb_err backend_cpu_shares(backend *b, const char *id, int64_t shares, backend_cb cb, void *data, char *err);
 /** Stops and removes a sandbox with its workspace, whatever its state. RB_ENOTFOUND when it
  * no longer exists. */
 rb_err backend_remove(backend *b, const char *id, backend_cb cb, void *data, char *err);

@@ -365,6 +365,13 @@ static rb_err d_pause(void *self, const char *id, int on, backend_cb cb, void *d
     return call_started(c, docker_container_pause(DK(self), id, on, done_cb, c, err));
 }
 
+static rb_err d_cpu_shares(void *self, const char *id, int64_t shares, backend_cb cb, void *data, char *err)
+{
+    call *c = call_new(DK(self), data);
+    c->done = cb;
+    return call_started(c, docker_container_cpu_shares(DK(self), id, shares, done_cb, c, err));
+}
+
 static rb_err d_remove(void *self, const char *id, backend_cb cb, void *data, char *err)
 {
     call *c = call_new(DK(self), data);
@@ -691,6 +698,7 @@ static const backend_ops docker_ops = {
     .start = d_start,
     .remove = d_remove,
     .pause = d_pause,
+    .cpu_shares = d_cpu_shares,
     .list = d_list,
     .attach_open = d_attach_open,
     .attach_write = d_attach_write,

@@ -88,6 +88,8 @@ static json_t *host_config(const backend_spec *sp)
                            sp->init != 0);
     if (sp->nano_cpus > 0)
         json_object_set_new(hc, "NanoCpus", json_integer((json_int_t)sp->nano_cpus));
+    if (sp->cpu_shares > 0)
+        json_object_set_new(hc, "CpuShares", json_integer((json_int_t)sp->cpu_shares));
     backend_docker__set_list(hc, "CapDrop", sp->cap_drop);
     backend_docker__set_list(hc, "CapAdd", sp->cap_add);
     backend_docker__set_list(hc, "SecurityOpt", sp->security_opt);

@@ -271,6 +271,12 @@ static rb_err m_pause(void *self, const char *id, int on, backend_cb cb, void *d
     return backend_pause(e->be, raw, on, cb, data, err);
 }
 
+static rb_err m_cpu_shares(void *self, const char *id, int64_t shares, backend_cb cb, void *data, char *err)
+{
+    ROUTE(id);
+    return backend_cpu_shares(e->be, raw, shares, cb, data, err);
+}
+
 static rb_err m_remove(void *self, const char *id, backend_cb cb, void *data, char *err)
 {
     ROUTE(id);
@@ -643,6 +649,7 @@ static const backend_ops multi_ops = {
     .start = m_start,
     .remove = m_remove,
     .pause = m_pause,
+    .cpu_shares = m_cpu_shares,
     .list = multi__list,
     .attach_open = m_attach_open,
     .attach_write = m_attach_write,

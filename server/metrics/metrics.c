@@ -86,7 +86,12 @@ static void render_sessions(rb_buf *b, const stats_snapshot *st)
     for (int i = 0; i < STATS_END_MAX; i++)
         put(b, "runbox_sessions_ended_total{reason=\"%s\"} %" PRIu64 "\n", stats_end_name((stats_end)i),
             st->total.sessions_ended[i]);
-    gauge(b, "runbox_pool_size", "Warm sandboxes the pool keeps (its target, all profiles).", st->pool_size);
+    gauge(b, "runbox_pool_size", "Warm sandboxes the pool keeps at least (--pool-size and the other profiles).",
+          st->pool_size);
+    family(b, "runbox_pool_target", "gauge",
+           "Warm sandboxes the pool keeps now (it follows the rate of creates up to --pool-max), labelled by why: "
+           "minimum, rate, maximum, memory, idle.");
+    put(b, "runbox_pool_target{reason=\"%s\"} %d\n", st->pool_reason[0] ? st->pool_reason : "minimum", st->pool_target);
     gauge(b, "runbox_pool_ready", "Warm sandboxes ready to be claimed.", st->pool_ready);
     gauge(b, "runbox_pool_starting", "Warm sandboxes being started.", st->pool_starting);
     counter(b, "runbox_pool_hits_total", "Sessions that got a warm sandbox.", (uint64_t)st->pool_hits);

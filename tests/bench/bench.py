@@ -43,6 +43,7 @@ from benchlib import (ROOT, Client, Engine, Mcp, Runboxd, create_session, delete
 from enginebench import bench_engines
 from preload import preload_figures
 import roomlib
+import burst
 
 # The plumbing (the clients of runboxd and of the Engine API, runboxd itself) is in benchlib.py, the
 # Docker baselines in baselines.py, the preload's figures in preload.py and the engines' in
@@ -252,6 +253,14 @@ def main():
                     help="only the preload figures (first plot cell, reset, warm sandbox memory), on and off")
     ap.add_argument("--room", action="append", choices=[m for m, _ in ROOM_BENCHES],
                     help="only this room's benchmark (repeatable), e.g. --room bench_gvisor")
+    ap.add_argument("--burst", action="store_true",
+                    help="only the bursts of new sessions (issue 41): three modes beside bare containers (burst.py)")
+    ap.add_argument("--burst-n", type=int, help="sessions per mode (default 100; --quick 20)")
+    ap.add_argument("--burst-mode", action="append", choices=[m for m, _ in burst.MODES],
+                    help="only this mode (repeatable)")
+    ap.add_argument("--burst-no-e2b", action="store_true", help="leave out E2B's create + run_code")
+    ap.add_argument("--runboxd-arg", action="append", default=[],
+                    help="one more argument for the benchmark's runboxd (repeatable), e.g. --runboxd-arg=--pool-max=8")
     a = ap.parse_args()
 
     q = a.quick
@@ -264,6 +273,8 @@ def main():
 
     if a.room:
         main_rooms(a)
+    if a.burst:
+        main_burst(a)
     work = tempfile.mkdtemp(prefix="runbox-bench-")
     rb = Runboxd(a.runboxd, work, a.pool_size)
     res = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
@@ -434,6 +445,39 @@ def main_rooms(a):
                                                              res["cpus"]))
     write_results(a, res)
     sys.exit(1 if failed else 0)
+
+
+def main_burst(a):
+    """--burst: only the bursts (burst.py) against a runboxd of their own, then their rows and
+    result file."""
+    n = a.burst_n or (20 if a.quick else 100)
+    res = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
+           "cpus": os.cpu_count(), "quick": a.quick, "burst_n": n, "pool_size": a.pool_size,
+           "runboxd_args": a.runboxd_arg, "figures": {}, "load_average_start": load_average(),
+           "mem_available_mib": mem_available_mib()}
+    try:
+        res["git"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip()
+    except Exception:
+        res["git"] = None
+    work = tempfile.mkdtemp(prefix="runbox-bench-")
+    rb = Runboxd(a.runboxd, work, a.pool_size, extra=["--max-sessions", str(2 * n + 20)] + a.runboxd_arg)
+    c = Client(rb.port)
+    try:
+        wait_pool(c, a.pool_size)
+        res["figures"] = burst.run(rb.port, n, a.pool_size, None if a.burst_no_e2b else "e2b_bench", a.burst_mode)
+        res["health_end"] = health(c)
+    finally:
+        c.close()
+        rb.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    res["load_average_end"] = load_average()
+    for line in burst.rows(res["figures"]):
+        print(line)
+    print("load average at start %s, at end %s (%s CPUs)" % (res["load_average_start"], res["load_average_end"],
+                                                             res["cpus"]))
+    write_results(a, res)
+    sys.exit(0)
 
 
 def write_results(a, res):

@@ -230,6 +230,20 @@ Test(config, pool_keys_are_validated)
     cr_assert(strstr(err, "pool-size") != NULL, "%s", err);
     cr_assert_eq(config_set(&k, "pool-size", "many", err), RB_EINVAL);
     config_dispose(&k);
+    /* the pool that follows demand: its maximum and its warm sandboxes' CPU weight */
+    config_init(&k);
+    cr_assert_eq(k.core.pool_max, RB_DEFAULT_POOL_MAX);
+    cr_assert_eq(k.core.pool_cpu_shares, RB_DEFAULT_POOL_CPU_SHARES);
+    cr_assert_eq(config_set(&k, "pool-max", "300", err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&k, err), RB_EINVAL);
+    cr_assert(strstr(err, "pool-max") != NULL, "%s", err);
+    cr_assert_eq(config_set(&k, "pool-max", "8", err), RB_OK, "%s", err);
+    cr_assert_eq(config_set(&k, "pool-cpu-shares", "1", err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&k, err), RB_EINVAL);
+    cr_assert(strstr(err, "pool-cpu-shares") != NULL, "%s", err);
+    cr_assert_eq(config_set(&k, "pool-cpu-shares", "0", err), RB_OK, "%s", err);
+    cr_assert_eq(config_validate(&k, err), RB_OK, "%s", err);
+    config_dispose(&k);
 }
 
 Test(config, malformed_dependency_policy_stops_start_up)

@@ -20,7 +20,8 @@ LABELS = {
                "timeout", "cancelled"},
     "reason": {"deleted", "idle", "dead", "error", "host", "origin", "stopping", "too_many_streams",
                "body_too_large", "bad_request", "unauthorized", "rate_limited", "too_many_connections", "role",
-               "timeout", "unreachable", "connection", "http_4xx", "http_5xx"},
+               "timeout", "unreachable", "connection", "http_4xx", "http_5xx",
+               "minimum", "rate", "maximum", "memory"},  # runbox_pool_target's (core/pool_demand.h)
     "operation": {"create", "start", "attach", "exec", "archive", "wait", "remove", "inspect", "ping", "other"},
     "protocol": {"rest", "mcp", "e2b", "other"},
     "status_class": {"2xx", "3xx", "4xx", "5xx"},

@@ -153,7 +153,8 @@ def test_schemas_accept_contract_examples():
     rbtest.check_schema({"status": "degraded", "version": "0.1.0", "instance": "i_" + "0" * 32,
                          "docker": {"reachable": False, "api_version": None, "error": "connect: no such file"},
                          "sessions": {"live": 0, "busy": 0}, "executions": {"running": 0, "queued": 0},
-                         "pool": {"size": 2, "ready": 2, "starting": 0, "hits": 0, "misses": 0}}, "Health")
+                         "pool": {"size": 2, "target": 2, "reason": "minimum", "ready": 2, "starting": 0, "hits": 0,
+                                  "misses": 0}}, "Health")
     rbtest.check_schema({"session_id": SID, "files": [{"session_id": SID, "path": "a/b.txt", "size": 3,
                                                        "modified": T}]}, "UploadResult")
     rbtest.check_schema({"session_id": SID, "truncated": False, "files": [

@@ -313,3 +313,25 @@ def docker_argv(name, preload):
             "--pids-limit", "128", "-e", "RUNBOX_SANDBOX=1", "-e", "RUNBOX_GRACE_MS=300",
             "-e", "PYTHONPATH=/workspace/.runbox/site-packages", "-e", "RUNBOX_PRELOAD=" + preload, IMAGE]
 
+
+
+def test_a_claim_never_waits_for_a_slow_preload(monkeypatch, tmp_path):
+    # runboxd may hand out a warm sandbox whose preload is still importing (a busy host): the ping
+    # of its claim makes the first interpreter start the plain way instead of waiting (issue 41).
+    (tmp_path / "rbslowpreload.py").write_text("import time\ntime.sleep(600)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    py = runner(monkeypatch, "rbslowpreload,decimal")
+    try:
+        py.send({"op": "ping", "id": "p"})
+        pong = py.event()
+        assert pong["warming"] is True and pong["worker_pid"] is None, pong
+        py.send({"op": "ping", "id": "c", "claim": True})
+        pong = py.event()
+        # answered after the switch: the first interpreter exists (without the claim it would wait
+        # for the zygote, whose imports never end here)
+        assert pong["type"] == "pong" and pong["worker_pid"] is not None, pong
+        r = py.execute("import sys\nprint(1)\n[m in sys.modules for m in ('rbslowpreload', 'decimal')]")
+        assert r.status == "completed" and r.text("stdout") == "1\n" and r.result == "[False, False]", r.events[-3:]
+        assert py.execute(ZYGOTES + "len(zygotes())").result == "0"
+    finally:
+        py.close()

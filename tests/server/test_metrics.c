@@ -58,7 +58,9 @@ static int label_ok(const char *name, const char *value)
     static const char *const reason[] = {"deleted",        "idle",         "dead",        "error",
                                          "host",           "origin",       "stopping",    "too_many_streams",
                                          "body_too_large", "bad_request",  "unauthorized", "rate_limited",
-                                         "too_many_connections", "role", NULL};
+                                         "too_many_connections", "role",
+                                         /* runbox_pool_target's (core/pool_demand.h) */
+                                         "minimum", "rate", "maximum", "memory", NULL};
     static const char *const protocol[] = {"rest", "mcp", "e2b", "other", NULL};
     static const char *const status_class[] = {"2xx", "3xx", "4xx", "5xx", NULL};
     static const char *const outcome[] = {"allowed", "unreachable", NULL};

@@ -214,6 +214,8 @@ class Supervisor(WorkerKeeper):
         rid = req.get("id")
         op = req.get("op")
         if op == "ping":
+            if req.get("claim") is True:
+                self.claimed()
             # "busy" names a cell still running, e.g. one whose runboxd restarted: the new
             # runboxd interrupts it and waits for its "done" before sending work.
             # "warming": the first interpreter is still importing the preload (a warm pool

@@ -97,6 +97,21 @@ class WorkerKeeper:
             self.sel.register(z.fileno(), 1)
         return z
 
+    def claimed(self):
+        """runboxd handed this sandbox to a session (the ping of a warm pool sandbox's claim). If
+        the first interpreter still waits for the zygote's imports (runboxd hands out a warm
+        sandbox whose preload is slow on a busy host), no cell may wait for them (issue 41): the
+        zygote goes, the first interpreter starts the plain way now, and the preload comes back
+        from the first reset on, as in a sandbox made for a session (RUNBOX_PRELOAD_LAZY)."""
+        w, z = self.worker, self.zygote
+        if w is None or w.zygote is None or w.pid is not None or w.cells or z is None or z.ready is not None:
+            return
+        log("claimed while the preload is still importing: the first interpreter starts without it")
+        self.stop_worker()
+        self.drop_zygote()
+        self.preload_lazy = True
+        self.start_worker()
+
     def preload_shadowed(self, z):
         """Whether the session's own packages shadow the preload; then the zygote is given up."""
         mods = z.modules if z is not None and z.ready is not None else frozenset(
