@@ -183,7 +183,7 @@ Test(config, each_lists_every_key)
     config_init(&c);
     int n = 0;
     config_each(&c, count_key, &n);
-    cr_assert_eq(n, 95); /* every key of daemon/config.c (keys table) */
+    cr_assert_eq(n, 97); /* every key of daemon/config.c (keys table) */
     config_dispose(&c);
 }
 

@@ -75,16 +75,6 @@ class TestRunboxAsIPyKernel(jkt.KernelTests):
     code_inspect_sample = "zip"
     code_clear_output = "from IPython.display import clear_output; clear_output()"
 
-    # display_data of a bundle without image/png and clear_output are carried by the mime bundles
-    # of issue 38's other half (branch mime); once it is in, these two pass and the marks go.
-    @pytest.mark.xfail(reason="display_data of text/html and text/latex: the mime bundles (branch mime)", strict=False)
-    def test_display_data(self) -> None:
-        super().test_display_data()
-
-    @pytest.mark.xfail(reason="clear_output: the mime bundles (branch mime)", strict=False)
-    def test_clear_output(self) -> None:
-        super().test_clear_output()
-
 
 # ---- each request, asked directly on runboxd's websocket ----------------------------------------
 
