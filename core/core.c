@@ -578,7 +578,7 @@ rb_err core_session_delete(rb_core *c, const core_caller *who, const char *sessi
 rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **out, char *err)
 {
     static const char *const keys[] = {"session_id", "code", "timeout", "wait", "language", "disabled_rules",
-                                       "restart", NULL};
+                                       "restart", "context", "env", NULL};
     rb_err e;
     if (!json_is_object(req))
         return rb_fail(RB_EINVAL, err, "the request body must be a JSON object like {\"session_id\": \"...\", \"code\": \"print(1)\"}");
@@ -606,14 +606,12 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
             return RB_ECONFLICT;
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", sid);
     }
-    json_t *lang = json_object_get(req, "language");
-    const char *l = json_string_value(lang);
-    if (lang != NULL && !json_is_null(lang) && !core_language_known(l))
-        return rb_fail(RB_EINVAL, err, "'language' must be " CORE_LANGUAGES_TEXT " (the session's) or be omitted");
-    if (l != NULL && strcmp(l, s->language) != 0)
-        return rb_fail(RB_ECONFLICT, err,
-                       "'language' is %s but session '%s' runs %s; omit it, or create a %s session (POST /sessions)", l,
-                       s->id, s->language, l);
+    const char *l; /* the language and context it runs in (contexts.c) */
+    json_t *context = NULL;
+    if ((e = core__env_check(json_object_get(req, "env"), err)) != RB_OK ||
+        (e = core__context_pick(s, req, &context, &l, err)) != RB_OK)
+        return e;
+    json_decref(context); /* picked again below, once nothing else can fail */
     if (s->engine_down != NULL)
         return rb_fail(RB_EUNAVAILABLE, err,
                        "session '%s' is unavailable: its %s. Its sandbox keeps its state and the session comes "
@@ -630,7 +628,7 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
     json_t *rules = NULL;
     if ((e = policy_rules_for(c->policy, json_object_get(req, "disabled_rules"), &rules, err)) != RB_OK)
         return e;
-    if (strcmp(s->language, "python") != 0) {
+    if (strcmp(l, "python") != 0) {
         json_decref(rules);
         rules = NULL;
     }
@@ -649,6 +647,9 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
         ex->actor = xstrdup(who->owner); /* the audit trail names who ran it */
     ex->policy_rules = rules;
     ex->restart = json_is_true(json_object_get(req, "restart")); /* the code is then ignored */
+    core__context_pick(s, req, &ex->context, &l, err);
+    json_t *env = json_object_get(req, "env");
+    ex->env = json_is_object(env) && json_object_size(env) > 0 ? json_incref(env) : NULL;
     if (s->queue_tail)
         s->queue_tail->next = ex;
     else

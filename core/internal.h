@@ -89,6 +89,8 @@ struct execution {
     json_t *files_written;/* [{path, size, modified (ms)}] from the runner's done event, or NULL (files.c) */
     json_t *policy_rules; /* code policy rule names the runner checks the cell against, or NULL (core/policy/) */
     int restart;          /* not code: a fresh interpreter in place of the session's (Jupyter's restart) */
+    json_t *context;      /* {id, language, cwd} of the context it runs in (contexts.c), or NULL: the session's own */
+    json_t *env;          /* environment variables for this execution only, or NULL */
     uv_timer_t *backstop;
     core_watch *watches;
     execution *next;      /* session queue */
@@ -126,6 +128,7 @@ struct session {
     struct core_process *procs; /* commands running beside the interpreter (process.c) */
     int nprocs;
     json_t *extras;       /* a protocol's own data by name (core_session_set_extra), or NULL */
+    json_t *contexts;     /* [{id, language, cwd}] made with core_context_create (contexts.c), or NULL */
     int64_t deadline;     /* epoch ms at which the session ends whatever it does (0: none) */
     char *engine_down;    /* why its Docker engine did not answer the last probe (several engines), or NULL */
     /* pause and resume (session_pause.c) */
@@ -350,6 +353,8 @@ rb_err sandbox_execute(sandbox *sb, execution *ex, char *err);
 /** Asks the runner to interrupt ex if it is the cell running (a timeout or cancel); the
  * runner answers with ex's done (status cancelled, or reset if it had to kill the worker). */
 void sandbox_interrupt(sandbox *sb, execution *ex);
+/** Asks the runner to end the worker of context id (contexts.c); nothing when not connected. */
+void sandbox_close_context(sandbox *sb, const char *id);
 /** Closes the stream; removes the container when remove != 0. Frees sb. */
 void sandbox_close(sandbox *sb, int remove);
 /* ---- removal.c ---- */
@@ -387,6 +392,16 @@ int sandbox_ready(const sandbox *sb);
 /** Ends s's processes (session end, core_free): their callers hear RB_ECANCELED with reason;
  * the processes are left to the container's fate. */
 void process_session_end(session *s, const char *reason);
+
+/* contexts.c */
+/** The context an execute request names ("context": an id, "default", or a language's name;
+ * "language": that language's default context): *spec is the runner's {id, language, cwd} for
+ * it (new reference), or NULL for the session's own interpreter (neither named, or the session's
+ * language); *language the language the cell runs in. RB_ENOTFOUND for an id the session does not
+ * have, RB_EINVAL for a bad field or a language that is not the context's. */
+rb_err core__context_pick(session *s, json_t *req, json_t **spec, const char **language, char *err);
+/** Checks an execute request's "env" (absent or null: none): RB_EINVAL naming what is wrong. */
+rb_err core__env_check(json_t *env, char *err);
 
 /* validate.c: request validation (messages name the field; core__check_keys is in core/heart.h,
  * for the rooms too) */
