@@ -147,6 +147,15 @@ static void on_event(void *data, const char *event, json_t *payload)
     ctx->watch = NULL; /* finished: must not be stopped again */
     if (ctx->out == NULL)
         return;
+    const char *ename = json_string_value(json_object_get(json_object_get(payload, "error"), "ename"));
+    if (ename != NULL && strcmp(ename, "SessionEnded") == 0) {
+        /* The sandbox was killed or timed out while the code ran: on E2B the stream breaks and the
+         * SDK, finding the sandbox gone, raises TimeoutException ("killed while the request was in
+         * progress"), not an execution error. */
+        sse_break(ctx->out);
+        ctx->out = NULL;
+        return;
+    }
     json_t *session = NULL;
     char err[RB_ERR_LEN];
     json_int_t count = 0;

@@ -197,3 +197,52 @@ def test_contexts_and_envs_with_the_async_sdk(e2b_env):
             await sbx.kill()
 
     asyncio.run(flow())
+
+
+def wait_busy(server, sid: str) -> None:
+    import rbtest
+    rbtest.wait_until(lambda: server.get(f"/sessions/{sid}").json().get("status") == "busy",
+                      "the cell is running", deadline=120)
+
+
+def test_a_sandbox_killed_during_run_code_breaks_the_stream(e2b_env):
+    """As on E2B: the SDK raises TimeoutException (the sandbox was killed while the request was in
+    progress), not an execution error, when the sandbox ends under a running cell."""
+    import threading
+    from e2b import TimeoutException
+
+    sbx = Sandbox.create(timeout=600)
+    e2b_env.session_ids.add(sbx.sandbox_id)
+    caught: list[BaseException] = []
+    ran: list = []
+
+    def run_it():
+        try:
+            ran.append(sbx.run_code("import time; time.sleep(300)", timeout=300))
+        except BaseException as e:  # noqa: BLE001 (the test looks at what came)
+            caught.append(e)
+
+    t = threading.Thread(target=run_it)
+    t.start()
+    wait_busy(e2b_env, sbx.sandbox_id)
+    Sandbox.kill(sbx.sandbox_id)
+    t.join(120)
+    assert not t.is_alive()
+    assert not ran, ran
+    assert len(caught) == 1 and isinstance(caught[0], TimeoutException), caught
+    assert "killed while the request was in progress" in str(caught[0])
+
+
+def test_a_sandbox_killed_during_run_code_breaks_the_stream_async(e2b_env):
+    from e2b import TimeoutException
+
+    async def flow():
+        sbx = await AsyncSandbox.create(timeout=600)
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        task = asyncio.create_task(sbx.run_code("import time; time.sleep(300)", timeout=300))
+        await asyncio.to_thread(wait_busy, e2b_env, sbx.sandbox_id)
+        await sbx.kill()
+        with pytest.raises(TimeoutException, match="killed while the request was in progress"):
+            await task
+
+    asyncio.run(flow())
