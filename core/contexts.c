@@ -125,12 +125,17 @@ rb_err core_context_remove(rb_core *c, const core_caller *who, const char *sessi
                    context_id);
 }
 
+static rb_err env_check(json_t *env, char *err);
+
 rb_err core__context_pick(session *s, json_t *req, json_t **spec, const char **language, char *err)
 {
     json_t *lang = json_object_get(req, "language"), *ctx = json_object_get(req, "context");
     const char *l = json_string_value(lang), *id = json_string_value(ctx);
     *spec = NULL;
     *language = s->language;
+    rb_err e = env_check(json_object_get(req, "env"), err);
+    if (e != RB_OK)
+        return e;
     if (lang != NULL && !json_is_null(lang) && !core_language_known(l))
         return rb_fail(RB_EINVAL, err, "'language' must be " CORE_LANGUAGES_TEXT " or be omitted (the session's)");
     if (ctx != NULL && !json_is_null(ctx) && id == NULL)
@@ -163,7 +168,17 @@ rb_err core__context_pick(session *s, json_t *req, json_t **spec, const char **l
     return RB_OK;
 }
 
-rb_err core__env_check(json_t *env, char *err)
+void core__context_apply(execution *ex, json_t *req)
+{
+    const char *l;
+    char err[RB_ERR_LEN];
+    if (core__context_pick(ex->s, req, &ex->context, &l, err) != RB_OK)
+        ex->context = NULL; /* checked by the caller before: cannot fail */
+    json_t *env = json_object_get(req, "env");
+    ex->env = json_is_object(env) && json_object_size(env) > 0 ? json_incref(env) : NULL;
+}
+
+static rb_err env_check(json_t *env, char *err)
 {
     if (env == NULL || json_is_null(env))
         return RB_OK;

@@ -606,10 +606,9 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
             return RB_ECONFLICT;
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", sid);
     }
-    const char *l; /* the language and context it runs in (contexts.c) */
+    const char *l; /* the language and context it runs in, env checked too (contexts.c) */
     json_t *context = NULL;
-    if ((e = core__env_check(json_object_get(req, "env"), err)) != RB_OK ||
-        (e = core__context_pick(s, req, &context, &l, err)) != RB_OK)
+    if ((e = core__context_pick(s, req, &context, &l, err)) != RB_OK)
         return e;
     json_decref(context); /* picked again below, once nothing else can fail */
     if (s->engine_down != NULL)
@@ -647,9 +646,7 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
         ex->actor = xstrdup(who->owner); /* the audit trail names who ran it */
     ex->policy_rules = rules;
     ex->restart = json_is_true(json_object_get(req, "restart")); /* the code is then ignored */
-    core__context_pick(s, req, &ex->context, &l, err);
-    json_t *env = json_object_get(req, "env");
-    ex->env = json_is_object(env) && json_object_size(env) > 0 ? json_incref(env) : NULL;
+    core__context_apply(ex, req);
     if (s->queue_tail)
         s->queue_tail->next = ex;
     else

@@ -400,8 +400,10 @@ void process_session_end(session *s, const char *reason);
  * language); *language the language the cell runs in. RB_ENOTFOUND for an id the session does not
  * have, RB_EINVAL for a bad field or a language that is not the context's. */
 rb_err core__context_pick(session *s, json_t *req, json_t **spec, const char **language, char *err);
-/** Checks an execute request's "env" (absent or null: none): RB_EINVAL naming what is wrong. */
-rb_err core__env_check(json_t *env, char *err);
+/* (The request's "env" is checked there too: RB_EINVAL naming what is wrong, RB_ETOOBIG past 256 KiB.) */
+/** The same, after its checks: sets ex->context and ex->env (new references) from req, which
+ * core__context_pick accepted for ex->s. */
+void core__context_apply(execution *ex, json_t *req);
 
 /* validate.c: request validation (messages name the field; core__check_keys is in core/heart.h,
  * for the rooms too) */
