@@ -16,7 +16,7 @@
 
 #include "core/internal.h"
 
-#define CONTEXT_CWD_MAX 1024
+#define CONTEXT_CWD_MAX 4096 /* bytes: openapi.yaml's 1024 characters of up to 4 bytes each */
 #define ENV_VARS_MAX 256
 #define ENV_BYTES_MAX (256 * 1024)
 
@@ -81,8 +81,8 @@ rb_err core_context_create(rb_core *c, const core_caller *who, const char *sessi
     if (cwd != NULL && !json_is_null(cwd) &&
         (dir == NULL || dir[0] != '/' || json_string_length(cwd) > CONTEXT_CWD_MAX ||
          strlen(dir) != json_string_length(cwd)))
-        return rb_fail(RB_EINVAL, err, "'cwd' must be an absolute path of at most %d bytes (e.g. \"/workspace\") or be "
-                                       "omitted (the sandbox's working directory)", CONTEXT_CWD_MAX);
+        return rb_fail(RB_EINVAL, err, "'cwd' must be an absolute path (e.g. \"/workspace\") of at most 1024 characters, "
+                                       "or be omitted (the sandbox's working directory)");
     if (s->contexts != NULL && json_array_size(s->contexts) >= CORE_CONTEXTS_MAX)
         return rb_fail(RB_ECONFLICT, err,
                        "session '%s' has %d contexts already, the most a session may have beside its default ones; "
@@ -157,7 +157,8 @@ rb_err core__context_pick(session *s, json_t *req, json_t **spec, const char **l
         return RB_OK; /* neither: the session's own interpreter, as always */
     }
     if (want != NULL && strcmp(want, l) != 0)
-        return rb_fail(RB_EINVAL, err, "'language' is %s but context '%s' runs %s; give one of the two", want, id, l);
+        return rb_fail(RB_ECONFLICT, err, "'language' is %s but context '%s' runs %s; give one of the two", want, id,
+                       l);
     *language = l;
     if (id == NULL || core_language_known(id)) {
         if (strcmp(l, s->language) == 0)

@@ -398,7 +398,7 @@ void process_session_end(session *s, const char *reason);
  * "language": that language's default context): *spec is the runner's {id, language, cwd} for
  * it (new reference), or NULL for the session's own interpreter (neither named, or the session's
  * language); *language the language the cell runs in. RB_ENOTFOUND for an id the session does not
- * have, RB_EINVAL for a bad field or a language that is not the context's. */
+ * have, RB_EINVAL for a bad field, RB_ECONFLICT for a language that is not the context's. */
 rb_err core__context_pick(session *s, json_t *req, json_t **spec, const char **language, char *err);
 /* (The request's "env" is checked there too: RB_EINVAL naming what is wrong, RB_ETOOBIG past 256 KiB.) */
 /** The same, after its checks: sets ex->context and ex->env (new references) from req, which

@@ -99,7 +99,7 @@ def test_hostile_requests_get_a_clear_4xx(server):
         assert r.status_code == status and words in r.json()["error"]["message"], r.text
     for body, status, words in (
             ({"context": "ctx_nope"}, 404, "ctx_nope"),
-            ({"context": made[0], "language": "python"}, 400, "give one of the two"),
+            ({"context": made[0], "language": "python"}, 409, "give one of the two"),
             ({"context": 5}, 400, "context"),
             ({"env": {"1A": "x"}}, 400, "not a variable name"),
             ({"env": {"A": 1}}, 400, "must be a string"),
