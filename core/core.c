@@ -593,7 +593,7 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
     if (memchr(json_string_value(code), '\0', json_string_length(code)) != NULL)
         return rb_fail(RB_EINVAL, err, "'code' must not contain NUL characters");
     json_t *rs = json_object_get(req, "restart");
-    if (rs != NULL && !json_is_boolean(rs))
+    if (rs != NULL && !json_is_boolean(rs) && !json_is_null(rs))
         return rb_fail(RB_EINVAL, err, "'restart' must be true or false");
     json_t *w = json_object_get(req, "wait");
     if (w != NULL && !json_is_boolean(w) && !json_is_null(w))

@@ -44,6 +44,9 @@ def test_languages_contexts_and_env_over_rest(server):
     assert run(server, {"session_id": sid, "code": "x"})["result"] == "'py'"
     assert run(server, {"session_id": sid, "code": "x", "context": "default"})["result"] == "'py'"
     assert run(server, {"session_id": sid, "code": "x", "language": "python"})["result"] == "'py'"
+    # null is the same as absent (openapi.yaml), for restart as for the new fields
+    doc = run(server, {"session_id": sid, "code": "x", "restart": None, "context": None, "env": None})
+    assert doc["result"] == "'py'", doc
     doc = run(server, {"session_id": sid, "code": "import os; os.environ.get('G', 'unset')", "env": {"G": "py"}})
     assert doc["result"] == "'py'"
     assert run(server, {"session_id": sid, "code": "os.environ.get('G', 'unset')"})["result"] == "'unset'"
