@@ -579,7 +579,7 @@ rb_err core_session_delete(rb_core *c, const core_caller *who, const char *sessi
 rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **out, char *err)
 {
     static const char *const keys[] = {"session_id", "code", "timeout", "wait", "language", "disabled_rules",
-                                       "restart", NULL};
+                                       "restart", "context", "env", NULL};
     rb_err e;
     if (!json_is_object(req))
         return rb_fail(RB_EINVAL, err, "the request body must be a JSON object like {\"session_id\": \"...\", \"code\": \"print(1)\"}");
@@ -594,7 +594,7 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
     if (memchr(json_string_value(code), '\0', json_string_length(code)) != NULL)
         return rb_fail(RB_EINVAL, err, "'code' must not contain NUL characters");
     json_t *rs = json_object_get(req, "restart");
-    if (rs != NULL && !json_is_boolean(rs))
+    if (rs != NULL && !json_is_boolean(rs) && !json_is_null(rs))
         return rb_fail(RB_EINVAL, err, "'restart' must be true or false");
     json_t *w = json_object_get(req, "wait");
     if (w != NULL && !json_is_boolean(w) && !json_is_null(w))
@@ -607,14 +607,11 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
             return RB_ECONFLICT;
         return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'; create one with POST /sessions", sid);
     }
-    json_t *lang = json_object_get(req, "language");
-    const char *l = json_string_value(lang);
-    if (lang != NULL && !json_is_null(lang) && !core_language_known(l))
-        return rb_fail(RB_EINVAL, err, "'language' must be " CORE_LANGUAGES_TEXT " (the session's) or be omitted");
-    if (l != NULL && strcmp(l, s->language) != 0)
-        return rb_fail(RB_ECONFLICT, err,
-                       "'language' is %s but session '%s' runs %s; omit it, or create a %s session (POST /sessions)", l,
-                       s->id, s->language, l);
+    const char *l; /* the language and context it runs in, env checked too (contexts.c) */
+    json_t *context = NULL;
+    if ((e = core__context_pick(s, req, &context, &l, err)) != RB_OK)
+        return e;
+    json_decref(context); /* picked again below, once nothing else can fail */
     if (s->engine_down != NULL)
         return rb_fail(RB_EUNAVAILABLE, err,
                        "session '%s' is unavailable: its %s. Its sandbox keeps its state and the session comes "
@@ -631,7 +628,7 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
     json_t *rules = NULL;
     if ((e = policy_rules_for(c->policy, json_object_get(req, "disabled_rules"), &rules, err)) != RB_OK)
         return e;
-    if (strcmp(s->language, "python") != 0) {
+    if (strcmp(l, "python") != 0) {
         json_decref(rules);
         rules = NULL;
     }
@@ -650,6 +647,7 @@ rb_err core_execute(rb_core *c, const core_caller *who, json_t *req, json_t **ou
         ex->actor = xstrdup(who->owner); /* the audit trail names who ran it */
     ex->policy_rules = rules;
     ex->restart = json_is_true(json_object_get(req, "restart")); /* the code is then ignored */
+    core__context_apply(ex, req);
     if (s->queue_tail)
         s->queue_tail->next = ex;
     else

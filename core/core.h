@@ -139,6 +139,29 @@ static inline int core_language_known(const char *l)
                          strcmp(l, "typescript") == 0);
 }
 
+/*
+ * Code contexts (contexts.c): interpreters of their own (language, variables, working directory)
+ * in one session's sandbox. Every session has a default context per language, whose id is the
+ * language's name (the session's own language's is its interpreter; "default" names it too);
+ * created ones have ids "ctx_...". A context object: {id, language, cwd (null: the sandbox's
+ * working directory), default}. An execution picks one with "context" or "language".
+ */
+/** Contexts a session may have beside its default ones. */
+#define CORE_CONTEXTS_MAX 8
+/** [context objects] of session_id: the default ones (the session's language first), then those
+ * created, oldest first. RB_ENOTFOUND for an unknown or another key's session. */
+rb_err core_context_list(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err);
+/** Creates a context from req {language? (python), cwd? (absolute path)}; *out its object.
+ * RB_EINVAL naming the field, RB_ECONFLICT past CORE_CONTEXTS_MAX, RB_ENOTFOUND for the session.
+ * Its interpreter starts with its first execution (or a restart). */
+rb_err core_context_create(rb_core *c, const core_caller *who, const char *session_id, json_t *req, json_t **out,
+                           char *err);
+/** Removes a created context and ends its interpreter (a cell it runs ends cancelled). RB_ENOTFOUND
+ * for an id the session does not have, RB_ECONFLICT for a default context (restart it instead).
+ * A restart is an execution: core_execute with "restart": true and "context". */
+rb_err core_context_remove(rb_core *c, const core_caller *who, const char *session_id, const char *context_id,
+                           char *err);
+
 /** A pending asynchronous operation, owned by core; see core_cancel. */
 typedef struct core_op core_op;
 

@@ -47,6 +47,8 @@ void execution_free(execution *ex)
     free(ex->actor);
     free(ex->code);
     free(ex->reset_reason);
+    json_decref(ex->context);
+    json_decref(ex->env);
     json_decref(ex->outputs);
     rb_buf_dispose(&ex->tail);
     json_decref(ex->error);

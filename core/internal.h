@@ -105,6 +105,8 @@ struct execution {
     json_t *files_written;/* [{path, size, modified (ms)}] from the runner's done event, or NULL (files.c) */
     json_t *policy_rules; /* code policy rule names the runner checks the cell against, or NULL (core/policy/) */
     int restart;          /* not code: a fresh interpreter in place of the session's (Jupyter's restart) */
+    json_t *context;      /* {id, language, cwd} of the context it runs in (contexts.c), or NULL: the session's own */
+    json_t *env;          /* environment variables for this execution only, or NULL */
     uv_timer_t *backstop;
     int backstop_pings;   /* pings sent at the backstop (RB_BACKSTOP_PINGS) */
     int backstop_waiting; /* one of them not answered yet */
@@ -144,6 +146,7 @@ struct session {
     struct core_process *procs; /* commands running beside the interpreter (process.c) */
     int nprocs;
     json_t *extras;       /* a protocol's own data by name (core_session_set_extra), or NULL */
+    json_t *contexts;     /* [{id, language, cwd}] made with core_context_create (contexts.c), or NULL */
     int64_t deadline;     /* epoch ms at which the session ends whatever it does (0: none) */
     char *engine_down;    /* why its Docker engine did not answer the last probe (several engines), or NULL */
     /* pause and resume (session_pause.c) */
@@ -380,6 +383,8 @@ void sandbox_interrupt(sandbox *sb, execution *ex);
 /** Pings the runner of a ready sandbox while a cell runs; its pong reaches
  * session_backstop_pong. The stream's error when the ping cannot be written. */
 rb_err sandbox_probe(sandbox *sb, char *err);
+/** Asks the runner to end the worker of context id (contexts.c); nothing when not connected. */
+void sandbox_close_context(sandbox *sb, const char *id);
 /** Closes the stream; removes the container when remove != 0. Frees sb. */
 void sandbox_close(sandbox *sb, int remove);
 /* ---- removal.c ---- */
@@ -424,6 +429,18 @@ void kernel_ask__dispose(rb_core *c);
 /** Ends s's processes (session end, core_free): their callers hear RB_ECANCELED with reason;
  * the processes are left to the container's fate. */
 void process_session_end(session *s, const char *reason);
+
+/* contexts.c */
+/** The context an execute request names ("context": an id, "default", or a language's name;
+ * "language": that language's default context): *spec is the runner's {id, language, cwd} for
+ * it (new reference), or NULL for the session's own interpreter (neither named, or the session's
+ * language); *language the language the cell runs in. RB_ENOTFOUND for an id the session does not
+ * have, RB_EINVAL for a bad field, RB_ECONFLICT for a language that is not the context's. */
+rb_err core__context_pick(session *s, json_t *req, json_t **spec, const char **language, char *err);
+/* (The request's "env" is checked there too: RB_EINVAL naming what is wrong, RB_ETOOBIG past 256 KiB.) */
+/** The same, after its checks: sets ex->context and ex->env (new references) from req, which
+ * core__context_pick accepted for ex->s. */
+void core__context_apply(execution *ex, json_t *req);
 
 /* validate.c: request validation (messages name the field; core__check_keys is in core/heart.h,
  * for the rooms too) */

@@ -266,8 +266,12 @@ rb_err sandbox_execute(sandbox *sb, execution *ex, char *err)
         return rb_fail(RB_ECONFLICT, err, "the sandbox is not ready");
     json_t *req = json_pack("{s:s, s:s, s:s, s:f, s:I}", "op", "execute", "id", ex->id, "code", ex->code, "timeout",
                             ex->timeout, "max_output", (json_int_t)sb->c->cfg->output_limit);
-    if (ex->restart) /* no code: the runner puts a fresh interpreter in place of the session's */
+    if (ex->restart) /* no code: the runner puts a fresh interpreter in place of the context's */
         json_object_set_new(req, "restart", json_true());
+    if (ex->context != NULL) /* another context than the session's own interpreter (core/contexts.c) */
+        json_object_set(req, "context", ex->context);
+    if (ex->env != NULL)
+        json_object_set(req, "env", ex->env);
     if (ex->policy_rules != NULL) /* the runner checks the cell first (docker/runner/runbox_policy.py) */
         json_object_set_new(req, "policy", json_pack("{s:O}", "rules", ex->policy_rules));
     rb_err e = sandbox__send_line(sb, req, err);
@@ -288,6 +292,17 @@ rb_err sandbox_probe(sandbox *sb, char *err)
     rb_err e = sandbox__send_line(sb, ping, err);
     json_decref(ping);
     return e;
+}
+
+void sandbox_close_context(sandbox *sb, const char *id)
+{
+    if (sb->state != SB_READY)
+        return; /* a sandbox made again starts without it */
+    json_t *req = json_pack("{s:s, s:s, s:s}", "op", "close_context", "id", id, "context", id);
+    char err[RB_ERR_LEN];
+    if (sandbox__send_line(sb, req, err) != RB_OK)
+        rb_warn("context %s: could not close it: %s", id, err);
+    json_decref(req);
 }
 
 void sandbox_interrupt(sandbox *sb, execution *ex)

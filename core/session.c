@@ -28,6 +28,8 @@ json_t *session_to_doc(const session *s)
     json_object_set_new(doc, "executions", json_integer(s->executions));
     if (s->extras != NULL && json_object_size(s->extras) > 0)
         json_object_set(doc, "extras", s->extras);
+    if (s->contexts != NULL && json_array_size(s->contexts) > 0)
+        json_object_set(doc, "contexts", s->contexts);
     if (s->deadline > 0)
         json_object_set_new(doc, "deadline", json_integer(s->deadline));
     if (s->egress_net != NULL)
@@ -78,6 +80,8 @@ session *session_from_doc(rb_core *c, json_t *doc)
     s->container_id = cid ? xstrdup(cid) : NULL;
     json_t *extras = json_object_get(doc, "extras");
     s->extras = json_is_object(extras) ? json_deep_copy(extras) : NULL;
+    json_t *contexts = json_object_get(doc, "contexts");
+    s->contexts = json_is_array(contexts) ? json_deep_copy(contexts) : NULL;
     s->deadline = json_integer_value(json_object_get(doc, "deadline"));
     json_t *net = json_object_get(s->options, "network");
     s->net_policy = json_is_object(net) ? json_deep_copy(net) : NULL;
@@ -179,6 +183,7 @@ void session_free(session *s)
     json_decref(s->options);
     json_decref(s->dependencies);
     json_decref(s->extras);
+    json_decref(s->contexts);
     json_decref(s->net_policy);
     free(s->egress_net);
     if (s->deps_op != NULL)

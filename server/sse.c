@@ -78,7 +78,7 @@ void sse_writer_flush(sse_writer *w, void (*on_final)(sse_writer *w))
     h2o_iovec_t buf = h2o_iovec_init(w->sending.data, w->sending.len);
     h2o_send_state_t state = H2O_SEND_STATE_IN_PROGRESS;
     if (w->ending) {
-        state = H2O_SEND_STATE_FINAL;
+        state = w->broken ? H2O_SEND_STATE_ERROR : H2O_SEND_STATE_FINAL;
         w->finished = 1;
         on_final(w);
     }
@@ -308,4 +308,10 @@ void sse_end(sse_stream *s)
     s->on_close = NULL;
     s->w.ending = 1;
     flush(s);
+}
+
+void sse_break(sse_stream *s)
+{
+    s->w.broken = 1;
+    sse_end(s);
 }

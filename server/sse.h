@@ -25,6 +25,7 @@ typedef struct sse_writer {
     rb_buf pending, sending;
     int inflight; /* an h2o_send awaits proceed */
     int ending;   /* finish once pending is written */
+    int broken;   /* ...and end it as broken (the connection closed without the end of the body) */
     int finished; /* the final h2o_send was made */
     int gone;     /* stop or dispose ran: h2o must not be called again */
 } sse_writer;
@@ -71,5 +72,9 @@ void sse_comment(sse_stream *s, const char *text);
 /** Ends the stream after what is queued; on_close is not called. The owner must not use s
  * afterwards. */
 void sse_end(sse_stream *s);
+/** Like sse_end, but the answer ends broken: what is queued is sent, then the connection is closed
+ * without the end of the body, as when the server behind it went away (E2B's sandbox killed
+ * during run_code: its SDK then raises what it raises on E2B). */
+void sse_break(sse_stream *s);
 
 #endif

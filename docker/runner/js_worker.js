@@ -603,17 +603,48 @@ function compile(code, n) {
     }
 }
 
+/* The cell's own environment variables; returns what they were (undefined: unset). */
+function setEnv(env) {
+    const saved = new Map();
+    if (env === null || typeof env !== 'object')
+        return saved;
+    for (const [k, v] of Object.entries(env)) {
+        if (typeof v !== 'string')
+            continue;
+        saved.set(k, Object.prototype.hasOwnProperty.call(process.env, k) ? process.env[k] : undefined);
+        process.env[k] = v;
+    }
+    return saved;
+}
+
+function restoreEnv(saved) {
+    for (const [k, v] of saved) {
+        if (v === undefined)
+            delete process.env[k];
+        else
+            process.env[k] = v;
+    }
+}
+
 async function runCell(msg) {
     const n = msg.n;
     const code = String(msg.code);
     if (Number.isInteger(msg.limit))
         textCap = Math.max(TEXT_CAP_MIN, Math.min(msg.limit, TEXT_CAP_MAX));
     enterCell(n, msg.out, msg.err);
+    const savedEnv = setEnv(msg.env);
     for (const k of interrupted)
         if (k < n)
             interrupted.delete(k);
     running = n;
     lastStream = null;
+    if (typeof msg.cwd === 'string') {
+        try {
+            process.chdir(msg.cwd);
+        } catch (e) {
+            writeOut('stderr', `cannot change to the context's directory ${msg.cwd}: ${e.message}\n`);
+        }
+    }
     let status = 'completed';
     let map = null;
     try {
@@ -651,6 +682,7 @@ async function runCell(msg) {
     } finally {
         running = null;
         interrupted.delete(n);
+        restoreEnv(savedEnv);
     }
     settleSigints(Date.now() + SETTLE_MS);  // the SIGINT of its interrupt must not reach the next cell
     send({ t: 'done', n, status });

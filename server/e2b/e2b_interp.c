@@ -4,9 +4,10 @@
  * E2B's JSON lines while it runs: stdout/stderr, results (text, png and the other MIME types
  * the runner produces), an error, the execution count and end_of_execution. A keepalive line
  * every second keeps the stream alive and shows when the client has gone: then the execution
- * is cancelled (E2B's SDK enforces its run timeout by dropping the connection). The contexts
- * API has one context per sandbox, the session's interpreter ("default"); making, removing or
- * restarting contexts answers 400.
+ * is cancelled (E2B's SDK enforces its run timeout by dropping the connection). A run names a
+ * language (its default context) or a context, and may carry env_vars for itself alone. The
+ * contexts API lists, creates, removes and restarts the session's contexts (core/contexts.c);
+ * their cwd is shown and taken in E2B's view, where the workspace is /home/user.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,6 @@
 #include "server/e2b/e2b_wire.h"
 #include "server/sse.h"
 
-#define E2B_CONTEXT_ID "default"
 #define KEEPALIVE_LINE "{\"type\":\"keepalive\"}\n"
 #define KEEPALIVE_MS 1000
 
@@ -153,6 +153,15 @@ static void on_event(void *data, const char *event, json_t *payload)
     ctx->watch = NULL; /* finished: must not be stopped again */
     if (ctx->out == NULL)
         return;
+    const char *ename = json_string_value(json_object_get(json_object_get(payload, "error"), "ename"));
+    if (ename != NULL && strcmp(ename, "SessionEnded") == 0) {
+        /* The sandbox was killed or timed out while the code ran: on E2B the stream breaks and the
+         * SDK, finding the sandbox gone, raises TimeoutException ("killed while the request was in
+         * progress"), not an execution error. */
+        sse_break(ctx->out);
+        ctx->out = NULL;
+        return;
+    }
     json_t *session = NULL;
     char err[RB_ERR_LEN];
     json_int_t count = 0;
@@ -190,24 +199,26 @@ int e2b__execute(http_call *call)
         have = json_string_value(json_object_get(session, "language"));
     if (!json_is_string(code)) {
         e2b__sandbox_error(call->req, 400, "code: required, a string");
-    } else if (language != NULL && have != NULL && strcmp(language, have) != 0) {
+    } else if (language != NULL && context != NULL) {
+        e2b__sandbox_error(call->req, 400, "give context_id or language, not both (a context has its language)");
+    } else if (language != NULL && !core_language_known(language)) {
         snprintf(msg, sizeof(msg),
-                 "language '%.40s': this sandbox runs %s; create a sandbox with the template for that language "
-                 "(code-interpreter-v1 for python; javascript, typescript and bash for those)",
-                 language, have);
+                 "language '%.40s': runbox runs python, javascript (js), typescript (ts) and bash; no other kernel "
+                 "is installed",
+                 language);
         e2b__sandbox_error(call->req, 400, msg);
-    } else if (context != NULL && strcmp(context, E2B_CONTEXT_ID) != 0) {
-        snprintf(msg, sizeof(msg), "context '%.64s' not found: a runbox sandbox has one context, '%s'", context,
-                 E2B_CONTEXT_ID);
-        e2b__sandbox_error(call->req, 404, msg);
-    } else if (json_is_object(envs) && json_object_size(envs) > 0) {
-        e2b__sandbox_error(call->req, 400,
-                           "envs: runboxd cannot set environment variables for one run; give them as envs to "
-                           "Sandbox.create (they hold for every run)");
     } else if (!server_stream_room(call->server, err)) {
         e2b__sandbox_error(call->req, 429, err);
     } else {
         json_t *req = json_pack("{s:s, s:O}", "session_id", sbx.session_id, "code", code);
+        if (language != NULL && strcmp(language, have != NULL ? have : "python") != 0)
+            json_object_set_new(req, "language", json_string(language)); /* its default context (core/contexts.c) */
+        if (context != NULL)
+            json_object_set_new(req, "context", json_string(context));
+        if (json_is_object(envs) && json_object_size(envs) > 0)
+            json_object_set(req, "env", envs);
+        else if (envs != NULL && !json_is_null(envs) && !json_is_object(envs))
+            json_object_set(req, "env", envs); /* core says what is wrong with it */
         e = core_execute(call->core, sbx.who, req, &queued, err);
         json_decref(req);
         const char *rid = json_string_value(json_object_get(queued, "request_id"));
@@ -221,7 +232,7 @@ int e2b__execute(http_call *call)
             e = core_watch_start(call->core, sbx.who, ctx->request_id, 1, on_event, ctx, &ctx->watch, err);
         if (e != RB_OK) {
             ctx->watch = NULL;
-            e2b__sandbox_error(call->req, e == RB_ENOTFOUND ? 404 : http_status_of(e), err);
+            e2b__sandbox_error(call->req, e == RB_ENOTFOUND ? 404 : e == RB_ECONFLICT ? 409 : http_status_of(e), err);
         } else {
             ctx->out = sse_start_lines(call->server, call->req, "application/json", KEEPALIVE_LINE, KEEPALIVE_MS,
                                        on_closed, ctx);
@@ -235,28 +246,53 @@ int e2b__execute(http_call *call)
 
 /* ---- contexts ------------------------------------------------------------------------------- */
 
-static json_t *default_context(http_call *call, const e2b_sandbox *sbx)
+/* A context's directory as E2B shows it: the workspace is /home/user (e2b_path_map's inverse),
+ * none is the sandbox's working directory. Pool memory. */
+static const char *e2b_cwd(h2o_req_t *req, const char *cwd)
 {
-    json_t *session = NULL;
-    char err[RB_ERR_LEN];
-    const char *language = "python";
-    if (core_session_get(call->core, sbx->who, sbx->session_id, &session, err) == RB_OK &&
-        json_string_value(json_object_get(session, "language")) != NULL)
-        language = json_string_value(json_object_get(session, "language"));
-    json_t *o = json_pack("{s:s, s:s, s:s}", "id", E2B_CONTEXT_ID, "language", language, "cwd", E2B_HOME);
-    json_decref(session);
-    return o;
+    size_t nw = strlen(E2B_WORKDIR);
+    if (cwd == NULL)
+        return E2B_HOME;
+    if (strncmp(cwd, E2B_WORKDIR, nw) != 0 || (cwd[nw] != '\0' && cwd[nw] != '/'))
+        return cwd;
+    size_t n = strlen(E2B_HOME) + strlen(cwd + nw) + 1;
+    char *out = h2o_mem_alloc_pool(&req->pool, n);
+    snprintf(out, n, "%s%s", E2B_HOME, cwd + nw);
+    return out;
+}
+
+/* The context object as E2B's SDK reads it ({id, language, cwd}); new reference. */
+static json_t *e2b_context(h2o_req_t *req, json_t *ctx)
+{
+    return json_pack("{s:O, s:O, s:s}", "id", json_object_get(ctx, "id"), "language", json_object_get(ctx, "language"),
+                     "cwd", e2b_cwd(req, json_string_value(json_object_get(ctx, "cwd"))));
+}
+
+static void context_error(h2o_req_t *req, rb_err e, const char *err)
+{
+    e2b__sandbox_error(req, e == RB_ENOTFOUND ? 404 : http_status_of(e), err);
 }
 
 int e2b__contexts_list(http_call *call)
 {
     e2b_sandbox sbx;
-    /* The SDK sends no access token to /contexts; the default context reveals nothing. */
+    char err[RB_ERR_LEN];
+    json_t *list = NULL;
+    /* The SDK sends no access token to /contexts: the sandbox's id is what names it. */
     if (e2b__sandbox_of(call, E2B_NO_TOKEN, &sbx) != 0)
         return 0;
-    json_t *list = json_array();
-    json_array_append_new(list, default_context(call, &sbx));
-    http_send_json(call->req, 200, list);
+    rb_err e = core_context_list(call->core, sbx.who, sbx.session_id, &list, err);
+    if (e != RB_OK) {
+        context_error(call->req, e, err);
+        return 0;
+    }
+    json_t *out = json_array();
+    size_t i;
+    json_t *ctx;
+    json_array_foreach (list, i, ctx)
+        json_array_append_new(out, e2b_context(call->req, ctx));
+    http_send_json(call->req, 200, out);
+    json_decref(out);
     json_decref(list);
     return 0;
 }
@@ -264,33 +300,113 @@ int e2b__contexts_list(http_call *call)
 int e2b__contexts_create(http_call *call)
 {
     e2b_sandbox sbx;
+    char err[RB_ERR_LEN];
+    json_t *body = NULL, *ctx = NULL;
     if (e2b__sandbox_of(call, E2B_NO_TOKEN, &sbx) != 0)
         return 0;
-    e2b__sandbox_error(call->req, 400,
-                       "runboxd gives each sandbox one context, '" E2B_CONTEXT_ID
-                       "' (the sandbox's interpreter): run code without a context, or create another sandbox for "
-                       "separate state");
+    rb_err e = http_read_json(call->req, call->cfg->max_body, 0, &body, err);
+    if (e != RB_OK) {
+        e2b__sandbox_error(call->req, http_status_of(e), err);
+        return 0;
+    }
+    json_t *req = json_object();
+    const char *language = e2b_language(json_string_value(json_object_get(body, "language")));
+    json_t *lang = json_object_get(body, "language");
+    if (language != NULL)
+        json_object_set_new(req, "language", json_string(language));
+    else if (lang != NULL && !json_is_null(lang))
+        json_object_set(req, "language", lang); /* core names what is wrong with it */
+    json_t *cwd = json_object_get(body, "cwd");
+    const char *dir = json_string_value(cwd);
+    if (dir != NULL && dir[0] == '/') {
+        const char *rel = e2b_path_map(dir); /* /home/user is the workspace, as for files */
+        char *mapped = rel == NULL ? xstrdup(dir)
+                       : rel[0] == '/' ? xstrdup(rel)
+                                       : xasprintf("%s/%s", E2B_WORKDIR, rel);
+        json_object_set_new(req, "cwd", json_string(mapped));
+        free(mapped);
+    } else if (cwd != NULL && !json_is_null(cwd)) {
+        json_object_set(req, "cwd", cwd);
+    }
+    e = core_context_create(call->core, sbx.who, sbx.session_id, req, &ctx, err);
+    if (e != RB_OK) {
+        if (e == RB_EINVAL && language != NULL && !core_language_known(language))
+            snprintf(err, sizeof(err),
+                     "language '%.40s': runbox runs python, javascript (js), typescript (ts) and bash; no other "
+                     "kernel is installed",
+                     language);
+        context_error(call->req, e, err);
+    } else {
+        json_t *out = e2b_context(call->req, ctx);
+        http_send_json(call->req, 200, out);
+        json_decref(out);
+    }
+    json_decref(ctx);
+    json_decref(req);
+    json_decref(body);
     return 0;
 }
 
 int e2b__context_delete(http_call *call)
 {
     e2b_sandbox sbx;
+    char err[RB_ERR_LEN];
     if (e2b__sandbox_of(call, E2B_NO_TOKEN, &sbx) != 0)
         return 0;
-    e2b__sandbox_error(call->req, 400,
-                       "the context '" E2B_CONTEXT_ID "' is the sandbox's interpreter and cannot be removed; kill the "
-                       "sandbox instead");
+    rb_err e = core_context_remove(call->core, sbx.who, sbx.session_id, call->params[0], err);
+    if (e != RB_OK)
+        context_error(call->req, e, err);
+    else
+        http_send_json(call->req, 200, json_null());
     return 0;
+}
+
+/* A restart waits for its execution's done (the new interpreter is there) before answering. */
+typedef struct restart_ctx {
+    h2o_req_t *req;
+    core_watch *watch;
+} restart_ctx;
+
+static void restart_dispose(void *p)
+{
+    restart_ctx *ctx = p;
+    if (ctx->watch != NULL)
+        core_watch_stop(ctx->watch);
+    ctx->watch = NULL;
+}
+
+static void on_restart_event(void *data, const char *event, json_t *payload)
+{
+    restart_ctx *ctx = data;
+    (void)payload;
+    if (strcmp(event, "done") != 0)
+        return;
+    ctx->watch = NULL;
+    http_send_json(ctx->req, 200, json_null());
 }
 
 int e2b__context_restart(http_call *call)
 {
     e2b_sandbox sbx;
+    char err[RB_ERR_LEN];
+    json_t *queued = NULL;
     if (e2b__sandbox_of(call, E2B_NO_TOKEN, &sbx) != 0)
         return 0;
-    e2b__sandbox_error(call->req, 400,
-                       "runboxd cannot restart a sandbox's interpreter; kill the sandbox and create a new one for a "
-                       "fresh state");
+    json_t *req = json_pack("{s:s, s:s, s:b, s:s}", "session_id", sbx.session_id, "code", "", "restart", 1, "context",
+                            call->params[0]);
+    rb_err e = core_execute(call->core, sbx.who, req, &queued, err);
+    json_decref(req);
+    const char *rid = json_string_value(json_object_get(queued, "request_id"));
+    if (e == RB_OK && rid != NULL) {
+        restart_ctx *ctx = h2o_mem_alloc_shared(&call->req->pool, sizeof(*ctx), restart_dispose);
+        ctx->req = call->req;
+        ctx->watch = NULL;
+        e = core_watch_start(call->core, sbx.who, rid, 1, on_restart_event, ctx, &ctx->watch, err);
+        if (e != RB_OK)
+            ctx->watch = NULL;
+    }
+    if (e != RB_OK)
+        context_error(call->req, e, err);
+    json_decref(queued);
     return 0;
 }

@@ -266,6 +266,13 @@ static void execute_in(mcp_call *call, const char *session_id)
         json_object_set(req, "timeout", call->timeout);
     if (call->language[0] != '\0')
         json_object_set_new(req, "language", json_string(call->language));
+    /* a context of the session, or a language's default context, and variables for this call alone
+     * (core/contexts.c checks both) */
+    json_t *context = json_object_get(call->args, "context"), *env = json_object_get(call->args, "env");
+    if (context != NULL && !json_is_null(context))
+        json_object_set(req, "context", context);
+    if (env != NULL && !json_is_null(env))
+        json_object_set(req, "env", env);
     json_t *disabled = json_object_get(call->args, "disabled_rules"); /* checked by core (code policy) */
     if (disabled != NULL && !json_is_null(disabled))
         json_object_set(req, "disabled_rules", disabled);
@@ -502,8 +509,13 @@ static const char *const tool_defs[] = {
     "TypeScript the value of a final expression is returned as the result (top-level await works in "
     "JavaScript/TypeScript).\"},"
     "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\",\"javascript\",\"typescript\"],\"default\":\"python\","
-    "\"description\":\"python, bash, javascript or typescript (Node.js); must match the session's language "
-    "when session_id is given\"},"
+    "\"description\":\"python, bash, javascript or typescript (Node.js). With session_id: that language's default "
+    "context in the session (its own interpreter, started when first used; files are shared); without: this "
+    "connection's sandbox of that language\"},"
+    "\"context\":{\"type\":\"string\",\"description\":\"With session_id: the context to run in (an id from POST "
+    "/sessions/{id}/contexts, or a language's name for its default context)\"},"
+    "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"Environment "
+    "variables for this call only (names of letters, digits and _)\"},"
     "\"session_id\":{\"type\":\"string\",\"description\":\"Optional session to run in (from create_session or "
     "list_sessions); omit to use this connection's own sandbox\"},"
     "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Seconds before the code is "

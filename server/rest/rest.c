@@ -13,6 +13,7 @@
 #include "server/query.h"
 #include "server/rest/multipart.h"
 #include "server/rest/rest_audit.h"
+#include "server/rest/rest_contexts.h"
 #include "server/rest/rest_volumes.h"
 #include "server/transfer.h"
 #include "server/sse.h"
@@ -707,6 +708,9 @@ static const http_route routes[] = {
     {"DELETE", "/sessions/{id}", session_delete},
     {"GET", "/sessions/{id}/metrics", session_metrics},
     {"GET", "/sessions/{id}/executions", session_executions},
+    {"GET", "/sessions/{id}/contexts", rest_contexts_list},
+    {"POST", "/sessions/{id}/contexts", rest_context_create},
+    {"DELETE", "/sessions/{id}/contexts/{id}", rest_context_delete},
     {"POST", "/execute", execute},
     {"GET", "/execute/{id}/status", execution_status},
     {"GET", "/execute/{id}/results", execution_results},

@@ -38,7 +38,7 @@ import threading
 import time
 
 from baselines import baseline_create_start, baseline_docker_exec, baseline_runbox_container
-from benchlib import (ROOT, Client, Engine, Mcp, Runboxd, create_session, delete_session, execute, health,
+from benchlib import (EXEC_OK, ROOT, Client, Engine, Mcp, Runboxd, create_session, delete_session, execute, health,
                       load_average, log, mem_available_mib, now, summary, wait_pool)
 from enginebench import bench_engines
 from preload import preload_figures
@@ -100,6 +100,25 @@ def bench_exec_rest(c, sid, n, warmup=20, code="print(1)"):
         samples.append(dt)
         errors += not ok
     return samples, errors
+
+
+def bench_js_context(c, n, size):
+    """The first JavaScript cell of a Python session (its javascript context starts: Node.js), on
+    n sessions from the warm pool; then console.log(1) in that context once it is warm."""
+    first, warm, errors = [], [], 0
+    for _ in range(n):
+        wait_pool(c, size)
+        _, s = create_session(c, {})
+        sid = s["session_id"]
+        for samples, count in ((first, 1), (warm, 20)):
+            for _ in range(count):
+                t0 = now()
+                status, r = c.json("POST", "/execute", {"session_id": sid, "code": "console.log(1)",
+                                                        "language": "javascript", "wait": True})
+                samples.append(now() - t0)
+                errors += not (status == 200 and r and r.get("stdout") == EXEC_OK)
+        delete_session(c, sid)
+    return first, warm, errors
 
 
 def bench_exec_mcp(port, n, size, warmup=20):
@@ -336,6 +355,10 @@ def main():
             F["exec_rest_" + lang] = dict(summary(samples), errors=errs)
             delete_session(c, js["session_id"])
             sids.remove(js["session_id"])
+        log("first JavaScript cell of a Python session (its javascript context) x%d" % n_dexec)
+        first, warm, errs = bench_js_context(c, n_dexec, a.pool_size)
+        F["exec_js_context_first"] = dict(summary(first), errors=errs)
+        F["exec_js_context_warm"] = dict(summary(warm), errors=errs)
         flood_secs = 5 if q else 30
         log("flood: a neighbour's print(1) while a sandbox's code floods its stdout/stderr for %d s" % flood_secs)
         samples, errs, rss = bench_flood(c, rb, sid, flood_secs, a.pool_size)
@@ -524,6 +547,8 @@ def report(res):
     lat("execute print(1), MCP execute_code", "exec_mcp")
     lat("execute console.log(1), REST, javascript", "exec_rest_javascript")
     lat("  same in typescript (transpiled per cell)", "exec_rest_typescript")
+    lat("first javascript cell of a python session", "exec_js_context_first")
+    lat("  then console.log(1) in that context", "exec_js_context_warm")
     lat("  javascript session create (cold)", "create_javascript")
     lat("  typescript session create (cold)", "create_typescript")
     lat("  same, neighbour of a flooding sandbox", "exec_rest_during_flood", "median <= 2x quiet")

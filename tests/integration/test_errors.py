@@ -91,9 +91,11 @@ def test_execute_limits_and_state_conflicts(server, live_sid):
     err = check_error(server.post("/execute", {"session_id": live_sid, "code": "1", "timeout": 10 ** 9}), 403,
                       "timeout")
     assert "--max-timeout" in err["message"], err
-    # A language that is not the session's: a conflict with the session (409), not a malformed request.
-    check_error(server.post("/execute", {"session_id": live_sid, "code": "echo hi", "language": "bash"}), 409,
-                "python")
+    # A context the session does not have is not found (404); a language that is not the named
+    # context's is a conflict with it (409). Another language alone runs in its default context.
+    check_error(server.post("/execute", {"session_id": live_sid, "code": "1", "context": "ctx_nope"}), 404, "ctx_nope")
+    check_error(server.post("/execute", {"session_id": live_sid, "code": "1", "context": "python",
+                                         "language": "bash"}), 409, "bash")
     assert server.session(live_sid)["executions"] == 0
 
 

@@ -44,6 +44,8 @@ ROUTES = {
     ("/console/{file}", "get"), ("/console/{file}", "head"),  # the operator's console (server/console)
     ("/favicon.ico", "get"), ("/favicon.ico", "head"),  # its icon, where browsers look for one
     ("/keys/reload", "post"), ("/audit", "get"), ("/sessions/{session_id}/executions", "get"),  # admin keys only; admin and viewer keys
+    ("/sessions/{session_id}/contexts", "get"), ("/sessions/{session_id}/contexts", "post"),  # code contexts
+    ("/sessions/{session_id}/contexts/{context_id}", "delete"),
     ("/mcp", "post"), ("/mcp", "get"), ("/mcp", "delete"), ("/sse", "get"), ("/messages", "post"),
     # the AgentRun-compatible surface (server/agentrun/rest.c, server/agentrun/mcp.c)
     ("/agentrun/", "get"), ("/agentrun/health", "get"), ("/agentrun/packages", "get"),

@@ -396,3 +396,26 @@ json_t *core_usage_latest(rb_core *c, const core_caller *who, size_t max, size_t
     *sampled = 0;
     return json_array();
 }
+
+/* Code contexts (core/contexts.c): the fake keeps none; every session is unknown to them. */
+rb_err core_context_list(rb_core *c, const core_caller *who, const char *session_id, json_t **out, char *err)
+{
+    (void)c;
+    (void)who;
+    (void)out;
+    return rb_fail(RB_ENOTFOUND, err, "no session with id '%.64s'", session_id);
+}
+
+rb_err core_context_create(rb_core *c, const core_caller *who, const char *session_id, json_t *req, json_t **out,
+                           char *err)
+{
+    (void)req;
+    return core_context_list(c, who, session_id, out, err);
+}
+
+rb_err core_context_remove(rb_core *c, const core_caller *who, const char *session_id, const char *context_id,
+                           char *err)
+{
+    (void)context_id;
+    return core_context_list(c, who, session_id, NULL, err);
+}

@@ -15,8 +15,8 @@ _INIT = r"""
 set +o history +H
 PS1= PS2= PS4=
 unset PROMPT_COMMAND
-exec %(fd)d>&%(w)d %(w)d>&- %(r)d<&-
-echo 1000 >/proc/self/oom_score_adj 2>/dev/null
+exec %(r)d<&-
+%(move)secho 1000 >/proc/self/oom_score_adj 2>/dev/null
 __rb_done() { printf '{"t":"done","n":%%d,"rc":%%d}\n' "$1" "$2" >&%(fd)d; }
 printf '\036runbox-sync\036\n'; printf '\036runbox-sync\036\n' >&2
 printf '{"t":"hello","pid":%%d}\n' $$ >&%(fd)d
@@ -26,7 +26,9 @@ printf '{"t":"hello","pid":%%d}\n' $$ >&%(fd)d
 def init_text(cmd_r, ctrl_w):
     """The start-up script: moves the control pipe (bash's inherited fd ctrl_w) to CTRL_FD, closes
     the command pipe's fd cmd_r (bash reads it as stdin), marks the end of start-up noise."""
-    return _INIT % {"fd": CTRL_FD, "w": ctrl_w, "r": cmd_r}
+    # cmd_r goes first: with many workers (contexts) either fd may be CTRL_FD itself
+    move = "exec %d>&%d %d>&-\n" % (CTRL_FD, ctrl_w, ctrl_w) if ctrl_w != CTRL_FD else ""
+    return _INIT % {"fd": CTRL_FD, "w": ctrl_w, "r": cmd_r, "move": move}
 
 
 def quote(code):
@@ -40,11 +42,23 @@ def quote(code):
     return "$'" + "".join(out) + "'"
 
 
-def execute_text(n, code, out=None, err=None):
+def execute_text(n, code, out=None, err=None, cwd=None, env=None):
     """The command line that runs cell n (stdin /dev/null, no control fd, stdout and stderr to the
-    cell's FIFOs out and err when given) and reports its status."""
+    cell's FIFOs out and err when given) and reports its status. cwd: a directory to change to
+    first (a context's first cell); env: variables exported for this cell only (names already
+    checked by contexts.parse_env), put back as they were afterwards."""
     redirect = (" >%s" % quote(out) if out else "") + (" 2>%s" % quote(err) if err else "")
-    return "eval %s </dev/null %d>&-%s; __rb_done %d $?\n" % (quote(code), CTRL_FD, redirect, n)
+    body = "eval %s" % quote(code)
+    if cwd:
+        body = "{ cd -- %s; %s; }" % (quote(cwd), body)
+    if not env:
+        return "%s </dev/null %d>&-%s; __rb_done %d $?\n" % (body, CTRL_FD, redirect, n)
+    # declare -p restores a variable with its attributes; one that was not set is unset again
+    save = "".join('__rb_env+=("$(declare -p %s 2>/dev/null || echo unset %s)"); export %s=%s; '
+                   % (k, k, k, quote(v)) for k, v in env.items())
+    return ("__rb_env=(); %s%s </dev/null %d>&-%s; __rb_rc=$?; for __rb_e in \"${__rb_env[@]}\"; do "
+            "eval \"$__rb_e\"; done; unset __rb_env __rb_e; __rb_done %d $__rb_rc\n"
+            % (save, body, CTRL_FD, redirect, n))
 
 
 def interrupt_text(n):

@@ -104,8 +104,9 @@ def proc_pids():
     return [n for n in os.listdir(_proc()) if n.isdigit()]
 
 
-def kill_strays(spare=()):
-    """SIGKILL every process of the container but PID 1, this one and spare (the zygote):
+def kill_strays(spare=(), groups=()):
+    """SIGKILL every process of the container but PID 1, this one, spare (the zygote) and the
+    members of the process groups in groups (the workers of the sandbox's other contexts):
     processes that escaped the worker's process group (setsid, daemons, fork bombs). With nothing
     to spare, one kill(-1), which the kernel applies to all of them at once, so a fork bomb cannot
     refill the pids a scan of /proc frees. With a process to spare, one kill(-1, SIGSTOP) first
@@ -114,7 +115,7 @@ def kill_strays(spare=()):
     Only inside a sandbox, where every other process is the user's."""
     if not in_sandbox():
         return
-    if not spare:
+    if not spare and not groups:
         try:
             os.kill(-1, signal.SIGKILL)
         except OSError:
@@ -137,8 +138,11 @@ def kill_strays(spare=()):
                 if int(name) in keep or int(name) in killed:
                     continue
                 try:
-                    state = proc_read(name + "/stat").rsplit(b")", 1)[1].split()[0]
-                    if state != b"Z":
+                    fields = proc_read(name + "/stat").rsplit(b")", 1)[1].split()
+                    state = fields[0]
+                    if groups and int(fields[2]) in groups:
+                        keep.add(int(name))
+                    elif state != b"Z":
                         os.kill(int(name), signal.SIGKILL)
                         killed.add(int(name))
                         new += 1
@@ -150,6 +154,11 @@ def kill_strays(spare=()):
         for pid in spare:
             try:
                 os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        for pgid in groups:
+            try:
+                os.killpg(pgid, signal.SIGCONT)
             except OSError:
                 pass
 

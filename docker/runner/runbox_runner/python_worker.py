@@ -304,7 +304,13 @@ class _Worker:
                     self.text_cap = max(TEXT_CAP_MIN, min(limit, TEXT_CAP_MAX))
                 self.enter_cell(msg["n"], msg.get("out"), msg.get("err"))
                 self.repair_stdio()
-                self.run_cell(msg["n"], msg["code"])
+                if isinstance(msg.get("cwd"), str):
+                    _change_dir(msg["cwd"])
+                saved = _set_env(msg.get("env"))
+                try:
+                    self.run_cell(msg["n"], msg["code"])
+                finally:
+                    _restore_env(saved)
             except KeyboardInterrupt:
                 # An interrupt that arrived just as a cell ended; the done was sent or is lost
                 # and the supervisor copes with both.
@@ -511,6 +517,35 @@ class _Worker:
             plt.close("all")
         except Exception as e:
             sys.stderr.write("runbox: could not render the figures: %s: %s\n" % (type(e).__name__, e))
+
+
+def _change_dir(path):
+    """A context's working directory, set before its first cell; a path that cannot be used is
+    said on the cell's stderr and the worker stays where it is."""
+    try:
+        os.chdir(path)
+    except OSError as e:
+        print("cannot change to the context's directory %s: %s" % (path, e.strerror), file=sys.stderr)
+
+
+def _set_env(env):
+    """Sets the cell's own environment variables; returns what they were (None: unset)."""
+    if not isinstance(env, dict):
+        return {}
+    saved = {}
+    for k, v in env.items():
+        if isinstance(k, str) and isinstance(v, str):
+            saved[k] = os.environ.get(k)
+            os.environ[k] = v
+    return saved
+
+
+def _restore_env(saved):
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def _plain(value):

@@ -26,7 +26,7 @@ import signal
 import sys
 import time
 
-from runbox_runner import asks, capture, forward, pipes, preload, protocol
+from runbox_runner import asks, capture, contexts, forward, pipes, preload, protocol
 from runbox_runner.container import (files_written, in_sandbox, make_undumpable, separate_privileges,
                                      workspace_snapshot)
 from runbox_runner.protocol import write_all
@@ -34,7 +34,7 @@ from runbox_runner.worker_keeper import WorkerKeeper
 from runbox_runner.worker_process import READ_SIZE, RUNNER_HOME
 
 VERSION = 1
-LANGUAGES = ("python", "bash", "javascript", "typescript")
+LANGUAGES = contexts.LANGUAGES
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 CLEAR_AFTER_S = 0.5            # after an interrupt, the cell's other processes get this long
 DRAIN_READS = 4                # reads per stream when draining the worker's pipes
@@ -76,20 +76,34 @@ class Cell:
         self.files_before = None      # workspace_snapshot() when the cell started
         self.pipes = None             # its output pipes (pipes.CellPipes), if it got any
         self.forward = None           # forward.CellForward: bounds of what the worker sends
+        self.ctx = None               # the context (contexts.Ctx) it runs in
+        self.env = None               # environment variables for this cell only
 
 
 class Supervisor(WorkerKeeper):
     """The supervisor's state and its main loop; starting, replacing and reaping the workers and
-    keeping the zygote are in WorkerKeeper (worker_keeper)."""
+    keeping the zygote are in WorkerKeeper (worker_keeper). The worker and what goes with it
+    are the focused context's (contexts): the running cell's while one runs."""
+
+    worker = contexts.ctx_attr("worker")
+    language = contexts.ctx_attr("language")
+    lost_state = contexts.ctx_attr("lost_state")
+    worker_started = contexts.ctx_attr("worker_started")
+    worker_failures = contexts.ctx_attr("worker_failures")
+    oom_base = contexts.ctx_attr("oom_base")
+    cmd_watched = contexts.ctx_attr("cmd_watched")
 
     def __init__(self, worker_user=None):
         """worker_user: (uid, gid) of the workers when privileges are separated, else None."""
         import selectors
         self.worker_user = worker_user
-        self.language = os.environ.get("RUNBOX_LANGUAGE", "python").strip().lower() or "python"
-        if self.language not in LANGUAGES:
-            log("unknown RUNBOX_LANGUAGE %r; using python" % self.language)
-            self.language = "python"
+        language = os.environ.get("RUNBOX_LANGUAGE", "python").strip().lower() or "python"
+        if language not in LANGUAGES:
+            log("unknown RUNBOX_LANGUAGE %r; using python" % language)
+            language = "python"
+        self.main = contexts.Ctx("", language)
+        self.ctx = self.main          # the context in focus
+        self.contexts = {"": self.main}
         grace = os.environ.get("RUNBOX_GRACE_MS", "")
         try:
             self.grace = max(0, int(grace)) / 1000.0 if grace else 2.0
@@ -103,18 +117,12 @@ class Supervisor(WorkerKeeper):
         self.out = sys.stdout.fileno()
         self.inbuf = b""
         self.stdin_eof = False
-        self.worker = None
         self.cell = None
         self.n = 0
         self.capture = capture.Capture(self.emit)
         self.asks = asks.Asks(self.emit)  # questions between cells (complete, inspect, ...)
         self.pipes = pipes.Pipes(lambda fd: self.sel.register(fd, 1), self.sel.unregister, self.end_source,
                                  shared=worker_user is not None)
-        self.lost_state = None        # reason the state was lost between cells
-        self.worker_started = 0.0
-        self.worker_failures = 0
-        self.oom_base = None
-        self.cmd_watched = None       # the command pipe while it is selected for writing
         # The preload (RUNBOX_PRELOAD, python only): Python workers are forked from a zygote that
         # imported it (preload.py). `warming` until the first interpreter is up (PROTOCOL.md).
         self.preload = preload.names(os.environ) if self.language == "python" else []
@@ -141,7 +149,7 @@ class Supervisor(WorkerKeeper):
         zygote that has run nothing yet is first replaced by a plain one if the session's own
         packages now shadow the preload (installed at session creation)."""
         cell, w = self.cell, self.worker
-        if cell is None or cell.sent or w is None or w.pid is None:
+        if cell is None or cell.sent or cell.ctx is not self.ctx or w is None or w.pid is None:
             return
         if w.zygote is not None and w.cells == 0 and self.preload_shadowed(w.zygote):
             self.stop_worker()
@@ -155,7 +163,9 @@ class Supervisor(WorkerKeeper):
             cell.deadline = time.monotonic() + cell.timeout
         w.cells += 1
         code, cell.code = cell.code, None
-        w.execute(cell.n, code, cell.limit, cell.pipes and cell.pipes.paths)
+        # A context's working directory is set by its worker's first cell; env holds for this cell.
+        cwd = self.ctx.cwd if w.cells == 1 else None
+        w.execute(cell.n, code, cell.limit, cell.pipes and cell.pipes.paths, cwd=cwd, env=cell.env)
 
     # ---- output handling ----
     def read_stream(self, fd):
@@ -176,17 +186,26 @@ class Supervisor(WorkerKeeper):
             else:
                 self.pipes.forget(fd)
             return False
-        if src.cell is None and self.worker is not None and self.worker.startup is not None:
-            data = self.worker.startup.filter(src.name, data)
+        owner = self.worker_of_fd(fd) if src.cell is None else None
+        if owner is not None and owner.worker.startup is not None:
+            data = owner.worker.startup.filter(src.name, data)
             if not data:
                 return True
         cell = self.cell
-        if cell is not None and (src.cell is cell or (src.cell is None and cell.pipes is None)):
+        if cell is not None and (src.cell is cell or (src.cell is None and cell.pipes is None and owner is cell.ctx)):
             self.capture.take(src.name, data)
         else:
             # Not the running cell's pipe: a thread or process of an earlier cell wrote it.
             self.capture.take_foreign(src.foreign, src.name, data)
         return True
+
+    def worker_of_fd(self, fd):
+        """The context whose worker's own stdout or stderr fd is, or None."""
+        for ctx in self.contexts.values():
+            w = ctx.worker
+            if w is not None and fd in (w.out_fd, w.err_fd):
+                return ctx
+        return None
 
     def end_source(self, src):
         """An output pipe will be read no more: the last line of an earlier cell goes out."""
@@ -220,8 +239,9 @@ class Supervisor(WorkerKeeper):
             # runboxd interrupts it and waits for its "done" before sending work.
             # "warming": the first interpreter is still importing the preload (a warm pool
             # entry is ready at the "warm" event).
-            self.emit({"type": "pong", "id": rid, "language": self.language, "version": VERSION,
-                       "worker_pid": self.worker.pid if self.worker else None,
+            m = self.main.worker
+            self.emit({"type": "pong", "id": rid, "language": self.main.language, "version": VERSION,
+                       "worker_pid": m.pid if m else None, "contexts": sorted(k for k in self.contexts if k),
                        "busy": self.cell.id if self.cell is not None else None, "warming": self.warming})
         elif op == "execute":
             self.handle_execute(rid, req)
@@ -229,7 +249,10 @@ class Supervisor(WorkerKeeper):
             self.asks.ask(self, rid, req)
         elif op == "interrupt":
             if self.cell is not None and self.cell.id == rid and self.cell.forced is None:
+                self.ctx = self.cell.ctx
                 self.interrupt("cancelled")
+        elif op == "close_context":
+            self.close_context(req.get("context"))
         else:
             self.emit({"type": "error_reply", "id": rid, "message": "unknown op %r" % (op,)})
 
@@ -250,30 +273,78 @@ class Supervisor(WorkerKeeper):
             self.emit({"type": "error_reply", "id": rid, "message": "'max_output' must be an integer >= 0"})
             return
         if self.cell is not None:
-            self.emit({"type": "error", "id": rid, "ename": "RunnerBusy",
-                       "evalue": "another execution is running", "traceback": []})
-            self.emit({"type": "done", "id": rid, "status": "error", "reset": False, "reset_reason": None,
-                       "duration_ms": 0, "dropped": 0})
+            self.refuse(rid, "RunnerBusy", "another execution is running")
             return
+        try:
+            key, language, cwd = contexts.parse_context(req.get("context"))
+            env = contexts.parse_env(req.get("env"))
+        except ValueError as e:
+            self.refuse(rid, "BadRequest", str(e))
+            return
+        ctx = self.contexts.get(key)
+        if ctx is not None and language is not None and ctx.language != language:
+            self.refuse(rid, "ContextLanguage", "context %r runs %s, not %s" % (key, ctx.language, language))
+            return
+        if ctx is None and len(self.contexts) >= contexts.MAX_CONTEXTS:
+            self.refuse(rid, "TooManyContexts", "this sandbox holds %d contexts already; remove one first"
+                        % contexts.MAX_CONTEXTS)
+            return
+        fresh = ctx is None
+        if fresh:
+            ctx = self.contexts[key] = contexts.Ctx(key, language, cwd)
+        self.ctx = ctx
         if req.get("restart") is True:
             # Not code: a fresh interpreter in place of this one, its variables gone (Jupyter's
             # restart). Cells that follow wait for it as they wait after a timeout's reset.
             started = time.monotonic()
-            self.replace_worker()
+            if fresh:
+                self.start_worker()
+            else:
+                self.replace_worker()
             self.emit({"type": "done", "id": rid, "status": "completed", "reset": True,
                        "reset_reason": "the interpreter was restarted on request; its variables are gone",
                        "duration_ms": int((time.monotonic() - started) * 1000), "dropped": 0,
                        "files_written": []})
             return
         if self.language == "python" and not self.policy_allows(rid, code, req.get("policy")):
+            if fresh:
+                del self.contexts[key]
+                self.ctx = self.main
             return
         self.n += 1
         self.cell = Cell(rid, self.n, timeout, code, max_output)
+        self.cell.ctx = ctx
+        self.cell.env = env
         self.capture.start(rid, max_output)
         self.cell.forward = forward.CellForward(max_output)
         self.cell.files_before = workspace_snapshot()
         self.cell.pipes = self.pipes.open_cell(self.cell)
-        self.dispatch()
+        if fresh:
+            self.start_worker()  # dispatches once it is there
+        else:
+            self.dispatch()
+
+    def refuse(self, rid, ename, evalue):
+        """Answers an execute that runs nothing with an error and its done."""
+        self.emit({"type": "error", "id": rid, "ename": ename, "evalue": evalue, "traceback": []})
+        self.emit({"type": "done", "id": rid, "status": "error", "reset": False, "reset_reason": None,
+                   "duration_ms": 0, "dropped": 0, "files_written": []})
+
+    def close_context(self, key):
+        """Ends a context runboxd removed: its worker is killed and its state gone; the cell it
+        runs, if any, ends cancelled. The main context cannot be closed."""
+        ctx = self.contexts.get(key) if isinstance(key, str) and key else None
+        if ctx is None:
+            return
+        self.ctx = ctx
+        if self.cell is not None and self.cell.ctx is ctx:
+            self.drain()
+            self.stop_worker()
+            self.finish_cell(self.cell.forced or "cancelled", True, "its context was removed")
+        else:
+            self.stop_worker()
+        del self.contexts[key]
+        self.ctx = self.main
 
     # ---- optional code policy (runbox_policy.py beside the entry scripts) ----
     def policy_allows(self, rid, code, policy):
@@ -353,17 +424,18 @@ class Supervisor(WorkerKeeper):
     def on_ctrl(self, msg):
         t = msg.get("t")
         w = self.worker
+        mine = self.cell is not None and self.cell.ctx is self.ctx
         if t == "hello":
-            if not w.hello and self.cell is not None and self.cell.sent and self.cell.timeout:
+            if not w.hello and mine and self.cell.sent and self.cell.timeout:
                 # The cell's timeout counts from when the interpreter has it: one sent while a
                 # fresh interpreter was still loading (a TypeScript worker loads the compiler
                 # first) starts now. Only the first hello counts; later ones are user code's.
                 self.cell.deadline = time.monotonic() + self.cell.timeout
             w.hello = True
-            if self.cell is not None and self.cell.forced is not None and self.cell.kill_at is None:
+            if mine and self.cell.forced is not None and self.cell.kill_at is None:
                 self.signal_interrupt(self.cell)  # interrupted while Node.js was starting
             self.worker_failures = 0
-            if self.warming:
+            if self.warming and self.ctx is self.main:
                 self.warming = False
                 z = w.zygote
                 failed = z.ready.get("failed") if z is not None and isinstance(z.ready, dict) else None
@@ -380,7 +452,7 @@ class Supervisor(WorkerKeeper):
             self.asks.answered(msg)
             return
         cell = self.cell
-        if cell is None:
+        if not mine:
             return
         if t == "done":
             if msg.get("n") != cell.n:
@@ -446,20 +518,23 @@ class Supervisor(WorkerKeeper):
             while not self.stdin_eof or self.cell is not None:
                 self.step(stdin)
         finally:
-            self.stop_worker()
+            for ctx in list(self.contexts.values()):
+                self.ctx = ctx
+                self.stop_worker()
             self.drop_zygote()
             self.pipes.cleanup()
 
     def watch_commands(self):
-        """Selects the worker's command pipe for writing while commands wait for it."""
-        w = self.worker
-        want = w.cmd_fd if w is not None and w.cmd_pending else None
-        if want != self.cmd_watched:
-            if self.cmd_watched is not None:
-                self.sel.unregister(self.cmd_watched)
-            if want is not None:
-                self.sel.register(want, 2)  # EVENT_WRITE
-            self.cmd_watched = want
+        """Selects each worker's command pipe for writing while commands wait for it."""
+        for ctx in self.contexts.values():
+            w = ctx.worker
+            want = w.cmd_fd if w is not None and w.cmd_pending else None
+            if want != ctx.cmd_watched:
+                if ctx.cmd_watched is not None:
+                    self.sel.unregister(ctx.cmd_watched)
+                if want is not None:
+                    self.sel.register(want, 2)  # EVENT_WRITE
+                ctx.cmd_watched = want
 
     def step(self, stdin):
         now = time.monotonic()
@@ -473,42 +548,53 @@ class Supervisor(WorkerKeeper):
             timeout = min(timeout, 0.1)  # notice a dead worker even if a child holds its pipes
         self.watch_commands()
         events = self.sel.select(timeout)
-        w = self.worker
+        ctrl, cmd = {}, {}
+        for ctx in self.contexts.values():
+            if ctx.worker is not None:
+                ctrl[ctx.worker.ctrl_fd] = ctx
+                cmd[ctx.worker.cmd_fd] = ctx
         ctrl_msgs = []
         for key, _ in events:
             fd = key.fd
             if fd == stdin:
                 self.read_requests(stdin)
-            elif w is not None and fd == w.ctrl_fd:
-                ctrl_msgs.extend(w.read_ctrl())
-            elif w is not None and fd == w.cmd_fd:
-                w.flush_commands()
+            elif fd in ctrl and ctrl[fd].worker is not None and ctrl[fd].worker.ctrl_fd == fd:
+                ctrl_msgs.extend((ctrl[fd], m) for m in ctrl[fd].worker.read_ctrl())
+            elif fd in cmd and cmd[fd].worker is not None and cmd[fd].worker.cmd_fd == fd:
+                cmd[fd].worker.flush_commands()
             elif self.zygote is not None and fd == self.zygote.fileno():
+                self.ctx = self.main  # only the main context's workers come from the zygote
                 self.on_zygote()
             else:
                 self.read_stream(fd)
         if ctrl_msgs:
             self.drain()
-            for msg in ctrl_msgs:
-                self.on_ctrl(msg)
+            for ctx, msg in ctrl_msgs:
+                if ctx.worker is not None and self.contexts.get(ctx.key) is ctx:
+                    self.ctx = ctx
+                    self.on_ctrl(msg)
         self.reap()
         if self.zygote is not None and self.zygote.overdue(time.monotonic()):
+            self.ctx = self.main
             self.zygote_failed("it did not answer in time")
-        w = self.worker
-        if w is not None and (w.exit_status is not None or w.ctrl_eof):
-            if w.ctrl_eof:
-                try:
-                    self.sel.unregister(w.ctrl_fd)
-                except (KeyError, ValueError):
-                    pass
-            if w.exit_status is not None or w.ctrl_eof:
+        for ctx in list(self.contexts.values()):
+            w = ctx.worker
+            if w is not None and (w.exit_status is not None or w.ctrl_eof):
+                if w.ctrl_eof:
+                    try:
+                        self.sel.unregister(w.ctrl_fd)
+                    except (KeyError, ValueError):
+                        pass
+                self.ctx = ctx
                 self.worker_gone()
-            return
+                return
         now = time.monotonic()
         cell = self.cell
         if self.asks.pending:
             self.asks.check(now, self.worker, cell is not None and cell.sent)
         if cell is not None:
+            self.ctx = cell.ctx
+            w = self.worker
             if cell.forced is None and cell.deadline is not None and now >= cell.deadline:
                 self.interrupt("timeout")
             elif cell.clear_at is not None and now >= cell.clear_at:

@@ -2,7 +2,8 @@
 
 Runs on the trusted side, inside the supervisor: WorkerKeeper is a base class of
 supervisor.Supervisor and holds the part of it that starts, stops, replaces and reaps the
-worker process (one at a time; worker_process.WorkerProc starts it and holds its pipes) and
+worker process (one per context, the focused context's: contexts; worker_process.WorkerProc starts it and
+holds its pipes) and
 keeps the zygote (preload): a Python worker is forked from the zygote while it is usable, else
 started the plain way. A zygote that dies, hangs, answers nonsense or whose preload the session's
 own packages shadow is given up; after ZYGOTE_TRIES, fresh interpreters start without the
@@ -65,7 +66,7 @@ class WorkerKeeper:
 
     def new_worker(self):
         """A worker forked from the zygote when there is a usable one, else one started here."""
-        z = self.usable_zygote()
+        z = self.usable_zygote() if self.ctx is self.main else None  # other contexts start plain
         if z is not None:
             try:
                 return WorkerProc(self.language, self.env, self.worker_user, zygote=z)
@@ -188,7 +189,12 @@ class WorkerKeeper:
 
     # ---- stopping and replacing a worker ----
     def kill_strays(self):
-        kill_strays(spare=(self.zygote.pid,) if self.zygote is not None and not self.zygote.dead else ())
+        """Kills what escaped the focused worker, sparing the zygote and the other contexts'
+        workers with their process groups."""
+        groups = tuple(c.worker.pid for c in self.contexts.values()
+                       if c is not self.ctx and c.worker is not None and c.worker.pid is not None)
+        kill_strays(spare=(self.zygote.pid,) if self.zygote is not None and not self.zygote.dead else (),
+                    groups=groups)
 
     def stop_worker(self):
         """Kills the worker and its process group and forgets it, without waiting for it to
@@ -243,9 +249,10 @@ class WorkerKeeper:
                 return
             if pid == 0:
                 return
-            if self.worker is not None and pid == self.worker.pid:
-                self.worker.exit_status = os.waitstatus_to_exitcode(status)
-            elif self.zygote is not None and pid == self.zygote.pid:
+            for ctx in self.contexts.values():
+                if ctx.worker is not None and pid == ctx.worker.pid:
+                    ctx.worker.exit_status = os.waitstatus_to_exitcode(status)
+            if self.zygote is not None and pid == self.zygote.pid:
                 self.zygote.exit_status = os.waitstatus_to_exitcode(status)
 
     def worker_gone(self):
@@ -282,7 +289,7 @@ class WorkerKeeper:
         reason = "%s; it was restarted and its variables are lost" % what
         # The cell's answer before the new interpreter, which may wait for pids and memory.
         self.stop_worker()
-        if self.cell is not None:
+        if self.cell is not None and self.cell.ctx is self.ctx:
             self.finish_cell(self.cell.forced or "error", True, reason)
         else:
             self.lost_state = reason

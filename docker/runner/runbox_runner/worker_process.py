@@ -140,14 +140,19 @@ class WorkerProc:
                 return
             del self.cmd_pending[:n]
 
-    def execute(self, n, code, limit, paths):
-        """Runs cell n; paths: {"stdout", "stderr"} FIFOs for the cell's output, or None."""
+    def execute(self, n, code, limit, paths, cwd=None, env=None):
+        """Runs cell n; paths: {"stdout", "stderr"} FIFOs for the cell's output, or None; cwd: the
+        directory to change to first (a context's first cell), env: variables for this cell only."""
         paths = paths or {}
         if self.language == "bash":
-            self.send_raw(bash_worker.execute_text(n, code, paths.get("stdout"), paths.get("stderr")))
+            self.send_raw(bash_worker.execute_text(n, code, paths.get("stdout"), paths.get("stderr"), cwd, env))
         else:
-            self.send_msg({"n": n, "code": code, "limit": limit, "out": paths.get("stdout"),
-                           "err": paths.get("stderr")})
+            msg = {"n": n, "code": code, "limit": limit, "out": paths.get("stdout"), "err": paths.get("stderr")}
+            if cwd:
+                msg["cwd"] = cwd
+            if env:
+                msg["env"] = env
+            self.send_msg(msg)
 
     def collect_children(self):
         """Asks an idle Python worker to collect the children that were killed after an
