@@ -128,7 +128,8 @@ static void ended_reason(http_call *call, const char *id, char *msg)
         const char *status = json_string_value(json_object_get(session, "status"));
         const char *when = json_string_value(json_object_get(session, "ended_at"));
         const char *reason = json_string_value(json_object_get(session, "end_reason"));
-        snprintf(msg, RB_ERR_LEN, "The sandbox %.64s has ended (%s%s%s): %.300s; create a new one", id,
+        /* "was not found" is what E2B's proxy says and what the SDK reads as SandboxNotRunningException */
+        snprintf(msg, RB_ERR_LEN, "The sandbox %.64s was not found: it has ended (%s%s%s): %.300s; create a new one", id,
                  status ? status : "ended", when ? " at " : "", when ? when : "",
                  reason ? reason : "no reason was recorded");
     } else {
