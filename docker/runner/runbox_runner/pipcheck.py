@@ -27,10 +27,35 @@ def pip_refusal(argv, what):
     command = words[0]
     if len(words) > 1 and all(os.path.exists(w) for w in words[1:]) and not ({"-r", "--requirement"} & set(argv)):
         return None  # local wheels, archives or folders (pip reaches the index only for their dependencies)
+    reach = os.environ.get("RUNBOX_PIP_INDEX", "")
+    host = _own_index_host(argv)
+    if host is not None and reach != "off":  # runboxd judged pypi.org only: the operator's list may allow this one
+        advice = (", or create the session with a network policy that allows the index, if this server's "
+                  "--egress-max does: execution_options.network = {\"allow\": [\"%s\"]}" % host)
+    else:
+        advice = _NETWORK_ADVICE.get(reach, "")
     return ("%s %s needs a package index, and this session has no network. Install with "
             "POST /sessions/{id}/dependencies (MCP: install_dependencies), which runbox's installer "
             "runs outside the sandbox%s; local wheels install without one (--no-index --find-links DIR)"
-            % (what, command, _NETWORK_ADVICE.get(os.environ.get("RUNBOX_PIP_INDEX", ""), "")))
+            % (what, command, advice))
+
+
+def _own_index_host(argv):
+    """The host of the package index ARGV names (-i, --index-url), or None for pypi.org's."""
+    from urllib.parse import urlsplit
+    for i, a in enumerate(argv):
+        url = None
+        if a in ("-i", "--index-url") and i + 1 < len(argv):
+            url = argv[i + 1]
+        elif a.startswith("--index-url="):
+            url = a.split("=", 1)[1]
+        if url:
+            try:
+                host = urlsplit(url).hostname
+            except ValueError:
+                return None
+            return host if host and host not in ("pypi.org", "files.pythonhosted.org") else None
+    return None
 
 
 # What runboxd says (RUNBOX_PIP_INDEX, core/sandbox.c) a session of this server may have: only

@@ -230,7 +230,16 @@ def _show_in_pager(shell, data, start=0, screen_lines=0):
 
 def _figure_png(fig):
     from IPython.core.pylabtools import print_figure
-    return print_figure(fig, "png", base64=True)
+    png = print_figure(fig, "png", base64=True)
+    if png is None and fig.images:
+        # IPython shows nothing of a figure without axes; one drawn with figimage() still has a
+        # picture to show (runbox showed it before IPython, and so does savefig)
+        import base64
+        import io
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        png = base64.b64encode(buf.getvalue()).decode("ascii")
+    return png
 
 
 _prepared = None  # the shell the zygote made before its forks (prepare)
