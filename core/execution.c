@@ -435,6 +435,9 @@ void execution_add_event(execution *ex, json_t *event)
         }
         ex->results++;
         item = json_pack("{s:s, s:o}", "type", "result", "text", clip_text(ex, text, "result"));
+        json_t *str = json_object_get(event, "str"); /* a str value itself, whole (E2B shows it) */
+        if (json_is_string(str) && json_string_length(str) <= item_cap(ex))
+            json_object_set(item, "str", str);
         json_t *in = json_object_get(event, "bundle");
         if (json_is_object(in)) { /* its other formats; its text/plain is the text */
             json_t *others = json_copy(in);

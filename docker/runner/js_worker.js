@@ -670,7 +670,9 @@ async function runCell(msg) {
                 text = `<util.inspect failed: ${e && e.message}>`;
             }
             lastStream = null;
-            send({ t: 'result', text: clip(text, textCap, 'result') });
+            const msg = { t: 'result', text: clip(text, textCap, 'result') };
+            if (typeof value === 'string') msg.str = value;  // E2B shows a string as itself
+            send(msg);
         }
     } catch (e) {
         abortWait = null;

@@ -98,6 +98,9 @@ static json_t *result_line(json_t *item, int is_main)
         json_object_set(line, key, value);
     }
     json_decref(bundle);
+    json_t *str = json_object_get(item, "str"); /* E2B shows a str value as the string, not its repr */
+    if (is_main && json_is_string(str))
+        json_object_set(line, "text", str);
     return line;
 }
 

@@ -62,7 +62,7 @@ def test_the_issue_flow(e2b_env):
         assert (info.name, info.path) == ("a.txt", "/home/user/a.txt"), info
         assert sbx.files.read("/home/user/a.txt") == "hi"
         # /home/user is the session's workspace, which the code runs in
-        assert sbx.run_code("open('a.txt').read()").text == "'hi'"
+        assert sbx.run_code("open('a.txt').read()").text == "hi"
         sbx.run_code("open('made.bin', 'wb').write(bytes(range(256)))")
         assert sbx.files.read("made.bin", format="bytes") == bytes(range(256))
 
@@ -105,6 +105,22 @@ def test_results_carry_every_format(e2b_env):
         # PIL images are pngs and jpegs
         img = sbx.run_code("from PIL import Image\nImage.new('RGB', (2, 2))").results[0]
         assert base64.b64decode(img.png)[:8] == b"\x89PNG\r\n\x1a\n" and img.jpeg and img.is_main_result
+
+
+def test_a_string_result_reads_as_e2b_shows_it(e2b_env):
+    """Issue 38: E2B shows a str value as the string itself (`results[0].text`), not its repr;
+    other values keep their repr, and REST keeps the repr as `text` with the string beside it."""
+    with Sandbox.create() as sbx:
+        e2b_env.session_ids.add(sbx.sandbox_id)
+        assert sbx.run_code("'a' + 'b'").text == "ab"
+        tricky = "it's \"quoted\"\n\tand \\ é"
+        assert sbx.run_code(f"{tricky!r}").results[0].text == tricky
+        assert sbx.run_code("[1, 'a']").text == "[1, 'a']"
+        assert sbx.run_code("class S(str): pass\nS('sub')").text == "sub"
+        assert sbx.run_code("b'x'").text == "b'x'"
+        item = e2b_env.post("/execute", json={"session_id": sbx.sandbox_id, "code": "'x' * 3", "wait": True}).json()
+        result = [o for o in item["outputs"] if o["type"] == "result"][0]
+        assert (item["result"], result["text"], result["str"]) == ("'xxx'", "'xxx'", "xxx"), item
 
 
 def test_kill_then_connect_is_not_found(e2b_env):
@@ -169,7 +185,7 @@ def test_a_disconnect_interrupts_the_execution(e2b_env):
         with pytest.raises(TimeoutException):
             sbx.run_code("import time; time.sleep(600)", timeout=3)
         ex = sbx.run_code("keep", timeout=120)
-        assert ex.text == "'state'", ex
+        assert ex.text == "state", ex
 
 
 def test_an_unknown_key_is_an_authentication_error(e2b_env):
@@ -439,7 +455,7 @@ def test_allow_internet_access_is_the_operators_default_list(egress_env):
     with Sandbox.create(allow_internet_access=True) as sbx:
         egress_env.session_ids.add(sbx.sandbox_id)
         assert network_of(egress_env, sbx.sandbox_id) == {"allow": [EGRESS_ALLOW], "deny": []}
-        assert sbx.run_code("import os; os.environ['HTTPS_PROXY']").text == repr(PROXY)
+        assert sbx.run_code("import os; os.environ['HTTPS_PROXY']").text == PROXY
         r = sbx.commands.run("echo $HTTPS_PROXY $HTTP_PROXY")
         assert r.stdout.split() == [PROXY, PROXY], r
         info = sbx.get_info()
@@ -452,7 +468,7 @@ def test_network_allow_out_is_the_sandboxs_allow_list_and_update_network_changes
         sid = sbx.sandbox_id
         egress_env.session_ids.add(sid)
         assert network_of(egress_env, sid) == {"allow": ["api.example.test"], "deny": []}
-        assert sbx.run_code("import os; os.environ['HTTPS_PROXY']").text == repr(PROXY)
+        assert sbx.run_code("import os; os.environ['HTTPS_PROXY']").text == PROXY
         assert sbx.get_info().network == {"allow_out": ["api.example.test"], "deny_out": [ALL_TRAFFIC]}
 
         # what update_network sends replaces the policy; the callable form of E2B's examples too

@@ -50,10 +50,10 @@ def test_contexts_have_their_own_state_and_cwd_and_share_the_files(sbx):
 
     assert sbx.run_code("x = 'default'").error is None
     assert sbx.run_code("x = 'mine'", context=ctx).error is None
-    assert sbx.run_code("x").text == "'default'"
-    assert sbx.run_code("x", context=ctx).text == "'mine'"
+    assert sbx.run_code("x").text == "default"
+    assert sbx.run_code("x", context=ctx).text == "mine"
     # the default context is named by its language too
-    assert sbx.run_code("x", language="python").text == "'default'"
+    assert sbx.run_code("x", language="python").text == "default"
 
     sbx.files.make_dir("/home/user/sub")
     sub = sbx.create_code_context(cwd="/home/user/sub", language="python")
@@ -63,7 +63,7 @@ def test_contexts_have_their_own_state_and_cwd_and_share_the_files(sbx):
     ex = sbx.run_code("import os; open('here.txt', 'w').write('sub'); os.getcwd()", context=sub)
     assert ex.error is None and ex.text.rstrip("'").endswith("/sub"), (ex.error, ex.text)
     assert sbx.files.read("/home/user/sub/here.txt") == "sub"
-    assert sbx.run_code("open('sub/here.txt').read()").text == "'sub'"  # the default one stays in /home/user
+    assert sbx.run_code("open('sub/here.txt').read()").text == "sub"  # the default one stays in /home/user
 
 
 def test_restart_and_remove(sbx):
@@ -97,28 +97,28 @@ def test_every_language_in_one_sandbox(sbx):
     assert ex.logs.stdout == ["Hello, World!\n"], ex
     assert sbx.run_code("const a = 40; a + 2", language="javascript").text == "42"
     assert sbx.run_code("a", language="js").text == "40"
-    assert sbx.run_code("await Promise.resolve('Hello World!')", language="js").text == "'Hello World!'"
+    assert sbx.run_code("await Promise.resolve('Hello World!')", language="js").text == "Hello World!"
     ex = sbx.run_code("const message: string = 'Hello, World!'; console.log(message)", language="ts")
     assert ex.logs.stdout == ["Hello, World!\n"], (ex.logs, ex.error)
     sbx.run_code("cd /tmp; export KEPT=yes", language="bash")
     assert sbx.run_code("echo $KEPT; pwd", language="bash").logs.stdout == ["yes\n/tmp\n"]
     js = sbx.create_code_context(language="js")
     assert js.language == "javascript"
-    assert sbx.run_code("typeof a", context=js).text == "'undefined'"
+    assert sbx.run_code("typeof a", context=js).text == "undefined"
     # a file written by one language is read by another
     sbx.run_code("echo shared > /home/user/s.txt", language="bash")
-    assert sbx.run_code("open('/home/user/s.txt').read()").text == "'shared\\n'"
+    assert sbx.run_code("open('/home/user/s.txt').read()").text == "shared\n"
 
 
 def test_envs_hold_for_one_run_in_every_language(e2b_env):
     with Sandbox.create(envs={"TEST_ENV_VAR": "supertest"}, timeout=600) as sbx:
         e2b_env.session_ids.add(sbx.sandbox_id)
         py = "import os; os.getenv('FOO', 'default')"
-        assert sbx.run_code(py, envs={"FOO": "bar"}).text == "'bar'"
-        assert sbx.run_code(py).text == "'default'"
+        assert sbx.run_code(py, envs={"FOO": "bar"}).text == "bar"
+        assert sbx.run_code(py).text == "default"
         glob = "import os; os.getenv('TEST_ENV_VAR')"
-        assert sbx.run_code(glob, envs={"TEST_ENV_VAR": "overwrite"}).text == "'overwrite'"
-        assert sbx.run_code(glob).text == "'supertest'"
+        assert sbx.run_code(glob, envs={"TEST_ENV_VAR": "overwrite"}).text == "overwrite"
+        assert sbx.run_code(glob).text == "supertest"
 
         assert sbx.run_code("echo $FOO", envs={"FOO": "bar"}, language="bash").logs.stdout == ["bar\n"]
         assert sbx.run_code("echo ${FOO:-default}", language="bash").logs.stdout == ["default\n"]
@@ -126,11 +126,11 @@ def test_envs_hold_for_one_run_in_every_language(e2b_env):
         assert ex.logs.stdout == ["overwrite\n"]
         assert sbx.run_code("echo $TEST_ENV_VAR", language="bash").logs.stdout == ["supertest\n"]
 
-        assert sbx.run_code("process.env.FOO", envs={"FOO": "bar"}, language="js").text == "'bar'"
-        assert sbx.run_code("process.env.FOO || 'default'", language="js").text == "'default'"
+        assert sbx.run_code("process.env.FOO", envs={"FOO": "bar"}, language="js").text == "bar"
+        assert sbx.run_code("process.env.FOO || 'default'", language="js").text == "default"
         ex = sbx.run_code("process.env.TEST_ENV_VAR", envs={"TEST_ENV_VAR": "overwrite"}, language="js")
-        assert ex.text == "'overwrite'"
-        assert sbx.run_code("process.env.TEST_ENV_VAR", language="js").text == "'supertest'"
+        assert ex.text == "overwrite"
+        assert sbx.run_code("process.env.TEST_ENV_VAR", language="js").text == "supertest"
 
         with pytest.raises(SandboxException, match="400.*not a variable name"):
             sbx.run_code("1", envs={"1BAD": "x"})
@@ -187,8 +187,8 @@ def test_contexts_and_envs_with_the_async_sdk(e2b_env):
             ex = await sbx.run_code("echo $FOO", envs={"FOO": "bar"}, language="bash")
             assert ex.logs.stdout == ["bar\n"]
             ex = await sbx.run_code("import os; os.getenv('FOO', 'default')", envs={"FOO": "bar"}, context=ctx)
-            assert ex.text == "'bar'"
-            assert (await sbx.run_code("import os; os.getenv('FOO', 'default')", context=ctx)).text == "'default'"
+            assert ex.text == "bar"
+            assert (await sbx.run_code("import os; os.getenv('FOO', 'default')", context=ctx)).text == "default"
             await sbx.remove_code_context(ctx.id)
             assert ctx.id not in [c.id for c in await sbx.list_code_contexts()]
             with pytest.raises(NotFoundException):

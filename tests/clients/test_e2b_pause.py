@@ -107,7 +107,7 @@ def test_pause_of_the_files_only_boots_fresh(e2b_env):
         assert again.files.read("/home/user/f.txt") == "on disk"
         ex = again.run_code("x")
         assert ex.error is not None and ex.error.name == "NameError", ex
-        assert again.run_code("open('f.txt').read()").text == "'on disk'"
+        assert again.run_code("open('f.txt').read()").text == "on disk"
 
 
 def test_connect_with_reboot_restarts_a_suspended_sandbox(e2b_env):
@@ -174,7 +174,7 @@ def test_a_busy_sandbox_is_not_paused(e2b_env):
         t.join(60)
         assert len(errors) == 1, errors
         assert _status(e2b_env, sid) == "suspended"
-        assert Sandbox.connect(sid).run_code("kept").text == "'yes'"
+        assert Sandbox.connect(sid).run_code("kept").text == "yes"
 
 
 def test_the_timeout_pauses_a_sandbox_with_auto_pause(e2b_env):
@@ -199,7 +199,7 @@ def test_the_timeout_pauses_a_sandbox_with_auto_pause(e2b_env):
         assert _status(e2b_env, full.sandbox_id) == "suspended"
 
         again = Sandbox.connect(full.sandbox_id, timeout=600)
-        assert again.run_code("kept").text == "'memory'"
+        assert again.run_code("kept").text == "memory"
         again = Sandbox.connect(disk.sandbox_id, timeout=600)
         assert again.files.read("/home/user/d.txt") == "disk"
     finally:

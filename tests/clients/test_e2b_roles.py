@@ -101,7 +101,7 @@ def test_a_viewer_is_handed_no_token_and_changes_nothing(env):
     assert not sbx.files.exists("/home/user/by-viewer.txt")
     assert not sbx.files.exists("/home/user/viewer-dir")
     assert not sbx.files.exists("/home/user/by-viewer-cmd")
-    assert sbx.run_code("secret").text == "'alice-only'"
+    assert sbx.run_code("secret").text == "alice-only"
     keys = {e["key"] for kind in ("execution", "file_upload") for e in audit(env, sid, kind)}
     assert keys == {"alice"}, keys
     sbx.kill()

@@ -19,6 +19,7 @@ import time
 
 CHUNK = 64 * 1024              # largest stream event text (UTF-8 bytes)
 COALESCE_S = 0.02              # small writes are gathered for this long
+PARTIAL_LINE_S = 0.2           # ... and a line not yet ended waits this long for its end
 FOREIGN_KEEP = 64 * 1024       # bytes of earlier cells' output delivered with one cell (or kept for it)
 FOREIGN_LINE = 4096            # a longer line of an earlier cell is cut into lines of this size
 
@@ -163,12 +164,21 @@ class Capture:
         """A new worker: bytes of a character the old one left half written are forgotten."""
         self.decoders = {}
 
+    def hold(self):
+        """How long gathered text waits: COALESCE_S, or PARTIAL_LINE_S while its last line is
+        open. print() writes its text and its newline apart, and a busy host can put more than
+        COALESCE_S between them: clients that show a message per stream event (E2B's on_stdout)
+        then got '6' and '\n' apart. ipykernel's output flush interval is 0.2 s too."""
+        if self.pending and not self.pending[-1][1].endswith("\n"):
+            return PARTIAL_LINE_S
+        return COALESCE_S
+
     def flush_at(self):
         """When gathered text is due to be sent (monotonic time), or a false value if none."""
-        return self.pending_since and self.pending_since + COALESCE_S
+        return self.pending_since and self.pending_since + self.hold()
 
     def flush_if_due(self, now):
-        if self.pending_since is not None and now - self.pending_since >= COALESCE_S:
+        if self.pending_since is not None and now - self.pending_since >= self.hold():
             self.flush_pending()
 
     def take(self, name, data):

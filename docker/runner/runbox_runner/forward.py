@@ -98,6 +98,9 @@ class CellForward:
             return None
         self.results += 1
         fields = {"text": protocol.clip(text, self.cap, "result")}
+        value = msg.get("str")
+        if isinstance(value, str) and protocol.fits(value, self.cap):  # a str value, whole or not at all
+            fields["str"] = value
         data = msg.get("data")
         if isinstance(data, dict):
             bundle = self.bundle(data, "result")

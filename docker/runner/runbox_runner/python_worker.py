@@ -397,12 +397,15 @@ class _Worker:
             out[mime] = value
         return out
 
-    def send_result(self, data, metadata):
-        """The value of the cell's last expression, as the display formatter gave it."""
+    def send_result(self, data, metadata, str_value=None):
+        """The value of the cell's last expression, as the display formatter gave it (and, when
+        it is a str, the string itself: E2B shows that)."""
         if os.getpid() != self.pid:
             self.child_exit(0)
         bundle = self.bundle(data, "result")
         msg = {"t": "result", "text": bundle.get("text/plain", "")}
+        if isinstance(str_value, str):
+            msg["str"] = str_value
         if set(bundle) != {"text/plain"}:
             msg["data"] = bundle
         if metadata:

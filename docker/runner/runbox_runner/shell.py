@@ -47,8 +47,13 @@ class _DisplayHook(DisplayHook):
     def write_output_prompt(self):
         pass
 
+    def compute_format_data(self, result):
+        # A str value goes out as itself too: E2B shows a string result as the string, not its repr.
+        self.str_value = result if isinstance(result, str) else None
+        return super().compute_format_data(result)
+
     def write_format_data(self, format_dict, md_dict=None):
-        self.shell.runbox.send_result(format_dict, md_dict)
+        self.shell.runbox.send_result(format_dict, md_dict, getattr(self, "str_value", None))
 
     def finish_displayhook(self):
         pass
