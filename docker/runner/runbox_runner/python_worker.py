@@ -404,7 +404,7 @@ class _Worker:
             self.child_exit(0)
         bundle = self.bundle(data, "result")
         msg = {"t": "result", "text": bundle.get("text/plain", "")}
-        if isinstance(str_value, str):
+        if isinstance(str_value, str) and protocol.fits(str_value, self.text_cap):  # never a message past the cap
             msg["str"] = str_value
         if set(bundle) != {"text/plain"}:
             msg["data"] = bundle
